@@ -1,0 +1,1 @@
+"""Tcl sources of `package require nats`, served by tclnats_py (no Python code here)."""

@@ -1,0 +1,60 @@
+"""Subject, queue-group and token checks (ADR-6 naming rules).
+
+nats-tcl accepts, per token, any run of characters from this set: letters and
+digits plus ``- ! # $ % & ' ( ) + , / : ; < = ? @ ^ _ ` | ~`` (that is: no
+whitespace, no ``.``, ``*``, ``>``, ``\\``, ``"``, ``[``, ``]``, ``{``, ``}``).
+A *reply* / publish subject is dot-separated tokens from that set; a
+*subscribe* subject may also use ``*`` and ``>`` as whole tokens; a queue
+group is one token (no dots).  ``[:alnum:]`` in Tcl includes Unicode letters
+and digits, so we accept them too (``str.isalnum``).
+"""
+
+from __future__ import annotations
+
+__all__ = ["valid_subject", "valid_wildcard_subject", "valid_queue", "valid_token"]
+
+_PUNCT = frozenset("-!#$%&'()+,/:;<=?@^_`|~")
+
+
+def valid_token(tok: str) -> bool:
+    if not tok:
+        return False
+    if tok.isascii():
+        # fast path: the common case is plain ASCII
+        for ch in tok:
+            if not (ch.isalnum() or ch in _PUNCT):
+                return False
+        return True
+    return all(ch.isalnum() or ch in _PUNCT for ch in tok)
+
+
+_cache_plain: dict[str, bool] = {}
+_cache_wild: dict[str, bool] = {}
+
+
+def valid_subject(subject: str) -> bool:
+    """A subject to publish to, or a reply subject: no wildcards."""
+    r = _cache_plain.get(subject)
+    if r is None:
+        r = bool(subject) and all(valid_token(t) for t in subject.split("."))
+        if len(_cache_plain) > 4096:
+            _cache_plain.clear()
+        _cache_plain[subject] = r
+    return r
+
+
+def valid_wildcard_subject(subject: str) -> bool:
+    """A subject to subscribe to: ``*`` and ``>`` allowed as whole tokens."""
+    r = _cache_wild.get(subject)
+    if r is None:
+        r = bool(subject) and all(
+            t == "*" or t == ">" or valid_token(t) for t in subject.split(".")
+        )
+        if len(_cache_wild) > 4096:
+            _cache_wild.clear()
+        _cache_wild[subject] = r
+    return r
+
+
+def valid_queue(queue: str) -> bool:
+    return valid_token(queue)
