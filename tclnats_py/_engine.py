@@ -33,6 +33,7 @@ A driver talks to it in three directions:
   ``("pong", ping, ok)``          a ping finished: True, or False on timeout,
                                   None when the connection closed first
   ``("flush",)``                  bytes are waiting: schedule a write
+  ``("pong_rx",)``                a PONG arrived (any PONG; for tracing)
 
 Effects are collected, not called back, so the engine never re-enters the
 driver; a driver may call the engine while handling an effect and simply
@@ -437,9 +438,11 @@ class Engine:
         self._clear_error()
         if self._socket_open:
             self._log("info", f"Closing connection to {self._host_port()}")
-            if self.status != CONNECTED:
-                self._out = []
-                self._out_size = 0
+            if self.status == CONNECTED and self._out:
+                # the driver writes these before closing (data_to_send)
+                self._hs_out.extend(self._out)
+            self._out = []
+            self._out_size = 0
             self._socket_open = False
             self._fx.append(("close",))
         self._parser.reset()
@@ -594,6 +597,7 @@ class Engine:
         return creds
 
     def _on_pong(self) -> None:
+        self._fx.append(("pong_rx",))
         if self._phase == _WAIT_PONG:
             self._connected()
             return

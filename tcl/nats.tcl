@@ -1,0 +1,640 @@
+# The Tcl face of tclnats_py: the public shape of nats-tcl 3.2.1's Core API.
+#
+# No protocol logic lives here. Every nats::connection object is backed by a
+# Python engine (tclnats_py/_engine.py) driven by tclnats_py/tclbridge.py,
+# which opens the socket as a Tcl channel, runs the timers with [after] and
+# writes the state a Tcl user can read into this object's namespace:
+#   status last_error serverInfo  - public, traceable (CoreAPI.md)
+#   sock subscriptions requests timers(flush) pong outBuffer serverPool
+#                                  - read by tools and by nats-tcl's test suite
+# Python commands never raise into Tcl: they return {0 result} or
+# {1 errorCode message}, and this layer throws.
+
+package require Tcl 8.6-
+catch {package require tls}
+
+namespace eval ::nats {
+    variable status_closed closed
+    variable status_connecting connecting
+    variable status_connected connected
+    variable status_reconnecting reconnecting
+
+    # run a method of an object later only if the object still exists then
+    proc SafeCallback {obj method args} {
+        if {[llength [info commands $obj]]} {
+            $obj $method {*}$args
+        }
+    }
+    proc mymethod {method args} {
+        set obj [uplevel 1 {namespace which my}]
+        list ::nats::SafeCallback $obj $method {*}$args
+    }
+    # TLS errors are reported once, as ErrTLS; keep the tls package quiet
+    proc tls_callback {args} {}
+
+    namespace export connection msg header timestamp isotime_to_msec msec_to_isotime
+}
+
+namespace eval ::tclnats {
+    # Unpack a Python reply: {0 result} -> result; {1 code msg} -> throw
+    proc r {reply} {
+        if {[lindex $reply 0] == 0} {
+            return [lindex $reply 1]
+        }
+        return -code error -errorcode [lindex $reply 1] [lindex $reply 2]
+    }
+}
+
+# Deliveries of one socket read, in order: {kind callback a b c ...}
+# kind 1: a subscription callback {subject msg reply}, posted to the event loop
+# kind 0: the same, called directly (-post false)
+# kind 2: a request callback {timedOut msg}, posted
+proc ::nats::_deliver {items} {
+    foreach {kind cb a b c} $items {
+        if {$kind == 1} {
+            after 0 [list {*}$cb $a $b $c]
+        } elseif {$kind == 2} {
+            after 0 [list {*}$cb $a $b]
+        } elseif {[catch {{*}$cb $a $b $c} err opts]} {
+            # a direct callback failed: report it like a posted one would be
+            after 0 [list return -options $opts $err]
+        }
+    }
+}
+
+# option name -> default, in nats-tcl's order (CoreAPI.md "Options")
+set ::nats::_option_defaults {
+    servers "" name "" pedantic false verbose false randomize true
+    connect_timeout 2000 reconnect_time_wait 2000 custom_reconnect_delay ""
+    max_reconnect_attempts 60 ping_interval 120000 max_outstanding_pings 2 echo true
+    tls_opts "" user "" password "" token "" secure false check_subjects true
+    dictmsg false utf8_convert false request_timeout 10000
+    creds "" nkey_seed ""
+}
+
+oo::class create ::nats::connection {
+    variable config sock timers counters subscriptions requests serverPool outBuffer \
+             requestsInboxPrefix pong ChildrenRef PingResult Py
+    variable status last_error serverInfo
+
+    constructor {{conn_name ""} args} {
+        set status $::nats::status_closed
+        set last_error ""
+        set sock ""
+        set Py ""
+        set serverPool ""
+        array set serverInfo {}
+        array set subscriptions {}
+        array set requests {}
+        array set timers {ping {} flush {} connect {}}
+        array set counters {subscription 0 request 0 pendingPings 0}
+        array set ChildrenRef {}
+        array set PingResult {}
+        set outBuffer [list]
+        set requestsInboxPrefix ""
+        set pong 0
+        nats::_parse_args $args {
+            logger valid_str ""
+            log_chan valid_str stdout
+            log_level valid_str warn
+        }
+        foreach {name def} $::nats::_option_defaults {
+            set config($name) $def
+        }
+        set config(name) $conn_name
+        my InitLogger $logger $log_chan $log_level
+        set Py [::tclnats::r [::tclnats::_new_connection [self] [self namespace] \
+                    [expr {$logger ne "" ? "debug" : $log_level}]]]
+        if {$conn_name ne ""} {
+            ::tclnats::r [$Py configure -name $conn_name]
+        }
+        set serverPool [::nats::server_pool new [self] $Py]
+        # outBuffer shows the protocol commands waiting to be written
+        trace add variable outBuffer read [list $Py out_buffer]
+    }
+
+    destructor {
+        if {$Py ne ""} {
+            catch {trace remove variable outBuffer read [list $Py out_buffer]}
+            $Py destroy
+        }
+        if {$serverPool ne ""} {
+            catch {$serverPool destroy}
+        }
+        foreach obj [array names ChildrenRef] {
+            catch {$obj destroy}
+        }
+    }
+
+    method releaseRef {obj} {
+        unset -nocomplain ChildrenRef($obj)
+    }
+    method addRef {obj} {
+        set ChildrenRef($obj) ""
+    }
+
+    method InitLogger {logger log_chan log_level} {
+        set ns [self namespace]
+        if {$logger ne ""} {
+            package require logger
+            logger::import -namespace ${ns}::log [${logger}::servicename]
+            return
+        }
+        if {$log_level ni {error warn info debug}} {
+            throw {NATS ErrInvalidArg} "Invalid -log_level $log_level"
+        }
+        set who [expr {$config(name) ne "" ? $config(name) : [namespace tail [self]]}]
+        namespace eval log [list variable chan $log_chan who $who]
+        proc log::write {level text} {
+            variable chan
+            variable who
+            puts $chan "\[[nats::timestamp] $who $level\] $text"
+        }
+        proc log::mute {level text} {}
+        set muted 0
+        foreach level {error warn info debug} {
+            interp alias {} ${ns}::log::$level {} ${ns}::log::[expr {$muted ? "mute" : "write"}] $level
+            if {$level eq $log_level} {
+                set muted 1
+            }
+        }
+    }
+
+    method cget {option} {
+        set opt [string trimleft $option -]
+        if {$opt eq "status"} {
+            return $status
+        }
+        if {[info exists config($opt)]} {
+            return $config($opt)
+        }
+        throw {NATS ErrInvalidArg} "Invalid option $option"
+    }
+
+    method configure {args} {
+        switch -- [llength $args] {
+            0 { return [array get config] }
+            1 { return [my cget [lindex $args 0]] }
+        }
+        ::tclnats::r [$Py configure {*}$args]
+        return
+    }
+
+    method reset {args} {
+        foreach option $args {
+            set opt [string trimleft $option -]
+            if {![dict exists $::nats::_option_defaults $opt]} {
+                throw {NATS ErrInvalidArg} "Invalid option $option"
+            }
+            set config($opt) [dict get $::nats::_option_defaults $opt]
+            ::tclnats::r [$Py reset $opt]
+        }
+    }
+
+    method current_server {} {
+        my CheckConnection
+        return [lrange [::tclnats::r [$Py current_server]] 0 1]
+    }
+
+    method all_servers {} {
+        return [::tclnats::r [$Py all_servers]]
+    }
+
+    method server_info {} {
+        return [array get serverInfo]
+    }
+
+    method connect {args} {
+        switch -- $args {
+            -async { set async 1 }
+            "" { set async 0 }
+            default { throw {NATS ErrInvalidArg} "Unknown option $args" }
+        }
+        if {$status ne $::nats::status_closed} {
+            return
+        }
+        ::tclnats::r [$Py connect]
+        if {$async} {
+            return
+        }
+        if {$status eq $::nats::status_connecting} {
+            nats::_coroVwait [self namespace]::status
+        }
+        # several transitions may happen in one event: wait for the final word
+        while {$status eq $::nats::status_connecting} {
+            nats::_coroVwait [self namespace]::status
+        }
+        if {$status ne $::nats::status_connected} {
+            if {[dict exists $last_error code] && [llength [my all_servers]] <= 1} {
+                throw [dict get $last_error code] [dict get $last_error errorMessage]
+            }
+            throw {NATS ErrNoServers} "No servers available for connection"
+        }
+        return
+    }
+
+    method disconnect {} {
+        if {$status eq $::nats::status_closed} {
+            return
+        }
+        ::tclnats::r [$Py disconnect]
+        return
+    }
+
+    method publish_msg {msg} {
+        my publish [dict get $msg subject] [dict get $msg data] \
+            -header [dict get $msg header] -reply [dict get $msg reply]
+    }
+
+    method publish {subject message args} {
+        set header ""
+        set check_subj 1
+        if {[llength $args] == 1} {
+            set reply [lindex $args 0]
+        } else {
+            set reply ""
+            if {[llength $args]} {
+                nats::_parse_args $args {
+                    header dict ""
+                    reply str ""
+                    check_subj bool true
+                }
+            }
+        }
+        set r [$Py publish $subject $message $reply $header $check_subj]
+        if {[lindex $r 0]} {
+            return -code error -errorcode [lindex $r 1] [lindex $r 2]
+        }
+        return
+    }
+
+    method subscribe {subject args} {
+        my CheckConnection
+        set dictmsg $config(dictmsg)
+        nats::_parse_args $args {
+            queue valid_str ""
+            callback valid_str ""
+            dictmsg bool null
+            max_msgs pos_int 0
+            post bool true
+        }
+        set sid [::tclnats::r [$Py subscribe $subject $queue $max_msgs $callback $dictmsg $post]]
+        set counters(subscription) $sid
+        return $sid
+    }
+
+    method unsubscribe {subID args} {
+        my CheckConnection
+        nats::_parse_args $args {
+            max_msgs pos_int 0
+        }
+        ::tclnats::r [$Py unsubscribe $subID $max_msgs]
+        return
+    }
+
+    method request_msg {msg args} {
+        set timeout $config(request_timeout)
+        set dictmsg $config(dictmsg)
+        nats::_parse_args $args {
+            timeout timeout null
+            callback str ""
+            dictmsg bool null
+        }
+        if {[dict get $msg reply] ne ""} {
+            [self namespace]::log::warn "request_msg: the reply [dict get $msg reply] will be ignored"
+        }
+        return [my request [dict get $msg subject] [dict get $msg data] \
+                    -header [dict get $msg header] -timeout $timeout \
+                    -callback $callback -dictmsg $dictmsg]
+    }
+
+    method request {subject message args} {
+        set timeout $config(request_timeout)
+        set dictmsg $config(dictmsg)
+        set max_msgs ""
+        nats::_parse_args $args {
+            timeout timeout null
+            callback str ""
+            dictmsg bool null
+            header dict ""
+            max_msgs pos_int null
+            check_subj bool true
+        }
+        set rid [::tclnats::r [$Py request $subject $message $timeout $callback $dictmsg \
+                                   $header $max_msgs $check_subj]]
+        set counters(request) $rid
+        if {$callback ne ""} {
+            return $rid
+        }
+        # wait until the engine writes the outcome into requests($rid)
+        set var [self namespace]::requests($rid)
+        while {[set $var] eq "pending"} {
+            nats::_coroVwait $var
+        }
+        try {
+            return [::tclnats::r [$Py request_result $rid $dictmsg]]
+        } finally {
+            unset -nocomplain requests($rid)
+        }
+    }
+
+    method cancel_request {reqID} {
+        ::tclnats::r [$Py cancel_request $reqID]
+        return
+    }
+
+    method ping {args} {
+        nats::_parse_args $args {
+            timeout timeout 10000
+        }
+        if {$status ne $::nats::status_connected} {
+            throw {NATS ErrConnectionClosed} "No connection to NATS server"
+        }
+        set id [::tclnats::r [$Py ping $timeout]]
+        set var [self namespace]::PingResult($id)
+        while {![info exists $var]} {
+            nats::_coroVwait $var
+        }
+        set result [set $var]
+        unset $var
+        switch -- $result {
+            1 { return true }
+            0 { throw {NATS ErrTimeout} "PING timeout" }
+            default { throw {NATS ErrConnectionClosed} "Connection closed" }
+        }
+    }
+
+    method inbox {} {
+        return [::tclnats::r [$Py inbox]]
+    }
+
+    method jet_stream {args} {
+        nats::_parse_args $args {
+            timeout timeout 5000
+            domain valid_str ""
+            trace bool false
+            api_prefix valid_str ""
+        }
+        if {$domain ne "" && $api_prefix ne ""} {
+            throw {NATS ErrInvalidArg} "-domain and -api_prefix are mutually exclusive"
+        }
+        if {[info commands ::nats::jet_stream] eq ""} {
+            throw {NATS ErrInvalidArg} "JetStream is not available in this build of tclnats_py"
+        }
+        set js [nats::jet_stream new [self] $timeout $api_prefix $domain $trace]
+        set ChildrenRef($js) ""
+        return $js
+    }
+
+    # ADR-6 checks: plain (publish/reply), -wildcard (subscribe), -queue
+    method CheckSubject {subj args} {
+        set mode plain
+        if {"-wildcard" in $args} {
+            set mode wildcard
+        } elseif {"-queue" in $args} {
+            set mode queue
+        }
+        return [::tclnats::r [$Py check_subject $subj $mode]]
+    }
+
+    method CheckConnection {} {
+        if {$status eq $::nats::status_closed} {
+            throw {NATS ErrConnectionClosed} "No connection to NATS server"
+        }
+    }
+
+    # for children (jet_stream etc.): the Python command behind this connection
+    method PyCmd {} {
+        return $Py
+    }
+}
+
+# ---------------------------------------------------------------- nats::msg
+namespace eval ::nats::msg {
+    proc create {subject args} {
+        nats::_parse_args $args {
+            data str ""
+            reply str ""
+        }
+        return [dict create header "" data $data subject $subject reply $reply sub_id ""]
+    }
+    proc set {msgVar opt value} {
+        upvar 1 $msgVar m
+        switch -- $opt {
+            -data - -subject - -reply {
+                dict set m [string range $opt 1 end] $value
+                return
+            }
+        }
+        throw {NATS ErrInvalidArg} "Invalid field $opt"
+    }
+    proc subject {msg} { dict get $msg subject }
+    proc data {msg} { dict get $msg data }
+    proc reply {msg} { dict get $msg reply }
+    proc no_responders {msg} {
+        expr {[nats::header lookup $msg Status 0] == 503}
+    }
+    # a JetStream control message: status 100, no body, description matching
+    proc ControlMsg {msg pattern} {
+        if {[string length [dict get $msg data]] || [nats::header lookup $msg Status 0] != 100} {
+            return 0
+        }
+        string match $pattern [nats::header lookup $msg Description ""]
+    }
+    proc idle_heartbeat {msg} { ControlMsg $msg Idle* }
+    proc flow_control {msg} { ControlMsg $msg Flow* }
+    proc seq {msg} {
+        if {![dict exists $msg seq]} {
+            throw {NATS ErrInvalidArg} "Invalid field 'seq'"
+        }
+        dict get $msg seq
+    }
+    proc timestamp {msg} {
+        if {![dict exists $msg time]} {
+            throw {NATS ErrInvalidArg} "Invalid field 'timestamp'"
+        }
+        dict get $msg time
+    }
+    namespace export {[a-z]*}
+    namespace ensemble create
+}
+
+# ---------------------------------------------------------------- nats::header
+namespace eval ::nats::header {
+    proc add {msgVar key value} {
+        upvar 1 $msgVar m
+        ::set h [dict get $m header]
+        dict lappend h $key $value
+        dict set m header $h
+        return
+    }
+    proc set {msgVar key value args} {
+        upvar 1 $msgVar m
+        if {[llength $args] % 2} {
+            throw {NATS ErrInvalidArg} "Missing a value for a key"
+        }
+        dict set m header $key [list $value]
+        foreach {k v} $args {
+            dict set m header $k [list $v]
+        }
+        return
+    }
+    proc delete {msgVar key} {
+        upvar 1 $msgVar m
+        dict unset m header $key
+        return
+    }
+    proc get {msg key} {
+        lindex [dict get $msg header $key] 0
+    }
+    proc values {msg key} {
+        dict get $msg header $key
+    }
+    proc keys {msg {pattern ""}} {
+        if {$pattern eq ""} {
+            return [dict keys [dict get $msg header]]
+        }
+        dict keys [dict get $msg header] $pattern
+    }
+    proc lookup {msg key def} {
+        ::set h [dict get $msg header]
+        if {[dict exists $h $key]} {
+            return [lindex [dict get $h $key] 0]
+        }
+        return $def
+    }
+    namespace export {[a-z]*}
+    namespace ensemble create
+}
+
+# ---------------------------------------------------------------- time helpers
+proc ::nats::isotime_to_msec {isotime} {
+    # 2022-11-22T13:31:35.4514983Z: whole seconds, a fraction, an optional zone
+    if {![regexp {^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[-+]\d\d:?\d\d)?$} \
+              $isotime -> whole frac zone]} {
+        throw {NATS ErrInvalidArg} "Invalid time $isotime"
+    }
+    if {$zone in {"" Z}} {
+        set zone +0000
+    }
+    set secs [clock scan "$whole[string map {: {}} $zone]" -format {%Y-%m-%dT%H:%M:%S%z}]
+    if {$frac eq ""} {
+        set frac 0
+    }
+    return [expr {round(($secs + double("0.$frac")) * 1000)}]
+}
+
+proc ::nats::msec_to_isotime {msec {tz :UTC}} {
+    set secs [expr {$msec / 1000}]
+    format %s.%03d [clock format $secs -format {%Y-%m-%dT%H:%M:%S} -timezone $tz] [expr {$msec % 1000}]
+}
+
+proc ::nats::timestamp {} {
+    msec_to_isotime [clock milliseconds] :localtime
+}
+
+# ---------------------------------------------------------------- private helpers
+# wait for a variable to be written: vwait, or yield inside a coroutine so
+# that the caller's event loop keeps running
+proc ::nats::_coroVwait {var} {
+    set coro [info coroutine]
+    if {$coro eq ""} {
+        vwait $var
+        return
+    }
+    trace add variable $var write [list ::nats::_coroResume $coro]
+    yield
+}
+proc ::nats::_coroResume {coro name1 name2 op} {
+    if {$name2 ne ""} {
+        set name1 ${name1}($name2)
+    }
+    uplevel 1 [list trace remove variable $name1 write [list ::nats::_coroResume $coro]]
+    if {[llength [info commands $coro]]} {
+        after 0 $coro
+    } else {
+        after 0 [list throw {NATS ErrInvalidCoroutine} "Invalid coroutine $coro"]
+    }
+}
+
+# [dict lookup dictValue key ?default?]: like dict get, with a default
+proc ::nats::_dict_lookup {d key {default ""}} {
+    if {[dict exists $d $key]} {
+        return [dict get $d $key]
+    }
+    return $default
+}
+namespace ensemble configure dict -map \
+    [dict replace [namespace ensemble configure dict -map] lookup ::nats::_dict_lookup]
+
+proc ::nats::_random_string {} {
+    string range [::tclnats::r [::tclnats::_token]] 0 21
+}
+
+# check one value against an option type (as in nats-tcl's specs)
+proc ::nats::_check_type {type val} {
+    switch -- [lindex $type 0] {
+        valid_str { return [expr {[string length $val] > 0}] }
+        pos_int - timeout {
+            return [expr {[string is entier -strict $val] && $val >= 0}]
+        }
+        int { return [string is entier -strict $val] }
+        bool { return [string is boolean -strict $val] }
+        dict { return [expr {![catch {dict size $val}]}] }
+        default { return 1 }
+    }
+}
+
+# Parse "-option value" pairs against a spec of {name type default} rows,
+# setting variables in the caller (or config(name) when doConfig is 1).
+# A default of "null" leaves the variable unset when the option is absent.
+proc ::nats::_parse_args {args_list spec {doConfig 0}} {
+    if {[llength $args_list] % 2} {
+        throw {NATS ErrInvalidArg} "Missing value for option [lindex $args_list end]"
+    }
+    set given [dict create]
+    foreach {k v} $args_list {
+        dict set given [string trimleft $k -] $v
+    }
+    foreach {name type def} $spec {
+        if {[dict exists $given $name]} {
+            set val [dict get $given $name]
+            dict unset given $name
+            if {![_check_type $type $val]} {
+                set code [expr {$type eq "timeout" ? "ErrBadTimeout" : "ErrInvalidArg"}]
+                throw [list NATS $code] "Invalid value for the $type option $name : $val"
+            }
+            if {$type eq "bool"} {
+                set val [expr {$val ? "true" : "false"}]
+            }
+            if {$doConfig} {
+                uplevel 1 [list ::set config($name) $val]
+            } else {
+                uplevel 1 [list ::set $name $val]
+            }
+        } elseif {!$doConfig && $def ne "null"} {
+            uplevel 1 [list ::set $name $def]
+        }
+    }
+    if {[dict size $given]} {
+        throw {NATS ErrInvalidArg} "Unknown option [lindex [dict keys $given] 0]"
+    }
+}
+
+# convert nanoseconds to milliseconds in place, for the named keys of a dict variable
+proc ::nats::_ns2ms {dictVar args} {
+    upvar 1 $dictVar d
+    foreach key $args {
+        if {[dict exists $d $key]} {
+            dict set d $key [expr {[dict get $d $key] / 1000000}]
+        }
+    }
+}
+proc ::nats::_ms2ns {dictVar args} {
+    upvar 1 $dictVar d
+    foreach key $args {
+        if {[dict exists $d $key]} {
+            dict set d $key [expr {entier([dict get $d $key] * 1000000)}]
+        }
+    }
+}

@@ -1,0 +1,749 @@
+"""The Tcl driver: runs the engine on a Tcl interpreter's event loop.
+
+:func:`install` puts ``package require nats`` into a Tcl interpreter hosted
+by Python (``tkinter.Tcl()`` or ``tkinter.Tk()``).  The Tcl sources in
+``tcl/`` give the TclOO shape of nats-tcl; each ``nats::connection`` object
+gets one :class:`TclConnection` here, reachable from Tcl as a command.
+
+I/O stays in Tcl, as in nats-tcl: the socket is a Tcl channel opened with
+``socket -async`` (so ``chan push`` transforms see the wire), TLS is
+``tls::import``, timers are ``after``, and blocking calls ``vwait`` (or
+yield in a coroutine) in the Tcl layer.  This module only carries the
+engine's effects out with Tcl commands, and turns readable/writable/timer
+events into engine calls.  It never raises into Tcl: a Python exception in
+a Tcl command would be re-raised later in the Tcl host's main loop, so
+errors are returned as values and thrown by the Tcl layer.
+
+Crossings: one Tcl->Python call per socket read, per API call and per
+timer; deliveries of one read go back to Tcl in one call.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+import time
+import traceback
+import tkinter
+
+from ._engine import CONNECTED, Engine, Msg, Ping, Request
+from ._errors import NatsError, make_error
+from ._options import OPTION_SPEC, Options, coerce
+from ._pool import parse_url
+
+__all__ = ["install", "tcl_library_dir", "TclConnection"]
+
+TCL_API_VERSION = "3.2.1"
+_LEVELS = {"debug": 0, "info": 1, "warn": 2, "error": 3}
+
+
+def tcl_library_dir() -> str:
+    """Folder holding pkgIndex.tcl of ``package require nats``."""
+    from . import tcl as _tcl_pkg
+    return os.path.dirname(os.path.abspath(_tcl_pkg.__file__))
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _to_bytes(value) -> bytes:
+    """A Tcl string as the bytes a binary Tcl channel would write.
+
+    Tcl writes each character of a string to a binary channel as its low
+    byte; payloads that came from the wire are byte arrays and arrive here as
+    ``bytes`` or as a latin-1 ``str``.
+    """
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        try:
+            return value.encode("latin-1")
+        except UnicodeEncodeError:
+            return bytes(ord(c) & 0xFF for c in value)
+    return str(value).encode("latin-1", "replace")
+
+
+def json_to_tcl(value):
+    """JSON value -> Tcl value the way tcllib's json::json2dict shows it."""
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        out = []
+        for k, v in value.items():
+            out.append(str(k))
+            out.append(json_to_tcl(v))
+        return tuple(out)
+    if isinstance(value, list):
+        return tuple(json_to_tcl(v) for v in value)
+    if isinstance(value, float) and value.is_integer():
+        return str(value)
+    return value
+
+
+def headers_to_tcl(headers) -> tuple:
+    if not headers:
+        return ()
+    out = []
+    for k, vals in headers.items():
+        out.append(k)
+        out.append(tuple(vals))
+    return tuple(out)
+
+
+class _Bridge:
+    """Per-interpreter state: the registered commands and the connections."""
+
+    def __init__(self, tk):
+        self.tk = tk
+        self.ids = itertools.count(1)
+        self.conns: dict[str, TclConnection] = {}
+        tk.createcommand("::tclnats::_new_connection", self._new_connection)
+        tk.createcommand("::tclnats::_parse_url", self._parse_url)
+        tk.createcommand("::tclnats::_check_subject", self._check_subject)
+        tk.createcommand("::tclnats::_token", self._token)
+
+    def _new_connection(self, obj, ns, log_level):
+        try:
+            c = TclConnection(self, obj, ns, log_level)
+        except Exception as e:  # pragma: no cover - defensive
+            return (1, "NATS ErrInvalidArg", str(e))
+        self.conns[c.cmd] = c
+        return (0, c.cmd)
+
+    def _token(self):
+        from ._nuid import next_token
+        return (0, next_token())
+
+    def _parse_url(self, url):
+        try:
+            return (0, tuple(_flat(parse_url(url).as_dict())))
+        except NatsError as e:
+            return (1, f"NATS {e.code}", str(e))
+
+    def _check_subject(self, subject, mode, check):
+        from ._subjects import valid_queue, valid_subject, valid_wildcard_subject
+        if not subject:
+            return 0
+        if check in ("0", "false", 0, False):
+            return 1
+        if mode == "queue":
+            return int(valid_queue(subject))
+        if mode == "wildcard":
+            return int(valid_wildcard_subject(subject))
+        return int(valid_subject(subject))
+
+
+def _flat(d: dict):
+    for k, v in d.items():
+        yield k
+        yield v
+
+
+class TclConnection:
+    """One ``nats::connection``: an engine plus the Tcl-side I/O."""
+
+    def __init__(self, bridge: _Bridge, obj: str, ns: str, log_level: str):
+        self.bridge = bridge
+        self.tk = bridge.tk
+        self.obj = obj
+        self.ns = ns
+        self.cmd = f"::tclnats::conn{next(bridge.ids)}"
+        self.engine = Engine(Options(), clock=_now_ms, lang="Tcl", version=TCL_API_VERSION)
+        self.engine.reconnect_delay = None
+        self.min_level = _LEVELS.get(log_level, 0)
+        self.sock = ""
+        self.flush_id = ""
+        self.timers: dict = {}       # key -> (token, after id)
+        self.tokens: dict = {}       # token -> key
+        self.tok = itertools.count(1)
+        self.sync_results: dict = {}
+        self.utf8 = False
+        self.writing_servers = False
+        self.pool_var = ""
+        self.dead = False
+        self.tk.createcommand(self.cmd, self.dispatch)
+        self.tk.createcommand(self.cmd + "_ev", self.event)
+
+    # ------------------------------------------------------------ dispatch
+    def dispatch(self, op, *args):
+        """Entry from Tcl.  Returns ``{0 result}`` or ``{1 errorcode message}``."""
+        try:
+            result = getattr(self, "c_" + op)(*args)
+            return (0, "" if result is None else result)
+        except NatsError as e:
+            self.run()
+            return (1, f"NATS {e.code}", str(e))
+        except tkinter.TclError as e:
+            return (1, "NATS ErrInternal", f"Tcl error in tclnats_py: {e}")
+        except Exception as e:
+            tb = traceback.format_exc()
+            self._log("error", f"internal error in {op}: {tb}")
+            return (1, "NATS ErrInternal", f"{type(e).__name__}: {e}")
+
+    def event(self, op, *args):
+        """Entry for channel events and timers (nobody to return an error to)."""
+        try:
+            getattr(self, "e_" + op)(*args)
+        except Exception:
+            tb = traceback.format_exc()
+            self._log("error", f"internal error in {op} event: {tb}")
+            sys.stderr.write(tb)
+
+    # ------------------------------------------------------------ helpers
+    def _set(self, var, value):
+        self.tk.call("set", f"{self.ns}::{var}", value)
+
+    def _log(self, level, text):
+        if _LEVELS.get(level, 3) < self.min_level or self.dead:
+            return
+        try:
+            self.tk.call(f"{self.ns}::log::{level}", text)
+        except tkinter.TclError:
+            pass  # the logger is gone (object being destroyed)
+
+    def _push_servers(self):
+        self.writing_servers = True
+        try:
+            if not self.pool_var:
+                return
+            self.tk.call("set", self.pool_var,
+                         tuple(tuple(_flat(s.as_dict())) for s in self.engine.pool.servers))
+        finally:
+            self.writing_servers = False
+
+    # ------------------------------------------------------------ effects
+    def run(self):
+        """Carry out the engine's effects until there are none left."""
+        eng = self.engine
+        tk = self.tk
+        ns = self.ns
+        while True:
+            fx = eng.take()
+            if not fx:
+                break
+            deliveries = []
+            for f in fx:
+                k = f[0]
+                if k == "msg":
+                    self._delivery(deliveries, f[1], f[2])
+                elif k == "flush":
+                    if eng.status == CONNECTED:
+                        if not self.flush_id:
+                            self.flush_id = tk.call("after", 0, self.cmd + "_ev", "flush")
+                            tk.call("set", f"{ns}::timers(flush)", self.flush_id)
+                elif k == "timer":
+                    self._start_timer(f[1], f[2])
+                elif k == "cancel":
+                    self._cancel_timer(f[1])
+                elif k == "sub_gone":
+                    tk.call("unset", "-nocomplain", f"{ns}::subscriptions({f[1]})")
+                elif k == "req":
+                    self._request_done(deliveries, f[1], f[2])
+                elif k == "req_msg":
+                    self._request_msg(deliveries, f[1], f[2])
+                elif k == "status":
+                    self._push_servers()
+                    tk.call("set", f"{ns}::status", f[1])
+                elif k == "error":
+                    err = f[1]
+                    if err is None:
+                        tk.call("set", f"{ns}::last_error", "")
+                    else:
+                        tk.call("set", f"{ns}::last_error",
+                                ("code", ("NATS", err.code), "errorMessage", str(err)))
+                elif k == "log":
+                    self._log(f[1], f[2])
+                elif k == "info":
+                    tk.call("array", "unset", f"{ns}::serverInfo")
+                    tk.call("array", "set", f"{ns}::serverInfo", json_to_tcl(f[1]))
+                elif k == "pong_rx":
+                    tk.call("set", f"{ns}::pong", 1)
+                elif k == "pong":
+                    p = f[1]
+                    res = {True: 1, False: 0, None: "closed"}[f[2]]
+                    tk.call("set", f"{ns}::PingResult({p.id})", res)
+                elif k == "subs_cleared":
+                    tk.call("array", "unset", f"{ns}::subscriptions")
+                    tk.call("set", f"{ns}::requestsInboxPrefix", "")
+                elif k == "open":
+                    self._open(f[1])
+                elif k == "tls":
+                    self._starttls(f[1])
+                elif k == "close":
+                    self._close()
+            if deliveries:
+                try:
+                    tk.call("::nats::_deliver", tuple(deliveries))
+                except tkinter.TclError as e:
+                    self._log("error", f"delivery failed: {e}")
+        # handshake traffic goes out at once; user traffic waits for the flusher
+        if self.sock and eng.status != CONNECTED and eng.want_write:
+            self._write(eng.data_to_send())
+
+    def _msg_value(self, msg: Msg, dictmsg: bool, sid):
+        data = msg.data
+        if self.utf8:
+            data = data.decode("utf-8", "replace")
+        if not dictmsg:
+            return data
+        return ("header", headers_to_tcl(msg.headers), "data", data, "subject", msg.subject,
+                "reply", msg.reply or "", "sub_id", sid if sid is not None else "")
+
+    def _delivery(self, out, sub, msg):
+        cb, dictmsg, post = sub.handler
+        out.extend((post, cb, msg.subject, self._msg_value(msg, dictmsg, sub.sid), msg.reply or ""))
+
+    def _request_done(self, out, req: Request, outcome: str):
+        h = req.handler
+        ns = self.ns
+        if h is None:
+            # a synchronous request: the Tcl layer waits on requests($id)
+            self.sync_results[req.id] = (outcome, req)
+            self.tk.call("set", f"{ns}::requests({req.id})", outcome)
+            return
+        self.tk.call("unset", "-nocomplain", f"{ns}::requests({req.id})")
+        cb, dictmsg, old_style = h
+        if outcome == "msg":
+            if not old_style:
+                self._post_req(out, cb, 0, self._msg_value(req.msg, dictmsg, req.msg.sid))
+        elif outcome == "no_responders":
+            if not old_style:
+                self._post_req(out, cb, 1, self._msg_value(req.msg, dictmsg, req.msg.sid))
+        elif outcome == "timeout" or outcome == "lost":
+            self._post_req(out, cb, 1, "")
+        elif outcome == "closed":
+            if old_style:
+                # a pending JetStream fetch is told it is over
+                self._post_req(out, cb, 1, "")
+
+    def _post_req(self, out, cb, timed_out, value):
+        # request callbacks have the signature {timedOut msg}
+        out.extend((2, cb, timed_out, value, ""))
+
+    def _request_msg(self, out, req: Request, msg: Msg):
+        h = req.handler
+        if h is None:
+            return  # gathered in req.msgs for the synchronous caller
+        cb, dictmsg, old_style = h
+        self._post_req(out, cb, 1 if msg.no_responders else 0, self._msg_value(msg, True, msg.sid))
+
+    # ------------------------------------------------------------ timers
+    def _start_timer(self, key, ms):
+        old = self.timers.pop(key, None)
+        if old is not None:
+            self.tokens.pop(old[0], None)
+            self.tk.call("after", "cancel", old[1])
+        tok = str(next(self.tok))
+        aid = self.tk.call("after", int(ms), self.cmd + "_ev", "timer", tok)
+        self.timers[key] = (tok, aid)
+        self.tokens[tok] = key
+        if key in ("ping", "connect"):
+            self.tk.call("set", f"{self.ns}::timers({key})", aid)
+
+    def _cancel_timer(self, key):
+        old = self.timers.pop(key, None)
+        if old is not None:
+            self.tokens.pop(old[0], None)
+            self.tk.call("after", "cancel", old[1])
+            if key in ("ping", "connect"):
+                self.tk.call("set", f"{self.ns}::timers({key})", "")
+
+    def cancel_all_timers(self):
+        for key in list(self.timers):
+            self._cancel_timer(key)
+        if self.flush_id:
+            self.tk.call("after", "cancel", self.flush_id)
+            self.flush_id = ""
+
+    def e_timer(self, tok):
+        key = self.tokens.pop(tok, None)
+        if key is None:
+            return
+        self.timers.pop(key, None)
+        if key in ("ping", "connect"):
+            self.tk.call("set", f"{self.ns}::timers({key})", "")
+        self.engine.timer_fired(key)
+        self.run()
+
+    # ------------------------------------------------------------ socket
+    def _open(self, server):
+        tk = self.tk
+        try:
+            sock = tk.call("socket", "-async", server.host, server.port)
+        except tkinter.TclError as e:
+            self.engine.socket_failed(str(e))
+            return
+        tk.call("chan", "configure", sock, "-translation", "binary", "-blocking", 0,
+                "-buffering", "full")
+        tk.call("chan", "event", sock, "writable", (self.cmd + "_ev", "writable"))
+        self.sock = sock
+        self._set("sock", sock)
+
+    def e_writable(self):
+        tk = self.tk
+        sock = self.sock
+        if not sock:
+            return
+        tk.call("chan", "event", sock, "writable", "")
+        try:
+            err = tk.call("chan", "configure", sock, "-error")
+        except tkinter.TclError as e:
+            err = str(e)
+        if err:
+            self.engine.socket_failed(str(err))
+        else:
+            tk.call("chan", "event", sock, "readable", (self.cmd + "_ev", "readable"))
+            self.engine.socket_connected()
+        self.run()
+
+    def e_readable(self):
+        tk = self.tk
+        sock = self.sock
+        if not sock:
+            return
+        try:
+            data = tk.call("read", sock)
+        except tkinter.TclError as e:
+            code = ""
+            try:
+                code = tk.call("set", "::errorCode")
+            except tkinter.TclError:
+                pass
+            reason = str(e)
+            if isinstance(code, (tuple, list)) and len(code) > 1 and code[0] == "POSIX":
+                reason = str(code[1])
+            self.engine.connection_lost(reason)
+            self.run()
+            return
+        if data:
+            self.engine.receive_data(_to_bytes(data))
+        else:
+            try:
+                eof = tk.call("eof", sock)
+            except tkinter.TclError:
+                eof = 1
+            if eof:
+                self.engine.connection_lost(None)
+        self.run()
+
+    def e_flush(self):
+        self.flush_id = ""
+        tk = self.tk
+        tk.call("set", f"{self.ns}::timers(flush)", "")
+        data = self.engine.data_to_send()
+        if data and self.sock:
+            self._write(data)
+        self.run()
+
+    def _write(self, data: bytes):
+        try:
+            self.tk.call("puts", "-nonewline", self.sock, data)
+            self.tk.call("flush", self.sock)
+        except tkinter.TclError as e:
+            self.engine.write_failed(str(e))
+
+    def _close(self):
+        tk = self.tk
+        sock = self.sock
+        if self.flush_id:
+            tk.call("after", "cancel", self.flush_id)
+            self.flush_id = ""
+            tk.call("set", f"{self.ns}::timers(flush)", "")
+        if not sock:
+            return
+        self.sock = ""
+        data = self.engine.data_to_send()
+        try:
+            tk.call("chan", "event", sock, "readable", "")
+            tk.call("chan", "event", sock, "writable", "")
+            if data:
+                tk.call("chan", "configure", sock, "-blocking", 1)
+                tk.call("puts", "-nonewline", sock, data)
+        except tkinter.TclError:
+            pass  # the peer is gone; closing below reports nothing more
+        try:
+            tk.call("close", sock)
+        except tkinter.TclError as e:
+            self._log("warn", f"Failed to close the socket: {e}")
+        self._set("sock", "")
+
+    def _starttls(self, server):
+        tk = self.tk
+        sock = self.sock
+        try:
+            tk.call("package", "require", "tls")
+        except tkinter.TclError:
+            self.engine.tls_failed("TLS package is not available")
+            return
+        opts = tk.call("set", f"{self.ns}::config(tls_opts)")
+        try:
+            tk.call("chan", "configure", sock, "-blocking", 1)
+            merged = tk.call("dict", "merge", ("-require", 1, "-command", "::nats::tls_callback"), opts)
+            tk.call("tls::import", sock, *tk.splitlist(merged))
+            tk.call("tls::handshake", sock)
+            tk.call("chan", "configure", sock, "-blocking", 0)
+        except tkinter.TclError as e:
+            self.engine.tls_failed(str(e))
+            return
+        self.engine.tls_done()
+
+    # ------------------------------------------------------------ API from Tcl
+    def c_configure(self, *args):
+        if len(args) % 2:
+            raise make_error("ErrInvalidArg", f"Missing value for option {args[-1]}")
+        typed = {}
+        servers = None
+        for i in range(0, len(args), 2):
+            name = str(args[i]).lstrip("-")
+            spec = OPTION_SPEC.get(name)
+            if spec is None:
+                raise make_error("ErrInvalidArg", f"Unknown option {args[i]}")
+            value = args[i + 1]
+            typ = spec[0]
+            if name == "servers":
+                servers = tuple(self.tk.splitlist(value))
+                if not servers:
+                    raise make_error("ErrInvalidArg", f"Invalid value for the valid_str option servers : {value}")
+                continue
+            if typ == "valid_str" and value == "":
+                raise make_error("ErrInvalidArg", f"Invalid value for the valid_str option {name} : {value}")
+            typed[name] = (coerce(name, typ, value), value)
+        o = self.engine.options
+        for name, (v, raw) in typed.items():
+            setattr(o, name, v)
+            shown = ("true" if v else "false") if isinstance(v, bool) else raw
+            self.tk.call("set", f"{self.ns}::config({name})", shown)
+        self.utf8 = bool(o.utf8_convert)
+        if "custom_reconnect_delay" in typed:
+            cb = o.custom_reconnect_delay
+            self.engine.reconnect_delay = self._reconnect_delay if cb else None
+        if servers is not None:
+            self.engine.configure_servers(servers)
+            self.tk.call("set", f"{self.ns}::config(servers)", servers)
+            self._push_servers()
+
+    def _reconnect_delay(self, server: dict):
+        cb = self.engine.options.custom_reconnect_delay
+        return int(self.tk.call(*self.tk.splitlist(cb), tuple(_flat(server))))
+
+    def c_reset(self, name):
+        self.engine.options.reset(name)
+        if name == "servers":
+            self.engine.pool.clear()
+            self._push_servers()
+        if name == "custom_reconnect_delay":
+            self.engine.reconnect_delay = None
+        if name == "utf8_convert":
+            self.utf8 = False
+
+    def c_servers_written(self, *_trace):
+        """The Tcl user (or a test) changed the Servers list: take it back."""
+        if self.writing_servers:
+            return
+        value = self.tk.call("set", self.pool_var)
+        pool = self.engine.pool
+        by_key = {(s.host, int(s.port)): s for s in pool.servers}
+        new = []
+        for item in self.tk.splitlist(value):
+            d = dict(zip(*[iter(self.tk.splitlist(item))] * 2))
+            try:
+                key = (d["host"], int(d["port"]))
+            except (KeyError, ValueError):
+                continue
+            s = by_key.get(key)
+            if s is None:
+                s = parse_url(f"{d.get('scheme', 'nats')}://{d['host']}:{d['port']}")
+            s.reconnects = int(d.get("reconnects", s.reconnects))
+            s.last_attempt = int(d.get("last_attempt", s.last_attempt))
+            new.append(s)
+        pool.servers = new
+
+    def c_pool_var(self, name):
+        self.pool_var = name
+        self._push_servers()
+
+    def c_add_server(self, url):
+        if self.engine.pool.add_discovered(url) is not None:
+            self._log("debug", f"Added {url} to the server pool")
+        self._push_servers()
+
+    def c_all_servers(self):
+        return tuple(tuple(_flat(s.as_dict())) for s in self.engine.pool.servers)
+
+    def c_current_server(self):
+        s = self.engine.pool.current
+        if s is None:
+            return ()
+        return (s.host, s.port, s.scheme)
+
+    def c_connect(self):
+        self.engine.connect()
+        self.run()
+
+    def c_disconnect(self):
+        self.engine.disconnect()
+        self.run()
+        self.cancel_all_timers()
+
+    def c_publish(self, subject, payload, reply, header, check_subj):
+        eng = self.engine
+        if self.utf8:
+            data = payload.encode("utf-8") if isinstance(payload, str) else payload
+        else:
+            data = _to_bytes(payload)
+        headers = self._headers_from_tcl(header) if header else None
+        eng.publish(subject, data, reply or None, headers, check_subj not in ("0", "false", 0))
+        if eng._fx:
+            self.run()
+
+    def _headers_from_tcl(self, header):
+        items = self.tk.splitlist(header)
+        if len(items) % 2:
+            raise make_error("ErrInvalidArg", "Invalid header")
+        out = {}
+        for i in range(0, len(items), 2):
+            vals = self.tk.splitlist(items[i + 1])
+            out[str(items[i])] = [str(v) for v in vals]
+        return out
+
+    def c_subscribe(self, subject, queue, max_msgs, callback, dictmsg, post):
+        sub = self.engine.subscribe(subject, queue, int(max_msgs),
+                                    handler=(callback, dictmsg in ("1", "true", 1, True),
+                                             0 if post in ("0", "false", 0, False) else 1))
+        self.tk.call("set", f"{self.ns}::subscriptions({sub.sid})",
+                     ("subj", subject, "queue", queue, "callback", callback,
+                      "maxMsgs", int(max_msgs), "isDictMsg", dictmsg, "post", post))
+        self.run()
+        return sub.sid
+
+    def c_unsubscribe(self, sid, max_msgs):
+        try:
+            sid_i = int(sid)
+        except ValueError:
+            raise make_error("ErrBadSubscription", f"Invalid subscription ID {sid}") from None
+        gone = self.engine.unsubscribe(sid_i, int(max_msgs))
+        if gone:
+            self.tk.call("unset", "-nocomplain", f"{self.ns}::subscriptions({sid_i})")
+        self.run()
+
+    def _note_internal_subs(self, req):
+        eng = self.engine
+        if eng._mux is not None:
+            self.tk.call("set", f"{self.ns}::requestsInboxPrefix", eng._mux_prefix)
+            if not self.tk.call("info", "exists", f"{self.ns}::subscriptions({eng._mux.sid})"):
+                self.tk.call("set", f"{self.ns}::subscriptions({eng._mux.sid})",
+                             ("subj", eng._mux.subject, "queue", ""))
+        if req.sub is not None:
+            self.tk.call("set", f"{self.ns}::subscriptions({req.sub.sid})",
+                         ("subj", req.sub.subject, "queue", ""))
+
+    def c_request(self, subject, payload, timeout, callback, dictmsg, header, max_msgs, check_subj):
+        """Start a request.  Sync ones (empty callback) are waited for in Tcl."""
+        if self.utf8:
+            data = payload.encode("utf-8") if isinstance(payload, str) else payload
+        else:
+            data = _to_bytes(payload)
+        headers = self._headers_from_tcl(header) if header else None
+        mm = None if max_msgs == "" else int(max_msgs)
+        dm = dictmsg in ("1", "true", 1, True)
+        handler = (callback, dm, mm is not None) if callback else None
+        req = self.engine.request(subject, data, int(timeout), headers, mm, handler,
+                                  check_subj not in ("0", "false", 0))
+        self._note_internal_subs(req)
+        self.tk.call("set", f"{self.ns}::requests({req.id})", "pending")
+        self.run()
+        return req.id
+
+    def c_request_result(self, rid, dictmsg):
+        """Result of a finished synchronous request."""
+        outcome, req = self.sync_results.pop(int(rid))
+        dm = dictmsg in ("1", "true", 1, True)
+        if req.max_msgs is not None:
+            if outcome == "msg" or (outcome == "timeout" and req.msgs):
+                return tuple(self._msg_value(m, True, m.sid) for m in req.msgs)
+        elif outcome == "msg":
+            return self._msg_value(req.msg, dm, req.msg.sid)
+        if outcome == "timeout":
+            raise make_error("ErrTimeout", f"Request to {req.subject} timed out")
+        if outcome == "no_responders":
+            raise make_error("ErrNoResponders", "No responders available for request")
+        if outcome == "lost":
+            raise make_error("ErrTimeout", "Connection lost")
+        raise make_error("ErrConnectionClosed", "Connection closed")
+
+    def c_forget_request(self, rid):
+        """A synchronous waiter gave up (its coroutine was deleted)."""
+        self.sync_results.pop(int(rid), None)
+
+    def c_cancel_request(self, rid):
+        try:
+            rid_i = int(rid)
+        except ValueError:
+            raise make_error("ErrInvalidArg", f"Invalid request ID {rid}") from None
+        req = self.engine.requests.get(rid_i)
+        self.engine.cancel_request(rid_i)
+        self.tk.call("unset", "-nocomplain", f"{self.ns}::requests({rid_i})")
+        if req is not None and req.sub is not None:
+            self.tk.call("unset", "-nocomplain", f"{self.ns}::subscriptions({req.sub.sid})")
+        self.run()
+
+    def c_ping(self, timeout):
+        p = self.engine.ping(int(timeout))
+        self.run()
+        return p.id
+
+    def c_inbox(self):
+        return self.engine.new_inbox()
+
+    def c_out_buffer(self, *_trace):
+        """Read trace of outBuffer: show the pending protocol commands."""
+        chunks = self.engine._out
+        self.tk.call("set", f"{self.ns}::outBuffer", tuple(chunks))
+
+    def c_check_subject(self, subject, mode):
+        eng = self.engine
+        return int(eng.check_subject(subject, wildcard=(mode == "wildcard"), queue=(mode == "queue")))
+
+    def c_set_log_level(self, level):
+        self.min_level = _LEVELS.get(level, 0)
+
+    def c_destroy(self):
+        try:
+            self.engine.disconnect()
+            self.run()
+        except Exception:
+            pass
+        self.cancel_all_timers()
+        self.dead = True
+        self.bridge.conns.pop(self.cmd, None)
+        for name in (self.cmd, self.cmd + "_ev"):
+            try:
+                self.tk.deletecommand(name)
+            except tkinter.TclError:
+                pass
+
+
+_bridges: dict = {}
+
+
+def install(interp) -> None:
+    """Make ``package require nats`` available in a tkinter interpreter.
+
+    ``interp`` is a ``tkinter.Tcl()``/``tkinter.Tk()`` object (or its ``.tk``).
+    """
+    tk = getattr(interp, "tk", interp)
+    key = id(tk)
+    if key in _bridges:
+        return
+    _bridges[key] = _Bridge(tk)
+    libdir = tcl_library_dir()
+    tk.call("set", "::tclnats::library", libdir)
+    tk.call("set", "::tclnats::hosted", 1)
+    tk.eval(f"if {{[lsearch -exact $::auto_path {{{libdir}}}] < 0}} {{lappend ::auto_path {{{libdir}}}}}")
