@@ -35,15 +35,8 @@ namespace eval ::nats {
     namespace export connection msg header timestamp isotime_to_msec msec_to_isotime
 }
 
-namespace eval ::tclnats {
-    # Unpack a Python reply: {0 result} -> result; {1 code msg} -> throw
-    proc r {reply} {
-        if {[lindex $reply 0] == 0} {
-            return [lindex $reply 1]
-        }
-        return -code error -errorcode [lindex $reply 1] [lindex $reply 2]
-    }
-}
+# ::tclnats::r, which unpacks Python replies ({0 result} or {1 errorCode
+# message}), is defined by tclnats_py.tclbridge.install before this file loads
 
 # Deliveries of one socket read, in order: {kind callback a b c ...}
 # kind 1: a subscription callback {subject msg reply}, posted to the event loop

@@ -733,10 +733,107 @@ class TclConnection:
 _bridges: dict = {}
 
 
-def install(interp) -> None:
+def _thread_support(tk) -> None:
+    """Give Thread-package workers their own tclnats_py-hosted interpreter.
+
+    ``thread::create`` normally starts a plain Tcl interpreter, where no
+    Python engine can be reached.  Here it starts a Python thread that
+    hosts a new Tcl interpreter with tclnats_py installed and the Thread
+    package loaded; ``thread::send``, ``thread::release`` and ``thread::wait``
+    then work on it unchanged (they only need a Tcl thread with an event
+    loop), and ``thread::join`` waits for the Python thread.
+    """
+    import queue
+    import threading
+
+    try:
+        tk.call("package", "require", "Thread")
+    except tkinter.TclError:
+        return
+    if tk.call("info", "commands", "::thread::_tclnats_create"):
+        return
+    threads: dict = {}
+    exe = None
+    try:
+        exe = tk.call("info", "nameofexecutable")
+    except tkinter.TclError:
+        pass
+
+    def create(*args):
+        flags = set()
+        script = "thread::wait"
+        rest = list(args)
+        while rest and rest[0] in ("-joinable", "-preserved", "--"):
+            flag = rest.pop(0)
+            if flag == "--":
+                break
+            flags.add(flag)
+        if rest:
+            script = rest[0]
+        started: queue.Queue = queue.Queue()
+
+        def body():
+            try:
+                interp = tkinter.Tcl()
+                install(interp)
+                if exe:
+                    interp.tk.createcommand("::tclnats::_nameofexecutable", lambda: exe)
+                    interp.tk.eval(
+                        "namespace ensemble configure ::info -map "
+                        "[dict replace [namespace ensemble configure ::info -map] "
+                        "nameofexecutable ::tclnats::_nameofexecutable]")
+                if "-preserved" in flags:
+                    interp.tk.call("thread::preserve")
+                started.put((0, interp.tk.call("thread::id")))
+            except Exception as e:  # report to the creator, which raises it
+                started.put((1, str(e)))
+                return
+            try:
+                interp.tk.eval(script)
+            except tkinter.TclError:
+                sys.stderr.write(str(interp.tk.call("set", "::errorInfo")) + "\n")
+            finally:
+                done.set()
+            # Keep this OS thread parked: a Python thread ends without
+            # Tcl_FinalizeThread, so the Thread package keeps its entry, and
+            # a new thread reusing the same id would be confused with it.
+            threading.Event().wait()
+
+        done = threading.Event()
+        th = threading.Thread(target=body, name="tcl-thread", daemon=True)
+        th.start()
+        err, value = started.get()
+        if err:
+            return (1, "NATS ErrInternal", value)
+        if "-joinable" in flags:
+            threads[value] = done
+        return (0, value)
+
+    def join(tid):
+        done = threads.pop(tid, None)
+        if done is None:
+            return (1, "NONE", f"cannot join thread {tid}")
+        # wait in slices so that this interpreter's Python stays responsive
+        while not done.wait(0.05):
+            pass
+        return (0, 0)
+
+    tk.createcommand("::tclnats::_thread_create", create)
+    tk.createcommand("::tclnats::_thread_join", join)
+    tk.eval("""
+        rename ::thread::create ::thread::_tclnats_create
+        rename ::thread::join ::thread::_tclnats_join
+        proc ::thread::create {args} {::tclnats::r [::tclnats::_thread_create {*}$args]}
+        proc ::thread::join {id} {::tclnats::r [::tclnats::_thread_join $id]}
+    """)
+
+
+def install(interp, threads: bool = True) -> None:
     """Make ``package require nats`` available in a tkinter interpreter.
 
     ``interp`` is a ``tkinter.Tcl()``/``tkinter.Tk()`` object (or its ``.tk``).
+    With ``threads`` (default), workers started with the Thread package's
+    ``thread::create`` get tclnats_py too (see :func:`_thread_support`).
     """
     tk = getattr(interp, "tk", interp)
     key = id(tk)
@@ -747,3 +844,15 @@ def install(interp) -> None:
     tk.call("set", "::tclnats::library", libdir)
     tk.call("set", "::tclnats::hosted", 1)
     tk.eval(f"if {{[lsearch -exact $::auto_path {{{libdir}}}] < 0}} {{lappend ::auto_path {{{libdir}}}}}")
+    # ::tclnats::r (unpacking Python replies) is needed before package nats loads
+    tk.eval("""
+        namespace eval ::tclnats {}
+        proc ::tclnats::r {reply} {
+            if {[lindex $reply 0] == 0} {
+                return [lindex $reply 1]
+            }
+            return -code error -errorcode [lindex $reply 1] [lindex $reply 2]
+        }
+    """)
+    if threads:
+        _thread_support(tk)
