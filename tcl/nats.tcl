@@ -11,6 +11,9 @@
 # {1 errorCode message}, and this layer throws.
 
 package require Tcl 8.6-
+# nats-tcl loads tcllib's json and json::write; scripts written for it rely on that
+catch {package require json}
+catch {package require json::write}
 catch {package require tls}
 
 namespace eval ::nats {

@@ -37,6 +37,15 @@ oo::class create ::nats::server_pool {
     method current_server {} {
         return [::tclnats::r [$Py current_server]]
     }
+    # the credentials CONNECT would carry for the current server, JSON-quoted
+    method format_credentials {} {
+        set creds [::tclnats::r [$Py credentials]]
+        set out [list]
+        foreach {k v} $creds {
+            lappend out $k [json::write string $v]
+        }
+        return $out
+    }
     method clear {} {
         ::tclnats::r [$Py reset servers]
     }

@@ -565,6 +565,14 @@ class TclConnection:
             new.append(s)
         pool.servers = new
 
+    def c_credentials(self):
+        o = self.engine.options
+        creds = self.engine.pool.credentials(o.user, o.password, o.token)
+        if creds is None:
+            raise make_error("ErrAuthorization",
+                             f"No credentials known for NATS server at {self.engine._host_port()}")
+        return tuple(_flat(creds))
+
     def c_pool_var(self, name):
         self.pool_var = name
         self._push_servers()
