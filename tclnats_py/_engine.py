@@ -196,6 +196,7 @@ class Engine:
         self._rid = itertools.count(1)
         self._pid = itertools.count(1)
         self._pings: list = []           # outstanding PINGs: Ping objects or None (keep-alive)
+        self._orphan_pings: list = []    # user pings whose connection broke
         self._pending_pings = 0
         self._mux: Subscription | None = None
         self._mux_prefix = ""
@@ -375,7 +376,10 @@ class Engine:
         if self.status == CONNECTED:
             self._set_status(RECONNECTING)
             self.stats["reconnects"] += 1
-            self._fail_pings(None)
+            # A ping in flight waits for the outcome of reconnecting (as in
+            # nats-tcl): the next server answering ends it, closing fails it.
+            self._orphan_pings.extend(p for p in self._pings if p is not None and not p.done)
+            self._pings = []
         else:
             self.pool.current_done(False, self._now())
         self._connect_next()
@@ -392,8 +396,9 @@ class Engine:
         self._pending_pings = 0
 
     def _fail_pings(self, result) -> None:
-        pings = self._pings
+        pings = self._pings + self._orphan_pings
         self._pings = []
+        self._orphan_pings = []
         for p in pings:
             if p is not None and not p.done:
                 p.done = True
@@ -621,6 +626,13 @@ class Engine:
         self._clear_error()
         self._pending_pings = 0
         self._pings = []
+        if self._orphan_pings:
+            orphans, self._orphan_pings = self._orphan_pings, []
+            for p in orphans:
+                if not p.done:
+                    p.done = True
+                    self._fx.append(("cancel", p))
+                    self._fx.append(("pong", p, True))
         # restore subscriptions ahead of anything buffered meanwhile
         restore = []
         for s in self.subs.values():
