@@ -334,6 +334,24 @@ oo::class create ::nats::connection {
         }
     }
 
+    # wait for a request run by the Python side and return its result; the
+    # result may be "continue with request N" (a follow-up request)
+    method WaitRequest {rid} {
+        while {1} {
+            set var [self namespace]::requests($rid)
+            while {[info exists $var] && [set $var] eq "pending"} {
+                nats::_coroVwait $var
+            }
+            set r [$Py request_result $rid 1]
+            unset -nocomplain requests($rid)
+            if {[lindex $r 0] == 2} {
+                set rid [lindex $r 1]
+                continue
+            }
+            return [::tclnats::r $r]
+        }
+    }
+
     method cancel_request {reqID} {
         ::tclnats::r [$Py cancel_request $reqID]
         return
@@ -374,9 +392,6 @@ oo::class create ::nats::connection {
         if {$domain ne "" && $api_prefix ne ""} {
             throw {NATS ErrInvalidArg} "-domain and -api_prefix are mutually exclusive"
         }
-        if {[info commands ::nats::jet_stream] eq ""} {
-            throw {NATS ErrInvalidArg} "JetStream is not available in this build of tclnats_py"
-        }
         set js [nats::jet_stream new [self] $timeout $api_prefix $domain $trace]
         set ChildrenRef($js) ""
         return $js
@@ -397,11 +412,6 @@ oo::class create ::nats::connection {
         if {$status eq $::nats::status_closed} {
             throw {NATS ErrConnectionClosed} "No connection to NATS server"
         }
-    }
-
-    # for children (jet_stream etc.): the Python command behind this connection
-    method PyCmd {} {
-        return $Py
     }
 }
 

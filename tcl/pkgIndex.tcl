@@ -10,6 +10,7 @@ package ifneeded nats 3.2.1 [list apply {{dir} {
     if {[info exists ::tclnats::hosted]} {
         source [file join $dir nats.tcl]
         source [file join $dir server_pool.tcl]
+        source [file join $dir jet_stream.tcl]
         package provide nats 3.2.1
         return
     }

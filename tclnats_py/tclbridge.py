@@ -108,6 +108,46 @@ class _Bridge:
         tk.createcommand("::tclnats::_parse_url", self._parse_url)
         tk.createcommand("::tclnats::_check_subject", self._check_subject)
         tk.createcommand("::tclnats::_token", self._token)
+        for name in ("metadata", "make_stream_source", "make_subject_transform", "make_republish"):
+            tk.createcommand(f"::tclnats::_{name}", getattr(self, "_" + name))
+
+    def _wrap(self, fn):
+        try:
+            return (0, fn())
+        except NatsError as e:
+            return (1, ("NATS", e.code), str(e))
+
+    def _metadata(self, reply, subject):
+        from .tcljs import metadata_from_reply
+        return self._wrap(lambda: tuple(_flat(metadata_from_reply(reply, subject))))
+
+    def _json_from_spec(self, spec, args, post=None):
+        from .tcljs import Spec, _dumps
+        sp = Spec(self.tk)
+
+        def build():
+            given = sp.pairs(args)
+            if post:
+                post(given)
+            return _dumps(sp.build(spec, given, strict=True))
+        return self._wrap(build)
+
+    def _make_stream_source(self, *args):
+        from .tcljs import EXTERNAL_SPEC, SOURCE_SPEC, Spec, _dumps
+
+        def ext(given):
+            e = {k: given.pop(k) for k in ("api", "deliver") if k in given}
+            if "api" in e:
+                given["external"] = _dumps(Spec(self.tk).build(EXTERNAL_SPEC, e, strict=True))
+        return self._json_from_spec(SOURCE_SPEC, args, ext)
+
+    def _make_subject_transform(self, *args):
+        from .tcljs import TRANSFORM_SPEC
+        return self._json_from_spec(TRANSFORM_SPEC, args)
+
+    def _make_republish(self, *args):
+        from .tcljs import REPUBLISH_SPEC
+        return self._json_from_spec(REPUBLISH_SPEC, args)
 
     def _new_connection(self, obj, ns, log_level):
         try:
@@ -146,6 +186,34 @@ def _flat(d: dict):
         yield v
 
 
+class _Op:
+    """A request whose outcome is turned into a Tcl result in Python."""
+
+    __slots__ = ("finish", "gather", "async_done", "on_error", "after")
+
+    def __init__(self, finish, gather=None, async_done=None):
+        self.finish = finish          # (outcome, req) -> result; may raise NatsError
+        self.gather = gather          # gathers req_msg effects (JetStream fetch)
+        self.async_done = async_done  # (outcome, req, deliveries) for async forms
+        self.on_error = {}            # error code -> fn(err) giving a result or raising
+        self.after = []               # result -> result
+
+    def result(self, outcome, req):
+        try:
+            value = self.finish(outcome, req)
+        except NatsError as e:
+            fn = self.on_error.get(e.code)
+            if fn is None:
+                raise
+            value = fn(e)
+        from .tcljs import Chain
+        for fn in self.after:
+            if isinstance(value, Chain):
+                break
+            value = fn(value)
+        return value
+
+
 class TclConnection:
     """One ``nats::connection``: an engine plus the Tcl-side I/O."""
 
@@ -167,6 +235,8 @@ class TclConnection:
         self.utf8 = False
         self.writing_servers = False
         self.pool_var = ""
+        self.js = None
+        self.last_rid = 0
         self.dead = False
         self.tk.createcommand(self.cmd, self.dispatch)
         self.tk.createcommand(self.cmd + "_ev", self.event)
@@ -174,18 +244,28 @@ class TclConnection:
     # ------------------------------------------------------------ dispatch
     def dispatch(self, op, *args):
         """Entry from Tcl.  Returns ``{0 result}`` or ``{1 errorcode message}``."""
+        return self.guard(lambda: getattr(self, "c_" + op)(*args), op)
+
+    def guard(self, fn, what=""):
+        """Run fn for Tcl: ``{0 result}``, ``{1 errorcode message}``, or
+        ``{2 rid}`` when the result will come from another request."""
+        from .tcljs import Chain, _RawJson
         try:
-            result = getattr(self, "c_" + op)(*args)
-            return (0, "" if result is None else result)
+            result = fn()
         except NatsError as e:
             self.run()
-            return (1, f"NATS {e.code}", str(e))
+            return (1, e.details.get("errorcode") or ("NATS", e.code), str(e))
         except tkinter.TclError as e:
-            return (1, "NATS ErrInternal", f"Tcl error in tclnats_py: {e}")
+            return (1, ("NATS", "ErrInternal"), f"Tcl error in tclnats_py: {e}")
         except Exception as e:
             tb = traceback.format_exc()
-            self._log("error", f"internal error in {op}: {tb}")
-            return (1, "NATS ErrInternal", f"{type(e).__name__}: {e}")
+            self._log("error", f"internal error in {what}: {tb}")
+            return (1, ("NATS", "ErrInternal"), f"{type(e).__name__}: {e}")
+        if isinstance(result, Chain):
+            return (2, result.rid)
+        if isinstance(result, _RawJson):
+            return (0, result.text)
+        return (0, "" if result is None else result)
 
     def event(self, op, *args):
         """Entry for channel events and timers (nobody to return an error to)."""
@@ -303,6 +383,17 @@ class TclConnection:
     def _request_done(self, out, req: Request, outcome: str):
         h = req.handler
         ns = self.ns
+        if isinstance(h, _Op):
+            if h.gather is not None and not h.gather.done:
+                h.gather.done = True
+                h.gather.on_end(outcome, req, out)
+            if h.async_done is not None:
+                self.tk.call("unset", "-nocomplain", f"{ns}::requests({req.id})")
+                h.async_done(outcome, req, out)
+                return
+            self.sync_results[req.id] = (outcome, req)
+            self.tk.call("set", f"{ns}::requests({req.id})", outcome)
+            return
         if h is None:
             # a synchronous request: the Tcl layer waits on requests($id)
             self.sync_results[req.id] = (outcome, req)
@@ -329,6 +420,27 @@ class TclConnection:
 
     def _request_msg(self, out, req: Request, msg: Msg):
         h = req.handler
+        if isinstance(h, _Op):
+            g = h.gather
+            if g is None or g.done:
+                return
+            if g.on_msg(req, msg, out):
+                g.done = True
+                if req.done:
+                    return  # the engine ended it too (its last expected message)
+                # the gatherer has what it wants: end the request now
+                self.engine.cancel_request(req.id)
+                if req.sub is not None:
+                    self.tk.call("unset", "-nocomplain", f"{self.ns}::subscriptions({req.sub.sid})")
+                if h.async_done is not None:
+                    self.tk.call("unset", "-nocomplain", f"{self.ns}::requests({req.id})")
+                    h.async_done("msg", req, out)
+                elif h.gather.callback is None:
+                    self.sync_results[req.id] = ("msg", req)
+                    self.tk.call("set", f"{self.ns}::requests({req.id})", "msg")
+                else:
+                    self.tk.call("unset", "-nocomplain", f"{self.ns}::requests({req.id})")
+            return
         if h is None:
             return  # gathered in req.msgs for the synchronous caller
         cb, dictmsg, old_style = h
@@ -672,6 +784,9 @@ class TclConnection:
     def c_request_result(self, rid, dictmsg):
         """Result of a finished synchronous request."""
         outcome, req = self.sync_results.pop(int(rid))
+        h = req.handler
+        if isinstance(h, _Op):
+            return h.result(outcome, req)
         dm = dictmsg in ("1", "true", 1, True)
         if req.max_msgs is not None:
             if outcome == "msg" or (outcome == "timeout" and req.msgs):
@@ -685,6 +800,98 @@ class TclConnection:
         if outcome == "lost":
             raise make_error("ErrTimeout", "Connection lost")
         raise make_error("ErrConnectionClosed", "Connection closed")
+
+    # ------------------------------------------------------------ for tcljs
+    def start_request(self, subject, payload: bytes, timeout, finish, headers=None, max_msgs=None,
+                      gather=None, check_subj=True, async_done=None) -> int:
+        """A request whose result is made in Python (JetStream operations)."""
+        op = _Op(finish, gather, async_done)
+        if gather is not None and gather.callback is not None and async_done is None:
+            op.async_done = lambda outcome, req, out: None
+        req = self.engine.request(subject, payload, int(timeout), headers, max_msgs, op, check_subj)
+        self._note_internal_subs(req)
+        self.tk.call("set", f"{self.ns}::requests({req.id})", "pending")
+        self.last_rid = req.id
+        self.run()
+        return req.id
+
+    def _op(self, rid) -> "_Op":
+        req = self.engine.requests.get(rid)
+        if req is not None and isinstance(req.handler, _Op):
+            return req.handler
+        done = self.sync_results.get(rid)
+        if done is not None and isinstance(done[1].handler, _Op):
+            return done[1].handler
+        raise make_error("ErrInvalidArg", f"Invalid request ID {rid}")
+
+    def map_error(self, rid, from_code, to_code, text):
+        def remap(err):
+            raise make_error(to_code, text) from None
+        self._op(rid).on_error[from_code] = remap
+
+    def on_error(self, rid, code, fn):
+        self._op(rid).on_error[code] = fn
+
+    def after_result(self, rid, fn):
+        self._op(rid).after.append(fn)
+
+    def make_async(self, rid, done):
+        op = self._op(rid)
+        op.async_done = done
+
+    def outcome_msg(self, outcome, req) -> Msg:
+        if outcome == "msg":
+            return req.msg
+        if outcome == "timeout":
+            raise make_error("ErrTimeout", f"Request to {req.subject} timed out")
+        if outcome == "no_responders":
+            raise make_error("ErrNoResponders", "No responders available for request")
+        if outcome == "lost":
+            raise make_error("ErrTimeout", "Connection lost")
+        raise make_error("ErrConnectionClosed", "Connection closed")
+
+    def msg_dict(self, msg: Msg, extra=()):
+        return self._msg_value(msg, True, msg.sid) + tuple(extra)
+
+    def dict_from_tcl(self, value) -> dict:
+        items = self.tk.splitlist(value)
+        if len(items) % 2:
+            raise make_error("ErrInvalidArg", "Invalid message")
+        return {str(items[i]): items[i + 1] for i in range(0, len(items), 2)}
+
+    def headers_from_tcl(self, header):
+        return self._headers_from_tcl(header) if header else None
+
+    def payload_bytes(self, value) -> bytes:
+        if self.utf8 and isinstance(value, str):
+            return value.encode("utf-8")
+        return _to_bytes(value)
+
+    def msg_from_tcl(self, value) -> Msg:
+        d = self.dict_from_tcl(value)
+        hdr = self.headers_from_tcl(d.get("header", ""))
+        return Msg(str(d.get("subject", "")), _to_bytes(d.get("data", "")), str(d.get("reply", "")) or None,
+                   hdr or None)
+
+    def tcl_subscribe(self, subject, callback, dictmsg=True, post=True) -> int:
+        cb = callback if isinstance(callback, str) else tuple(callback)
+        sub = self.engine.subscribe(subject, "", 0, handler=(cb, dictmsg, 1 if post else 0))
+        self.tk.call("set", f"{self.ns}::subscriptions({sub.sid})",
+                     ("subj", subject, "queue", "", "callback", cb))
+        self.run()
+        return sub.sid
+
+    def tcl_unsubscribe(self, sid):
+        if sid in self.engine.subs and self.engine.status != "closed":
+            self.engine.unsubscribe(sid)
+        self.tk.call("unset", "-nocomplain", f"{self.ns}::subscriptions({sid})")
+        self.run()
+
+    def c_js_new(self, ns, timeout, api_prefix, domain, trace):
+        from .tcljs import JetStream, JsBridge
+        if self.js is None:
+            self.js = JsBridge(self)
+        return JetStream(self.js, ns, timeout, api_prefix, domain, trace).cmd
 
     def c_forget_request(self, rid):
         """A synchronous waiter gave up (its coroutine was deleted)."""

@@ -1,0 +1,383 @@
+# JetStream, Key-Value and ordered consumers: the public shape of nats-tcl
+# 3.2.1 (JsAPI.md, KvAPI.md). The JetStream API itself is spoken by
+# tclnats_py/tcljs.py; these classes hold the Tcl-visible state, wait for
+# results (vwait, or yield in a coroutine) and own their children.
+
+oo::class create ::nats::jet_stream {
+    variable Conn ConnNs Js Timeout ApiPrefix Domain Trace ChildrenRef
+
+    constructor {conn timeout api_prefix domain trace} {
+        set Conn $conn
+        set Js ""
+        array set ChildrenRef {}
+        set ConnNs [info object namespace $conn]
+        set Js [::tclnats::r [[set ${ConnNs}::Py] js_new [self namespace] $timeout $api_prefix $domain $trace]]
+        set Timeout $timeout
+        set Trace $trace
+        set Domain $domain
+        set ApiPrefix [::tclnats::r [$Js api_prefix]]
+    }
+    destructor {
+        catch {$Conn releaseRef [self]}
+        foreach obj [array names ChildrenRef] {
+            catch {$obj destroy}
+        }
+        if {$Js ne ""} {
+            catch {$Js destroy}
+        }
+    }
+    method addRef {obj} {
+        set ChildrenRef($obj) ""
+    }
+    method releaseRef {obj} {
+        unset -nocomplain ChildrenRef($obj)
+    }
+    # run an operation of the Python side and wait for its result
+    method Call {args} {
+        ${ConnNs}::my WaitRequest [::tclnats::r [$Js {*}$args]]
+    }
+    method api_prefix {} { return $ApiPrefix }
+    method timeout {} { return $Timeout }
+
+    method publish {subject message args} {
+        my publish_msg [nats::msg create $subject -data $message] {*}$args
+    }
+    method publish_msg {msg args} {
+        set rid [::tclnats::r [$Js publish_msg $msg {*}$args]]
+        if {[::nats::_has_option $args -callback]} {
+            return $rid
+        }
+        ${ConnNs}::my WaitRequest $rid
+    }
+    method fetch {stream consumer args} {
+        set rid [::tclnats::r [$Js fetch $stream $consumer {*}$args]]
+        if {[::nats::_has_option $args -callback]} {
+            # the fetch ID is an object that lives while the pull request runs
+            return [nats::AsyncPullRequest new $Js $rid]
+        }
+        set req [nats::SyncPullRequest new $Js $rid]
+        try {
+            return [${ConnNs}::my WaitRequest $rid]
+        } trap {NATS ErrTimeout} {err opts} {
+            if {$err ne "Connection lost"} {
+                # a wrong stream or consumer shows up as a timeout: report the real cause
+                my consumer_info $stream $consumer
+            }
+            return -options $opts $err
+        } finally {
+            $req destroy
+        }
+    }
+    # the old name of fetch
+    method consume {args} {
+        my fetch {*}$args
+    }
+    method cancel_pull_request {fetchID} {
+        if {![info object isa object $fetchID] || ![info object isa typeof $fetchID ::nats::AsyncPullRequest]} {
+            throw {NATS ErrInvalidArg} "Invalid fetch ID $fetchID"
+        }
+        $fetchID destroy
+        return
+    }
+    method ack {message} { ::tclnats::r [$Js ack $message]; return }
+    method ack_sync {message} { my Call ack_sync $message }
+    method nak {message args} { ::tclnats::r [$Js nak $message {*}$args]; return }
+    method term {message} { ::tclnats::r [$Js term $message]; return }
+    method in_progress {message} { ::tclnats::r [$Js in_progress $message]; return }
+
+    method add_stream {stream args} { my Call add_stream $stream {*}$args }
+    method update_stream {stream args} { my Call update_stream $stream {*}$args }
+    method add_stream_from_json {json_config} { my Call add_stream_from_json $json_config }
+    method delete_stream {stream} { my Call delete_stream $stream }
+    method purge_stream {stream args} { my Call purge_stream $stream {*}$args }
+    method stream_info {stream} { my Call stream_info $stream }
+    method stream_names {args} { my Call stream_names {*}$args }
+    method add_consumer {stream args} { my Call add_consumer $stream {*}$args }
+    method update_consumer {stream args} { my Call update_consumer $stream {*}$args }
+    method add_pull_consumer {stream consumer args} { my Call add_pull_consumer $stream $consumer {*}$args }
+    method add_push_consumer {stream consumer deliver_subject args} {
+        my Call add_push_consumer $stream $consumer $deliver_subject {*}$args
+    }
+    method add_consumer_from_json {stream consumer json_config} {
+        my Call add_consumer_from_json $stream $consumer $json_config
+    }
+    method delete_consumer {stream consumer} { my Call delete_consumer $stream $consumer }
+    method consumer_info {stream consumer} { my Call consumer_info $stream $consumer }
+    method consumer_names {stream} { my Call consumer_names $stream }
+    method stream_msg_get {stream args} { my Call stream_msg_get $stream {*}$args }
+    method stream_direct_get {stream args} { my Call stream_direct_get $stream {*}$args }
+    method stream_msg_delete {stream args} { my Call stream_msg_delete $stream {*}$args }
+    method account_info {} { my Call account_info }
+
+    method ordered_consumer {stream args} {
+        set post true
+        if {[::nats::_has_option $args -post]} {
+            set post [dict get $args -post]
+        }
+        set cons [nats::ordered_consumer new $Conn [self] $Js $stream {*}$args]
+        if {$post} {
+            set ChildrenRef($cons) ""
+        }
+        return $cons
+    }
+
+    method bind_kv_bucket {bucket} {
+        my NewKv [my Call bind_kv_bucket $bucket]
+    }
+    method create_kv_bucket {bucket args} {
+        my NewKv [my Call create_kv_bucket $bucket {*}$args]
+    }
+    method create_kv_aggregate {bucket writable origins args} {
+        my NewKv [my Call create_kv_aggregate $bucket $writable $origins {*}$args]
+    }
+    method create_kv_mirror {name origin args} {
+        my Call create_kv_mirror $name $origin {*}$args
+        return
+    }
+    method NewKv {kvCmd} {
+        set kv [nats::key_value new $Conn [self] $kvCmd]
+        set ChildrenRef($kv) ""
+        return $kv
+    }
+    method delete_kv_bucket {bucket} { my Call delete_kv_bucket $bucket }
+    method kv_buckets {} { my Call kv_buckets }
+    method empty_kv_bucket {bucket} { my Call empty_kv_bucket $bucket }
+
+    # ADR-6 "filename safe" names for streams and consumers
+    method CheckFilenameSafe {str} {
+        ::tclnats::r [$Js check_filename_safe $str]
+    }
+}
+
+# A pull request in progress (see fetch). The asynchronous one is the fetch
+# ID: destroying it cancels the pull; it destroys itself when the pull ends.
+oo::class create ::nats::AsyncPullRequest {
+    variable Js Rid
+    constructor {js rid} {
+        set Js $js
+        set Rid $rid
+        ::tclnats::r [$Js pull_object $Rid [self]]
+    }
+    destructor {
+        catch {$Js cancel_pull_request $Rid}
+    }
+}
+oo::class create ::nats::SyncPullRequest {
+    variable Js Rid
+    constructor {js rid} {
+        set Js $js
+        set Rid $rid
+    }
+}
+
+oo::class create ::nats::ordered_consumer {
+    variable Conn ConnNs JsObj Oc Name RetryInterval last_error
+
+    constructor {conn jsObj js stream args} {
+        set Conn $conn
+        set ConnNs [info object namespace $conn]
+        set JsObj $jsObj
+        set Oc ""
+        set Name ""
+        set RetryInterval 10000
+        set last_error ""
+        lassign [::tclnats::r [$js ordered_consumer $stream [self] [self namespace] {*}$args]] Oc rid
+        ${ConnNs}::my WaitRequest $rid
+    }
+    destructor {
+        if {$Oc ne ""} {
+            catch {$Oc destroy}
+        }
+        catch {$JsObj releaseRef [self]}
+    }
+    # every pushed message passes here (a method, so that it can be wrapped)
+    method OnMsg {subj msg reply} {
+        ::tclnats::r [$Oc on_msg $msg]
+        return
+    }
+    method info {} {
+        ::tclnats::r [$Oc info]
+    }
+    method name {} {
+        return $Name
+    }
+}
+
+oo::class create ::nats::key_value {
+    variable Conn ConnNs Js Kv
+
+    constructor {conn jsObj kvCmd} {
+        set Conn $conn
+        set ConnNs [info object namespace $conn]
+        set Js $jsObj
+        set Kv $kvCmd
+    }
+    destructor {
+        catch {$Js releaseRef [self]}
+        catch {$Kv destroy}
+    }
+    method Call {args} {
+        ${ConnNs}::my WaitRequest [::tclnats::r [$Kv {*}$args]]
+    }
+    method get {key args} { my Call get $key {*}$args }
+    method get_value {key args} { dict get [my get $key {*}$args] value }
+    method put {key value} { my Call put $key $value }
+    method create {key value} { my Call create $key $value }
+    method update {key value revision} { my Call update $key $value $revision }
+    method delete {key {revision ""}} { my Call delete $key $revision; return }
+    method purge {key} { my Call purge $key; return }
+    method revert {key revision} {
+        my put $key [dict get [my get $key -revision $revision] value]
+    }
+    method status {} { my Call status }
+    method watch {key_pattern args} {
+        set w [nats::kv_watcher new $Conn $Kv $key_pattern {*}$args]
+        $Js addRef $w
+        return $w
+    }
+    method keys {} {
+        set w [my watch > -ignore_deletes 1 -meta_only 1]
+        try {
+            set result [$w Gather keys]
+        } finally {
+            $w destroy
+        }
+        if {[llength $result] == 0} {
+            throw {NATS ErrKeyNotFound} "No keys found in bucket [my BucketName]"
+        }
+        return $result
+    }
+    method history {key} {
+        set w [my watch $key -include_history 1]
+        try {
+            set result [$w Gather history]
+        } finally {
+            $w destroy
+        }
+        if {[llength $result] == 0} {
+            throw {NATS ErrKeyNotFound} "Key $key not found in bucket [my BucketName]"
+        }
+        return $result
+    }
+    method BucketName {} {
+        dict get [my status] bucket
+    }
+    method JsObj {} {
+        return $Js
+    }
+}
+
+oo::class create ::nats::kv_watcher {
+    variable Conn ConnNs W InitDone Name RetryInterval last_error Info
+
+    constructor {conn kvCmd key_pattern args} {
+        set Conn $conn
+        set ConnNs [info object namespace $conn]
+        set W ""
+        set InitDone false
+        set Name ""
+        set RetryInterval 10000
+        set last_error ""
+        set array ""
+        if {[::nats::_has_option $args -values_array]} {
+            set array [dict get $args -values_array]
+            dict unset args -values_array
+            # the array lives in the caller's namespace or is global, as with [trace]
+            set full [uplevel 2 [list namespace which -variable $array]]
+            if {$full eq ""} {
+                set full [uplevel 2 [list namespace current]]::$array
+                if {[string match ::::* $full]} {
+                    set full [string range $full 2 end]
+                }
+            }
+            set array $full
+        }
+        lassign [::tclnats::r [$kvCmd watch $key_pattern [self] [self namespace] $array {*}$args]] W rid
+        set Info [${ConnNs}::my WaitRequest $rid]
+    }
+    destructor {
+        if {$W ne ""} {
+            catch {$W destroy}
+        }
+    }
+    method OnMsg {subj msg reply} {
+        ::tclnats::r [$W on_msg $msg]
+        return
+    }
+    # collect keys or history until the initial data is complete
+    method Gather {what} {
+        ::tclnats::r [$W gather $what]
+        set timeout [::tclnats::r [$W timeout]]
+        set timer [after $timeout [list set [self namespace]::InitDone timeout]]
+        while {$InitDone eq "false"} {
+            nats::_coroVwait [self namespace]::InitDone
+        }
+        after cancel $timer
+        if {$InitDone eq "timeout"} {
+            throw {NATS ErrTimeout} "Timeout while gathering $what"
+        }
+        ::tclnats::r [$W results]
+    }
+    # the ordered consumer behind the watcher: this object carries its
+    # last_error and name
+    method consumer {} {
+        return [self]
+    }
+    method name {} {
+        return $Name
+    }
+    method info {} {
+        ::tclnats::r [$W info]
+    }
+}
+
+# ---------------------------------------------------------------- namespace commands
+proc ::nats::_has_option {args_list opt} {
+    foreach {k v} $args_list {
+        if {$k eq $opt} {
+            return 1
+        }
+    }
+    return 0
+}
+proc ::nats::metadata {msg} {
+    ::tclnats::r [::tclnats::_metadata [dict get $msg reply] [dict get $msg subject]]
+}
+proc ::nats::make_stream_source {args} {
+    ::tclnats::r [::tclnats::_make_stream_source {*}$args]
+}
+proc ::nats::make_subject_transform {args} {
+    ::tclnats::r [::tclnats::_make_subject_transform {*}$args]
+}
+proc ::nats::make_republish {args} {
+    ::tclnats::r [::tclnats::_make_republish {*}$args]
+}
+proc ::nats::make_kv_origin {args} {
+    nats::_parse_args $args {
+        stream  valid_str null
+        bucket  valid_str null
+        keys    str null
+        api     valid_str null
+        deliver valid_str null
+        domain  valid_str null
+    }
+    if {![info exists bucket]} {
+        throw {NATS ErrInvalidArg} "Option bucket is required"
+    }
+    if {[info exists domain]} {
+        if {[info exists api]} {
+            throw {NATS ErrInvalidArg} "-domain and -api are mutually exclusive"
+        }
+        set api "\$JS.$domain.API"
+    }
+    set origin [dict create]
+    foreach name {stream bucket keys api deliver} {
+        if {[info exists $name]} {
+            dict set origin $name [set $name]
+        }
+    }
+    return $origin
+}
+namespace eval ::nats {
+    namespace export metadata make_stream_source make_subject_transform make_republish make_kv_origin
+}
