@@ -282,7 +282,8 @@ class JsBridge:
         self.conn = conn
         self.tk = conn.tk
         self.spec = Spec(conn.tk)
-        self.ids = itertools.count(1)
+        # command names must be unique in the interpreter, across connections
+        self.ids = conn.bridge.ids
         self.objects: dict = {}
 
     # -------------------------------------------------------- plumbing
@@ -999,7 +1000,7 @@ class OrderedConsumer:
         delivered = resp.get("delivered") or {}
         self.stream_seq = int(delivered.get("stream_seq", 0))
         self.consumer_seq = int(delivered.get("consumer_seq", 0))
-        cb = ("::nats::SafeCallback", self.obj, "OnMsg")
+        cb = ("::nats::SafeCallback", f"{self.ns}::my", "OnMsg")
         self.sid = self.conn.tcl_subscribe(inbox, cb, dictmsg=True, post=False)
         self._set("Name", name)
         self._restart_hb()
@@ -1267,8 +1268,8 @@ class KeyValue:
 
     def c_get(self, key, *args):
         self.check_key(key)
-        given = self.js.spec.pairs(args)
-        o = self.js.spec.build([("revision", "pos_int", None)], given, strict=True)
+        given = self.js.js.spec.pairs(args)
+        o = self.js.js.spec.build([("revision", "pos_int", None)], given, strict=True)
         revision = o.get("revision")
 
         def finish(outcome, req):
@@ -1288,7 +1289,7 @@ class KeyValue:
             info = [("bucket", self.bucket), ("bytes", state.get("bytes")),
                     ("history", cfg.get("max_msgs_per_subject")), ("ttl", cfg.get("max_age")),
                     ("values", state.get("messages")),
-                    ("is_compressed", "true" if cfg.get("compression", "none") != "none" else "false")]
+                    ("is_compressed", 1 if cfg.get("compression", "none") != "none" else 0)]
             mirror = cfg.get("mirror") or {}
             if mirror.get("name"):
                 info.append(("mirror_name", mirror["name"][3:]))
@@ -1307,8 +1308,8 @@ class KeyValue:
         return rid
 
     def c_watch(self, key_pattern, obj, ns, values_array, *args):
-        given = self.js.spec.pairs(args)
-        o = self.js.spec.build([("callback", "str", ""), ("include_history", "bool", False),
+        given = self.js.js.spec.pairs(args)
+        o = self.js.js.spec.build([("callback", "str", ""), ("include_history", "bool", False),
                                 ("meta_only", "bool", False), ("ignore_deletes", "bool", False),
                                 ("updates_only", "bool", False), ("idle_heartbeat", "str", None)],
                                given, strict=True)
