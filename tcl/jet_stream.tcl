@@ -238,7 +238,7 @@ oo::class create ::nats::key_value {
     method keys {} {
         set w [my watch > -ignore_deletes 1 -meta_only 1]
         try {
-            set result [$w Gather keys]
+            set result [[info object namespace $w]::my Gather keys]
         } finally {
             $w destroy
         }
@@ -250,7 +250,7 @@ oo::class create ::nats::key_value {
     method history {key} {
         set w [my watch $key -include_history 1]
         try {
-            set result [$w Gather history]
+            set result [[info object namespace $w]::my Gather history]
         } finally {
             $w destroy
         }
