@@ -201,6 +201,25 @@ oo::class create ::nats::ordered_consumer {
     method name {} {
         return $Name
     }
+    # no heartbeat for 3 intervals: drop the subscription and recreate
+    method MissingHb {} {
+        ::tclnats::r [$Oc missing_hb]
+        my Reset ErrConsumerNotActive
+    }
+    # recreate the push consumer from the last stream sequence seen; like
+    # nats-tcl this waits for the JetStream reply (in a nested event loop)
+    method Reset {errCode} {
+        set rid [::tclnats::r [$Oc reset_begin $errCode]]
+        if {$rid eq ""} {
+            return
+        }
+        try {
+            ${ConnNs}::my WaitRequest $rid
+        } trap NATS {err opts} {
+            ::tclnats::r [$Oc reset_failed [lindex [dict get $opts -errorcode] 1] $err]
+        }
+        return
+    }
 }
 
 oo::class create ::nats::key_value {
@@ -328,6 +347,22 @@ oo::class create ::nats::kv_watcher {
     }
     method info {} {
         ::tclnats::r [$W info]
+    }
+    method MissingHb {} {
+        ::tclnats::r [$W missing_hb]
+        my Reset ErrConsumerNotActive
+    }
+    method Reset {errCode} {
+        set rid [::tclnats::r [$W reset_begin $errCode]]
+        if {$rid eq ""} {
+            return
+        }
+        try {
+            ${ConnNs}::my WaitRequest $rid
+        } trap NATS {err opts} {
+            ::tclnats::r [$W reset_failed [lindex [dict get $opts -errorcode] 1] $err]
+        }
+        return
     }
 }
 

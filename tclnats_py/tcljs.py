@@ -965,6 +965,7 @@ class OrderedConsumer:
         self.timer = ""
         self.info = ()
         self.dead = False
+        self.reset_code = ""
         self.cmd = f"::tclnats::oc{next(js.js.ids)}"
         js.js.register(self, self.cmd)
         self._set("Name", "")
@@ -1012,13 +1013,14 @@ class OrderedConsumer:
         self.conn._log("warn", f"Ordered consumer {self.obj}: {text}")
         self._set("last_error", ("code", ("NATS", code), "errorMessage", text))
 
-    def _after(self, ms, op, *args):
+    def _after(self, ms, method, *args):
+        """Run a method of the Tcl object later (it may wait, like nats-tcl's)."""
         if self.timer:
             self.tk.call("after", "cancel", self.timer)
-        self.timer = self.tk.call("after", int(ms), self.cmd, op, *args)
+        self.timer = self.tk.call("after", int(ms), ("::nats::SafeCallback", f"{self.ns}::my", method, *args))
 
     def _restart_hb(self):
-        self._after(int(self.config["idle_heartbeat"]) * 3, "missing_hb")
+        self._after(int(self.config["idle_heartbeat"]) * 3, "MissingHb")
 
     def _unsubscribe(self):
         if self.sid is not None:
@@ -1026,59 +1028,45 @@ class OrderedConsumer:
             self.sid = None
 
     def c_missing_hb(self):
+        """No heartbeat for 3 intervals: the Tcl object resets next."""
         self.timer = ""
         self._unsubscribe()
         self._set("Name", "")
-        self._reset("ErrConsumerNotActive")
 
     def schedule_reset(self, err_code, delay=0):
         self._set("Name", "")
         self._unsubscribe()
-        self._after(delay, "reset", err_code)
+        self._after(delay, "Reset", err_code)
 
-    def c_reset(self, err_code):
+    def c_reset_begin(self, err_code):
+        """Start recreating the consumer; the Tcl ``Reset`` method waits for it.
+
+        Returns the request id, or "" when the consumer stops instead.
+        """
         self.timer = ""
-        self._reset(err_code)
-
-    def _reset(self, err_code):
         if self.dead:
-            return
+            return ""
+        self.reset_code = err_code
         inbox = self.conn.engine.new_inbox()
         start = self.stream_seq + 1
         self._error(err_code, f"reset with opt_start_seq = {start} due to {err_code}")
         if self.conn.engine.status == CLOSED:
             self._error("ErrConnectionClosed", "stopped")
-            return
+            return ""
+        return self.js.consumer_request(self.stream, "create", self._consumer_args(inbox, err_code),
+                                        post=lambda resp: self._created(resp, inbox))
 
-        def done(outcome, req, out):
-            if self.dead:
-                return
-            try:
-                if outcome == "no_responders":
-                    raise make_error("ErrJetStreamNotEnabled", "JetStream is not enabled in the server")
-                msg = self.conn.outcome_msg(outcome, req)
-                resp = json.loads(msg.data.decode("utf-8", "replace"))
-                check_js_error(resp)
-                self._created(resp, inbox)
-            except NatsError as e:
-                if e.code == "ErrStreamNotFound":
-                    self._error("ErrStreamNotFound", f"stopped due to {e}")
-                    return
-                self._error(e.code, f"failed to reset: {e}")
-                if self.conn.engine.status == CLOSED:
-                    self._error("ErrConnectionClosed", "stopped")
-                    return
-                self.schedule_reset(err_code, int(self._get("RetryInterval")))
-
-        args = self._consumer_args(inbox, err_code)
-        try:
-            self.js.consumer_request(self.stream, "create", args, post=None)
-        except NatsError as e:
-            self._error(e.code, f"failed to reset: {e}")
+    def c_reset_failed(self, code, text):
+        if self.dead:
             return
-        # replace the sync post-processing by an async completion
-        rid = self.conn.last_rid
-        self.conn.make_async(rid, done)
+        if code == "ErrStreamNotFound":
+            self._error("ErrStreamNotFound", f"stopped due to {text}")
+            return
+        self._error(code, f"failed to reset: {text}")
+        if self.conn.engine.status == CLOSED:
+            self._error("ErrConnectionClosed", "stopped")
+            return
+        self.schedule_reset(self.reset_code, int(self._get("RetryInterval")))
 
     def c_on_msg(self, msg):
         """Called by the Tcl object's OnMsg method with one delivered message."""
@@ -1452,6 +1440,15 @@ class KvWatcher:
 
     def c_on_msg(self, msg):
         self.consumer.c_on_msg(msg)
+
+    def c_missing_hb(self):
+        return self.consumer.c_missing_hb()
+
+    def c_reset_begin(self, err_code):
+        return self.consumer.c_reset_begin(err_code)
+
+    def c_reset_failed(self, code, text):
+        return self.consumer.c_reset_failed(code, text)
 
     def c_consumer_cmd(self):
         return self.consumer.cmd if self.consumer else ""
