@@ -45,14 +45,34 @@ namespace eval ::nats {
 # kind 1: a subscription callback {subject msg reply}, posted to the event loop
 # kind 0: the same, called directly (-post false)
 # kind 2: a request callback {timedOut msg}, posted
+# Posted callbacks of one read go to the event loop as one event that runs
+# them in order (one [after] per message would make Tcl's timer list grow
+# with the backlog); an error in one is reported like a background error
+# and does not stop the others.
 proc ::nats::_deliver {items} {
+    set posted [list]
     foreach {kind cb a b c} $items {
         if {$kind == 1} {
-            after 0 [list {*}$cb $a $b $c]
+            lappend posted [list {*}$cb $a $b $c]
         } elseif {$kind == 2} {
-            after 0 [list {*}$cb $a $b]
-        } elseif {[catch {{*}$cb $a $b $c} err opts]} {
-            # a direct callback failed: report it like a posted one would be
+            lappend posted [list {*}$cb $a $b]
+        } else {
+            if {[llength $posted]} {
+                after 0 [list ::nats::_run_posted $posted]
+                set posted [list]
+            }
+            if {[catch {{*}$cb $a $b $c} err opts]} {
+                after 0 [list return -options $opts $err]
+            }
+        }
+    }
+    if {[llength $posted]} {
+        after 0 [list ::nats::_run_posted $posted]
+    }
+}
+proc ::nats::_run_posted {cmds} {
+    foreach cmd $cmds {
+        if {[catch {uplevel #0 $cmd} err opts]} {
             after 0 [list return -options $opts $err]
         }
     }
@@ -70,7 +90,8 @@ set ::nats::_option_defaults {
 
 oo::class create ::nats::connection {
     variable config sock timers counters subscriptions requests serverPool outBuffer \
-             requestsInboxPrefix pong ChildrenRef PingResult Py
+             requestsInboxPrefix pong ChildrenRef PingResult Py \
+             PendingPubs PendingFlush FastSubj FastOff
     variable status last_error serverInfo
 
     constructor {{conn_name ""} args} {
@@ -89,6 +110,10 @@ oo::class create ::nats::connection {
         set outBuffer [list]
         set requestsInboxPrefix ""
         set pong 0
+        set PendingPubs [list]
+        set PendingFlush 0
+        set FastOff 0
+        array set FastSubj {}
         nats::_parse_args $args {
             logger valid_str ""
             log_chan valid_str stdout
@@ -243,6 +268,30 @@ oo::class create ::nats::connection {
     }
 
     method publish {subject message args} {
+        # Fast path: a subject (and reply) the engine has already accepted, no
+        # headers, payload within max_payload: queue it here, the engine takes
+        # the whole queue at the next flush (no Python call per message).
+        if {!$FastOff && [info exists FastSubj($subject)] && $status ne "closed"} {
+            set nargs [llength $args]
+            if {$nargs == 0} {
+                set reply ""
+            } elseif {$nargs == 1 && [info exists FastSubj([lindex $args 0])]} {
+                set reply [lindex $args 0]
+            } elseif {$nargs == 2 && [lindex $args 0] eq "-reply" && [info exists FastSubj([lindex $args 1])]} {
+                set reply [lindex $args 1]
+            } else {
+                set reply -
+            }
+            if {$reply ne "-" && [info exists serverInfo(max_payload)]
+                    && [string length $message] <= $serverInfo(max_payload)} {
+                lappend PendingPubs $subject $message $reply
+                if {!$PendingFlush} {
+                    set PendingFlush 1
+                    $Py pending
+                }
+                return
+            }
+        }
         set header ""
         set check_subj 1
         if {[llength $args] == 1} {

@@ -32,6 +32,7 @@ from ._engine import CONNECTED, Engine, Msg, Ping, Request
 from ._errors import NatsError, make_error
 from ._options import OPTION_SPEC, Options, coerce
 from ._pool import parse_url
+from .tcljs import Chain, _RawJson
 
 __all__ = ["install", "tcl_library_dir", "TclConnection"]
 
@@ -58,12 +59,12 @@ def _to_bytes(value) -> bytes:
     """
     if isinstance(value, bytes):
         return value
-    if isinstance(value, str):
-        try:
-            return value.encode("latin-1")
-        except UnicodeEncodeError:
-            return bytes(ord(c) & 0xFF for c in value)
-    return str(value).encode("latin-1", "replace")
+    if not isinstance(value, str):
+        value = str(value)  # a Tcl_Obj of another type: its string form
+    try:
+        return value.encode("latin-1")
+    except UnicodeEncodeError:
+        return bytes(ord(c) & 0xFF for c in value)
 
 
 def json_to_tcl(value):
@@ -237,6 +238,8 @@ class TclConnection:
         self.pool_var = ""
         self.js = None
         self.last_rid = 0
+        self.tcl_pending = False
+        self.fast_subjects: set = set()
         self.dead = False
         self.tk.createcommand(self.cmd, self.dispatch)
         self.tk.createcommand(self.cmd + "_ev", self.event)
@@ -249,8 +252,9 @@ class TclConnection:
     def guard(self, fn, what=""):
         """Run fn for Tcl: ``{0 result}``, ``{1 errorcode message}``, or
         ``{2 rid}`` when the result will come from another request."""
-        from .tcljs import Chain, _RawJson
         try:
+            if self.tcl_pending:
+                self.drain_tcl_pubs()
             result = fn()
         except NatsError as e:
             self.run()
@@ -261,9 +265,9 @@ class TclConnection:
             tb = traceback.format_exc()
             self._log("error", f"internal error in {what}: {tb}")
             return (1, ("NATS", "ErrInternal"), f"{type(e).__name__}: {e}")
-        if isinstance(result, Chain):
+        if result.__class__ is Chain:
             return (2, result.rid)
-        if isinstance(result, _RawJson):
+        if result.__class__ is _RawJson:
             return (0, result.text)
         return (0, "" if result is None else result)
 
@@ -548,9 +552,25 @@ class TclConnection:
     def e_flush(self):
         self.flush_id = ""
         tk = self.tk
+        if self.tcl_pending:
+            self.drain_tcl_pubs()
         tk.call("set", f"{self.ns}::timers(flush)", "")
         data = self.engine.data_to_send()
         if data and self.sock:
+            self._write(data)
+        self.run()
+
+    def flush_now(self):
+        """Write what is queued at once: the caller is about to wait for a
+        reply, so a posted flush would only cost another event-loop turn."""
+        if not self.sock or self.engine.status != CONNECTED:
+            return
+        if self.flush_id:
+            self.tk.call("after", "cancel", self.flush_id)
+            self.flush_id = ""
+            self.tk.call("set", f"{self.ns}::timers(flush)", "")
+        data = self.engine.data_to_send()
+        if data:
             self._write(data)
         self.run()
 
@@ -633,6 +653,10 @@ class TclConnection:
             shown = ("true" if v else "false") if isinstance(v, bool) else raw
             self.tk.call("set", f"{self.ns}::config({name})", shown)
         self.utf8 = bool(o.utf8_convert)
+        if "utf8_convert" in typed or "check_subjects" in typed:
+            self.fast_subjects.clear()
+            self.tk.call("array", "unset", f"{self.ns}::FastSubj")
+            self.tk.call("set", f"{self.ns}::FastOff", int(self.utf8))
         if "custom_reconnect_delay" in typed:
             cb = o.custom_reconnect_delay
             self.engine.reconnect_delay = self._reconnect_delay if cb else None
@@ -719,9 +743,46 @@ class TclConnection:
         else:
             data = _to_bytes(payload)
         headers = self._headers_from_tcl(header) if header else None
-        eng.publish(subject, data, reply or None, headers, check_subj not in ("0", "false", 0))
+        checked = check_subj not in ("0", "false", 0)
+        eng.publish(subject, data, reply or None, headers, checked)
+        if checked and not self.utf8:
+            # later publishes to this subject can be queued in Tcl (see nats.tcl)
+            fast = self.fast_subjects
+            if len(fast) > 4096:
+                fast.clear()
+                self.tk.call("array", "unset", f"{self.ns}::FastSubj")
+            for subj in (subject, reply):
+                if subj and subj not in fast and not subj.startswith("_INBOX."):
+                    fast.add(subj)
+                    self.tk.call("set", f"{self.ns}::FastSubj({subj})", 1)
         if eng._fx:
             self.run()
+
+    def c_pending(self):
+        """Tcl has queued publishes (fast path): make sure a flush follows."""
+        self.tcl_pending = True
+        if self.engine.status == CONNECTED and not self.flush_id:
+            self.flush_id = self.tk.call("after", 0, self.cmd + "_ev", "flush")
+            self.tk.call("set", f"{self.ns}::timers(flush)", self.flush_id)
+
+    def drain_tcl_pubs(self):
+        """Hand the publishes queued in Tcl to the engine, in order."""
+        self.tcl_pending = False
+        tk = self.tk
+        var = f"{self.ns}::PendingPubs"
+        items = tk.call("set", var)
+        tk.call("set", var, "")
+        tk.call("set", f"{self.ns}::PendingFlush", 0)
+        if not items:
+            return
+        if isinstance(items, str):
+            items = tk.splitlist(items)
+        eng = self.engine
+        pub = eng.publish
+        for i in range(0, len(items) - 2, 3):
+            # subjects were checked when they entered the fast path
+            reply = str(items[i + 2])
+            pub(str(items[i]), _to_bytes(items[i + 1]), reply or None, None, False)
 
     def _headers_from_tcl(self, header):
         items = self.tk.splitlist(header)
@@ -779,6 +840,8 @@ class TclConnection:
         self._note_internal_subs(req)
         self.tk.call("set", f"{self.ns}::requests({req.id})", "pending")
         self.run()
+        if handler is None:
+            self.flush_now()
         return req.id
 
     def c_request_result(self, rid, dictmsg):
@@ -813,6 +876,8 @@ class TclConnection:
         self.tk.call("set", f"{self.ns}::requests({req.id})", "pending")
         self.last_rid = req.id
         self.run()
+        if finish is not None and op.async_done is None:
+            self.flush_now()
         return req.id
 
     def _op(self, rid) -> "_Op":
@@ -912,6 +977,7 @@ class TclConnection:
     def c_ping(self, timeout):
         p = self.engine.ping(int(timeout))
         self.run()
+        self.flush_now()
         return p.id
 
     def c_inbox(self):
