@@ -141,7 +141,8 @@ def counts(tests: dict) -> tuple:
     return (vals.count("PASSED"), vals.count("FAILED"), vals.count("SKIPPED"))
 
 
-def report(sides: dict, stream=sys.stdout) -> dict:
+def report(sides: dict, stream=None) -> dict:
+    stream = stream or sys.stdout
     names = list(sides)
     all_files = sorted({f for s in sides.values() for f in s["files"]})
     header = f"{'file':<26}" + "".join(f"{n + ' pass/fail/skip':>28}" for n in names)
