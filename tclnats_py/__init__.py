@@ -8,3 +8,5 @@ from ._options import Options
 __version__ = "0.1.0"
 #: the nats-tcl API level served to Tcl
 TCL_API_VERSION = "3.2.1"
+
+from .aio import Client, Subscription, connect  # noqa: E402  the asyncio face
