@@ -1,0 +1,138 @@
+"""Python side of the benchmark: tclnats_py's asyncio API against nats-py, same
+server, same run, 128-byte messages.
+
+    python -m compat.bench_py [--count N] [--json out.json]
+
+Figures: publish (hand COUNT messages to the client, then flush), delivery to a
+callback on a second connection, request round trips to a responder on the
+second connection, JetStream publishes with acknowledgements (one at a time,
+and with up to 256 acknowledgements in flight).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+
+PAYLOAD = b"x" * 128
+
+
+class Side:
+    """The few calls the workload needs, for either client library."""
+
+    def __init__(self, name):
+        self.name = name
+
+    async def connect(self, url):
+        if self.name == "tclnats_py":
+            import tclnats_py
+            return await tclnats_py.connect(url)
+        import nats
+        return await nats.connect(url)
+
+    async def publish(self, c, subject, data, reply=None):
+        if self.name == "tclnats_py":
+            c.publish(subject, data, reply)
+        else:
+            await c.publish(subject, data, reply=reply or "")
+
+    async def flush(self, c):
+        await c.flush()
+
+    async def request(self, c, subject, data, timeout=5):
+        return await c.request(subject, data, timeout=timeout)
+
+
+async def workload(side: Side, url: str, count: int) -> dict:
+    out = {}
+    a = await side.connect(url)
+    b = await side.connect(url)
+    tag = side.name.replace("-", "_")
+
+    t = time.perf_counter()
+    for _ in range(count):
+        await side.publish(a, f"bp.{tag}.pub", PAYLOAD)
+    await side.flush(a)
+    out["publish"] = count / (time.perf_counter() - t)
+
+    done = asyncio.get_running_loop().create_future()
+    got = 0
+
+    async def on_msg(msg):
+        nonlocal got
+        got += 1
+        if got == count and not done.done():
+            done.set_result(None)
+    await b.subscribe(f"bp.{tag}.deliver", cb=on_msg)
+    await side.flush(b)
+    t = time.perf_counter()
+    for _ in range(count):
+        await side.publish(a, f"bp.{tag}.deliver", PAYLOAD)
+    await side.flush(a)
+    await asyncio.wait_for(done, 120)
+    out["deliver"] = count / (time.perf_counter() - t)
+
+    async def echo(msg):
+        await side.publish(b, msg.reply, msg.data)
+    await b.subscribe(f"bp.{tag}.svc", cb=echo)
+    await side.flush(b)
+    rounds = max(500, count // 50)
+    t = time.perf_counter()
+    for _ in range(rounds):
+        await side.request(a, f"bp.{tag}.svc", PAYLOAD)
+    out["request"] = rounds / (time.perf_counter() - t)
+
+    # JetStream through the API subjects (the same requests for both clients)
+    stream = f"BP_{tag.upper()}"
+    await side.request(a, f"$JS.API.STREAM.DELETE.{stream}", b"")
+    cfg = json.dumps({"name": stream, "subjects": [f"bpjs.{tag}.>"], "storage": "memory"}).encode()
+    await side.request(a, f"$JS.API.STREAM.CREATE.{stream}", cfg)
+    t = time.perf_counter()
+    for _ in range(rounds):
+        r = await side.request(a, f"bpjs.{tag}.x", PAYLOAD)
+        assert b'"seq"' in r.data
+    out["js_publish"] = rounds / (time.perf_counter() - t)
+    n_async = max(2000, count // 10)
+    sem = asyncio.Semaphore(256)
+
+    async def one():
+        async with sem:
+            await side.request(a, f"bpjs.{tag}.y", PAYLOAD)
+    t = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(n_async)))
+    out["js_publish_async"] = n_async / (time.perf_counter() - t)
+    await side.request(a, f"$JS.API.STREAM.DELETE.{stream}", b"")
+    await a.close()
+    await b.close()
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--count", type=int, default=100000)
+    ap.add_argument("--short", action="store_true")
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    count = 5000 if args.short else args.count
+    from tclnats_py.server import NatsServer
+    results = {}
+    with NatsServer(jetstream=True) as srv:
+        for name in ("nats-py", "tclnats_py"):
+            results[name] = asyncio.run(workload(Side(name), srv.url, count))
+    print(f"{'figure':<18}{'nats-py':>14}{'tclnats_py':>14}{'ratio':>8}   (128-byte messages, count={count})")
+    rows = []
+    for fig in results["tclnats_py"]:
+        o, t = results["nats-py"][fig], results["tclnats_py"][fig]
+        rows.append({"figure": fig, "nats-py": o, "tclnats_py": t, "ratio": t / o})
+        print(f"{fig:<18}{o:>14,.0f}{t:>14,.0f}{t / o:>7.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"count": count, "figures": rows}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
