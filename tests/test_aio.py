@@ -263,3 +263,19 @@ def test_interop_with_nats_py(nats_server):
         await theirs.close()
         await ours.close()
     run(go())
+
+
+def test_creds_jwt_auth(tmp_path):
+    from tests.creds_util import operator_setup
+    conf, good, bad = operator_setup(str(tmp_path))
+    with NatsServer(config=conf) as srv:
+        async def go():
+            c = tclnats_py.Client(servers=srv.url, creds=good)
+            await c.connect()
+            sub = await c.subscribe("creds.x")
+            c.publish("creds.x", b"signed in")
+            assert (await sub.next_msg(2)).data == b"signed in"
+            await c.close()
+            with pytest.raises(tclnats_py.ErrAuthorization):
+                await tclnats_py.Client(servers=srv.url, creds=bad).connect()
+        run(go())
