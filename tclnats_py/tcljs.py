@@ -1388,7 +1388,9 @@ class KvWatcher:
     def _created(self, info):
         pending = dict(zip(info[::2], info[1::2])).get("num_pending", 0)
         if int(pending or 0) == 0:
-            self.tk.call("after", 0, self.cmd, "init_done")
+            # nothing to replay: the end-of-initial-data marker is posted now,
+            # ahead of any update that can only arrive after this returns
+            self.c_init_done()
         return info
 
     def c_init_done(self):
