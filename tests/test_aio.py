@@ -233,6 +233,7 @@ def test_interop_with_nats_py(nats_server):
         theirs = await nats.connect(nats_server.url)
         # theirs -> ours, multi-valued headers and binary data byte-exact
         sub = await ours.subscribe("interop.a")
+        await ours.flush()  # the SUB reaches the server before their PUB
         payload = bytes(range(256)) * 4
         await theirs.publish("interop.a", payload, headers={"K": "v"})
         await theirs.flush()
