@@ -26,12 +26,11 @@ import tkinter
 from ._engine import CLOSED, Msg
 from ._errors import NatsError, make_error
 from ._headers import parse_headers
+from ._js import (check_bucket, check_js_error, check_key, filename_safe, iso_to_ms, kv_operation,
+                  kv_stream_config, metadata_from_reply, pull_status)
 
 __all__ = ["JsBridge", "Chain", "check_js_error", "metadata_from_reply"]
 
-_FILENAME_SAFE = re.compile(r"^[-\w!#$%&()+,:;<=?@^`|~]+$", re.UNICODE)
-_BUCKET = re.compile(r"^[a-zA-Z0-9_-]+$")
-_KEY = re.compile(r"^[-/_=.a-zA-Z0-9]+$")
 
 
 class Chain:
@@ -41,55 +40,6 @@ class Chain:
 
     def __init__(self, rid: int):
         self.rid = rid
-
-
-def js_error(code: str, text: str, api_code=None, err_code=None) -> NatsError:
-    e = make_error(code, text)
-    if api_code is not None:
-        e.details["errorcode"] = ("NATS", code, api_code, err_code)
-    return e
-
-
-def check_js_error(resp: dict) -> None:
-    """Raise the error code nats-tcl documents for an API error reply."""
-    err = resp.get("error") if isinstance(resp, dict) else None
-    if not err:
-        return
-    code = err.get("code")
-    err_code = err.get("err_code")
-    text = err.get("description", "")
-    specific = {
-        (400, 10071): "ErrWrongLastSequence",
-        (404, 10014): "ErrConsumerNotFound",
-        (404, 10037): "ErrMsgNotFound",
-        (404, 10059): "ErrStreamNotFound",
-        (503, 10039): "ErrJetStreamNotEnabledForAccount",
-    }.get((code, err_code))
-    if specific:
-        raise make_error(specific, text)
-    raise js_error("ErrJSResponse", text, code, err_code)
-
-
-def metadata_from_reply(reply: str, subject: str = "") -> dict:
-    """Metadata of a JetStream message from its ``$JS.ACK`` reply subject.
-
-    v1: ``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ns>.<pending>``;
-    v2 adds ``<domain>.<account hash>`` after ACK and a random token at the end.
-    """
-    tokens = (reply or "").split(".")
-    if len(tokens) == 9 and tokens[0] == "$JS" and tokens[1] == "ACK":
-        t = tokens[2:]
-    elif len(tokens) >= 12 and tokens[0] == "$JS" and tokens[1] == "ACK":
-        t = tokens[4:11]
-    else:
-        raise make_error("ErrNotJSMessage", f"Message with subject {subject} is not a JetStream message")
-    stream, consumer, delivered, sseq, cseq, ts, pending = t
-    ts_i = int(ts)
-    return {
-        "stream": stream, "consumer": consumer, "num_delivered": int(delivered),
-        "stream_seq": int(sseq), "consumer_seq": int(cseq),
-        "timestamp": ts_i // 1000000 if ts_i > 0 else ts_i, "num_pending": int(pending),
-    }
 
 
 def _ns2ms(d: dict, *keys) -> None:
@@ -353,7 +303,7 @@ class JetStream:
                                        finish, check_subj=check_subj)
 
     def check_name(self, what, name):
-        if not _FILENAME_SAFE.match(str(name)) or "." in str(name):
+        if not filename_safe(name):
             raise make_error("ErrInvalidArg", f"Invalid {what} name {name}")
 
     # -------------------------------------------------------- simple getters
@@ -367,8 +317,7 @@ class JetStream:
         return self.domain
 
     def c_check_filename_safe(self, s):
-        return int(bool(_FILENAME_SAFE.match(str(s))) and "." not in str(s) and "/" not in str(s)
-                   and "\\" not in str(s))
+        return int(filename_safe(s))
 
     def c_destroy(self):
         self.js.unregister(self.cmd)
@@ -687,8 +636,7 @@ class JetStream:
 
     # -------------------------------------------------------- KV
     def check_bucket(self, bucket):
-        if not _BUCKET.match(str(bucket)):
-            raise make_error("ErrInvalidArg", f"Invalid bucket name {bucket}")
+        check_bucket(bucket)
 
     def c_bind_kv_bucket(self, bucket):
         self.check_bucket(bucket)
@@ -746,30 +694,11 @@ class JetStream:
                 ("compression", ("enum", "none", "s2"), None), ("mirror_name", "valid_str", None),
                 ("mirror_domain", "valid_str", None), ("metadata", "metadata", None)]
         o = self.js.spec.build(spec, given, strict=True)
-        history = o["history"]
-        if history < 1 or history > 64:
-            raise make_error("ErrInvalidArg", "History must be between 1 and 64")
-        dup = 120000
-        if "ttl" in o and o["ttl"] < dup:
-            dup = o["ttl"]
-        cfg = {"name": f"KV_{bucket}"}
-        cfg["description"] = o.get("description")
-        cfg["subjects"] = [f"$KV.{bucket}.>"]
-        cfg["retention"] = "limits"
-        cfg["max_bytes"] = o.get("max_bucket_size")
-        cfg["discard"] = "new"
-        cfg["max_age"] = o["ttl"] * 1000000 if "ttl" in o else None
-        cfg["max_msgs_per_subject"] = history
-        cfg["max_msg_size"] = o.get("max_value_size")
-        cfg["storage"] = o["storage"]
-        cfg["num_replicas"] = o["num_replicas"]
-        cfg["duplicate_window"] = dup * 1000000
-        cfg["deny_delete"] = True
-        cfg["deny_purge"] = False
-        cfg["allow_rollup_hdrs"] = True
-        cfg["compression"] = o.get("compression")
-        cfg["allow_direct"] = True
-        cfg["metadata"] = o.get("metadata")
+        cfg = kv_stream_config(bucket, history=o["history"], ttl_ms=o.get("ttl"),
+                               max_value_size=o.get("max_value_size"), max_bucket_size=o.get("max_bucket_size"),
+                               storage=o["storage"], num_replicas=o["num_replicas"],
+                               description=o.get("description"), compression=o.get("compression"),
+                               metadata=o.get("metadata"))
         stream = f"KV_{bucket}"
         if "mirror_name" in o:
             api = f"$JS.{o['mirror_domain']}.API" if "mirror_domain" in o else None
@@ -890,17 +819,18 @@ class PullRequest:
 
     def on_msg(self, req, msg, out) -> bool:
         """One message of the pull; returns True when the pull is over."""
+        kind = pull_status(msg)
         status = msg.status
-        if status == 100:
+        if kind == "heartbeat":
             return False
-        if status == 503:
+        if kind == "no_responders":
             # no JetStream behind the subject (e.g. no such stream): like a timeout
             self.no_responders = True
             if self.callback:
                 out.extend((2, self.callback, 1, "", ""))
             self.ended()
             return True
-        if status in (404, 408, 409):
+        if kind == "end":
             kind = "Sync" if self.callback is None else "Async"
             self.conn._log("debug", f"{kind} pull request {req.id} got status message {status}")
             if self.callback:
@@ -1152,9 +1082,7 @@ class KeyValue:
         js.js.register(self, self.cmd)
 
     def check_key(self, key):
-        key = str(key)
-        if key.startswith(".") or key.endswith(".") or key.startswith("_kv") or not _KEY.match(key):
-            raise make_error("ErrInvalidArg", f"Invalid key name {key}")
+        check_key(key)
 
     def _publish(self, key, value, headers, post):
         self.check_key(key)
@@ -1225,7 +1153,7 @@ class KeyValue:
             seq = int((h.get("Nats-Sequence") or ["0"])[0])
             ts = (h.get("Nats-Time-Stamp") or [""])[0]
             subj = (h.get("Nats-Subject") or [msg.subject])[0]
-            op = (h.get("KV-Operation") or ["PUT"])[0]
+            op = kv_operation(h)
             data = msg.data
         else:
             try:
@@ -1243,7 +1171,7 @@ class KeyValue:
             subj = m.get("subject", "")
             data = base64.b64decode(m.get("data") or "")
             hdrs = base64.b64decode(m.get("hdrs") or "")
-            op = ((parse_headers(hdrs) if hdrs else {}).get("KV-Operation") or ["PUT"])[0]
+            op = kv_operation(parse_headers(hdrs) if hdrs else None)
         if revision and subj != subject:
             raise make_error("ErrKeyNotFound", f"Expected {subject}, got {subj}")
         if op in ("DEL", "PURGE"):
@@ -1315,25 +1243,6 @@ class KeyValue:
 
     def c_destroy(self):
         self.js.js.unregister(self.cmd)
-
-
-def iso_to_ms(ts: str) -> int:
-    """2022-11-22T13:31:35.4514983Z -> ms since the epoch."""
-    import datetime as _dt
-    if not ts:
-        return 0
-    m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[-+]\d\d:?\d\d)?$", ts)
-    if not m:
-        raise make_error("ErrInvalidArg", f"Invalid time {ts}")
-    base = _dt.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=_dt.timezone.utc)
-    secs = base.timestamp()
-    zone = m.group(3)
-    if zone and zone != "Z":
-        sign = 1 if zone[0] == "+" else -1
-        hh, mm = int(zone[1:3]), int(zone[-2:])
-        secs -= sign * (hh * 3600 + mm * 60)
-    frac = float("0." + m.group(2)) if m.group(2) else 0.0
-    return int(round((secs + frac) * 1000))
 
 
 class KvWatcher:
