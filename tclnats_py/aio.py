@@ -238,6 +238,11 @@ class Client:
     def new_inbox(self) -> str:
         return self._engine.new_inbox()
 
+    def jetstream(self, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0):
+        """The JetStream context (see tclnats_py.jetstream)."""
+        from .jetstream import JetStream
+        return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout)
+
     # ------------------------------------------------------------ effects
     def _report(self, err):
         if self._error_cb is not None:
