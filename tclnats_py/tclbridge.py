@@ -777,12 +777,8 @@ class TclConnection:
             return
         if isinstance(items, str):
             items = tk.splitlist(items)
-        eng = self.engine
-        pub = eng.publish
-        for i in range(0, len(items) - 2, 3):
-            # subjects were checked when they entered the fast path
-            reply = str(items[i + 2])
-            pub(str(items[i]), _to_bytes(items[i + 1]), reply or None, None, False)
+        # subjects, replies and sizes were checked when they entered the fast path
+        self.engine.publish_checked(items, _to_bytes)
 
     def _headers_from_tcl(self, header):
         items = self.tk.splitlist(header)
