@@ -101,13 +101,30 @@ class NatsServer:
                 break
             try:
                 with socket.create_connection((self.host, self.port), timeout=0.5) as s:
-                    if s.recv(4096).startswith(b"INFO"):
+                    if s.recv(4096).startswith(b"INFO") and (not self.jetstream or self._js_ready(s)):
                         return self
             except OSError:
-                time.sleep(0.03)
+                pass
+            time.sleep(0.03)
         tail = self.log_tail()
         self.kill()
         raise RuntimeError(f"nats-server on port {self.port} did not start:\n{tail}")
+
+    @staticmethod
+    def _js_ready(sock) -> bool:
+        """JetStream answers its API (it comes up a little after the port)."""
+        sock.sendall(b'CONNECT {"verbose":false,"headers":true,"no_responders":true,"protocol":1}\r\n'
+                     b"SUB _JSREADY 1\r\nPUB $JS.API.INFO _JSREADY 0\r\n\r\n")
+        buf = b""
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return False
+            buf += chunk
+            if b"MSG _JSREADY" in buf:
+                return b"HMSG _JSREADY" not in buf  # a 503 status means not yet
+        return False
 
     def log_tail(self, lines: int = 20) -> str:
         try:
