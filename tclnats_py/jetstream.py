@@ -302,6 +302,26 @@ class JetStream:
     async def key_value_buckets(self) -> list[str]:
         return [n[3:] for n in await self.stream_names() if n.startswith("KV_")]
 
+    # ------------------------------------------------------------ Object Store
+    async def create_object_store(self, bucket: str, **config):
+        from .objectstore import ObjectStore
+        return await ObjectStore.create_bucket(self, bucket, **config)
+
+    async def object_store(self, bucket: str):
+        from .objectstore import ObjectStore
+        return await ObjectStore.bind(self, bucket)
+
+    async def delete_object_store(self, bucket: str) -> bool:
+        try:
+            return await self.delete_stream(f"OBJ_{bucket}")
+        except NatsError as e:
+            if e.code == "ErrStreamNotFound":
+                raise make_error("ErrBucketNotFound", f"Bucket {bucket} not found") from None
+            raise
+
+    async def object_store_names(self) -> list[str]:
+        return [n[4:] for n in await self.stream_names() if n.startswith("OBJ_")]
+
 
 class Stream:
     """A stream, found on the JetStream context (``await js.stream(name)``)."""
