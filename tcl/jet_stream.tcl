@@ -139,6 +139,20 @@ oo::class create ::nats::jet_stream {
         set ChildrenRef($kv) ""
         return $kv
     }
+    # Object Store (not in nats-tcl; ADR-20, like nats::key_value)
+    method create_object_store {bucket args} {
+        my NewObjectStore [my Call create_object_store $bucket {*}$args]
+    }
+    method bind_object_store {bucket} {
+        my NewObjectStore [my Call bind_object_store $bucket]
+    }
+    method NewObjectStore {cmd} {
+        set obs [nats::object_store new $Conn [self] $cmd]
+        set ChildrenRef($obs) ""
+        return $obs
+    }
+    method delete_object_store {bucket} { my Call delete_object_store $bucket }
+    method object_store_names {} { my Call object_store_names }
     method delete_kv_bucket {bucket} { my Call delete_kv_bucket $bucket }
     method kv_buckets {} { my Call kv_buckets }
     method empty_kv_bucket {bucket} { my Call empty_kv_bucket $bucket }
@@ -284,6 +298,35 @@ oo::class create ::nats::key_value {
     method JsObj {} {
         return $Js
     }
+}
+
+# nats::object_store: an Object Store bucket (ADR-20), in the spirit of nats::key_value.
+#   put name data ?-description text? ?-chunk_size bytes?  -> object info (dict)
+#   get name -> the data (digest checked, links followed); info name; list; delete name;
+#   add_link name targetName; status
+oo::class create ::nats::object_store {
+    variable Conn ConnNs Js Obs
+
+    constructor {conn jsObj cmd} {
+        set Conn $conn
+        set ConnNs [info object namespace $conn]
+        set Js $jsObj
+        set Obs $cmd
+    }
+    destructor {
+        catch {$Js releaseRef [self]}
+        catch {$Obs destroy}
+    }
+    method Call {args} {
+        ${ConnNs}::my WaitRequest [::tclnats::r [$Obs {*}$args]]
+    }
+    method put {name data args} { my Call put $name $data {*}$args }
+    method get {name} { my Call get $name }
+    method info {name} { my Call info $name }
+    method list {} { my Call list }
+    method delete {name} { my Call delete $name; return }
+    method add_link {name target} { my Call add_link $name $target }
+    method status {} { my Call status }
 }
 
 oo::class create ::nats::kv_watcher {

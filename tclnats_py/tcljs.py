@@ -753,6 +753,38 @@ class JetStream:
             return tuple(n[3:] for n in names if n.startswith("KV_"))
         return self.api("STREAM.NAMES", "", post)
 
+    # -------------------------------------------------------- Object Store
+    def c_create_object_store(self, bucket, *args):
+        from . import _objstore as O
+        given = self.js.spec.pairs(args)
+        o = self.js.spec.build([("description", "valid_str", None), ("ttl", "pos_int", None),
+                                ("max_bucket_size", "pos_int", None),
+                                ("storage", ("enum", "memory", "file"), "file"), ("num_replicas", "int", 1)],
+                               given, strict=True)
+        cfg = O.stream_config(bucket, description=o.get("description"),
+                              ttl_ns=o["ttl"] * 1000000 if "ttl" in o else None,
+                              max_bytes=o.get("max_bucket_size"), storage=o["storage"], replicas=o["num_replicas"])
+        return self.api(f"STREAM.CREATE.{O.stream_name(bucket)}", _dumps(cfg),
+                        lambda r: ObjectStoreTcl(self, bucket).cmd)
+
+    def c_bind_object_store(self, bucket):
+        from . import _objstore as O
+        O.check_bucket(bucket)
+        rid = self.api(f"STREAM.INFO.{O.stream_name(bucket)}", "", lambda r: ObjectStoreTcl(self, bucket).cmd)
+        self.conn.map_error(rid, "ErrStreamNotFound", "ErrBucketNotFound", f"Bucket {bucket} not found")
+        return rid
+
+    def c_delete_object_store(self, bucket):
+        rid = self.api(f"STREAM.DELETE.OBJ_{bucket}", "", lambda r: tcl_value(r.get("success")))
+        self.conn.map_error(rid, "ErrStreamNotFound", "ErrBucketNotFound", f"Bucket {bucket} not found")
+        return rid
+
+    def c_object_store_names(self):
+        def post(resp):
+            names = resp.get("streams") or () if resp.get("total") else ()
+            return tuple(n[4:] for n in names if n.startswith("OBJ_"))
+        return self.api("STREAM.NAMES", "", post)
+
     def c_empty_kv_bucket(self, bucket):
         return self.api(f"STREAM.PURGE.KV_{bucket}", "", lambda r: tcl_value(r.get("purged")))
 
@@ -1368,3 +1400,200 @@ class KvWatcher:
         if self.consumer is not None:
             self.consumer.c_destroy()
         self.kv.js.js.unregister(self.cmd)
+
+
+class _Steps:
+    """Drive a multi-request operation for the Tcl face.
+
+    ``gen`` yields request specs ``(subject, payload, timeout, headers, gather)``
+    and receives ``(outcome, req, gather)`` for each; its return value is the
+    Tcl result.  Each step is a request the Tcl layer waits for in turn.
+    """
+
+    def __init__(self, conn, gen):
+        self.conn = conn
+        self.gen = gen
+
+    def start(self) -> int:
+        r = self._advance(None)
+        if isinstance(r, Chain):
+            return r.rid
+        raise make_error("ErrInvalidArg", "operation finished without a request")
+
+    def _advance(self, value):
+        try:
+            spec = self.gen.send(value)
+        except StopIteration as stop:
+            return stop.value
+        subject, payload, timeout, headers, gather = spec
+        rid = self.conn.start_request(subject, payload, timeout,
+                                      lambda outcome, req: self._advance((outcome, req, gather)),
+                                      headers=headers, max_msgs=gather.batch if gather else None, gather=gather)
+        return Chain(rid)
+
+
+class ObjectStoreTcl:
+    """One ``nats::object_store`` bucket handle (ADR-20) for the Tcl face."""
+
+    def __init__(self, js: "JetStream", bucket: str):
+        from . import _objstore as O
+        self.O = O
+        self.js = js
+        self.conn = js.conn
+        self.tk = js.tk
+        self.bucket = bucket
+        self.stream = O.stream_name(bucket)
+        self.cmd = f"::tclnats::obj{next(js.js.ids)}"
+        js.js.register(self, self.cmd)
+
+    # ------------------------------------------------------------ step helpers
+    def _api(self, tail, body):
+        payload = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
+        return (f"{self.js.prefix}.{tail}", payload, self.js.timeout, None, None)
+
+    def _json(self, outcome, req):
+        resp = json.loads(self.conn.outcome_msg(outcome, req).data or b"{}")
+        check_js_error(resp)
+        return resp
+
+    def _meta_steps(self, name, show_deleted=False):
+        """Steps that end with the object's meta dict."""
+        outcome, req, _ = yield self._api(f"STREAM.MSG.GET.{self.stream}",
+                                          {"last_by_subj": self.O.meta_subject(self.bucket, name)})
+        try:
+            resp = self._json(outcome, req)
+        except NatsError as e:
+            if e.code == "ErrMsgNotFound":
+                raise make_error("ErrObjectNotFound", f"Object {name} not found in bucket {self.bucket}") from None
+            raise
+        meta = self.O.parse_meta(base64.b64decode((resp.get("message") or {}).get("data") or ""))
+        if meta.get("deleted") and not show_deleted:
+            raise make_error("ErrObjectNotFound", f"Object {name} not found in bucket {self.bucket}")
+        return meta
+
+    def _publish(self, subject, payload, headers=None):
+        outcome, req, _ = yield (subject, payload, self.js.timeout, headers, None)
+        resp = json.loads(self.conn.outcome_msg(outcome, req).data)
+        check_js_error(resp)
+        return resp
+
+    def _pull_all(self, filter_subject, deliver_policy="all"):
+        """Steps: an ephemeral pull consumer on filter_subject, drained in one pull."""
+        cfg = {"ack_policy": "none", "deliver_policy": deliver_policy, "filter_subject": filter_subject,
+               "inactive_threshold": 5 * 10**9, "mem_storage": True, "num_replicas": 1}
+        outcome, req, _ = yield self._api(f"CONSUMER.CREATE.{self.stream}", {"stream_name": self.stream,
+                                                                             "config": cfg})
+        info = self._json(outcome, req)
+        name = info["name"]
+        pending = int(info.get("num_pending", 0))
+        msgs = []
+        if pending:
+            pull = PullRequest(self.conn, pending, None, filter_subject)
+            body = json.dumps({"batch": pending, "expires": int(self.js.timeout * 0.9) * 1000000}).encode()
+            outcome, req, pull = yield (f"{self.js.prefix}.CONSUMER.MSG.NEXT.{self.stream}.{name}", body,
+                                        self.js.timeout, None, pull)
+            msgs = list(pull.msgs)
+            if len(msgs) < pending:
+                raise make_error("ErrTimeout", f"Got {len(msgs)} of {pending} messages from {self.stream}")
+        yield self._api(f"CONSUMER.DELETE.{self.stream}.{name}", None)
+        return msgs
+
+    def _run(self, gen):
+        return _Steps(self.conn, gen).start()
+
+    # ------------------------------------------------------------ operations
+    def c_put(self, name, data, *args):
+        spec = Spec(self.tk)
+        o = spec.build([("description", "valid_str", None), ("chunk_size", "pos_int", self.O.DEFAULT_CHUNK)],
+                       spec.pairs(args), strict=True)
+        payload = self.conn.payload_bytes(data)
+        O = self.O
+
+        def steps():
+            try:
+                old = yield from self._meta_steps(name, show_deleted=True)
+            except NatsError as e:
+                if e.code != "ErrObjectNotFound":
+                    raise
+                old = None
+            nuid = self.conn.engine.new_inbox().rpartition(".")[2]
+            chunks = list(O.chunks_of(payload, o["chunk_size"]))
+            for chunk in chunks:
+                yield from self._publish(O.chunk_subject(self.bucket, nuid), chunk)
+            meta = O.new_meta(self.bucket, name, nuid, len(payload), len(chunks), O.digest_of(payload),
+                              description=o.get("description"), chunk_size=o["chunk_size"])
+            yield from self._publish(O.meta_subject(self.bucket, name), json.dumps(meta).encode(),
+                                     {"Nats-Rollup": ["sub"]})
+            if old and old.get("nuid") and old["nuid"] != nuid:
+                yield self._api(f"STREAM.PURGE.{self.stream}", {"filter": O.chunk_subject(self.bucket, old["nuid"])})
+            return tcl_value(meta)
+        return self._run(steps())
+
+    def c_get(self, name):
+        O = self.O
+
+        def steps(bucket_obj, obj_name):
+            meta = yield from bucket_obj._meta_steps(obj_name)
+            link = (meta.get("options") or {}).get("link")
+            if link:
+                if not link.get("name"):
+                    raise make_error("ErrInvalidArg", f"{obj_name} links to a whole bucket")
+                target = bucket_obj if link.get("bucket") == bucket_obj.bucket else \
+                    ObjectStoreTcl.__new__(ObjectStoreTcl)
+                if target is not bucket_obj:
+                    target.O, target.js, target.conn, target.tk = O, self.js, self.conn, self.tk
+                    target.bucket, target.stream = link["bucket"], O.stream_name(link["bucket"])
+                return (yield from steps(target, link["name"]))
+            if not meta.get("chunks"):
+                return b""
+            msgs = yield from bucket_obj._pull_all(O.chunk_subject(bucket_obj.bucket, meta["nuid"]))
+            data = b"".join(m.data for m in msgs)
+            if O.digest_of(data) != meta.get("digest"):
+                raise make_error("ErrDigestMismatch", f"Digest of {obj_name} does not match")
+            return data
+        return self._run(steps(self, name))
+
+    def c_info(self, name):
+        def steps():
+            meta = yield from self._meta_steps(name)
+            return tcl_value(meta)
+        return self._run(steps())
+
+    def c_list(self):
+        def steps():
+            msgs = yield from self._pull_all(f"$O.{self.bucket}.M.>", "last_per_subject")
+            metas = [self.O.parse_meta(m.data) for m in msgs]
+            return tuple(tcl_value(m) for m in metas if not m.get("deleted"))
+        return self._run(steps())
+
+    def c_delete(self, name):
+        O = self.O
+
+        def steps():
+            meta = yield from self._meta_steps(name)
+            gone = O.new_meta(self.bucket, name, meta.get("nuid", ""), 0, 0, "", deleted=True)
+            yield from self._publish(O.meta_subject(self.bucket, name), json.dumps(gone).encode(),
+                                     {"Nats-Rollup": ["sub"]})
+            if meta.get("nuid"):
+                yield self._api(f"STREAM.PURGE.{self.stream}", {"filter": O.chunk_subject(self.bucket, meta["nuid"])})
+            return ""
+        return self._run(steps())
+
+    def c_add_link(self, name, target_name):
+        O = self.O
+
+        def steps():
+            target = yield from self._meta_steps(target_name)
+            if (target.get("options") or {}).get("link"):
+                raise make_error("ErrInvalidArg", "Cannot link to a link")
+            meta = O.new_meta(self.bucket, name, "", 0, 0, "", link={"bucket": self.bucket, "name": target_name})
+            yield from self._publish(O.meta_subject(self.bucket, name), json.dumps(meta).encode(),
+                                     {"Nats-Rollup": ["sub"]})
+            return tcl_value(meta)
+        return self._run(steps())
+
+    def c_status(self):
+        return self.js.api(f"STREAM.INFO.{self.stream}", "", lambda r: tcl_value(r))
+
+    def c_destroy(self):
+        self.js.js.unregister(self.cmd)

@@ -57,3 +57,36 @@ def test_object_store_interop_with_nats_py(js_server):
         await ours.close()
         await theirs.close()
     run(go())
+
+
+def test_object_store_across_faces(js_server, tmp_path):
+    """An object put from Tcl is got by nats-py; one put by nats-py is got from Tcl."""
+    import shutil
+    import subprocess
+    import sys
+
+    import nats
+    exe = shutil.which("tclnats-tclsh")
+    cmd = [exe] if exe else [sys.executable, "-m", "tclnats_py.tclsh"]
+    script = tmp_path / "obj.tcl"
+    script.write_text(
+        "package require nats\n"
+        "set c [nats::connection new]\n$c configure -servers $env(NATS_URL)\n$c connect\n"
+        "set js [$c jet_stream]\nset obs [$js bind_object_store XF_OBJ]\n"
+        "puts [string length [$obs get from-nats-py]]\n"
+        "$obs put from-tcl [string repeat t 150000]\n$c destroy\n")
+
+    async def go():
+        theirs = await nats.connect(js_server.url)
+        tjs = theirs.jetstream()
+        tobs = await tjs.create_object_store("XF_OBJ")
+        await tobs.put("from-nats-py", b"n" * 140000)
+        env = dict(os.environ, NATS_URL=js_server.url)
+        p = await asyncio.get_running_loop().run_in_executor(None, lambda: subprocess.run(
+            cmd + [str(script)], capture_output=True, text=True, timeout=60, env=env))
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.strip() == "140000"
+        assert (await tobs.get("from-tcl")).data == b"t" * 150000
+        await tjs.delete_object_store("XF_OBJ")
+        await theirs.close()
+    run(go())
