@@ -124,6 +124,8 @@ class NatsServer:
             buf += chunk
             if b"MSG _JSREADY" in buf:
                 return b"HMSG _JSREADY" not in buf  # a 503 status means not yet
+            if b"-ERR" in buf:
+                return True  # auth required: the port answers, JetStream can't be probed
         return False
 
     def log_tail(self, lines: int = 20) -> str:
