@@ -26,10 +26,11 @@ import json
 from ._engine import Msg
 from ._errors import NatsError, make_error
 from ._headers import parse_headers
+from .jsconfig import ConsumerConfig, StreamConfig
 from ._js import api_prefix as _api_prefix
 from ._js import check_js_error, filename_safe, metadata_from_reply, pull_status
 
-__all__ = ["JetStream", "Stream", "Consumer", "JsMsg", "Info", "PubAck"]
+__all__ = ["JetStream", "Stream", "Consumer", "JsMsg", "Info", "PubAck", "StreamConfig", "ConsumerConfig"]
 
 _NS = 1_000_000_000
 _DURATIONS = {"max_age", "duplicate_window", "ack_wait", "idle_heartbeat", "inactive_threshold"}
@@ -143,14 +144,22 @@ class JetStream:
     async def account_info(self) -> Info:
         return await self.api("INFO")
 
-    async def create_stream(self, name: str, **config) -> "Stream":
+    @staticmethod
+    def _stream_body(name, config, kw) -> dict:
+        body = config.to_api() if config is not None else {}
+        body.update(_to_api(kw))
+        body["name"] = name
+        return body
+
+    async def create_stream(self, name: str, config: StreamConfig | None = None, **kw) -> "Stream":
+        """Create a stream from a StreamConfig and/or keyword fields (durations in seconds)."""
         self._check("stream", name)
-        info = await self.api(f"STREAM.CREATE.{name}", _to_api({"name": name, **config}))
+        info = await self.api(f"STREAM.CREATE.{name}", self._stream_body(name, config, kw))
         return Stream(self, name, info)
 
-    async def update_stream(self, name: str, **config) -> "Stream":
+    async def update_stream(self, name: str, config: StreamConfig | None = None, **kw) -> "Stream":
         self._check("stream", name)
-        info = await self.api(f"STREAM.UPDATE.{name}", _to_api({"name": name, **config}))
+        info = await self.api(f"STREAM.UPDATE.{name}", self._stream_body(name, config, kw))
         return Stream(self, name, info)
 
     async def stream(self, name: str) -> "Stream":
@@ -211,15 +220,16 @@ class JetStream:
         return len(self._async_pending)
 
     # ------------------------------------------------------------ consumers
-    async def create_consumer(self, stream: str, **config) -> "Consumer":
-        return await self._create_consumer(stream, "create", config)
+    async def create_consumer(self, stream: str, config: ConsumerConfig | None = None, **kw) -> "Consumer":
+        return await self._create_consumer(stream, "create", config, kw)
 
-    async def update_consumer(self, stream: str, **config) -> "Consumer":
-        return await self._create_consumer(stream, "update", config)
+    async def update_consumer(self, stream: str, config: ConsumerConfig | None = None, **kw) -> "Consumer":
+        return await self._create_consumer(stream, "update", config, kw)
 
-    async def _create_consumer(self, stream, action, config) -> "Consumer":
+    async def _create_consumer(self, stream, action, config, kw) -> "Consumer":
         self._check("stream", stream)
-        cfg = _to_api(config)
+        cfg = config.to_api() if config is not None else {}
+        cfg.update(_to_api(kw))
         # explicit acks unless told otherwise, like nats-tcl and nats.go (the API's default is none)
         cfg.setdefault("ack_policy", "explicit")
         name = cfg.get("name") or cfg.get("durable_name")
@@ -335,6 +345,10 @@ class Stream:
         self.info = await self.js.api(f"STREAM.INFO.{self.name}")
         return self.info
 
+    @property
+    def config(self) -> StreamConfig:
+        return StreamConfig.from_api(self.info.get("config", {}))
+
     async def create_consumer(self, **config) -> "Consumer":
         return await self.js.create_consumer(self.name, **config)
 
@@ -371,6 +385,10 @@ class Consumer:
     async def refresh(self) -> Info:
         self.info = await self.js.api(f"CONSUMER.INFO.{self.stream}.{self.name}")
         return self.info
+
+    @property
+    def config(self) -> ConsumerConfig:
+        return ConsumerConfig.from_api(self.info.get("config", {}))
 
     async def fetch(self, batch: int = 1, expires: float | None = None, no_wait: bool | None = None,
                     max_bytes: int | None = None, heartbeat: float | None = None) -> list[JsMsg]:

@@ -174,3 +174,24 @@ def test_cross_faces(js_server, tmp_path):
         await ours.close()
         await theirs.close()
     run(go())
+
+
+def test_typed_configs_keep_unknown_fields(js_server):
+    from tclnats_py.jetstream import ConsumerConfig, StreamConfig
+
+    async def go():
+        c = await tclnats_py.connect(js_server.url)
+        js = c.jetstream()
+        stream = await js.create_stream("PY_TYPED", StreamConfig(subjects=["typed.*"], storage="memory",
+                                                                  max_age=120.0, duplicate_window=10.0))
+        cfg = stream.config
+        assert cfg.max_age == 120.0 and cfg.duplicate_window == 10.0 and cfg.storage == "memory"
+        assert cfg.extra  # fields this client does not name (e.g. consumer_limits) are kept
+        cfg.description = "updated"
+        stream = await js.update_stream("PY_TYPED", cfg)
+        assert stream.config.description == "updated" and stream.config.extra.keys() == cfg.extra.keys()
+        cons = await js.create_consumer("PY_TYPED", ConsumerConfig(durable_name="T", ack_wait=3.5))
+        assert cons.config.ack_wait == 3.5 and cons.config.ack_policy == "explicit"
+        await js.delete_stream("PY_TYPED")
+        await c.close()
+    run(go())
