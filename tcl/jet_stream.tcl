@@ -327,6 +327,13 @@ oo::class create ::nats::object_store {
     method delete {name} { my Call delete $name; return }
     method add_link {name target} { my Call add_link $name $target }
     method status {} { my Call status }
+    # -callback gets each object's info, then "" at the end of the current
+    # ones, then every change; options -include_history -updates_only -ignore_deletes
+    method watch {args} {
+        set w [nats::kv_watcher new $Conn $Obs > {*}$args]
+        $Js addRef $w
+        return $w
+    }
 }
 
 oo::class create ::nats::kv_watcher {

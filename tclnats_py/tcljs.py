@@ -1597,3 +1597,34 @@ class ObjectStoreTcl:
 
     def c_destroy(self):
         self.js.js.unregister(self.cmd)
+
+
+class ObjWatcher(KvWatcher):
+    """Object Store watcher for the Tcl face: object infos instead of KV entries."""
+
+    def _on_msg(self, msg: Msg, meta: dict):
+        info = self.kv.O.parse_meta(msg.data)
+        delta = meta["num_pending"]
+        if not (self.ignore_deletes and info.get("deleted")):
+            if self.gathering:
+                self.results.append(tcl_value(info))
+            elif self.callback:
+                self.tk.call("after", 0, (*self.tk.splitlist(self.callback), tcl_value(info)))
+        if delta == 0 and not self.init_done:
+            self.c_init_done()
+
+
+def _obj_watch(self, key_pattern, obj, ns, values_array, *args):
+    spec = Spec(self.tk)
+    o = spec.build([("callback", "str", ""), ("include_history", "bool", False), ("ignore_deletes", "bool", False),
+                    ("updates_only", "bool", False)], spec.pairs(args), strict=True)
+    if o["include_history"] and o["updates_only"]:
+        raise make_error("ErrInvalidArg", "-include_history conflicts with -updates_only")
+    policy = "new" if o["updates_only"] else ("all" if o["include_history"] else "last_per_subject")
+    self.read_prefix = f"$O.{self.bucket}.M"
+    w = ObjWatcher(self, obj, ns, o["callback"], o["ignore_deletes"], "")
+    return (w.cmd, w.start({"description": "object store watcher", "deliver_policy": policy,
+                            "filter_subject": f"$O.{self.bucket}.M.>"}))
+
+
+ObjectStoreTcl.c_watch = _obj_watch
