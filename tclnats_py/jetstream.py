@@ -446,21 +446,103 @@ class Consumer:
             for m in await self.fetch(batch, expires=expires):
                 yield m
 
-    def consume(self, cb, batch: int = 100, expires: float = 5.0, error_cb=None) -> "asyncio.Task":
-        """Call ``cb(msg)`` for every message until the returned task is cancelled."""
-        async def loop():
+    def consume(self, cb, batch: int = 100, threshold: int | None = None, expires: float = 30.0,
+                heartbeat: float | None = None, error_cb=None) -> "ConsumeContext":
+        """Continuous pull (the "consume" of JetStream client API v2).
+
+        Keeps up to ``batch`` messages requested: a new pull request goes out
+        whenever fewer than ``threshold`` (default half) remain outstanding, or
+        when one expires.  With ``heartbeat`` the server sends idle heartbeats
+        and two missed ones are reported to ``error_cb`` (ErrTimeout) and the
+        pulls are re-issued.  ``cb(msg)`` may be a coroutine function.
+        """
+        ctx = ConsumeContext(self, cb, batch, threshold or max(1, batch // 2), expires, heartbeat, error_cb)
+        ctx.start()
+        return ctx
+
+
+class ConsumeContext:
+    """A running :meth:`Consumer.consume`; ``stop()`` ends it."""
+
+    def __init__(self, consumer, cb, batch, threshold, expires, heartbeat, error_cb):
+        self.consumer = consumer
+        self.cb = cb
+        self.batch = batch
+        self.threshold = threshold
+        self.expires = expires
+        self.heartbeat = heartbeat
+        self.error_cb = error_cb
+        self.outstanding = 0
+        self.delivered = 0
+        self._task = None
+        self._sub = None
+
+    def start(self):
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def _pull(self):
+        js = self.consumer.js
+        want = self.batch - self.outstanding
+        if want <= 0:
+            return
+        body = {"batch": want, "expires": int(self.expires * _NS)}
+        if self.heartbeat:
+            body["idle_heartbeat"] = int(self.heartbeat * _NS)
+        js.client.publish(f"{js.prefix}.CONSUMER.MSG.NEXT.{self.consumer.stream}.{self.consumer.name}",
+                          json.dumps(body).encode(), reply=self._inbox)
+        self.outstanding += want
+
+    def _report(self, err):
+        if self.error_cb is not None:
+            self.error_cb(err)
+
+    async def _run(self):
+        client = self.consumer.js.client
+        self._inbox = client.new_inbox()
+        self._sub = await client.subscribe(self._inbox)
+        idle = (self.heartbeat * 2) if self.heartbeat else self.expires + 1.0
+        self._pull()
+        try:
             while True:
                 try:
-                    msgs = await self.fetch(batch, expires=expires)
-                except asyncio.CancelledError:
-                    raise
+                    msg = await self._sub.next_msg(idle)
                 except NatsError as e:
-                    if error_cb is not None:
-                        error_cb(e)
-                    await asyncio.sleep(min(expires, 1.0))
+                    if e.code != "ErrTimeout":
+                        raise
+                    if self.heartbeat:
+                        self._report(make_error("ErrTimeout", "no heartbeat from the server"))
+                    self.outstanding = 0
+                    self._pull()
                     continue
-                for m in msgs:
-                    r = cb(m)
-                    if asyncio.iscoroutine(r):
-                        await r
-        return asyncio.get_running_loop().create_task(loop())
+                kind = pull_status(msg)
+                if kind == "heartbeat":
+                    continue
+                if kind in ("end", "no_responders"):
+                    # an expired or ended pull: what it still owed is not coming
+                    pending = msg.header("Nats-Pending-Messages")
+                    self.outstanding = max(0, self.outstanding - int(pending)) if pending else 0
+                    if kind == "no_responders" or msg.status == 409:
+                        self._report(make_error("ErrConsumerNotFound" if msg.status == 409 else "ErrNoResponders",
+                                                msg.description or "pull request ended"))
+                        await asyncio.sleep(min(self.expires, 1.0))
+                    self._pull()
+                    continue
+                self.outstanding -= 1
+                self.delivered += 1
+                r = self.cb(JsMsg(self.consumer.js, msg))
+                if asyncio.iscoroutine(r):
+                    await r
+                if self.outstanding < self.threshold:
+                    self._pull()
+        except asyncio.CancelledError:
+            pass
+
+    async def stop(self):
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        if self._sub is not None and not self._sub._engine_sub.closed:
+            await self._sub.unsubscribe()

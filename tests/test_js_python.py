@@ -195,3 +195,40 @@ def test_typed_configs_keep_unknown_fields(js_server):
         await js.delete_stream("PY_TYPED")
         await c.close()
     run(go())
+
+
+def test_consume_refills_and_api_prefix_import():
+    from tclnats_py.server import NatsServer
+    conf = """
+jetstream: enabled
+accounts: {
+  JS: { jetstream: enabled, users: [ {user: u1, password: p1} ],
+        exports [ { service: "$JS.API.>", response_type: stream } ] }
+  U: { users: [ {user: u2, password: p2} ],
+       imports [ { service: { subject: "$JS.API.>", account: JS }, to: "imported.>" } ] }
+}
+"""
+    with NatsServer(jetstream=True, config=conf) as srv:
+        async def go():
+            owner = await tclnats_py.connect(f"nats://u1:p1@127.0.0.1:{srv.port}")
+            js = owner.jetstream()
+            await js.create_stream("FEED", subjects=["feed.*"], storage="memory")
+            cons = await js.create_consumer("FEED", durable_name="C")
+            got = []
+            ctx = cons.consume(lambda m: got.append(m.data), batch=10, expires=2.0)
+            for i in range(35):  # more than a batch: the consumer must refill
+                await js.publish("feed.x", str(i))
+            while len(got) < 35:
+                await asyncio.sleep(0.02)
+            await ctx.stop()
+            assert got == [str(i).encode() for i in range(35)]
+            # another account reaches this JetStream through an imported API prefix
+            other = await tclnats_py.connect(f"nats://u2:p2@127.0.0.1:{srv.port}")
+            with pytest.raises(NatsError) as e:
+                await other.jetstream().stream_info("FEED")
+            assert e.value.code in ("ErrJetStreamNotEnabledForAccount", "ErrJetStreamNotEnabled")
+            imported = other.jetstream(api_prefix="imported")
+            assert (await imported.stream_info("FEED")).config.name == "FEED"
+            await other.close()
+            await owner.close()
+        run(go())
