@@ -81,15 +81,6 @@ async def _connect(opts):
     return c, c.jetstream(domain=opts.get("domain"), api_prefix=opts.get("apiprefix"))
 
 
-def _row(msg, stream, decode):
-    meta = msg.metadata
-    row = (msg.subject, msg.data, dict(msg.headers) if msg.headers else None, stream, meta["stream_seq"],
-           datetime.datetime.fromtimestamp(meta["timestamp"] / 1000, datetime.timezone.utc))
-    if decode:
-        row = row + (msg.data.decode("utf-8", "replace"),)
-    return row
-
-
 async def _seq_at_time(js, stream, iso, filter_subject):
     """The first stream sequence at or after a time (a one-message ephemeral consumer)."""
     cfg = {"deliver_policy": "by_start_time", "opt_start_time": iso, "ack_policy": "none",
@@ -110,8 +101,9 @@ async def _seq_at_time(js, stream, iso, filter_subject):
             pass
 
 
-async def read_range(opts, stream, first, last, filter_subject=None, decode=False):
-    """All messages with first <= seq <= last (an async generator of rows)."""
+async def read_chunks(opts, stream, first, last, filter_subject=None):
+    """Messages with first <= seq <= last, as lists (one per fetch) of
+    ``(subject, data, headers, seq, timestamp_ms)``."""
     if last < first:
         return
     c, js = await _connect(opts)
@@ -126,13 +118,22 @@ async def read_range(opts, stream, first, last, filter_subject=None, decode=Fals
                 msgs = await cons.fetch(_FETCH, expires=1.0)
                 if not msgs:
                     return
+                chunk = []
+                done = False
                 for m in msgs:
-                    seq = m.metadata["stream_seq"]
+                    meta = m.metadata
+                    seq = meta["stream_seq"]
                     if seq > last:
-                        return
-                    yield _row(m, stream, decode)
+                        done = True
+                        break
+                    chunk.append((m.subject, m.data, m.headers, seq, meta["timestamp"]))
                     if seq == last:
-                        return
+                        done = True
+                        break
+                if chunk:
+                    yield chunk
+                if done:
+                    return
         finally:
             try:
                 await js.delete_consumer(stream, cons.name)
@@ -140,6 +141,35 @@ async def read_range(opts, stream, first, last, filter_subject=None, decode=Fals
                 pass
     finally:
         await c.close()
+
+
+async def read_range(opts, stream, first, last, filter_subject=None, decode=False):
+    """The same messages as DataFrame rows (tuples in the source's schema)."""
+    async for chunk in read_chunks(opts, stream, first, last, filter_subject):
+        for subject, data, headers, seq, ts in chunk:
+            row = (subject, data, dict(headers) if headers else None, stream, seq,
+                   datetime.datetime.fromtimestamp(ts / 1000, datetime.timezone.utc))
+            yield row + ((data.decode("utf-8", "replace"),) if decode else ())
+
+
+def _arrow_batches(opts, stream, first, last, filter_subject, decode):
+    """Arrow record batches, one per fetch: no per-row conversion in Spark."""
+    import pyarrow as pa
+    fields = [("subject", pa.string()), ("data", pa.binary()),
+              ("headers", pa.map_(pa.string(), pa.list_(pa.field("element", pa.string())))),
+              ("stream", pa.string()), ("seq", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC"))]
+    if decode:
+        fields.append(("value", pa.string()))
+    schema = pa.schema(fields)
+    for chunk in _collect(lambda: read_chunks(opts, stream, first, last, filter_subject), buffer=64):
+        subjects, datas, headers, seqs, tss = zip(*chunk)
+        cols = [pa.array(subjects, pa.string()), pa.array(datas, pa.binary()),
+                pa.array([list(h.items()) if h else None for h in headers], fields[2][1]),
+                pa.array([stream] * len(chunk), pa.string()), pa.array(seqs, pa.int64()),
+                pa.array([t * 1000 for t in tss], pa.int64()).cast(pa.timestamp("us", tz="UTC"))]
+        if decode:
+            cols.append(pa.array([d.decode("utf-8", "replace") for d in datas], pa.string()))
+        yield pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
 def _collect(agen_factory, buffer: int = 20000):
@@ -249,8 +279,8 @@ class _BatchReader(DataSourceReader):
         return [_SeqRange(s, min(s + size - 1, self.last)) for s in range(self.first, self.last + 1, size)]
 
     def read(self, partition):
-        yield from _collect(lambda: read_range(self.opts, self.stream, partition.first, partition.last,
-                                               self.filter, self.decode))
+        yield from _arrow_batches(self.opts, self.stream, partition.first, partition.last, self.filter,
+                                  self.decode)
 
 
 class _StreamReader(DataSourceStreamReader):
@@ -314,8 +344,8 @@ class _StreamReader(DataSourceStreamReader):
         return [_SeqRange(s, min(s + size - 1, last)) for s in range(first, last + 1, size)]
 
     def read(self, partition):
-        yield from _collect(lambda: read_range(self.opts, self.stream, partition.first, partition.last,
-                                               self.filter, self.decode))
+        yield from _arrow_batches(self.opts, self.stream, partition.first, partition.last, self.filter,
+                                  self.decode)
 
     def commit(self, end):
         pass  # nothing held on the server: offsets live in Spark's checkpoint
