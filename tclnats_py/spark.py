@@ -102,10 +102,17 @@ async def _seq_at_time(js, stream, iso, filter_subject):
 
 
 async def read_chunks(opts, stream, first, last, filter_subject=None):
-    """Messages with first <= seq <= last, as lists (one per fetch) of
-    ``(subject, data, headers, seq, timestamp_ms)``."""
+    """Messages with first <= seq <= last, as lists (one per pull) of
+    ``(subject, data, headers, seq, timestamp_ms)``.
+
+    An ephemeral pull consumer (deleted at the end, and expiring on the server
+    anyway) with two pull requests kept outstanding, so the server is sending
+    the next batch while this one is converted.
+    """
     if last < first:
         return
+    from ._js import pull_status
+    import json as _json
     c, js = await _connect(opts)
     try:
         cfg = {"deliver_policy": "by_start_sequence", "opt_start_seq": first, "ack_policy": "none",
@@ -113,27 +120,53 @@ async def read_chunks(opts, stream, first, last, filter_subject=None):
         if filter_subject:
             cfg["filter_subject"] = filter_subject
         cons = await js.create_consumer(stream, **cfg)
+        inbox = c.new_inbox()
+        sub = await c.subscribe(inbox, pending_msgs_limit=4 * _FETCH + 64)
+        nxt = f"{js.prefix}.CONSUMER.MSG.NEXT.{stream}.{cons.name}"
+        request = _json.dumps({"batch": _FETCH, "expires": 2 * 10**9}).encode()
+        c.publish(nxt, request, reply=inbox)
+        c.publish(nxt, request, reply=inbox)
         try:
+            chunk = []
+            in_pull = 0
             while True:
-                msgs = await cons.fetch(_FETCH, expires=1.0)
-                if not msgs:
-                    return
-                chunk = []
-                done = False
-                for m in msgs:
-                    meta = m.metadata
-                    seq = meta["stream_seq"]
-                    if seq > last:
-                        done = True
-                        break
-                    chunk.append((m.subject, m.data, m.headers, seq, meta["timestamp"]))
-                    if seq == last:
-                        done = True
-                        break
-                if chunk:
+                try:
+                    msg = await sub.next_msg(5.0)
+                except NatsError:
+                    break  # nothing more within the wait: the range is done
+                status = pull_status(msg)
+                if status != "msg":
+                    if status == "heartbeat":
+                        continue
+                    if status == "no_responders":
+                        raise make_error("ErrStreamNotFound", f"stream {stream} or its consumer is gone")
+                    # a pull ended (expired / no more messages): ask again unless done
+                    in_pull = 0
+                    if chunk:
+                        yield chunk
+                        chunk = []
+                    if msg.status in (404, 408):
+                        info = await js.api(f"CONSUMER.INFO.{stream}.{cons.name}")
+                        if info.get("num_pending", 0) == 0:
+                            return
+                    c.publish(nxt, request, reply=inbox)
+                    continue
+                # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ns>.<pending>
+                _, sseq, _, ts, _ = msg.reply.rsplit(".", 4)
+                seq = int(sseq)
+                if seq > last:
+                    break
+                chunk.append((msg.subject, msg.data, msg.headers, seq, int(ts) // 1000000))
+                in_pull += 1
+                if seq == last:
+                    break
+                if in_pull == _FETCH:
+                    in_pull = 0
                     yield chunk
-                if done:
-                    return
+                    chunk = []
+                    c.publish(nxt, request, reply=inbox)
+            if chunk:
+                yield chunk
         finally:
             try:
                 await js.delete_consumer(stream, cons.name)
