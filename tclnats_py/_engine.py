@@ -492,15 +492,17 @@ class Engine:
             self.stats["in_bytes"] += len(data)
         try:
             ops = self._parser.feed(data)
+            bad = None
         except NatsError as e:
-            # still process what was complete before the bad bytes? The parser
-            # raises before returning, so nothing partial leaks: drop the socket.
-            self._fail(e.code, str(e))
-            return
+            # what was complete before the bad bytes is handled, then the socket goes
+            ops = e.details.pop("ops", ())
+            bad = e
         for op in ops:
             if not self._socket_open:
                 break
             self._handle(op)
+        if bad is not None and self._socket_open:
+            self._fail(bad.code, str(bad))
 
     def _handle(self, op) -> None:
         kind = op[0]

@@ -8,14 +8,15 @@ returned and gives back every complete operation in it as a list, keeping a
 partial tail for the next call.  Splitting the same byte stream at any
 boundary yields the same operations.  It never raises anything but
 :class:`~tclnats_py._errors.NatsError` with code ErrProtocol (malformed
-input) or ErrServer (control line over the limit).
+input) or ErrServer (control line over the limit); the operations that were
+complete before the bad bytes come with it, in ``err.details["ops"]``.
 """
 
 from __future__ import annotations
 
 import json
 
-from ._errors import make_error
+from ._errors import NatsError, make_error
 
 __all__ = [
     "Parser", "MSG", "INFO", "PING", "PONG", "OK", "ERR",
@@ -151,6 +152,10 @@ class Parser:
                 else:
                     raise _proto_error(
                         f"Invalid protocol {line[:200].decode('utf-8', 'replace')}")
+        except NatsError as e:
+            # the operations complete before the bad bytes still count
+            e.details["ops"] = ops
+            raise
         finally:
             if pos:
                 del buf[:pos]
