@@ -291,3 +291,37 @@ def test_secrets_stay_out_of_tcl_logs_and_errors(tmp_path):
         out = p.stdout + p.stderr
         assert "OK: true" in out and "ERR:" in out
         assert "hunter2-secret" not in out and "wrong-pw-77" not in out
+
+
+FUZZ = int(os.environ.get("TCLNATS_FUZZ_EXAMPLES", "2000"))
+
+
+def test_fuzz_engine_with_garbage_after_a_valid_handshake():
+    """Random bytes after a valid handshake: only documented codes, bounded buffers."""
+    import random
+    import resource
+
+    from tclnats_py import Engine, Options
+    rng = random.Random(1234)
+    info = b'INFO {"server_id":"f","version":"2.15.1","max_payload":1048576,"headers":true}\r\n'
+    pieces = [b"MSG a 1 3\r\nabc\r\n", b"HMSG a 1 12 14\r\nNATS/1.0\r\n\r\nhi\r\n", b"PING\r\n", b"PONG\r\n",
+              b"+OK\r\n", b"-ERR 'x'\r\n", b"INFO {}\r\n", b"\r\n", b"MSG", b" ", b"\x00\xff", b"HMSG a 1 99 3\r\n"]
+    codes = set()
+    for _ in range(FUZZ):
+        e = Engine(Options(), clock=lambda: 0)
+        e.configure_servers(["nats://x"])
+        e.connect()
+        e.socket_connected()
+        e.receive_data(info)
+        e.receive_data(b"PONG\r\n")
+        e.subscribe("a")
+        blob = b"".join(rng.choice(pieces) if rng.random() < 0.7 else bytes([rng.randrange(256)])
+                        for _ in range(rng.randrange(1, 40)))
+        for i in range(0, len(blob), rng.randrange(1, 8)):
+            e.receive_data(blob[i:i + 7])  # never raises: errors become effects
+        if e.last_error is not None:
+            codes.add(e.last_error.code)
+        assert e._parser.buffered <= 4096 + 64
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\nfuzz inputs={FUZZ} error codes seen={sorted(codes)} max RSS={rss_mb:.0f} MB")
+    assert codes <= {"ErrProtocol", "ErrServer", "ErrBadHeaderMsg"}
