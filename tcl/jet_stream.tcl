@@ -184,55 +184,63 @@ oo::class create ::nats::SyncPullRequest {
     }
 }
 
-oo::class create ::nats::ordered_consumer {
-    variable Conn ConnNs JsObj Oc Name RetryInterval last_error
-
-    constructor {conn jsObj js stream args} {
-        set Conn $conn
-        set ConnNs [info object namespace $conn]
-        set JsObj $jsObj
-        set Oc ""
-        set Name ""
-        set RetryInterval 10000
-        set last_error ""
-        lassign [::tclnats::r [$js ordered_consumer $stream [self] [self namespace] {*}$args]] Oc rid
-        ${ConnNs}::my WaitRequest $rid
-    }
-    destructor {
-        if {$Oc ne ""} {
-            catch {$Oc destroy}
-        }
-        catch {$JsObj releaseRef [self]}
-    }
-    # every pushed message passes here (a method, so that it can be wrapped)
-    method OnMsg {subj msg reply} {
-        ::tclnats::r [$Oc on_msg $msg]
-        return
-    }
-    method info {} {
-        ::tclnats::r [$Oc info]
-    }
-    method name {} {
-        return $Name
-    }
+# Recreating an ordered push consumer (ADR-17), shared by nats::ordered_consumer
+# and nats::kv_watcher: Py is the Python object that keeps its sequences.
+oo::class create ::nats::_ResettingConsumer {
+    variable Py ConnNs
     # no heartbeat for 3 intervals: drop the subscription and recreate
     method MissingHb {} {
-        ::tclnats::r [$Oc missing_hb]
+        ::tclnats::r [$Py missing_hb]
         my Reset ErrConsumerNotActive
     }
     # recreate the push consumer from the last stream sequence seen; like
     # nats-tcl this waits for the JetStream reply (in a nested event loop)
     method Reset {errCode} {
-        set rid [::tclnats::r [$Oc reset_begin $errCode]]
+        set rid [::tclnats::r [$Py reset_begin $errCode]]
         if {$rid eq ""} {
             return
         }
         try {
             ${ConnNs}::my WaitRequest $rid
         } trap NATS {err opts} {
-            ::tclnats::r [$Oc reset_failed [lindex [dict get $opts -errorcode] 1] $err]
+            ::tclnats::r [$Py reset_failed [lindex [dict get $opts -errorcode] 1] $err]
         }
         return
+    }
+}
+
+oo::class create ::nats::ordered_consumer {
+    mixin ::nats::_ResettingConsumer
+    variable Conn ConnNs JsObj Py Name RetryInterval last_error
+
+    constructor {conn jsObj js stream args} {
+        set Conn $conn
+        set ConnNs [info object namespace $conn]
+        set JsObj $jsObj
+        set Py ""
+        set Name ""
+        set RetryInterval 10000
+        set last_error ""
+        lassign [::tclnats::r [$js ordered_consumer $stream [self] [self namespace] {*}$args]] Py rid
+        ${ConnNs}::my WaitRequest $rid
+    }
+    destructor {
+        if {$Py ne ""} {
+            catch {$Py destroy}
+        }
+        catch {$JsObj releaseRef [self]}
+    }
+    # every pushed message passes here: a method of the class, not of the
+    # mixin, so that an object-level method can wrap it (and call next)
+    method OnMsg {subj msg reply} {
+        ::tclnats::r [$Py on_msg $msg]
+        return
+    }
+    method info {} {
+        ::tclnats::r [$Py info]
+    }
+    method name {} {
+        return $Name
     }
 }
 
@@ -337,12 +345,13 @@ oo::class create ::nats::object_store {
 }
 
 oo::class create ::nats::kv_watcher {
-    variable Conn ConnNs W InitDone Name RetryInterval last_error Info
+    mixin ::nats::_ResettingConsumer
+    variable Conn ConnNs Py InitDone Name RetryInterval last_error Info
 
     constructor {conn kvCmd key_pattern args} {
         set Conn $conn
         set ConnNs [info object namespace $conn]
-        set W ""
+        set Py ""
         set InitDone false
         set Name ""
         set RetryInterval 10000
@@ -361,22 +370,22 @@ oo::class create ::nats::kv_watcher {
             }
             set array $full
         }
-        lassign [::tclnats::r [$kvCmd watch $key_pattern [self] [self namespace] $array {*}$args]] W rid
+        lassign [::tclnats::r [$kvCmd watch $key_pattern [self] [self namespace] $array {*}$args]] Py rid
         set Info [${ConnNs}::my WaitRequest $rid]
     }
     destructor {
-        if {$W ne ""} {
-            catch {$W destroy}
+        if {$Py ne ""} {
+            catch {$Py destroy}
         }
     }
     method OnMsg {subj msg reply} {
-        ::tclnats::r [$W on_msg $msg]
+        ::tclnats::r [$Py on_msg $msg]
         return
     }
     # collect keys or history until the initial data is complete
     method Gather {what} {
-        ::tclnats::r [$W gather $what]
-        set timeout [::tclnats::r [$W timeout]]
+        ::tclnats::r [$Py gather $what]
+        set timeout [::tclnats::r [$Py timeout]]
         set timer [after $timeout [list set [self namespace]::InitDone timeout]]
         while {$InitDone eq "false"} {
             nats::_coroVwait [self namespace]::InitDone
@@ -385,7 +394,7 @@ oo::class create ::nats::kv_watcher {
         if {$InitDone eq "timeout"} {
             throw {NATS ErrTimeout} "Timeout while gathering $what"
         }
-        ::tclnats::r [$W results]
+        ::tclnats::r [$Py results]
     }
     # the ordered consumer behind the watcher: this object carries its
     # last_error and name
@@ -396,23 +405,7 @@ oo::class create ::nats::kv_watcher {
         return $Name
     }
     method info {} {
-        ::tclnats::r [$W info]
-    }
-    method MissingHb {} {
-        ::tclnats::r [$W missing_hb]
-        my Reset ErrConsumerNotActive
-    }
-    method Reset {errCode} {
-        set rid [::tclnats::r [$W reset_begin $errCode]]
-        if {$rid eq ""} {
-            return
-        }
-        try {
-            ${ConnNs}::my WaitRequest $rid
-        } trap NATS {err opts} {
-            ::tclnats::r [$W reset_failed [lindex [dict get $opts -errorcode] 1] $err]
-        }
-        return
+        ::tclnats::r [$Py info]
     }
 }
 

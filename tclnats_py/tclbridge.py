@@ -32,7 +32,7 @@ from ._engine import CONNECTED, Engine, Msg, Ping, Request
 from ._errors import NatsError, make_error
 from ._options import OPTION_SPEC, Options, coerce
 from ._pool import parse_url
-from .tcljs import Chain, _RawJson
+from .tcljs import Chain, _RawJson, tcl_value
 
 __all__ = ["install", "tcl_library_dir", "TclConnection"]
 
@@ -65,27 +65,6 @@ def _to_bytes(value) -> bytes:
         return value.encode("latin-1")
     except UnicodeEncodeError:
         return bytes(ord(c) & 0xFF for c in value)
-
-
-def json_to_tcl(value):
-    """JSON value -> Tcl value the way tcllib's json::json2dict shows it."""
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if value is None:
-        return "null"
-    if isinstance(value, dict):
-        out = []
-        for k, v in value.items():
-            out.append(str(k))
-            out.append(json_to_tcl(v))
-        return tuple(out)
-    if isinstance(value, list):
-        return tuple(json_to_tcl(v) for v in value)
-    if isinstance(value, float) and value.is_integer():
-        return str(value)
-    return value
 
 
 def headers_to_tcl(headers) -> tuple:
@@ -346,7 +325,7 @@ class TclConnection:
                     self._log(f[1], f[2])
                 elif k == "info":
                     tk.call("array", "unset", f"{ns}::serverInfo")
-                    tk.call("array", "set", f"{ns}::serverInfo", json_to_tcl(f[1]))
+                    tk.call("array", "set", f"{ns}::serverInfo", tcl_value(f[1]))
                 elif k == "pong_rx":
                     tk.call("set", f"{ns}::pong", 1)
                 elif k == "pong":

@@ -822,6 +822,8 @@ def tcl_value(v):
         return tuple(out)
     if isinstance(v, list):
         return tuple(tcl_value(x) for x in v)
+    if isinstance(v, float) and v.is_integer():
+        return str(v)  # keep "1.0" as JSON wrote it
     return v
 
 
