@@ -325,3 +325,98 @@ def test_fuzz_engine_with_garbage_after_a_valid_handshake():
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\nfuzz inputs={FUZZ} error codes seen={sorted(codes)} max RSS={rss_mb:.0f} MB")
     assert codes <= {"ErrProtocol", "ErrServer", "ErrBadHeaderMsg"}
+
+
+def test_tcl_face_cluster_failover_status_transitions():
+    """A Tcl connection on a 3-node cluster: the node it uses is killed
+    repeatedly; it fails over, keeps its subscription, and its status variable
+    shows every transition."""
+    import time
+    import tkinter
+
+    from tclnats_py.server import NatsCluster
+    from tclnats_py.tclbridge import install
+    kills = int(os.environ.get("TCLNATS_FAILOVER_KILLS", "2"))
+    with NatsCluster(3) as cluster:
+        interp = tkinter.Tcl()
+        install(interp)
+        tk = interp.tk
+        urls = " ".join(cluster.urls)
+        tk.eval(f"""
+            package require nats
+            set ::statuses [list]
+            set c [nats::connection new failover -log_chan stderr -log_level error]
+            $c configure -servers [list {urls}] -randomize false -reconnect_time_wait 100 \\
+                -max_reconnect_attempts -1 -connect_timeout 500
+            trace add variable [info object namespace $c]::status write \\
+                [list apply {{{{ns n1 n2 op}} {{lappend ::statuses [set ${{ns}}::status]}}}} [info object namespace $c]]
+            $c connect
+            set ::got [list]
+            $c subscribe ha.tcl -callback [list apply {{{{s m r}} {{lappend ::got $m}}}}]
+            $c ping
+        """)
+
+        def pump(cond, timeout=10):
+            deadline = time.time() + timeout
+            while not cond() and time.time() < deadline:
+                if not tk.dooneevent(2):  # any pending Tcl event, without blocking
+                    time.sleep(0.002)
+            return cond()
+
+        async def publish(i):
+            c = await tclnats_py.connect(cluster.urls[(i + 1) % 3] if i % 3 != 0 else cluster.urls[2])
+            c.publish("ha.tcl", f"after-{i}".encode())
+            await c.flush()
+            await c.close()
+        for i in range(kills):
+            port = int(tk.eval("lindex [$c current_server] 1"))
+            victim = next(k for k, s in enumerate(cluster.servers) if s.port == port)
+            cluster.kill(victim)
+            assert pump(lambda: tk.eval("$c cget -status") == "reconnecting")
+            assert pump(lambda: tk.eval("$c cget -status") == "connected")
+            tk.eval("$c ping")  # the subscription is restored on the new node before publishing
+            asyncio.run(publish(victim))
+            assert pump(lambda: int(tk.eval("llength $::got")) == i + 1)
+            cluster.restart(victim)
+        statuses = tk.eval("set ::statuses").split()
+        tk.eval("$c destroy")
+        print(f"\nfailovers={kills} statuses={statuses}")
+        assert statuses[:2] == ["connecting", "connected"]
+        assert statuses[2:2 + 2 * kills] == ["reconnecting", "connected"] * kills
+
+
+def test_slow_reads_through_a_trickling_proxy(nats_server):
+    class Trickle(StallProxy):
+        async def __aenter__(self):
+            async def pipe(r, w):
+                try:
+                    while True:
+                        data = await r.read(7)  # a few bytes at a time, frames split anywhere
+                        if not data:
+                            break
+                        w.write(data)
+                        await w.drain()
+                        await asyncio.sleep(0)
+                except ConnectionError:
+                    pass
+                finally:
+                    w.close()
+
+            async def handle(cr, cw):
+                sr, sw = await asyncio.open_connection("127.0.0.1", self.target)
+                asyncio.ensure_future(pipe(cr, sw))
+                asyncio.ensure_future(pipe(sr, cw))
+            self.server = await asyncio.start_server(handle, "127.0.0.1", self.port)
+            return self
+
+    async def go():
+        async with Trickle(nats_server.port) as proxy:
+            c = await tclnats_py.connect(f"nats://127.0.0.1:{proxy.port}")
+            sub = await c.subscribe("trickle")
+            for i in range(300):
+                c.publish("trickle", f"payload {i} \r\n with CRLF".encode(), headers={"N": [str(i)]})
+            got = [await sub.next_msg(10) for _ in range(300)]
+            assert [m.data for m in got] == [f"payload {i} \r\n with CRLF".encode() for i in range(300)]
+            assert [m.headers["N"][0] for m in got] == [str(i) for i in range(300)]
+            await c.close()
+    run(go())
