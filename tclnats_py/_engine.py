@@ -111,7 +111,7 @@ class Msg:
 
 class Subscription:
     __slots__ = ("sid", "subject", "queue", "max_msgs", "received", "handler", "kind",
-                 "request", "closed", "__weakref__")
+                 "request", "closed", "draining", "__weakref__")
 
     def __init__(self, sid, subject, queue, max_msgs, handler, kind="user", request=None):
         self.sid = sid
@@ -123,6 +123,7 @@ class Subscription:
         self.kind = kind        # "user", "mux" (shared request inbox) or "gather"
         self.request = request
         self.closed = False
+        self.draining = False   # UNSUB sent, in-flight messages still delivered (drain)
 
     def __repr__(self):
         return f"Subscription(sid={self.sid}, subject={self.subject!r}, kind={self.kind})"
@@ -186,6 +187,9 @@ class Engine:
         self.requests: dict[int, Request] = {}
         # a driver-supplied function server_dict -> ms, for -custom_reconnect_delay
         self.reconnect_delay = None
+        # the class of delivered messages: a driver may use a subclass of Msg
+        # (same constructor) to add methods such as respond()
+        self.msg_class = Msg
         self._fx: list = []
         self._parser = P.Parser()
         self._phase = _IDLE
@@ -638,6 +642,8 @@ class Engine:
         # restore subscriptions ahead of anything buffered meanwhile
         restore = []
         for s in self.subs.values():
+            if s.draining:
+                continue  # the server forgot it with the old connection
             restore.append(P.encode_sub(s.subject, s.queue, s.sid))
             if s.max_msgs:
                 restore.append(P.encode_unsub(s.sid, s.max_msgs - s.received))
@@ -676,7 +682,7 @@ class Engine:
             except NatsError as e:
                 # the body is still delivered (like nats.go processMsg)
                 self._async_error(e.code, str(e))
-        msg = Msg(subject, payload, reply, headers, sid)
+        msg = self.msg_class(subject, payload, reply, headers, sid)
         sub.received += 1
         gone = False
         if sub.max_msgs and sub.received >= sub.max_msgs:
@@ -803,6 +809,8 @@ class Engine:
         if max_msgs == 0 or sub.received >= max_msgs:
             del self.subs[sid]
             sub.closed = True
+            if sub.draining:
+                return True  # its UNSUB went out with drain()
             data = P.encode_unsub(sid)
             gone = True
         else:
@@ -812,6 +820,21 @@ class Engine:
         if self.status == CONNECTED:
             self._queue(data)
         return gone
+
+    def drain(self, sid: int) -> None:
+        """Stop the server's interest in ``sid`` (UNSUB) but keep delivering the
+        messages already on their way; after a PING/PONG round trip has shown
+        that none are left, the driver ends it with :meth:`unsubscribe`, which
+        then only forgets it locally.  (nats.go's Subscription.Drain.)"""
+        self._check_open()
+        sub = self.subs.get(sid)
+        if sub is None:
+            raise make_error("ErrBadSubscription", f"Invalid subscription ID {sid}")
+        if sub.draining:
+            return
+        sub.draining = True
+        if self.status == CONNECTED:
+            self._queue(P.encode_unsub(sid))
 
     # ------------------------------------------------------------------ API: requests
     def new_inbox(self) -> str:

@@ -44,7 +44,6 @@ OPTION_SPEC: dict[str, tuple[str, object]] = {
     "pending_bytes_limit": ("int", 64 * 1024 * 1024),
 }
 
-_TRUE = {"1", "true", "yes", "on", "t", "tr", "tru", "y", "ye", "o" "n"}
 _BOOL_WORDS = {
     "1": True, "0": False, "true": True, "false": False, "yes": True, "no": False,
     "on": True, "off": False,

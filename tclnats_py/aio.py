@@ -1,170 +1,345 @@
 """The asyncio driver: the engine on an asyncio event loop, and the Python API.
 
-    client = await tclnats_py.connect("nats://localhost:4222", name="app")
-    sub = await client.subscribe("greet.*")
-    client.publish("greet.py", b"hello")
-    msg = await sub.next_msg(timeout=1)
-    reply = await client.request("time.now", b"", timeout=1)
-    await client.close()
+    nc = await tclnats_py.connect("nats://localhost:4222", name="app")
+    sub = await nc.subscribe("greet.*")                  # or cb=..., queue=..., max_msgs=...
+    nc.publish("greet.py", b"hello", headers={"K": ["v1", "v2"]})
+    msg = await sub.next_msg(timeout=1)                  # or: async for msg in sub
+    reply = await nc.request("time.now", b"", timeout=1) # ErrTimeout, ErrNoResponders
+    await nc.close()
 
-Options have nats-tcl's names and units (milliseconds for times), with
-``tls_ca``/``tls_cert``/``tls_key``/``tls_hostname``/``tls_verify`` or a
-ready ``ssl.SSLContext`` as ``tls``; errors are the engine's classes
-(``tclnats_py.ErrTimeout`` ...), the same codes as the Tcl face.
+Options have nats-tcl's names and units (milliseconds for times: connect_timeout,
+reconnect_time_wait, ping_interval, request_timeout), plus ``tls_ca``,
+``tls_cert``, ``tls_key``, ``tls_hostname``, ``tls_verify`` or a ready
+``ssl.SSLContext`` as ``tls``, ``creds``/``nkey_seed``, a ``reconnect_delay``
+callable (server dict -> ms, nats-tcl's -custom_reconnect_delay) and the
+callbacks ``error_cb(err)``, ``status_cb(status)``, ``disconnected_cb()``,
+``reconnected_cb()``, ``closed_cb()`` (plain functions or coroutine functions).
+Errors are the engine's classes (``tclnats_py.ErrTimeout`` ...), the codes the
+Tcl face throws.
 
-The driver only moves bytes and time: one ``receive_data`` per read, one
-``transport.write`` per loop turn (all that was queued), timers with
-``call_later``.
+The driver only moves bytes and time (see the contract in ``_engine``):
+
+* reading is an ``asyncio.Protocol``: each ``data_received`` goes straight to
+  ``Engine.receive_data`` and the effects are carried out at once;
+* writing is coalesced: the engine's ``flush`` effect schedules one
+  ``transport.write`` of everything queued, with ``call_soon``, so all the
+  publishes of one loop turn leave in one write;
+* timers are ``loop.call_later`` handles keyed like the engine's timers;
+* TLS is ``loop.start_tls`` on the engine's ``tls`` effect (after INFO);
+* each subscription with a callback has a queue and one consumer task (no task
+  per message); past its pending limits messages are dropped and reported once
+  per episode as ErrSlowConsumer to ``error_cb``, as the official clients do.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import inspect
+import logging
 import ssl
+import sys
 import time
 
-from ._engine import CLOSED, CONNECTED, Engine, Msg, Request
+from ._engine import CLOSED, CONNECTED, RECONNECTING, Engine, Msg, Request
 from ._errors import NatsError, make_error
 from ._options import Options
 
-__all__ = ["Client", "Subscription", "connect"]
+__all__ = ["Client", "Subscription", "connect", "DEFAULT_SERVER"]
 
-_DEFAULT_PENDING_MSGS = 512 * 1024
-_DEFAULT_PENDING_BYTES = 64 * 1024 * 1024
+DEFAULT_SERVER = "nats://localhost:4222"
+
+_log = logging.getLogger("tclnats_py")
+_log.addHandler(logging.NullHandler())
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
+
+# keyword arguments the driver keeps; everything else is an engine option
+_DRIVER_KW = ("error_cb", "status_cb", "disconnected_cb", "reconnected_cb", "closed_cb",
+              "reconnect_delay", "tls", "tls_ca", "tls_cert", "tls_key", "tls_hostname", "tls_verify")
+
+
+def _to_bytes(data) -> bytes:
+    if data.__class__ is bytes:
+        return data
+    if data is None:
+        return b""
+    if isinstance(data, str):
+        return data.encode()
+    return bytes(data)
+
+
+def _call_user(client: "Client", fn, *args) -> None:
+    """Call a user hook (plain or coroutine function); failures go to error_cb."""
+    try:
+        r = fn(*args)
+        if inspect.isawaitable(r):
+            client._spawn(r)
+    except Exception as e:  # the user's hook failed: tell error_cb, keep the driver running
+        if fn is not client._error_cb:
+            client._report(e)
+
+
+class _ClientMsg(Msg):
+    """A delivered message; ``respond`` publishes to its reply subject.
+
+    Each client has its own subclass (``_client`` set), which it hands to the
+    engine as ``msg_class``, so a message costs nothing more than the engine's.
+    """
+
+    __slots__ = ()
+    _client: "Client" = None  # type: ignore[assignment]
+
+    async def respond(self, data=b"", headers=None) -> None:
+        if not self.reply:
+            raise make_error("ErrInvalidArg", f"Message on {self.subject} has no reply subject")
+        self._client.publish(self.reply, data, headers=headers)
 
 
 class _Protocol(asyncio.Protocol):
-    def __init__(self, client: "Client"):
+    """One TCP (then maybe TLS) connection attempt of a client.
+
+    ``attempt`` tells the client's current connection from older ones: late
+    events of a socket the engine has already given up are ignored.
+    """
+
+    __slots__ = ("client", "attempt")
+
+    def __init__(self, client: "Client", attempt: int):
         self.client = client
-        self.transport = None
+        self.attempt = attempt
 
     def connection_made(self, transport):
-        self.transport = transport
+        c = self.client
+        if c._attempt != self.attempt:
+            transport.close()
+            return
+        c._transport = transport
+        c._engine.socket_connected()
+        c._run()
 
     def data_received(self, data):
         c = self.client
-        if self.transport is c._transport:
+        if c._attempt == self.attempt:
             c._engine.receive_data(data)
             c._run()
 
+    def eof_received(self):
+        return False  # close the transport; connection_lost reports it
+
     def connection_lost(self, exc):
         c = self.client
-        if self.transport is c._transport:
+        if c._attempt == self.attempt:
             c._transport = None
             c._engine.connection_lost(str(exc) if exc else None)
             c._run()
 
 
 class Subscription:
-    """A subscription: a callback, or an async iterator of messages."""
+    """A subscription: messages go to its callback, or are read with
+    ``await sub.next_msg(timeout)`` / ``async for msg in sub``.
 
-    def __init__(self, client: "Client", subject, queue, cb, pending_msgs_limit, pending_bytes_limit):
+    Messages wait in a local queue bounded by ``pending_msgs_limit`` and
+    ``pending_bytes_limit`` (<= 0: unbounded); past them messages are dropped
+    (``dropped`` counts them) and ErrSlowConsumer goes to the client's error_cb.
+    """
+
+    def __init__(self, client: "Client", subject: str, queue: str, cb, pending_msgs_limit: int,
+                 pending_bytes_limit: int):
         self._client = client
         self.subject = subject
         self.queue = queue
         self._cb = cb
-        self._pending = collections.deque()
+        self._cb_is_coro = cb is not None and inspect.iscoroutinefunction(cb)
+        self._pending: collections.deque = collections.deque()
         self._pending_bytes = 0
-        self._limit_msgs = pending_msgs_limit
-        self._limit_bytes = pending_bytes_limit
-        self._waiter: asyncio.Future | None = None
+        self._limit_msgs = pending_msgs_limit if pending_msgs_limit > 0 else sys.maxsize
+        self._limit_bytes = pending_bytes_limit if pending_bytes_limit > 0 else sys.maxsize
+        self._waiters: list = []
         self._task: asyncio.Task | None = None
         self._closed = False
+        self._slow = False
+        self._engine_sub = None
         self.dropped = 0
         self.delivered = 0
-        self._engine_sub = None
 
+    def __repr__(self) -> str:
+        return f"<Subscription sid={self.sid} subject={self.subject!r} queue={self.queue!r}>"
+
+    # ---------------------------------------------------------------- state
     @property
     def sid(self) -> int:
         return self._engine_sub.sid
 
-    def _deliver(self, msg: Msg):
-        n = len(msg.data)
-        if len(self._pending) >= self._limit_msgs or self._pending_bytes + n > self._limit_bytes:
-            self.dropped += 1
-            self._client._report(make_error("ErrSlowConsumer",
-                                            f"Slow consumer on {self.subject}: message dropped"))
-            return
-        self._pending.append(msg)
-        self._pending_bytes += n
-        w = self._waiter
-        if w is not None and not w.done():
-            w.set_result(None)
+    @property
+    def max_msgs(self) -> int:
+        return self._engine_sub.max_msgs
 
-    def _end(self):
-        self._closed = True
-        w = self._waiter
-        if w is not None and not w.done():
-            w.set_result(None)
-
-    async def _run_callbacks(self):
-        try:
-            while True:
-                msg = await self._next(None)
-                try:
-                    r = self._cb(msg)
-                    if asyncio.iscoroutine(r):
-                        await r
-                except Exception as e:  # a user's callback failed: report, keep going
-                    self._client._report(e)
-        except (StopAsyncIteration, asyncio.CancelledError):
-            return
-
-    async def _next(self, timeout):
-        while not self._pending:
-            if self._closed:
-                raise StopAsyncIteration
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                if timeout is None:
-                    await self._waiter
-                else:
-                    await asyncio.wait_for(self._waiter, timeout)
-            except asyncio.TimeoutError:
-                raise make_error("ErrTimeout", f"No message on {self.subject} within {timeout} s") from None
-            finally:
-                self._waiter = None
-        msg = self._pending.popleft()
-        self._pending_bytes -= len(msg.data)
-        self.delivered += 1
-        return msg
-
-    async def next_msg(self, timeout: float | None = 1.0) -> Msg:
-        try:
-            return await self._next(timeout)
-        except StopAsyncIteration:
-            raise make_error("ErrBadSubscription", f"Subscription to {self.subject} has ended") from None
-
-    def __aiter__(self):
-        return self
-
-    async def __anext__(self) -> Msg:
-        return await self._next(None)
+    @property
+    def received(self) -> int:
+        """Messages the engine received for this subscription (delivered or dropped)."""
+        return self._engine_sub.received
 
     @property
     def pending_msgs(self) -> int:
         return len(self._pending)
 
+    @property
+    def pending_bytes(self) -> int:
+        return self._pending_bytes
+
+    @property
+    def is_active(self) -> bool:
+        return not self._closed
+
+    # ---------------------------------------------------------------- driver side
+    def _deliver(self, msg: Msg) -> None:
+        n = len(msg.data)
+        pending = self._pending
+        if len(pending) >= self._limit_msgs or self._pending_bytes + n > self._limit_bytes:
+            self.dropped += 1
+            if not self._slow:
+                # once per episode; it ends when the consumer has caught up
+                self._slow = True
+                self._client._report(make_error(
+                    "ErrSlowConsumer", f"Slow consumer on subject {self.subject}: messages dropped",
+                    sid=self.sid, subject=self.subject))
+            return
+        pending.append(msg)
+        self._pending_bytes += n
+        if self._waiters:
+            self._wake()
+
+    def _wake(self) -> None:
+        ws, self._waiters = self._waiters, []
+        for w in ws:
+            if not w.done():
+                w.set_result(None)
+
+    def _end(self) -> None:
+        """No more messages will come; what is queued is still handed out."""
+        if not self._closed:
+            self._closed = True
+            self._client._subs.pop(self._engine_sub.sid, None)
+            self._wake()
+
+    def _take(self) -> Msg:
+        msg = self._pending.popleft()
+        self._pending_bytes -= len(msg.data)
+        self.delivered += 1
+        if not self._pending:
+            self._slow = False
+        return msg
+
+    async def _consume(self) -> None:
+        """The one task that runs the callback, message after message."""
+        pending = self._pending
+        cb = self._cb
+        is_coro = self._cb_is_coro
+        client = self._client
+        loop = client._loop
+        take = self._take
+        while True:
+            if not pending:
+                self._slow = False
+                if self._closed:
+                    return
+                w = loop.create_future()
+                self._waiters.append(w)
+                await w
+                continue
+            msg = take()
+            try:
+                if is_coro:
+                    await cb(msg)
+                else:
+                    r = cb(msg)
+                    if r is not None and inspect.isawaitable(r):
+                        await r
+            except Exception as e:  # a user's callback failed: report it, keep consuming
+                client._report(e)
+
+    async def _wait(self, timeout: float | None) -> None:
+        loop = self._client._loop
+        w = loop.create_future()
+        self._waiters.append(w)
+        if timeout is None:
+            await w
+            return
+        h = loop.call_later(timeout, _expire, w, self.subject, timeout)
+        try:
+            await w
+        finally:
+            h.cancel()
+
+    # ---------------------------------------------------------------- API
+    async def next_msg(self, timeout: float | None = 1.0) -> Msg:
+        """The next message; ErrTimeout after ``timeout`` seconds (None: wait
+        forever), ErrBadSubscription once the subscription has ended and its
+        queue is empty."""
+        if self._cb is not None:
+            raise make_error("ErrInvalidArg", "next_msg on a subscription with a callback")
+        while not self._pending:
+            if self._closed:
+                raise make_error("ErrBadSubscription", f"Subscription to {self.subject} has ended")
+            await self._wait(timeout)
+        return self._take()
+
+    def __aiter__(self):
+        if self._cb is not None:
+            raise make_error("ErrInvalidArg", "iterating a subscription with a callback")
+        return self
+
+    async def __anext__(self) -> Msg:
+        while not self._pending:
+            if self._closed:
+                raise StopAsyncIteration
+            await self._wait(None)
+        return self._take()
+
+    @property
+    def messages(self) -> "Subscription":
+        """``async for msg in sub.messages`` (nats-py's spelling)."""
+        return self.__aiter__()
+
     async def unsubscribe(self, max_msgs: int = 0) -> None:
+        """End now, or after ``max_msgs`` messages in total (nats-tcl's rule:
+        when that many have already been received, it ends now)."""
         c = self._client
-        if self._engine_sub is None or self._engine_sub.closed:
-            raise make_error("ErrBadSubscription", f"Invalid subscription ID {self.sid}")
-        gone = c._engine.unsubscribe(self.sid, max_msgs)
+        es = self._engine_sub
+        if es.closed:
+            raise make_error("ErrBadSubscription", f"Invalid subscription ID {es.sid}")
+        gone = c._engine.unsubscribe(es.sid, max_msgs)
         c._run()
         if gone:
-            c._subs.pop(self.sid, None)
             self._end()
 
     async def drain(self, timeout: float = 10.0) -> None:
-        """Stop interest, let what is in flight arrive and be handled, then end."""
+        """Stop interest (UNSUB), let the messages already on their way arrive
+        and be handled (a PING/PONG shows they have), then end."""
         c = self._client
-        c._engine.unsubscribe(self.sid, 0)
-        c._run()
-        await c.flush(timeout)
+        es = self._engine_sub
+        if not es.closed:
+            c._engine.drain(es.sid)
+            c._run()
+            if c.is_connected:
+                try:
+                    await c.flush(timeout)
+                except NatsError:
+                    pass
+            if not es.closed and c._engine.status != CLOSED:
+                c._engine.unsubscribe(es.sid)
+                c._run()
         self._end()
-        if self._task is not None:
-            await asyncio.wait_for(self._task, timeout)
+        if self._task is not None and not self._task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), timeout)
+            except asyncio.TimeoutError:
+                self._task.cancel()
+
+
+def _expire(fut, subject, timeout) -> None:
+    if not fut.done():
+        fut.set_exception(make_error("ErrTimeout", f"No message on {subject} within {timeout} s"))
 
 
 class _Gather:
@@ -178,32 +353,63 @@ class _Gather:
 
 
 class Client:
-    """One NATS connection served by the engine on an asyncio loop."""
+    """One NATS connection: the engine driven by an asyncio loop.
 
-    def __init__(self, *, error_cb=None, status_cb=None, reconnect_delay=None, tls=None, tls_ca=None,
-                 tls_cert=None, tls_key=None, tls_hostname=None, tls_verify=True, **options):
-        servers = options.pop("servers", None)
-        self._engine = Engine(Options(**options), clock=lambda: int(time.time() * 1000), lang="python",
+    ``Client(servers, **options)`` then ``await client.connect()``, or
+    ``await tclnats_py.connect(servers, **options)``, or ``async with Client(...)``.
+    """
+
+    def __init__(self, servers=None, **options):
+        self._engine = Engine(Options(), clock=lambda: int(time.time() * 1000), lang="python",
                               version=_version())
-        if servers:
-            self._engine.configure_servers([servers] if isinstance(servers, str) else servers)
-        if reconnect_delay is not None:
-            self._engine.reconnect_delay = reconnect_delay
-        self._error_cb = error_cb
-        self._status_cb = status_cb
-        self._tls = tls
-        self._tls_opts = (tls_ca, tls_cert, tls_key, tls_hostname, tls_verify)
+        self._error_cb = self._status_cb = None
+        self._disconnected_cb = self._reconnected_cb = self._closed_cb = None
+        self._tls = None
+        self._tls_opts = {"tls_ca": None, "tls_cert": None, "tls_key": None, "tls_hostname": None,
+                          "tls_verify": True}
+        self._ssl_ctx: ssl.SSLContext | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._transport = None
+        self._attempt = 0
         self._timers: dict = {}
         self._flush_handle = None
         self._subs: dict[int, Subscription] = {}
         self._status_waiters: list = []
-        self._connecting_task = None
+        self._tasks: set = set()
+        self._open_task = None
+        self._prev_status = CLOSED
+        self._engine.msg_class = type("Msg", (_ClientMsg,), {"__slots__": (), "_client": self})
+        self._configure(servers, options)
+
+    def _configure(self, servers, options: dict) -> None:
+        eng = self._engine
+        for k in _DRIVER_KW:
+            if k not in options:
+                continue
+            v = options.pop(k)
+            if k == "reconnect_delay":
+                eng.reconnect_delay = v
+            elif k == "tls":
+                self._tls = v
+                self._ssl_ctx = None
+            elif k.startswith("tls_"):
+                self._tls_opts[k] = v
+                self._ssl_ctx = None
+            else:
+                setattr(self, "_" + k, v)
+        crd = options.get("custom_reconnect_delay")
+        if callable(crd):
+            eng.reconnect_delay = options.pop("custom_reconnect_delay")
+        servers = options.pop("servers", servers)
+        if options:
+            eng.options.update(options)
+        if servers:
+            eng.configure_servers([servers] if isinstance(servers, str) else list(servers))
 
     # ------------------------------------------------------------ properties
     @property
     def status(self) -> str:
+        """"connecting", "connected", "reconnecting" or "closed" (nats-tcl's statuses)."""
         return self._engine.status
 
     @property
@@ -211,7 +417,16 @@ class Client:
         return self._engine.status == CONNECTED
 
     @property
+    def is_reconnecting(self) -> bool:
+        return self._engine.status == RECONNECTING
+
+    @property
+    def is_closed(self) -> bool:
+        return self._engine.status == CLOSED
+
+    @property
     def last_error(self) -> NatsError | None:
+        """The last asynchronous error; None when connected again or closed on purpose."""
         return self._engine.last_error
 
     @property
@@ -219,7 +434,7 @@ class Client:
         return dict(self._engine.server_info)
 
     @property
-    def current_server(self):
+    def current_server(self) -> tuple | None:
         s = self._engine.pool.current
         return (s.host, s.port) if s else None
 
@@ -235,6 +450,14 @@ class Client:
     def max_payload(self) -> int:
         return self._engine.server_info.get("max_payload", 1048576)
 
+    @property
+    def options(self) -> Options:
+        return self._engine.options
+
+    @property
+    def pending_data_size(self) -> int:
+        return self._engine.pending_bytes
+
     def new_inbox(self) -> str:
         return self._engine.new_inbox()
 
@@ -244,22 +467,20 @@ class Client:
         return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout)
 
     # ------------------------------------------------------------ effects
-    def _report(self, err):
-        if self._error_cb is not None:
-            try:
-                r = self._error_cb(err)
-                if asyncio.iscoroutine(r):
-                    self._loop.create_task(r)
-            except Exception:  # the user's error callback failed; nothing left to tell
-                import traceback
-                traceback.print_exc()
+    def _spawn(self, coro) -> None:
+        t = self._loop.create_task(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
 
-    def _run(self):
+    def _report(self, err) -> None:
+        if self._error_cb is not None:
+            _call_user(self, self._error_cb, err)
+
+    def _run(self) -> None:
+        """Carry out the engine's effects, in order, until it has none left."""
         eng = self._engine
-        while True:
-            fx = eng.take()
-            if not fx:
-                break
+        fx = eng.take()
+        while fx:
             for f in fx:
                 k = f[0]
                 if k == "msg":
@@ -272,32 +493,28 @@ class Client:
                 elif k == "req":
                     self._request_done(f[1], f[2])
                 elif k == "timer":
-                    self._start_timer(f[1], f[2])
+                    key = f[1]
+                    old = self._timers.pop(key, None)
+                    if old is not None:
+                        old.cancel()
+                    self._timers[key] = self._loop.call_later(f[2] / 1000.0, self._timer_fired, key)
                 elif k == "cancel":
                     h = self._timers.pop(f[1], None)
                     if h is not None:
                         h.cancel()
                 elif k == "pong":
-                    fut = f[1].handler
-                    if fut is not None and not fut.done():
-                        if f[2] is True:
-                            fut.set_result(True)
-                        elif f[2] is False:
-                            fut.set_exception(make_error("ErrTimeout", "PING timeout"))
-                        else:
-                            fut.set_exception(make_error("ErrConnectionClosed", "Connection closed"))
-                elif k == "sub_gone":
-                    sub = self._subs.pop(f[1], None)
-                    if sub is not None:
-                        sub._end()
-                elif k == "subs_cleared":
-                    subs, self._subs = self._subs, {}
-                    for sub in subs.values():
-                        sub._end()
+                    self._pong(f[1].handler, f[2])
                 elif k == "req_msg":
                     h = f[1].handler
                     if h.__class__ is _Gather:
                         h.msgs.append(f[2])
+                elif k == "sub_gone":
+                    sub = self._subs.get(f[1])
+                    if sub is not None:
+                        sub._end()
+                elif k == "subs_cleared":
+                    for sub in list(self._subs.values()):
+                        sub._end()
                 elif k == "status":
                     self._on_status(f[1])
                 elif k == "error":
@@ -306,98 +523,126 @@ class Client:
                 elif k == "open":
                     self._open(f[1])
                 elif k == "tls":
-                    self._loop.create_task(self._start_tls(f[1]))
+                    self._spawn(self._start_tls(f[1], self._attempt))
                 elif k == "close":
                     self._close_transport()
+                elif k == "log":
+                    lvl = _LEVELS.get(f[1], logging.INFO)
+                    if _log.isEnabledFor(lvl):
+                        _log.log(lvl, f[2])
+                # "info" and "pong_rx": nothing to do; the engine keeps server_info
+            fx = eng.take()
         if self._transport is not None and eng.status != CONNECTED and eng.want_write:
+            # handshake traffic (CONNECT, PING, PONG) goes out at once
             self._transport.write(eng.data_to_send())
 
-    def _flush_now(self):
+    def _flush_now(self) -> None:
         self._flush_handle = None
-        data = self._engine.data_to_send()
-        if data and self._transport is not None:
-            self._transport.write(data)
+        t = self._transport
+        if t is not None:
+            data = self._engine.data_to_send()
+            if data:
+                t.write(data)
 
-    def _start_timer(self, key, ms):
-        old = self._timers.pop(key, None)
-        if old is not None:
-            old.cancel()
-        self._timers[key] = self._loop.call_later(ms / 1000.0, self._timer_fired, key)
-
-    def _timer_fired(self, key):
+    def _timer_fired(self, key) -> None:
         self._timers.pop(key, None)
         self._engine.timer_fired(key)
         self._run()
 
-    def _on_status(self, status):
+    @staticmethod
+    def _pong(fut, result) -> None:
+        if fut is None or fut.done():
+            return
+        if result is True:
+            fut.set_result(True)
+        elif result is False:
+            fut.set_exception(make_error("ErrTimeout", "PING timeout"))
+        else:
+            fut.set_exception(make_error("ErrConnectionClosed", "Connection closed"))
+
+    def _on_status(self, status: str) -> None:
+        prev, self._prev_status = self._prev_status, status
         waiters, self._status_waiters = self._status_waiters, []
         for w in waiters:
             if not w.done():
                 w.set_result(status)
         if self._status_cb is not None:
-            try:
-                self._status_cb(status)
-            except Exception as e:
-                self._report(e)
+            _call_user(self, self._status_cb, status)
+        if prev == CONNECTED and self._disconnected_cb is not None:
+            _call_user(self, self._disconnected_cb)
+        if status == CONNECTED and prev == RECONNECTING and self._reconnected_cb is not None:
+            _call_user(self, self._reconnected_cb)
+        if status == CLOSED and self._closed_cb is not None:
+            _call_user(self, self._closed_cb)
 
-    def _open(self, server):
+    def _open(self, server) -> None:
+        self._attempt += 1
+        attempt = self._attempt
+
         async def go():
             try:
-                transport, _ = await self._loop.create_connection(lambda: _Protocol(self), server.host, server.port)
+                await self._loop.create_connection(lambda: _Protocol(self, attempt), server.host, server.port)
             except OSError as e:
-                self._engine.socket_failed(e.strerror or str(e))
-                self._run()
-                return
-            if self._engine.status == CLOSED or self._engine.pool.current is not server:
-                transport.close()
-                return
-            self._transport = transport
-            self._engine.socket_connected()
-            self._run()
-        self._connecting_task = self._loop.create_task(go())
+                if attempt == self._attempt:
+                    self._engine.socket_failed(e.strerror or str(e))
+                    self._run()
+            # on success _Protocol.connection_made has told the engine
+        self._open_task = self._loop.create_task(go())
 
     def _ssl_context(self) -> ssl.SSLContext:
         if self._tls is not None:
             return self._tls
-        ca, cert, key, _host, verify = self._tls_opts
-        ctx = ssl.create_default_context(cafile=ca)
-        if not verify:
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-        if cert:
-            ctx.load_cert_chain(cert, key)
-        return ctx
+        if self._ssl_ctx is None:
+            o = self._tls_opts
+            ctx = ssl.create_default_context(cafile=o["tls_ca"])
+            if not o["tls_verify"]:
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+            if o["tls_cert"]:
+                ctx.load_cert_chain(o["tls_cert"], o["tls_key"])
+            self._ssl_ctx = ctx
+        return self._ssl_ctx
 
-    async def _start_tls(self, server):
+    async def _start_tls(self, server, attempt: int) -> None:
         transport = self._transport
-        if transport is None:
+        if transport is None or attempt != self._attempt:
             return
+        eng = self._engine
         try:
             ctx = self._ssl_context()
-            hostname = self._tls_opts[3] or server.host
+            hostname = self._tls_opts["tls_hostname"] or server.host
             new = await self._loop.start_tls(transport, transport.get_protocol(), ctx, server_hostname=hostname)
-        except (ssl.SSLError, OSError, ConnectionError, ValueError) as e:
-            self._engine.tls_failed(str(e))
-            self._run()
+        except (ssl.SSLError, OSError, ValueError, ConnectionError, asyncio.TimeoutError) as e:
+            if attempt == self._attempt:
+                eng.tls_failed(getattr(e, "reason", None) or str(e) or type(e).__name__)
+                self._run()
+            return
+        if attempt != self._attempt:
+            new.close()
             return
         self._transport = new
-        new.get_protocol().transport = new
-        self._engine.tls_done()
+        eng.tls_done()
         self._run()
 
-    def _close_transport(self):
+    def _close_transport(self) -> None:
+        self._attempt += 1  # events of this socket are stale from now on
         t = self._transport
         self._transport = None
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
+        if self._open_task is not None:
+            if not self._open_task.done():
+                self._open_task.cancel()
+            self._open_task = None
+        data = self._engine.data_to_send()
         if t is not None:
-            data = self._engine.data_to_send()
             if data:
                 t.write(data)
             t.close()
 
-    def _request_done(self, req: Request, outcome: str):
+    @staticmethod
+    def _request_done(req: Request, outcome: str) -> None:
         fut = req.handler
         if fut.__class__ is _Gather:
             fut = fut.fut
@@ -406,112 +651,106 @@ class Client:
         if outcome == "msg":
             fut.set_result(req.msg)
         elif outcome == "no_responders":
-            fut.set_exception(make_error("ErrNoResponders", "No responders available for request"))
+            fut.set_exception(make_error("ErrNoResponders", f"No responders available for request to {req.subject}"))
         elif outcome == "timeout":
             fut.set_exception(make_error("ErrTimeout", f"Request to {req.subject} timed out"))
         elif outcome == "lost":
+            # nats-tcl: the connection is lost for good -> the request timed out
             fut.set_exception(make_error("ErrTimeout", "Connection lost"))
         else:
             fut.set_exception(make_error("ErrConnectionClosed", "Connection closed"))
 
-    # ------------------------------------------------------------ API
+    def _need_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            raise make_error("ErrConnectionClosed", "No connection to NATS server")
+        return self._loop
+
+    # ------------------------------------------------------------ API: connection
     async def connect(self, servers=None, **options) -> "Client":
+        """Connect (nats-tcl's synchronous connect): every server of the pool
+        is tried once; raises the error of the only server, or ErrNoServers.
+        A no-op unless the status is "closed"."""
+        eng = self._engine
+        if eng.status != CLOSED:
+            return self
         self._loop = asyncio.get_running_loop()
-        if options:
-            self._engine.options.update(options)
-        if servers:
-            self._engine.configure_servers([servers] if isinstance(servers, str) else servers)
-        self._engine.connect()
+        self._configure(servers, options)
+        if not eng.pool.servers:
+            # nothing configured, or a pool emptied by a lost connection
+            eng.configure_servers(list(eng.options.servers) or [DEFAULT_SERVER])
+        eng.connect()
         self._run()
-        while self._engine.status not in (CONNECTED, CLOSED):
+        while eng.status not in (CONNECTED, CLOSED):
             w = self._loop.create_future()
             self._status_waiters.append(w)
             await w
-        if self._engine.status != CONNECTED:
-            err = self._engine.last_error
-            if err is not None and len(self._engine.options.servers) <= 1:
+        if eng.status != CONNECTED:
+            err = eng.last_error
+            if err is not None and len(eng.options.servers) <= 1:
                 raise make_error(err.code, str(err))
-            raise make_error("ErrNoServers", "No servers available for connection")
+            raise make_error("ErrNoServers", "No servers available for connection"
+                             + (f" (last error: {err})" if err is not None else ""))
         return self
 
-    def publish(self, subject: str, data=b"", reply: str | None = None, headers=None) -> None:
-        if isinstance(data, str):
-            data = data.encode()
-        eng = self._engine
-        eng.publish(subject, data, reply, headers)
-        if eng._fx:
-            self._run()
-
-    def publish_msg(self, msg: Msg) -> None:
-        self.publish(msg.subject, msg.data, msg.reply, msg.headers)
-
-    async def subscribe(self, subject: str, queue: str | None = None, cb=None, max_msgs: int = 0,
-                        pending_msgs_limit: int = _DEFAULT_PENDING_MSGS,
-                        pending_bytes_limit: int = _DEFAULT_PENDING_BYTES) -> Subscription:
-        sub = Subscription(self, subject, queue, cb, pending_msgs_limit, pending_bytes_limit)
-        sub._engine_sub = self._engine.subscribe(subject, queue or "", max_msgs, handler=sub)
-        self._subs[sub.sid] = sub
-        if cb is not None:
-            sub._task = self._loop.create_task(sub._run_callbacks())
-        self._run()
-        return sub
-
-    async def request(self, subject: str, data=b"", timeout: float = 10.0, headers=None) -> Msg:
-        if isinstance(data, str):
-            data = data.encode()
-        if timeout is None or timeout < 0:
-            raise make_error("ErrBadTimeout", f"Invalid timeout {timeout}")
-        fut = self._loop.create_future()
-        self._engine.request(subject, data, int(timeout * 1000), headers, None, fut)
-        self._run()
-        return await fut
-
-    async def request_many(self, subject: str, data=b"", max_msgs: int = 1, timeout: float = 1.0,
-                           headers=None) -> list[Msg]:
-        """Old-style request gathering up to max_msgs replies until the timeout."""
-        if isinstance(data, str):
-            data = data.encode()
-        gather = _Gather(self._loop.create_future())
-        self._engine.request(subject, data, int(timeout * 1000), headers, max_msgs, gather)
-        self._run()
-        try:
-            await gather.fut
-        except NatsError as e:
-            if e.code != "ErrTimeout" or not gather.msgs:
-                raise
-        return list(gather.msgs)
-
-    async def flush(self, timeout: float = 10.0) -> None:
-        fut = self._loop.create_future()
-        p = self._engine.ping(int(timeout * 1000), fut)
-        self._run()
-        self._flush_now()
-        await fut
-        del p
-
-    ping = flush
-
-    async def drain(self, timeout: float = 10.0) -> None:
-        for sub in list(self._subs.values()):
-            if sub._engine_sub.kind == "user" and not sub._engine_sub.closed:
-                self._engine.unsubscribe(sub.sid, 0)
-        self._run()
-        if self.is_connected:
-            await self.flush(timeout)
-        for sub in list(self._subs.values()):
-            sub._end()
-        await self.close()
-
     async def close(self) -> None:
+        """Flush what is buffered, close the socket; pending requests fail
+        with ErrConnectionClosed, subscriptions end (queued messages of
+        callback subscriptions are discarded)."""
+        if self._loop is None:
+            return
+        subs = list(self._subs.values())
         self._engine.disconnect()
         self._run()
         for h in self._timers.values():
             h.cancel()
         self._timers.clear()
-        for sub in list(self._subs.values()):
+        if self._open_task is not None and not self._open_task.done():
+            self._open_task.cancel()
+        for sub in subs:
             sub._end()
-            if sub._task is not None:
+            if sub._task is not None and not sub._task.done():
                 sub._task.cancel()
+        await asyncio.sleep(0)  # let the transport run its close
+
+    async def drain(self, timeout: float = 10.0) -> None:
+        """Drain every subscription (UNSUB, handle what is on its way, let the
+        callbacks finish), then flush the publishes and close."""
+        eng = self._engine
+        if eng.status == CLOSED:
+            return
+        subs = [s for s in self._subs.values() if not s._engine_sub.closed]
+        for s in subs:
+            eng.drain(s.sid)
+        self._run()
+        if self.is_connected:
+            try:
+                await self.flush(timeout)
+            except NatsError:
+                pass
+        for s in subs:
+            if not s._engine_sub.closed and eng.status != CLOSED:
+                eng.unsubscribe(s.sid)
+            s._end()
+        self._run()
+        tasks = [s._task for s in subs if s._task is not None and not s._task.done()]
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
+        await self.close()
+
+    async def flush(self, timeout: float = 10.0) -> None:
+        """A PING/PONG round trip: everything published before has reached the server."""
+        loop = self._need_loop()
+        if timeout is None or timeout < 0:
+            raise make_error("ErrBadTimeout", f"Invalid timeout {timeout}")
+        fut = loop.create_future()
+        self._engine.ping(max(1, int(timeout * 1000)), fut)
+        self._run()
+        await fut
+
+    async def ping(self, timeout: float = 10.0) -> bool:
+        """nats-tcl's ping: True, ErrTimeout, or ErrConnectionClosed."""
+        await self.flush(timeout)
+        return True
 
     async def __aenter__(self) -> "Client":
         if self._engine.status == CLOSED:
@@ -521,12 +760,89 @@ class Client:
     async def __aexit__(self, *exc) -> None:
         await self.close()
 
+    # ------------------------------------------------------------ API: messages
+    def publish(self, subject: str, data=b"", reply: str | None = None, headers=None) -> None:
+        """Queue a message (bytes or str); it leaves with the next write of this
+        loop turn, or once (re)connected."""
+        eng = self._engine
+        eng.publish(subject, data if data.__class__ is bytes else _to_bytes(data), reply, headers)
+        if eng._fx:
+            self._run()
+
+    def publish_msg(self, msg: Msg) -> None:
+        self.publish(msg.subject, msg.data, msg.reply, msg.headers)
+
+    async def subscribe(self, subject: str, queue: str | None = None, cb=None, max_msgs: int = 0,
+                        pending_msgs_limit: int | None = None,
+                        pending_bytes_limit: int | None = None) -> Subscription:
+        o = self._engine.options
+        sub = Subscription(self, subject, queue or "", cb,
+                           o.pending_msgs_limit if pending_msgs_limit is None else pending_msgs_limit,
+                           o.pending_bytes_limit if pending_bytes_limit is None else pending_bytes_limit)
+        sub._engine_sub = self._engine.subscribe(subject, queue or "", max_msgs, handler=sub)
+        self._subs[sub.sid] = sub
+        if cb is not None:
+            sub._task = self._need_loop().create_task(sub._consume())
+        self._run()
+        return sub
+
+    def _timeout_ms(self, timeout) -> int:
+        if timeout is None:
+            return self._engine.options.request_timeout
+        if timeout < 0:
+            raise make_error("ErrBadTimeout", f"Invalid timeout {timeout}")
+        return max(1, int(timeout * 1000)) if timeout else 0
+
+    async def request(self, subject: str, data=b"", timeout: float | None = None, headers=None) -> Msg:
+        """New-style request (shared inbox, first reply).  ``timeout`` in
+        seconds, None: the request_timeout option.  ErrTimeout,
+        ErrNoResponders, ErrConnectionClosed (closed meanwhile)."""
+        loop = self._need_loop()
+        ms = self._timeout_ms(timeout)
+        fut = loop.create_future()
+        eng = self._engine
+        req = eng.request(subject, _to_bytes(data), ms, headers, None, fut)
+        self._run()
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if not req.done and req.id in eng.requests:
+                eng.cancel_request(req.id)
+                self._run()
+            raise
+
+    async def request_msg(self, msg: Msg, timeout: float | None = None) -> Msg:
+        return await self.request(msg.subject, msg.data, timeout, msg.headers)
+
+    async def request_many(self, subject: str, data=b"", max_msgs: int = 1, timeout: float | None = None,
+                           headers=None) -> list[Msg]:
+        """Old-style request (an inbox of its own) gathering up to ``max_msgs``
+        replies until the timeout; ErrTimeout only when none came."""
+        loop = self._need_loop()
+        ms = self._timeout_ms(timeout)
+        gather = _Gather(loop.create_future())
+        eng = self._engine
+        req = eng.request(subject, _to_bytes(data), ms, headers, max_msgs, gather)
+        self._run()
+        try:
+            await gather.fut
+        except asyncio.CancelledError:
+            if not req.done and req.id in eng.requests:
+                eng.cancel_request(req.id)
+                self._run()
+            raise
+        except NatsError as e:
+            if e.code != "ErrTimeout" or not gather.msgs:
+                raise
+        return list(gather.msgs)
+
 
 def _version() -> str:
     from . import __version__
     return __version__
 
 
-async def connect(servers="nats://localhost:4222", **options) -> Client:
-    client = Client(**options)
-    return await client.connect(servers)
+async def connect(servers=DEFAULT_SERVER, **options) -> Client:
+    """Create a :class:`Client` and connect it (see its options in the module doc)."""
+    client = Client(servers, **options)
+    return await client.connect()

@@ -21,14 +21,13 @@ timer; deliveries of one read go back to Tcl in one call.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import sys
 import time
 import traceback
 import tkinter
 
-from ._engine import CONNECTED, Engine, Msg, Ping, Request
+from ._engine import CONNECTED, Engine, Msg, Request
 from ._errors import NatsError, make_error
 from ._options import OPTION_SPEC, Options, coerce
 from ._pool import parse_url
@@ -86,7 +85,6 @@ class _Bridge:
         self.conns: dict[str, TclConnection] = {}
         tk.createcommand("::tclnats::_new_connection", self._new_connection)
         tk.createcommand("::tclnats::_parse_url", self._parse_url)
-        tk.createcommand("::tclnats::_check_subject", self._check_subject)
         tk.createcommand("::tclnats::_token", self._token)
         for name in ("metadata", "make_stream_source", "make_subject_transform", "make_republish"):
             tk.createcommand(f"::tclnats::_{name}", getattr(self, "_" + name))
@@ -146,18 +144,6 @@ class _Bridge:
             return (0, tuple(_flat(parse_url(url).as_dict())))
         except NatsError as e:
             return (1, f"NATS {e.code}", str(e))
-
-    def _check_subject(self, subject, mode, check):
-        from ._subjects import valid_queue, valid_subject, valid_wildcard_subject
-        if not subject:
-            return 0
-        if check in ("0", "false", 0, False):
-            return 1
-        if mode == "queue":
-            return int(valid_queue(subject))
-        if mode == "wildcard":
-            return int(valid_wildcard_subject(subject))
-        return int(valid_subject(subject))
 
 
 def _flat(d: dict):
@@ -932,10 +918,6 @@ class TclConnection:
         if self.js is None:
             self.js = JsBridge(self)
         return JetStream(self.js, ns, timeout, api_prefix, domain, trace).cmd
-
-    def c_forget_request(self, rid):
-        """A synchronous waiter gave up (its coroutine was deleted)."""
-        self.sync_results.pop(int(rid), None)
 
     def c_cancel_request(self, rid):
         try:

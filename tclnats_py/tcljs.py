@@ -18,7 +18,6 @@ the wire in ns, as nats-tcl does.
 from __future__ import annotations
 
 import base64
-import itertools
 import json
 import re
 import tkinter
@@ -1301,7 +1300,6 @@ class KvWatcher:
 
     def start(self, consumer_opts) -> int:
         """Create the ordered consumer; the Tcl side waits for it."""
-        oc_obj = f"{self.obj}_consumer"
         self.consumer = OrderedConsumer(self.kv.js, self.kv.stream, self.obj, self.ns,
                                         self._oc_config(consumer_opts), self._on_msg, False)
         self.consumer.obj = self.obj
@@ -1313,7 +1311,6 @@ class KvWatcher:
             raise err
         self.conn.on_error(rid, "ErrStreamNotFound", map_nf)
         self.conn.after_result(rid, self._created)
-        del oc_obj
         return rid
 
     def _oc_config(self, copts):

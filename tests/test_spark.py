@@ -1,7 +1,6 @@
 """JetStream as Spark DataFrames, on a local[2] Spark session and a real server."""
 
 import asyncio
-import os
 import shutil
 
 import pytest
