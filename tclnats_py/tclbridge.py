@@ -310,8 +310,15 @@ class TclConnection:
                 elif k == "log":
                     self._log(f[1], f[2])
                 elif k == "info":
-                    tk.call("array", "unset", f"{ns}::serverInfo")
-                    tk.call("array", "set", f"{ns}::serverInfo", tcl_value(f[1]))
+                    # update the array in place: unsetting the whole variable
+                    # would drop the user's traces on it (CoreAPI.md: trace
+                    # serverInfo to learn e.g. of lame duck mode)
+                    var = f"{ns}::serverInfo"
+                    info = f[1]
+                    for old in tk.splitlist(tk.call("array", "names", var)):
+                        if old not in info:
+                            tk.call("unset", f"{var}({old})")
+                    tk.call("array", "set", var, tcl_value(info))
                 elif k == "pong_rx":
                     tk.call("set", f"{ns}::pong", 1)
                 elif k == "pong":

@@ -246,11 +246,12 @@ proc ::fake::stop {} {
         set listen ""
     }
 }
-# A connection to the fake server that completed its handshake.
+# A connection to the fake server that completed its handshake; after a
+# failure it does not try again (one attempt per server).
 proc ::fake::connected {name args} {
     set c [nats::connection new $name {*}$::log_opts]
     $c configure -servers nats://127.0.0.1:$::fake::port -reconnect_time_wait 50 \
-        -max_reconnect_attempts 0 {*}$args
+        -max_reconnect_attempts 1 {*}$args
     $c connect
     return $c
 }
