@@ -99,18 +99,16 @@ class Parser:
                             subject, sid, reply, hsize, size = args[1:6]
                         else:
                             raise _proto_error(f"Invalid protocol {line[:200]!r}")
-                        try:
-                            hsize = int(hsize)
-                        except ValueError:
-                            raise _proto_error(f"Invalid header size in {line[:200]!r}") from None
+                        if not hsize.isdigit():  # int() would take "+1", "1_0", " 1"
+                            raise _proto_error(f"Invalid header size in {line[:200]!r}")
+                        hsize = int(hsize)
                     else:
                         raise _proto_error(f"Invalid protocol {line[:200]!r}")
-                    try:
-                        size = int(size)
-                        sid = int(sid)
-                    except ValueError:
-                        raise _proto_error(f"Invalid size or sid in {line[:200]!r}") from None
-                    if size < 0 or hsize < 0 or hsize > size:
+                    if not (size.isdigit() and sid.isdigit()):  # ASCII digits only
+                        raise _proto_error(f"Invalid size or sid in {line[:200]!r}")
+                    size = int(size)
+                    sid = int(sid)
+                    if hsize > size:
                         raise _proto_error(f"Invalid sizes in {line[:200]!r}")
                     start = eol + 2
                     end = start + size
@@ -141,7 +139,7 @@ class Parser:
                 elif upper == b"INFO" and len(line) > 4 and line[4] in (32, 9):
                     try:
                         info = json.loads(line[5:])
-                    except ValueError:
+                    except (ValueError, RecursionError):  # RecursionError: "[[[[..." nesting
                         raise _proto_error("Invalid JSON in INFO") from None
                     if not isinstance(info, dict):
                         raise _proto_error("INFO is not a JSON object")
