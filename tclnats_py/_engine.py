@@ -168,6 +168,8 @@ _ERR_MAP = (
     ("permissions violation", "ErrPermissions", False),
 )
 _INVALID_SUBJECT = re.compile(r"^invalid .*subject")
+# INFO fields the engine computes with, and the JSON types they must have
+_INFO_TYPES = (("max_payload", int), ("connect_urls", list), ("nonce", str))
 
 
 class Engine:
@@ -528,12 +530,17 @@ class Engine:
             self._on_err(op[1])
 
     def _on_info(self, info: dict) -> None:
+        # fields of the wrong type (a broken or hostile server) are dropped:
+        # they would fail later, far from here, with a TypeError
+        for key, typ in _INFO_TYPES:
+            if key in info and not isinstance(info[key], typ):
+                info = {k: v for k, v in info.items() if k != key}
         if self.status == CONNECTED or self._phase == _WAIT_PONG:
             self.server_info.update(info)
             self._fx.append(("info", dict(self.server_info)))
             urls = info.get("connect_urls") or ()
             for url in urls:
-                if self.pool.add_discovered(url) is not None:
+                if isinstance(url, str) and self.pool.add_discovered(url) is not None:
                     self._log("debug", f"Added {url} to the server pool")
             if info.get("ldm"):
                 self._log("warn", f"Server {self._host_port()} entered lame duck mode")

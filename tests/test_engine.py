@@ -1,0 +1,936 @@
+"""The sans-IO engine (``tclnats_py._engine``) driven by byte feeds and a fake
+clock: no sockets, no event loop.
+
+A small fake driver carries out the effects the way the asyncio and Tcl
+drivers do (timers by due time, writes collected as bytes), so each test
+reads like a conversation with a server.  Behaviour follows nats-tcl's
+CoreAPI.md ("Connection Status and the Reconnection Process", "Requests
+Error Handling", the async error table).
+"""
+
+import base64
+import json
+import os
+
+import nkeys
+import pytest
+
+from tclnats_py import CLOSED, CONNECTED, CONNECTING, RECONNECTING, Engine, Msg, NatsError, Options
+
+INFO = {"server_id": "S1", "version": "2.15.1-binary", "proto": 1, "max_payload": 1024, "headers": True}
+
+
+def info_line(**extra):
+    d = dict(INFO)
+    d.update(extra)
+    return b"INFO " + json.dumps(d).encode() + b"\r\n"
+
+
+class FakeDriver:
+    """Carries out effects like a real driver, records them for the tests."""
+
+    def __init__(self, engine):
+        self.e = engine
+        self.now = 1_000_000
+        engine._clock = lambda: self.now
+        self.timers = {}      # key -> due time (ms)
+        self.fx = []          # every effect seen
+        self.opened = []      # servers we were asked to open
+        self.closes = 0
+        self.wire = b""       # everything written
+        self.socket = False
+
+    def pump(self):
+        while True:
+            fx = self.e.take()
+            if not fx:
+                return
+            for f in fx:
+                self.fx.append(f)
+                k = f[0]
+                if k == "timer":
+                    self.timers[f[1]] = self.now + f[2]
+                elif k == "cancel":
+                    self.timers.pop(f[1], None)
+                elif k == "open":
+                    self.opened.append(f[1])
+                    self.socket = True
+                elif k == "close":
+                    self.wire += self.e.data_to_send()
+                    self.closes += 1
+                    self.socket = False
+
+    def take_wire(self) -> bytes:
+        """What the engine wants written now (plus what a close flushed)."""
+        self.pump()
+        data = self.wire + self.e.data_to_send()
+        self.wire = b""
+        self.pump()
+        return data
+
+    def advance(self, ms):
+        """Let ms pass, firing due timers in order."""
+        end = self.now + ms
+        while True:
+            self.pump()
+            due = [(t, i, k) for i, (k, t) in enumerate(self.timers.items()) if t <= end]
+            if not due:
+                break
+            t, _, key = min(due, key=lambda x: (x[0], x[1]))
+            self.now = max(self.now, t)
+            del self.timers[key]
+            self.e.timer_fired(key)
+        self.now = end
+        self.pump()
+
+    def feed(self, data: bytes):
+        self.e.receive_data(data)
+        self.pump()
+
+    # ------------------------------------------------------------ handshake helpers
+    def accept(self, info=None, pong=True):
+        """Complete a handshake on the socket just opened; returns the CONNECT params."""
+        self.e.socket_connected()
+        self.pump()
+        self.feed(info if info is not None else info_line())
+        out = self.take_wire()
+        assert out.startswith(b"CONNECT "), out
+        line, _, rest = out.partition(b"\r\n")
+        assert rest.startswith(b"PING\r\n")
+        if pong:
+            self.feed(b"PONG\r\n")
+        return json.loads(line[8:])
+
+    def refuse(self):
+        self.e.socket_failed("Connection refused")
+        self.pump()
+
+    def kinds(self, kind):
+        return [f for f in self.fx if f[0] == kind]
+
+    def statuses(self):
+        return [f[1] for f in self.kinds("status")]
+
+    def errors(self):
+        return [f[1].code for f in self.kinds("error") if f[1] is not None]
+
+
+def make(servers=("nats://h1:4222",), **opts):
+    opts.setdefault("randomize", False)
+    e = Engine(Options(**opts), lang="python", version="9.9")
+    e.configure_servers(list(servers))
+    d = FakeDriver(e)
+    return e, d
+
+
+def connected(servers=("nats://h1:4222",), info=None, **opts):
+    e, d = make(servers, **opts)
+    e.connect()
+    d.pump()
+    d.accept(info)
+    assert e.status == CONNECTED
+    d.take_wire()
+    d.fx.clear()
+    return e, d
+
+
+# ====================================================================== handshake
+
+def test_handshake_step_by_step():
+    e, d = make(connect_timeout=500)
+    assert e.status == CLOSED
+    e.connect()
+    d.pump()
+    assert e.status == CONNECTING and d.statuses() == [CONNECTING]
+    assert [(s.host, s.port) for s in d.opened] == [("h1", 4222)]
+    assert d.timers["connect"] == d.now + 500
+    assert d.take_wire() == b""  # nothing before INFO
+    e.socket_connected()
+    d.feed(info_line())
+    assert d.kinds("info")[-1][1]["server_id"] == "S1"
+    assert e.server_info["version"] == "2.15.1"  # suffix cut, as nats-tcl does
+    out = d.take_wire()
+    assert out.startswith(b"CONNECT {") and out.endswith(b"}\r\nPING\r\n")
+    assert e.status == CONNECTING
+    d.feed(b"PONG\r\n")
+    assert e.status == CONNECTED and d.statuses() == [CONNECTING, CONNECTED]
+    assert "connect" not in d.timers
+    assert d.timers["ping"] == d.now + e.options.ping_interval
+    assert e.last_error is None
+
+
+def test_connect_twice_is_a_no_op():
+    e, d = connected()
+    e.connect()
+    d.pump()
+    assert len(d.opened) == 1 and e.status == CONNECTED
+
+
+def test_connect_with_empty_pool_is_err_no_servers():
+    e = Engine(Options())
+    with pytest.raises(NatsError) as err:
+        e.connect()
+    assert err.value.code == "ErrNoServers"
+
+
+def test_configure_servers_while_connected_is_refused():
+    e, d = connected()
+    with pytest.raises(NatsError) as err:
+        e.configure_servers(["nats://other"])
+    assert err.value.code == "ErrInvalidArg"
+
+
+def test_connect_fields():
+    e, d = make(name="svc-1", verbose=True, pedantic=True, echo=False)
+    e.connect()
+    d.pump()
+    p = d.accept()
+    assert p == {"verbose": True, "pedantic": True, "tls_required": False, "name": "svc-1", "lang": "python",
+                 "version": "9.9", "protocol": 1, "echo": False, "headers": True, "no_responders": True}
+
+
+def test_no_headers_flags_when_the_server_has_no_headers():
+    e, d = make()
+    e.connect()
+    d.pump()
+    info = dict(INFO)
+    del info["headers"]
+    p = d.accept(b"INFO " + json.dumps(info).encode() + b"\r\n")
+    assert "headers" not in p and "no_responders" not in p
+    with pytest.raises(NatsError) as err:
+        e.publish("s", b"x", headers={"K": "v"})
+    assert err.value.code == "ErrHeadersNotSupported"
+    e.publish("s", b"x")  # without headers it is fine
+
+
+def test_no_credentials_sent_unless_the_server_asks():
+    e, d = make(user="u", password="p", token="t")
+    e.connect()
+    d.pump()
+    p = d.accept()
+    assert not {"user", "pass", "auth_token", "jwt", "nkey", "sig"} & set(p)
+
+
+@pytest.mark.parametrize("url,opts,want", [
+    ("nats://h1", {"user": "u", "password": "p"}, {"user": "u", "pass": "p"}),
+    ("nats://h1", {"token": "tok"}, {"auth_token": "tok"}),
+    ("nats://uu:pp@h1", {"user": "u", "password": "p"}, {"user": "uu", "pass": "pp"}),
+    ("nats://urltok@h1", {"user": "u", "password": "p"}, {"auth_token": "urltok"}),
+])
+def test_credentials_in_connect(url, opts, want):
+    e, d = make([url], **opts)
+    e.connect()
+    d.pump()
+    p = d.accept(info_line(auth_required=True))
+    assert {k: p[k] for k in want} == want
+
+
+def test_auth_required_without_credentials_fails_with_err_authorization():
+    e, d = make()
+    e.connect()
+    d.pump()
+    e.socket_connected()
+    d.feed(info_line(auth_required=True))
+    assert d.errors() == ["ErrAuthorization"]
+    assert e.status == CLOSED and d.closes == 1  # the only server, first round: give up
+
+
+def _verify(seed: bytes, nonce: str, sig: str) -> bool:
+    kp = nkeys.from_seed(bytearray(seed))
+    return kp.verify(nonce.encode(), base64.urlsafe_b64decode(sig + "=" * (-len(sig) % 4)))
+
+
+def test_nkey_seed_signs_the_nonce(tmp_path):
+    seed = nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER)
+    pub = nkeys.from_seed(bytearray(seed)).public_key.decode()
+    for value in (seed.decode(), str(tmp_path / "user.nk")):
+        (tmp_path / "user.nk").write_bytes(seed + b"\n")
+        e, d = make(nkey_seed=value)
+        e.connect()
+        d.pump()
+        p = d.accept(info_line(auth_required=True, nonce="n0nce-123"))
+        assert p["nkey"] == pub and _verify(seed, "n0nce-123", p["sig"])
+        assert seed.decode() not in repr(d.fx)  # never logged
+
+
+def test_creds_file_sends_jwt_and_signature(tmp_path):
+    seed = nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER)
+    jwt = "eyJ0eXAiOiJKV1QifQ.eyJzdWIiOiJVIn0.c2ln"
+    creds = tmp_path / "u.creds"
+    creds.write_text("-----BEGIN NATS USER JWT-----\n" + jwt + "\n------END NATS USER JWT------\n\n"
+                     "************************* IMPORTANT *************************\n\n"
+                     "-----BEGIN USER NKEY SEED-----\n" + seed.decode() + "\n------END USER NKEY SEED------\n")
+    e, d = make(creds=str(creds))
+    e.connect()
+    d.pump()
+    p = d.accept(info_line(auth_required=True, nonce="abc"))
+    assert p["jwt"] == jwt and _verify(seed, "abc", p["sig"])
+    assert "nkey" not in p and seed.decode() not in repr(d.fx)
+
+
+def test_unreadable_creds_is_err_authorization(tmp_path):
+    e, d = make(creds=str(tmp_path / "missing.creds"))
+    e.connect()
+    d.pump()
+    e.socket_connected()
+    d.feed(info_line(auth_required=True, nonce="abc"))
+    assert d.errors() == ["ErrAuthorization"] and e.status == CLOSED
+
+
+def test_server_ping_during_handshake_and_after_is_answered():
+    e, d = make()
+    e.connect()
+    d.pump()
+    e.socket_connected()
+    d.feed(b"PING\r\n" + info_line())  # a PING before INFO too
+    out = d.take_wire()
+    assert out.startswith(b"PONG\r\nCONNECT ")
+    d.feed(b"PONG\r\n")
+    d.take_wire()
+    d.feed(b"PING\r\n")
+    assert d.take_wire() == b"PONG\r\n"
+
+
+def test_connect_timeout():
+    e, d = make(connect_timeout=300)
+    e.connect()
+    d.pump()
+    e.socket_connected()
+    d.advance(299)
+    assert e.status == CONNECTING
+    d.advance(1)
+    assert d.errors() == ["ErrConnectionTimeout"] and e.status == CLOSED
+
+
+def test_first_round_tries_every_server_once_then_closes():
+    e, d = make(["nats://a:1", "nats://b:2"])
+    e.connect()
+    d.pump()
+    d.refuse()
+    d.refuse()
+    assert [s.host for s in d.opened] == ["a", "b"]
+    assert d.errors() == ["ErrConnectionRefused", "ErrConnectionRefused"]
+    assert e.status == CLOSED and e.last_error.code == "ErrConnectionRefused"
+
+
+def test_first_round_second_server_succeeds():
+    e, d = make(["nats://a:1", "nats://b:2"])
+    e.connect()
+    d.pump()
+    d.refuse()
+    d.accept()
+    assert e.status == CONNECTED and e.pool.current.host == "b"
+    assert e.last_error is None  # cleared once connected
+
+
+# ====================================================================== TLS
+
+def test_tls_required_by_the_server_upgrades_before_connect():
+    e, d = make()
+    e.connect()
+    d.pump()
+    e.socket_connected()
+    d.feed(info_line(tls_required=True))
+    assert [f[1].host for f in d.kinds("tls")] == ["h1"]
+    assert d.take_wire() == b""  # no CONNECT before the TLS handshake
+    e.tls_done()
+    out = d.take_wire()
+    assert json.loads(out.split(b"\r\n")[0][8:])["tls_required"] is True
+    d.feed(b"PONG\r\n")
+    assert e.status == CONNECTED
+
+
+@pytest.mark.parametrize("url,opts", [("tls://h1", {}), ("nats://h1", {"secure": True})])
+def test_client_wanted_tls_uses_tls_available(url, opts):
+    e, d = make([url], **opts)
+    e.connect()
+    d.pump()
+    e.socket_connected()
+    d.feed(info_line(tls_available=True))
+    assert len(d.kinds("tls")) == 1
+
+
+@pytest.mark.parametrize("url,opts", [("tls://h1", {}), ("nats://h1", {"secure": True})])
+def test_client_wants_tls_server_has_none(url, opts):
+    e, d = make([url], **opts)
+    e.connect()
+    d.pump()
+    e.socket_connected()
+    d.feed(info_line())
+    assert d.errors() == ["ErrSecureConnWanted"] and e.status == CLOSED
+
+
+def test_tls_failure_is_err_tls():
+    e, d = make()
+    e.connect()
+    d.pump()
+    e.socket_connected()
+    d.feed(info_line(tls_required=True))
+    e.tls_failed("certificate verify failed")
+    d.pump()
+    assert d.errors() == ["ErrTLS"] and "certificate verify failed" in str(e.last_error)
+    assert e.status == CLOSED
+
+
+def test_tls_reports_outside_the_tls_phase_are_ignored():
+    e, d = connected()
+    e.tls_done()
+    e.tls_failed("late")
+    d.pump()
+    assert e.status == CONNECTED and d.errors() == []
+
+
+# ====================================================================== publish / subscribe
+
+def test_buffered_while_connecting_then_subs_first_then_publishes_in_order():
+    e, d = make()
+    e.connect()
+    d.pump()
+    e.publish("p.1", b"one")
+    s1 = e.subscribe("s.a")
+    e.publish("p.2", b"two", reply="r")
+    s2 = e.subscribe("s.b", queue="q", max_msgs=5)
+    e.publish("p.3", b"three", headers={"K": ["1", "2"]})
+    assert d.take_wire() == b""  # nothing leaves before the handshake
+    d.accept()
+    out = d.take_wire()
+    hdr = b"NATS/1.0\r\nK: 1\r\nK: 2\r\n\r\n"
+    assert out == (f"SUB s.a  {s1.sid}\r\nSUB s.b q {s2.sid}\r\nUNSUB {s2.sid} 5\r\n".encode()
+                   + b"PUB p.1  3\r\none\r\nPUB p.2 r 3\r\ntwo\r\n"
+                   + b"HPUB p.3  %d %d\r\n" % (len(hdr), len(hdr) + 5) + hdr + b"three\r\n")
+
+
+def test_flush_effect_once_per_batch_of_writes():
+    e, d = connected()
+    for i in range(100):
+        e.publish("x", b"%d" % i)
+    assert [f[0] for f in e.take()] == ["flush"]
+    out = e.data_to_send()
+    assert out.count(b"PUB x ") == 100
+    e.publish("x", b"again")
+    assert [f[0] for f in e.take()] == ["flush"]  # a new batch, a new signal
+    assert e.pending_chunks == 1 and e.pending_bytes == len(b"PUB x  5\r\nagain\r\n")
+
+
+def test_max_payload():
+    e, d = connected()
+    e.publish("x", b"a" * 1024)  # exactly max_payload
+    with pytest.raises(NatsError) as err:
+        e.publish("x", b"a" * 1025)
+    assert err.value.code == "ErrMaxPayload"
+
+
+def test_calls_when_closed_raise_err_connection_closed():
+    e, d = make()
+    for call in (lambda: e.publish("x", b""), lambda: e.subscribe("x"), lambda: e.unsubscribe(1),
+                 lambda: e.request("x", b"", 100), lambda: e.ping()):
+        with pytest.raises(NatsError) as err:
+            call()
+        assert err.value.code == "ErrConnectionClosed"
+
+
+def test_ping_while_connecting_is_err_connection_closed():
+    e, d = make()
+    e.connect()
+    with pytest.raises(NatsError) as err:
+        e.ping()
+    assert err.value.code == "ErrConnectionClosed"  # CoreAPI.md: ping needs "connected"
+
+
+def test_msg_delivery_and_stats():
+    e, d = connected()
+    sub = e.subscribe("a.*", handler="H")
+    d.take_wire()
+    d.feed(b"MSG a.b %d r.1 5\r\nhello\r\nHMSG a.c %d 18 20\r\nNATS/1.0\r\nK: v\r\n\r\nhi\r\n"
+           % (sub.sid, sub.sid))
+    msgs = [f for f in d.fx if f[0] == "msg"]
+    assert [(f[1] is sub, f[2].subject, f[2].reply, f[2].data, f[2].headers) for f in msgs] == [
+        (True, "a.b", "r.1", b"hello", None), (True, "a.c", None, b"hi", {"K": ["v"]})]
+    assert msgs[0][2].sid == sub.sid and sub.handler == "H"
+    assert e.stats["in_msgs"] == 2 and sub.received == 2
+    e.publish("o", b"123")
+    d.take_wire()
+    assert e.stats["out_msgs"] == 1 and e.stats["out_bytes"] > 0 and e.stats["in_bytes"] > 0
+
+
+def test_msg_class_is_the_drivers_choice():
+    class MyMsg(Msg):
+        __slots__ = ()
+    e, d = connected()
+    e.msg_class = MyMsg
+    sub = e.subscribe("a")
+    d.feed(b"MSG a %d 1\r\nx\r\n" % sub.sid)
+    assert type(d.kinds("msg")[0][2]) is MyMsg
+
+
+def test_message_for_an_unknown_sid_is_dropped():
+    e, d = connected()
+    d.feed(b"MSG a 99 1\r\nx\r\n")
+    assert d.kinds("msg") == [] and e.status == CONNECTED
+
+
+def test_bad_header_block_reports_err_bad_header_msg_and_delivers_the_body():
+    e, d = connected()
+    sub = e.subscribe("a")
+    d.feed(b"HMSG a %d 10 14\r\nHTTP/1.1\r\nbody\r\n" % sub.sid)
+    assert d.errors() == ["ErrBadHeaderMsg"] and e.status == CONNECTED
+    m = d.kinds("msg")[0][2]
+    assert m.data == b"body" and m.headers is None
+
+
+def test_max_msgs_auto_unsubscribes():
+    e, d = connected()
+    sub = e.subscribe("a", max_msgs=2)
+    assert d.take_wire() == b"SUB a  %d\r\nUNSUB %d 2\r\n" % (sub.sid, sub.sid)
+    d.feed(b"MSG a %d 1\r\n1\r\n" % sub.sid * 3)
+    assert len(d.kinds("msg")) == 2
+    assert d.kinds("sub_gone") == [("sub_gone", sub.sid)]
+    assert sub.closed and sub.sid not in e.subs
+
+
+def test_unsubscribe_now_and_later():
+    e, d = connected()
+    sub = e.subscribe("a")
+    d.take_wire()
+    d.feed(b"MSG a %d 1\r\n1\r\n" % sub.sid * 3)
+    assert e.unsubscribe(sub.sid, max_msgs=5) is False
+    assert d.take_wire() == b"UNSUB %d 5\r\n" % sub.sid
+    assert e.unsubscribe(sub.sid, max_msgs=2) is True  # 3 already received: gone now (nats-tcl)
+    assert d.take_wire() == b"UNSUB %d\r\n" % sub.sid
+    with pytest.raises(NatsError) as err:
+        e.unsubscribe(sub.sid)
+    assert err.value.code == "ErrBadSubscription"
+    with pytest.raises(NatsError) as err:
+        e.unsubscribe(e.subscribe("b").sid, max_msgs=-1)
+    assert err.value.code == "ErrInvalidArg"
+
+
+def test_drain_unsubs_but_keeps_delivering_until_unsubscribed():
+    e, d = connected()
+    sub = e.subscribe("a")
+    d.take_wire()
+    e.drain(sub.sid)
+    assert d.take_wire() == b"UNSUB %d\r\n" % sub.sid
+    d.feed(b"MSG a %d 1\r\nx\r\n" % sub.sid)  # was already on its way
+    assert len(d.kinds("msg")) == 1
+    assert e.unsubscribe(sub.sid) is True
+    assert d.take_wire() == b""  # the UNSUB went out already
+    d.feed(b"MSG a %d 1\r\ny\r\n" % sub.sid)
+    assert len(d.kinds("msg")) == 1
+
+
+def test_draining_subscription_is_not_restored_after_reconnect():
+    e, d = connected()
+    keep, gone = e.subscribe("keep"), e.subscribe("gone")
+    e.drain(gone.sid)
+    d.take_wire()
+    e.connection_lost("reset")
+    d.pump()
+    d.accept()
+    assert d.take_wire() == b"SUB keep  %d\r\n" % keep.sid
+
+
+# ====================================================================== reconnect
+
+def test_reconnect_restores_subs_with_remaining_counts_then_buffered_publishes():
+    e, d = connected(reconnect_time_wait=1000)
+    a = e.subscribe("a")
+    b = e.subscribe("b", queue="q", max_msgs=5)
+    d.take_wire()
+    d.feed(b"MSG b %d 1\r\nx\r\n" % b.sid * 2)
+    e.connection_lost("Connection reset by peer")
+    d.pump()
+    assert e.status == RECONNECTING and d.errors() == ["ErrBrokenSocket"]
+    assert "reset by peer" in str(e.last_error)
+    assert len(d.opened) == 2  # the same server again, at once: it had not failed before
+    e.publish("p", b"1")
+    e.publish("p", b"2")
+    c = e.subscribe("c")
+    assert d.take_wire() == b""
+    d.accept()
+    assert e.status == CONNECTED and e.last_error is None
+    assert d.take_wire() == (b"SUB a  %d\r\nSUB b q %d\r\nUNSUB %d 3\r\nSUB c  %d\r\n"
+                             % (a.sid, b.sid, b.sid, c.sid) + b"PUB p  1\r\n1\r\nPUB p  1\r\n2\r\n")
+    assert d.statuses() == [RECONNECTING, CONNECTED]
+    assert e.stats["reconnects"] == 1
+
+
+def test_reconnect_time_wait_between_attempts_to_the_same_server():
+    e, d = connected(reconnect_time_wait=2000, max_reconnect_attempts=-1)
+    e.connection_lost(None)
+    d.pump()
+    assert len(d.opened) == 2
+    d.refuse()  # first failure: now it waits
+    assert len(d.opened) == 2 and d.timers["reconnect"] == d.now + 2000
+    d.advance(1999)
+    assert len(d.opened) == 2
+    d.advance(1)
+    assert len(d.opened) == 3
+    d.accept()
+    assert e.status == CONNECTED
+
+
+def test_custom_reconnect_delay_callback():
+    e, d = connected(max_reconnect_attempts=-1)
+    seen = []
+    e.reconnect_delay = lambda server: seen.append(server) or 123
+    e.connection_lost(None)
+    d.pump()
+    d.refuse()
+    assert d.timers["reconnect"] == d.now + 123
+    assert seen[-1]["host"] == "h1" and seen[-1]["reconnects"] == 1
+
+
+def test_max_reconnect_attempts_then_closed_and_requests_lost():
+    e, d = connected(reconnect_time_wait=100, max_reconnect_attempts=3)
+    req = e.request("svc", b"q", timeout=60_000)
+    e.connection_lost(None)
+    d.pump()
+    for _ in range(3):
+        d.refuse()
+        d.advance(100)
+    assert e.status == CLOSED
+    assert len(d.opened) == 4  # the first connection + 3 attempts
+    assert e.last_error.code == "ErrConnectionRefused"
+    assert d.kinds("req")[-1] == ("req", req, "lost")  # nats-tcl: ErrTimeout for a sync request
+    assert ("subs_cleared",) in d.fx and e.subs == {}
+
+
+def test_max_reconnect_attempts_minus_one_keeps_trying():
+    e, d = connected(reconnect_time_wait=10, max_reconnect_attempts=-1)
+    e.connection_lost(None)
+    d.pump()
+    for _ in range(200):
+        d.refuse()
+        d.advance(10)
+    assert e.status == RECONNECTING and len(d.opened) == 202
+    d.accept()
+    assert e.status == CONNECTED
+
+
+def test_discovered_servers_join_the_pool_and_are_used():
+    e, d = connected(["nats://a:1"], max_reconnect_attempts=-1, reconnect_time_wait=5000)
+    d.feed(info_line(connect_urls=["b:2", "a:1", "c:3"]))
+    assert [(s.host, s.discovered) for s in e.pool.servers] == [("c", True), ("b", True), ("a", False)]
+    e.connection_lost(None)
+    d.pump()
+    assert d.opened[-1].host == "c"  # discovered servers come first
+    d.refuse()
+    assert d.opened[-1].host == "b"
+    d.accept()
+    assert e.status == CONNECTED and e.pool.current.host == "b"
+
+
+def test_ill_typed_info_fields_are_ignored():
+    e, d = connected()
+    d.feed(b'INFO {"connect_urls": 5, "max_payload": "big"}\r\n')
+    assert e.status == CONNECTED and len(e.pool.servers) == 1
+    e.publish("x", b"a" * 1024)
+    d.feed(b'INFO {"connect_urls": [7, "d:4"]}\r\n')
+    assert [s.host for s in e.pool.servers] == ["d", "h1"]
+
+
+def test_lame_duck_mode_is_logged():
+    e, d = connected()
+    d.feed(info_line(ldm=True))
+    assert any("lame duck" in f[2] for f in d.kinds("log"))
+    assert e.status == CONNECTED
+
+
+def test_disconnect_flushes_cancels_and_closes():
+    e, d = connected()
+    sub = e.subscribe("a")
+    req = e.request("svc", b"", timeout=5000)
+    ping = e.ping(timeout=5000)
+    e.publish("last", b"words")
+    e.disconnect()
+    out = d.take_wire()
+    assert out.endswith(b"PUB last  5\r\nwords\r\n")  # written before the close
+    assert d.closes == 1 and e.status == CLOSED and e.last_error is None
+    assert ("req", req, "closed") in d.fx and ("pong", ping, None) in d.fx
+    assert sub.closed and ("subs_cleared",) in d.fx
+    assert not d.timers
+    e.disconnect()  # no-op when closed
+    assert d.closes == 1
+
+
+def test_disconnect_while_waiting_to_reconnect():
+    e, d = connected(reconnect_time_wait=5000, max_reconnect_attempts=-1)
+    e.publish("x", b"lost")
+    e.connection_lost(None)
+    d.pump()
+    d.refuse()
+    assert "reconnect" in d.timers
+    e.disconnect()
+    d.pump()
+    assert e.status == CLOSED and not d.timers
+
+
+def test_reconnect_after_closed_needs_connect_again():
+    e, d = connected(max_reconnect_attempts=1, reconnect_time_wait=0)
+    e.connection_lost(None)
+    d.pump()
+    d.refuse()
+    d.advance(1)
+    assert e.status == CLOSED
+    e.configure_servers(["nats://h2"])
+    e.connect()
+    d.pump()
+    d.accept()
+    assert e.status == CONNECTED and e.pool.current.host == "h2"
+
+
+# ====================================================================== requests
+
+def mux_reply(e, req, data=b"ok"):
+    return b"MSG %s %d %d\r\n%s\r\n" % (req.reply.encode(), e._mux.sid, len(data), data)
+
+
+def test_new_style_request_shares_one_inbox_subscription():
+    e, d = connected()
+    r1 = e.request("svc", b"a", timeout=1000)
+    r2 = e.request("svc", b"b", timeout=1000)
+    out = d.take_wire()
+    prefix = r1.reply.rpartition(".")[0]
+    assert r2.reply.startswith(prefix + ".") and r1.reply != r2.reply
+    assert out.count(b"SUB ") == 1 and out.startswith(b"SUB %s.*  " % prefix.encode())
+    assert b"PUB svc %s 1\r\na\r\n" % r1.reply.encode() in out
+    d.feed(mux_reply(e, r2, b"B") + mux_reply(e, r1, b"A"))
+    assert [(f[1], f[2], f[1].msg.data) for f in d.kinds("req")] == [(r2, "msg", b"B"), (r1, "msg", b"A")]
+    assert "r1" not in d.timers and r1 not in d.timers and not e.requests
+
+
+def test_request_timeout_then_late_reply_is_ignored():
+    e, d = connected()
+    req = e.request("svc", b"", timeout=500)
+    d.advance(500)
+    assert d.kinds("req") == [("req", req, "timeout")]
+    d.feed(mux_reply(e, req))
+    assert len(d.kinds("req")) == 1
+
+
+def test_request_without_timeout_waits():
+    e, d = connected(ping_interval=10**8)
+    req = e.request("svc", b"", timeout=0)
+    d.advance(10**7)
+    assert d.kinds("req") == [] and req.id in e.requests
+
+
+def test_request_no_responders():
+    e, d = connected()
+    req = e.request("nobody", b"", timeout=1000)
+    d.feed(b"HMSG %s %d 16 16\r\nNATS/1.0 503\r\n\r\n\r\n" % (req.reply.encode(), e._mux.sid))
+    (_, r, outcome), = d.kinds("req")
+    assert r is req and outcome == "no_responders" and req.msg.no_responders
+
+
+def test_request_continues_across_a_reconnect():
+    e, d = connected(reconnect_time_wait=0)
+    req = e.request("svc", b"", timeout=10_000)
+    d.take_wire()
+    e.connection_lost(None)
+    d.pump()
+    d.accept()
+    out = d.take_wire()
+    assert b"SUB %s.*" % req.reply.rpartition(".")[0].encode() in out  # the inbox is restored
+    d.feed(mux_reply(e, req))
+    assert d.kinds("req") == [("req", req, "msg")]
+
+
+def test_request_closed_by_disconnect():
+    e, d = connected()
+    req = e.request("svc", b"", timeout=10_000)
+    e.disconnect()
+    d.pump()
+    assert d.kinds("req") == [("req", req, "closed")]
+
+
+def test_request_bad_input():
+    e, d = connected()
+    with pytest.raises(NatsError) as err:
+        e.request("svc", b"", timeout=-1)
+    assert err.value.code == "ErrBadTimeout"
+    with pytest.raises(NatsError) as err:
+        e.request("svc", b"x" * 2000, timeout=100)
+    assert err.value.code == "ErrMaxPayload"
+    assert not e.requests
+
+
+def test_cancel_request():
+    e, d = connected()
+    req = e.request("svc", b"", timeout=1000, max_msgs=3)
+    d.take_wire()
+    e.cancel_request(req.id)
+    assert d.take_wire() == b"UNSUB %d\r\n" % req.sub.sid
+    d.advance(2000)
+    assert d.kinds("req") == []
+    with pytest.raises(NatsError) as err:
+        e.cancel_request(req.id)
+    assert err.value.code == "ErrInvalidArg"
+
+
+def gather_reply(req, data):
+    return b"MSG %s %d %d\r\n%s\r\n" % (req.reply.encode(), req.sub.sid, len(data), data)
+
+
+def test_gathering_request_collects_max_msgs_replies():
+    e, d = connected()
+    req = e.request("svc", b"q", timeout=1000, max_msgs=3)
+    out = d.take_wire()
+    assert out.startswith(b"SUB %s  %d\r\nUNSUB %d 3\r\nPUB svc %s 1\r\nq\r\n"
+                          % (req.reply.encode(), req.sub.sid, req.sub.sid, req.reply.encode()))
+    d.feed(gather_reply(req, b"1") + gather_reply(req, b"2") + gather_reply(req, b"3"))
+    assert [f[2].data for f in d.kinds("req_msg")] == [b"1", b"2", b"3"]
+    assert d.kinds("req") == [("req", req, "msg")]
+    assert [m.data for m in req.msgs] == [b"1", b"2", b"3"] and req.sub.closed
+
+
+def test_gathering_request_timeout_keeps_what_came():
+    e, d = connected()
+    req = e.request("svc", b"q", timeout=1000, max_msgs=5)
+    d.take_wire()
+    d.feed(gather_reply(req, b"only"))
+    d.advance(1000)
+    assert d.kinds("req") == [("req", req, "timeout")] and [m.data for m in req.msgs] == [b"only"]
+    assert d.take_wire() == b"UNSUB %d\r\n" % req.sub.sid
+
+
+def test_gathering_request_no_responders():
+    e, d = connected()
+    req = e.request("svc", b"q", timeout=1000, max_msgs=5)
+    d.take_wire()
+    d.feed(b"HMSG %s %d 16 16\r\nNATS/1.0 503\r\n\r\n\r\n" % (req.reply.encode(), req.sub.sid))
+    assert d.kinds("req") == [("req", req, "no_responders")]
+
+
+def test_gathering_request_lost_when_the_connection_is_gone():
+    e, d = connected(max_reconnect_attempts=1)
+    req = e.request("svc", b"q", timeout=1000, max_msgs=5)
+    e.connection_lost(None)
+    d.pump()
+    d.refuse()
+    assert e.status == CLOSED and d.kinds("req") == [("req", req, "lost")]
+
+
+# ====================================================================== pings
+
+def test_keepalive_pings_and_stale_connection():
+    e, d = connected(ping_interval=1000, max_outstanding_pings=2, reconnect_time_wait=0)
+    d.advance(1000)
+    assert d.take_wire() == b"PING\r\n"
+    d.feed(b"PONG\r\n")  # answered: the count goes back to 0
+    d.advance(1000)
+    assert d.take_wire() == b"PING\r\n"
+    d.advance(1000)
+    assert d.take_wire() == b"PING\r\n"
+    assert e.status == CONNECTED
+    d.advance(1000)  # two unanswered: stale
+    assert d.errors() == ["ErrStaleConnection"] and e.status == RECONNECTING
+
+
+def test_user_ping_pong_timeout_and_close():
+    e, d = connected()
+    p1 = e.ping(timeout=1000)
+    assert d.take_wire() == b"PING\r\n"
+    d.feed(b"PONG\r\n")
+    assert d.kinds("pong") == [("pong", p1, True)]
+    p2 = e.ping(timeout=1000)
+    d.advance(1000)
+    assert d.kinds("pong")[-1] == ("pong", p2, False)
+    p3 = e.ping(timeout=1000)
+    e.disconnect()
+    d.pump()
+    assert d.kinds("pong")[-1] == ("pong", p3, None)
+    with pytest.raises(NatsError) as err:
+        e.ping(timeout=-1)
+    assert err.value.code == "ErrConnectionClosed"
+
+
+def test_pongs_answer_pings_in_order_keepalive_included():
+    e, d = connected(ping_interval=1000)
+    p1 = e.ping(timeout=0)
+    d.advance(1000)  # keep-alive PING after p1
+    p2 = e.ping(timeout=0)
+    d.feed(b"PONG\r\n")
+    assert [f[1] for f in d.kinds("pong")] == [p1]
+    d.feed(b"PONG\r\n")  # the keep-alive's
+    assert [f[1] for f in d.kinds("pong")] == [p1]
+    d.feed(b"PONG\r\n")
+    assert [f[1] for f in d.kinds("pong")] == [p1, p2]
+
+
+def test_ping_in_flight_is_answered_by_the_next_server():
+    e, d = connected(reconnect_time_wait=0)
+    p = e.ping(timeout=0)
+    e.connection_lost(None)
+    d.pump()
+    d.accept()
+    assert d.kinds("pong") == [("pong", p, True)]
+
+
+# ====================================================================== -ERR and bad input
+
+@pytest.mark.parametrize("text,code,fatal", [
+    ("'Stale Connection'", "ErrStaleConnection", True),
+    ("'Authorization Violation'", "ErrAuthorization", True),
+    ("'User Authentication Expired'", "ErrAuthExpired", True),
+    ("'User Authentication Revoked'", "ErrAuthRevoked", True),
+    ("'Account Authentication Expired'", "ErrAccountAuthExpired", True),
+    ("'Permissions Violation for Publish to \"secret.x\"'", "ErrPermissions", False),
+    ("'Permissions Violation for Subscription to \"secret.>\"'", "ErrPermissions", False),
+    ("'Invalid Publish Subject'", "ErrBadSubject", False),
+    ("'Unknown Protocol Operation'", "ErrServer", True),
+    ("'Maximum Payload Violation'", "ErrServer", True),
+])
+def test_err_mapping(text, code, fatal):
+    e, d = connected(reconnect_time_wait=0)
+    d.feed(b"-ERR " + text.encode() + b"\r\n")
+    assert d.errors() == [code] and e.last_error.code == code
+    if fatal:
+        assert e.status == RECONNECTING and d.closes == 1
+    else:
+        assert e.status == CONNECTED and d.closes == 0
+
+
+def test_authorization_violation_during_handshake():
+    e, d = make()
+    e.connect()
+    d.pump()
+    d.accept(pong=False)
+    d.feed(b"-ERR 'Authorization Violation'\r\n")
+    assert d.errors() == ["ErrAuthorization"] and e.status == CLOSED
+
+
+def test_garbage_is_err_protocol_after_handling_what_came_before():
+    e, d = connected(reconnect_time_wait=0)
+    sub = e.subscribe("a")
+    d.feed(b"MSG a %d 1\r\nx\r\nNONSENSE\r\nMSG a %d 1\r\ny\r\n" % (sub.sid, sub.sid))
+    assert [f[2].data for f in d.kinds("msg")] == [b"x"]
+    assert d.errors() == ["ErrProtocol"] and e.status == RECONNECTING
+
+
+def test_control_line_too_long_is_err_server():
+    e, d = connected(reconnect_time_wait=0)
+    d.feed(b"MSG " + b"x" * 5000)
+    assert d.errors() == ["ErrServer"] and e.status == RECONNECTING
+
+
+def test_input_after_the_socket_is_dropped_is_ignored():
+    e, d = connected(max_reconnect_attempts=1)
+    e.connection_lost(None)
+    d.pump()
+    d.refuse()
+    assert e.status == CLOSED
+    e.receive_data(b"PING\r\n")
+    e.connection_lost("again")
+    e.socket_failed("again")
+    d.pump()
+    assert d.errors() == ["ErrBrokenSocket", "ErrConnectionRefused"]
+
+
+def test_write_failed_is_err_broken_socket():
+    e, d = connected(reconnect_time_wait=0)
+    e.write_failed("EPIPE")
+    d.pump()
+    assert d.errors() == ["ErrBrokenSocket"] and "EPIPE" in str(e.last_error)
+    assert e.status == RECONNECTING
