@@ -45,8 +45,9 @@ testConstraint userpass [have_env TCLNATS_TEST_USERPASS_URL TCLNATS_TEST_USER TC
 testConstraint token    [have_env TCLNATS_TEST_TOKEN_URL TCLNATS_TEST_TOKEN]
 testConstraint thread   [expr {![catch {package require Thread}]}]
 
-# Logging of test connections goes to stderr (errors only), out of tcltest's report.
-set ::log_opts {-log_chan stderr -log_level error}
+# Test connections log errors only, to stdout: tcltest's runAllTests takes any
+# output of a test file on stderr for a failure of the whole file.
+set ::log_opts {-log_chan stdout -log_level error}
 
 # --------------------------------------------------------------- helpers
 
