@@ -1,127 +1,356 @@
-"""tclnats-tclsh behaves like tclsh; the bridge works in any tkinter interpreter."""
+"""tclnats-tclsh behaves like tclsh: argv/argc/argv0 and [info script], exit
+codes, scripts on standard input, [info nameofexecutable] (so tcltest's child
+processes are tclnats-tclsh too), the Tcl packages a tclsh script expects,
+and the --nats-server option's throw-away server."""
+
+from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
-import tkinter
+import textwrap
 
 import pytest
 
-from tclnats_py.tclbridge import install
+from tclnats_py.server import free_port
 
 pytestmark = pytest.mark.tcl
 
-
-def tclsh():
-    exe = shutil.which("tclnats-tclsh")
-    return [exe] if exe else [sys.executable, "-m", "tclnats_py.tclsh"]
+EXE = shutil.which("tclnats-tclsh")
 
 
-def run(args, script=None, stdin=None, tmp_path=None, env=None):
-    cmd = tclsh()
+def launcher() -> list[str]:
+    return [EXE] if EXE else [sys.executable, "-m", "tclnats_py.tclsh"]
+
+
+def run(args=(), script=None, stdin=None, tmp_path=None, env=None, name="script.tcl", timeout=60):
+    cmd = launcher()
     if script is not None:
-        path = os.path.join(tmp_path, "script.tcl")
-        with open(path, "w") as f:
-            f.write(script)
+        path = os.path.join(str(tmp_path), name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(textwrap.dedent(script))
         cmd = cmd + [path]
-    return subprocess.run(cmd + list(args), input=stdin, capture_output=True, text=True, timeout=60,
-                          env=env)
+    feed = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
+    return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=timeout, env=env, **feed)
 
 
-def test_argv_and_script(tmp_path):
-    p = run(["a", "b c"], 'puts "$argc|[lindex $argv 1]|[file tail $argv0]|[file tail [info script]]"',
-            tmp_path=str(tmp_path))
-    assert p.returncode == 0
-    assert p.stdout.strip() == "2|b c|script.tcl|script.tcl"
+def launch(args, timeout=60, **kw):
+    """The launcher with these arguments; stdin is empty unless input= is given."""
+    if "input" not in kw:
+        kw["stdin"] = subprocess.DEVNULL
+    return subprocess.run(launcher() + list(args), capture_output=True, text=True, timeout=timeout, **kw)
 
 
-@pytest.mark.parametrize("body,code", [("exit 3", 3), ("set x 1", 0), ("error boom", 1)])
-def test_exit_codes(tmp_path, body, code):
-    p = run([], body, tmp_path=str(tmp_path))
-    assert p.returncode == code
-    if code == 1:
-        assert "boom" in p.stderr and "while executing" in p.stderr
-
-
-def test_stdin_script():
-    p = run([], stdin="puts [expr {6*7}]\n")
-    assert p.returncode == 0 and p.stdout.strip() == "42"
-
-
-def test_nameofexecutable_is_the_launcher(tmp_path):
-    p = run([], "puts [info nameofexecutable]", tmp_path=str(tmp_path))
-    assert os.path.basename(p.stdout.strip()).startswith(("tclnats-tclsh", "tclsh.py", "python"))
-    # a child interpreter started as tcltest does it can load nats again
-    child = 'puts [exec [info nameofexecutable] << "puts \\[package require nats\\]"]'
-    p = run([], child, tmp_path=str(tmp_path))
-    assert p.returncode == 0 and p.stdout.strip() == "3.2.1"
-
-
-def test_tcl_packages_load(tmp_path):
-    p = run([], "puts [list [package require tcltest] [package require Thread] [package require tls] "
-                "[package require json] [package require nats]]", tmp_path=str(tmp_path))
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.split()[-1] == "3.2.1"
-
-
-def test_nats_server_option(tmp_path):
-    script = ("package require nats\n"
-              "set c [nats::connection new]\n"
-              "$c configure -servers $env(NATS_URL)\n"
-              "$c connect\n"
-              "puts [dict exists [$c server_info] jetstream]\n")
-    cmd = tclsh() + ["--nats-server=0", os.path.join(str(tmp_path), "s.tcl")]
-    with open(cmd[-1], "w") as f:
-        f.write(script)
-    # port 0 is not usable by nats-server: ask for a free one instead
-    from tclnats_py.server import free_port
-    port = free_port()
-    cmd[-2] = f"--nats-server={port}"
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.strip() == "1"
-    # the throw-away server is gone with the script
-    import socket
-    with pytest.raises(OSError):
+def port_open(port: int) -> bool:
+    try:
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
-def test_install_into_tkinter_interpreter(nats_server):
-    interp = tkinter.Tcl()
-    install(interp)
-    tk = interp.tk
-    tk.eval(f"""
-        package require nats
-        set c [nats::connection new hosted]
-        $c configure -servers {nats_server.url}
-        $c connect
-        $c subscribe hosted.x -callback [list apply {{{{s m r}} {{set ::got $m}}}}]
-        $c publish hosted.x from-python-host
-    """)
-    # drive the Tcl event loop from Python, as a Tk application's mainloop would
-    import time
-    deadline = time.time() + 5
-    while not tk.call("info", "exists", "::got") and time.time() < deadline:
-        tk.dooneevent(0)
-    assert tk.call("set", "::got") == b"from-python-host"  # a payload is a byte array
-    tk.eval("$c destroy")
+def nats_server_processes(port: int) -> list[int]:
+    """pids of nats-server processes listening on this port (by command line)."""
+    pids = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and os.path.basename(argv[0]) == b"nats-server" and str(port).encode() in argv:
+            pids.append(int(pid))
+    return pids
 
 
-def test_errors_keep_the_connection(nats_server):
-    interp = tkinter.Tcl()
-    install(interp)
-    tk = interp.tk
-    tk.eval(f"""
+# ------------------------------------------------------------ argv, info script
+
+def test_argv_argc_argv0_info_script(tmp_path):
+    p = run(["plain", "with space", "{brace", "żółw"],
+            'puts [list $argc $argv0 [info script]]\nforeach a $argv {puts "<$a>"}',
+            tmp_path=tmp_path)
+    assert p.returncode == 0, p.stderr
+    first, *rest = p.stdout.splitlines()
+    script = os.path.join(str(tmp_path), "script.tcl")
+    assert first == f"4 {script} {script}"
+    assert rest == ["<plain>", "<with space>", "<{brace>", "<żółw>"]
+
+
+def test_no_arguments(tmp_path):
+    p = run([], 'puts "[llength $argv]|$argc|$tcl_interactive"', tmp_path=tmp_path)
+    assert p.returncode == 0 and p.stdout.strip() == "0|0|0"
+
+
+def test_info_script_follows_source(tmp_path):
+    (tmp_path / "inner.tcl").write_text("set ::inner [file tail [info script]]\n")
+    p = run([], """
+        source [file join [file dirname [info script]] inner.tcl]
+        puts "$::inner [file tail [info script]]"
+    """, tmp_path=tmp_path)
+    assert p.returncode == 0 and p.stdout.strip() == "inner.tcl script.tcl"
+
+
+# ------------------------------------------------------------ exit codes
+
+@pytest.mark.parametrize("body,code", [
+    ("exit 3", 3),
+    ("exit", 0),
+    ("exit 0", 0),
+    ("exit 255", 255),
+    ("set x 1", 0),
+    ('puts "no exit at all"', 0),
+    ("after 30 {exit 7}; vwait forever", 7),
+])
+def test_exit_codes(tmp_path, body, code):
+    p = run([], body, tmp_path=tmp_path)
+    assert p.returncode == code, p.stderr
+
+
+def test_error_exits_1_with_the_trace_on_stderr(tmp_path):
+    p = run([], """
+        proc inner {} { error "boom from inner" }
+        proc outer {} { inner }
+        puts "before"
+        outer
+        puts "never"
+    """, tmp_path=tmp_path)
+    assert p.returncode == 1
+    assert p.stdout.strip() == "before"
+    assert "boom from inner" in p.stderr
+    assert 'while executing' in p.stderr and '(procedure "inner"' in p.stderr
+    assert '(procedure "outer"' in p.stderr
+
+
+def test_nats_error_exits_1_with_its_message(tmp_path):
+    p = run([], """
         package require nats
         set c [nats::connection new]
-        $c configure -servers {nats_server.url}
-        $c connect
+        $c publish x y
+    """, tmp_path=tmp_path)
+    assert p.returncode == 1
+    assert "No connection to NATS server" in p.stderr
+
+
+def test_output_is_flushed_on_exit(tmp_path):
+    p = run([], """
+        fconfigure stdout -buffering full
+        puts -nonewline "partial"
+        puts stderr "to stderr"
+        exit 4
+    """, tmp_path=tmp_path)
+    assert (p.returncode, p.stdout, p.stderr.strip()) == (4, "partial", "to stderr")
+
+
+def test_missing_script_file(tmp_path):
+    p = launch([os.path.join(str(tmp_path), "nope.tcl")], timeout=60)
+    assert p.returncode == 1
+    assert "nope.tcl" in p.stderr
+
+
+# ------------------------------------------------------------ standard input
+
+def test_stdin_script():
+    p = run(stdin="puts hi\n")
+    assert p.returncode == 0 and p.stdout == "hi\n"
+
+
+def test_stdin_multiline_commands():
+    script = textwrap.dedent("""\
+        proc add {a b} {
+            return [expr {$a + $b}]
+        }
+        set total 0
+        foreach i {1 2 3} {
+            set total [add $total $i]
+        }
+        puts $total
     """)
-    for bad in ('$c publish "bad subject" x', "$c subscribe a..b -callback cb", "$c request x y -timeout -5",
-                "$c unsubscribe 12345", "$c configure -ping_interval abc"):
-        code = tk.eval(f"catch {{{bad}}} err opts; lindex [dict get $opts -errorcode] 0")
-        assert code == "NATS", bad
-    assert tk.eval("$c cget -status") == "connected"
-    assert tk.eval("$c ping") == "true"
-    tk.eval("$c destroy")
+    p = run(stdin=script)
+    assert p.returncode == 0 and p.stdout.strip() == "6"
+
+
+def test_stdin_exit_code_and_error():
+    assert run(stdin="puts a\nexit 5\nputs b\n").returncode == 5
+    p = run(stdin="puts a\nerror stdin-boom\nputs b\n")
+    assert p.returncode == 1
+    assert p.stdout.strip() == "a" and "stdin-boom" in p.stderr
+
+
+def test_stdin_uses_nats(nats_server):
+    p = run(stdin=f"""package require nats
+set c [nats::connection new]
+$c configure -servers {nats_server.url}
+$c connect
+puts [$c ping]
+$c destroy
+""")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "true"
+
+
+# ------------------------------------------------------------ nameofexecutable, tcltest children
+
+@pytest.mark.skipif(EXE is None, reason="tclnats-tclsh is not on PATH")
+def test_nameofexecutable_is_the_launcher(tmp_path):
+    p = run([], "puts [info nameofexecutable]", tmp_path=tmp_path)
+    assert p.returncode == 0
+    assert os.path.samefile(p.stdout.strip(), EXE)
+    # exec of [info nameofexecutable] gives a tclnats-tclsh with nats again
+    p = run([], 'puts [exec [info nameofexecutable] << "puts \\[package require nats\\]"]', tmp_path=tmp_path)
+    assert p.returncode == 0 and p.stdout.strip() == "3.2.1", p.stderr
+
+
+def test_tcltest_child_processes(tmp_path, nats_server):
+    """tcltest's runAllTests (-singleproc 0) runs each file in [info nameofexecutable]."""
+    d = tmp_path / "suite"
+    d.mkdir()
+    (d / "all.tcl").write_text(textwrap.dedent("""\
+        package require tcltest
+        tcltest::configure -testdir [file dirname [file normalize [info script]]] -singleproc 0
+        tcltest::configure {*}$argv
+        set env(PARENT_PID) [pid]
+        exit [tcltest::runAllTests]
+    """))
+    (d / "child.test").write_text(textwrap.dedent("""\
+        package require tcltest
+        namespace import tcltest::test
+        package require nats
+        test child-1 {a separate process} -body {
+            expr {[pid] != $env(PARENT_PID)}
+        } -result 1
+        test child-2 {nats works in the child} -body {
+            set c [nats::connection new child]
+            $c configure -servers $env(NATS_URL)
+            $c connect
+            set r [$c ping]
+            $c destroy
+            set r
+        } -result true
+        tcltest::cleanupTests
+    """))
+    (d / "other.test").write_text(textwrap.dedent("""\
+        package require tcltest
+        namespace import tcltest::test
+        test other-1 {a second file, a second child} -body {
+            string match *tclnats-tclsh* [info nameofexecutable]
+        } -result 1
+        tcltest::cleanupTests
+    """))
+    env = dict(os.environ, NATS_URL=nats_server.url)
+    p = launch([str(d / "all.tcl")], timeout=120, env=env)
+    assert "Test files run in separate interpreters" in p.stdout
+    assert "Total\t3\tPassed\t3\tSkipped\t0\tFailed\t0" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0
+
+
+def test_tcltest_failure_is_reported(tmp_path):
+    d = tmp_path / "failing"
+    d.mkdir()
+    (d / "all.tcl").write_text("package require tcltest\n"
+                               "tcltest::configure -testdir [file dirname [file normalize [info script]]]\n"
+                               "exit [tcltest::runAllTests]\n")
+    (d / "bad.test").write_text("package require tcltest\nnamespace import tcltest::test\n"
+                                "test bad-1 {fails} -body {expr 1} -result 2\ntcltest::cleanupTests\n")
+    p = launch([str(d / "all.tcl")], timeout=120)
+    assert "==== bad-1 fails FAILED" in p.stdout
+    assert p.returncode == 1
+
+
+# ------------------------------------------------------------ packages
+
+def test_tcl_packages_load(tmp_path):
+    p = run([], """
+        foreach pkg {Tcl tcltest Thread tls json json::write logger coroutine struct::list nats} {
+            puts "$pkg [package require $pkg]"
+        }
+        puts "thread [thread::id]"
+    """, tmp_path=tmp_path)
+    assert p.returncode == 0, p.stderr
+    versions = dict(line.split(" ", 1) for line in p.stdout.splitlines())
+    assert versions["nats"] == "3.2.1"
+    assert versions["Tcl"].startswith("8.6")
+    assert versions["thread"].startswith("tid")
+    assert all(versions[k] for k in ("tcltest", "Thread", "tls", "json", "logger", "coroutine"))
+
+
+def test_coroutine_util_vwait_with_nats(tmp_path, nats_server):
+    """tcllib's coroutine::util and nats' coroutine-aware calls together."""
+    p = run([nats_server.url], """
+        package require nats
+        package require coroutine
+        set c [nats::connection new]
+        $c configure -servers [lindex $argv 0]
+        $c connect
+        $c subscribe svc -callback [list apply {{c s m r} {$c publish $r ok:$m}} $c]
+        coroutine main apply {{c} {
+            coroutine::util after 10
+            set ::result [$c request svc x -timeout 2000]
+        }} $c
+        vwait ::result
+        puts $::result
+    """, tmp_path=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "ok:x"
+
+
+# ------------------------------------------------------------ --nats-server
+
+SERVER_SCRIPT = """
+    package require nats
+    puts $env(NATS_URL)
+    set c [nats::connection new]
+    $c configure -servers $env(NATS_URL)
+    $c connect
+    $c subscribe t -callback [list apply {{c s m r} {$c publish $r pong:$m}} $c]
+    puts [$c request t x -timeout 2000]
+    puts [dict exists [$c server_info] jetstream]
+"""
+
+
+def _check_server_gone(url: str):
+    port = int(url.rsplit(":", 1)[1])
+    assert not port_open(port), f"the throw-away server at {url} is still listening"
+    assert nats_server_processes(port) == []
+
+
+def test_nats_server_option_with_port(tmp_path):
+    port = free_port()
+    path = tmp_path / "s.tcl"
+    path.write_text(textwrap.dedent(SERVER_SCRIPT))
+    p = launch([f"--nats-server={port}", str(path)], timeout=60)
+    assert p.returncode == 0, p.stderr
+    url, reply, js = p.stdout.split()
+    assert url == f"nats://127.0.0.1:{port}"
+    assert (reply, js) == ("pong:x", "1")
+    _check_server_gone(url)
+
+
+def test_nats_server_option_without_port(tmp_path):
+    path = tmp_path / "s.tcl"
+    path.write_text(textwrap.dedent(SERVER_SCRIPT))
+    p = launch(["--nats-server", str(path)], timeout=60)
+    assert p.returncode == 0, p.stderr
+    url, reply, _ = p.stdout.split()
+    assert url.startswith("nats://127.0.0.1:") and reply == "pong:x"
+    _check_server_gone(url)
+
+
+@pytest.mark.parametrize("ending,code", [("exit 3", 3), ("error failed-here", 1)])
+def test_nats_server_stopped_whatever_the_ending(tmp_path, ending, code):
+    path = tmp_path / "s.tcl"
+    path.write_text(f"puts $env(NATS_URL)\nflush stdout\n{ending}\n")
+    p = launch(["--nats-server", str(path)], timeout=60)
+    assert p.returncode == code, p.stderr
+    _check_server_gone(p.stdout.split()[0])
+
+
+def test_nats_server_option_with_stdin():
+    p = launch(["--nats-server"], input="puts $env(NATS_URL)\n")
+    assert p.returncode == 0, p.stderr
+    url = p.stdout.strip()
+    assert url.startswith("nats://")
+    _check_server_gone(url)
