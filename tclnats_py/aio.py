@@ -582,9 +582,9 @@ class Client:
         async def go():
             try:
                 await self._loop.create_connection(lambda: _Protocol(self, attempt), server.host, server.port)
-            except OSError as e:
+            except Exception as e:  # OSError mostly; ValueError/UnicodeError for a bad host name
                 if attempt == self._attempt:
-                    self._engine.socket_failed(e.strerror or str(e))
+                    self._engine.socket_failed(getattr(e, "strerror", None) or str(e) or type(e).__name__)
                     self._run()
             # on success _Protocol.connection_made has told the engine
         self._open_task = self._loop.create_task(go())
@@ -612,7 +612,7 @@ class Client:
             ctx = self._ssl_context()
             hostname = self._tls_opts["tls_hostname"] or server.host
             new = await self._loop.start_tls(transport, transport.get_protocol(), ctx, server_hostname=hostname)
-        except (ssl.SSLError, OSError, ValueError, ConnectionError, asyncio.TimeoutError) as e:
+        except Exception as e:  # ssl.SSLError (verification...), OSError, ValueError (bad context)
             if attempt == self._attempt:
                 eng.tls_failed(getattr(e, "reason", None) or str(e) or type(e).__name__)
                 self._run()
@@ -680,10 +680,16 @@ class Client:
             eng.configure_servers(list(eng.options.servers) or [DEFAULT_SERVER])
         eng.connect()
         self._run()
-        while eng.status not in (CONNECTED, CLOSED):
-            w = self._loop.create_future()
-            self._status_waiters.append(w)
-            await w
+        try:
+            while eng.status not in (CONNECTED, CLOSED):
+                w = self._loop.create_future()
+                self._status_waiters.append(w)
+                await w
+        except asyncio.CancelledError:
+            # the caller gave up (e.g. asyncio.wait_for): stop trying
+            eng.disconnect()
+            self._run()
+            raise
         if eng.status != CONNECTED:
             err = eng.last_error
             if err is not None and len(eng.options.servers) <= 1:

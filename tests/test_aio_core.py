@@ -508,3 +508,22 @@ def test_slow_consumer_drops_and_reports_once_per_episode(nats_server):
         await nc.close()
         await pub.close()
     run(go())
+
+
+def test_silent_server_connect_timeout_and_caller_cancellation():
+    async def go():
+        accepted = []
+        server = await asyncio.start_server(lambda r, w: accepted.append(w), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        t = time.monotonic()
+        with pytest.raises(tclnats_py.ErrConnectionTimeout):
+            await tclnats_py.connect(f"nats://127.0.0.1:{port}", connect_timeout=200)
+        assert 0.15 < time.monotonic() - t < 2
+        nc = tclnats_py.Client(f"nats://127.0.0.1:{port}", connect_timeout=60000)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(nc.connect(), 0.2)
+        assert nc.is_closed and not nc._timers  # the caller gave up: nothing keeps trying
+        server.close()
+        for w in accepted:
+            w.close()
+    run(go())
