@@ -77,6 +77,8 @@ def _call_user(client: "Client", fn, *args) -> None:
     except Exception as e:  # the user's hook failed: tell error_cb, keep the driver running
         if fn is not client._error_cb:
             client._report(e)
+        else:
+            _log.exception("error_cb failed")
 
 
 class _ClientMsg(Msg):
@@ -472,9 +474,14 @@ class Client:
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
 
-    def _report(self, err) -> None:
+    def _report(self, err, logged: bool = False) -> None:
+        """An asynchronous error for error_cb; without one it is logged (the
+        engine's own errors were logged already, with its "log" effect)."""
         if self._error_cb is not None:
             _call_user(self, self._error_cb, err)
+        elif not logged:
+            _log.error("%s: %s", getattr(err, "code", type(err).__name__), err,
+                       exc_info=None if isinstance(err, NatsError) else err)
 
     def _run(self) -> None:
         """Carry out the engine's effects, in order, until it has none left."""
@@ -519,7 +526,7 @@ class Client:
                     self._on_status(f[1])
                 elif k == "error":
                     if f[1] is not None:
-                        self._report(f[1])
+                        self._report(f[1], logged=True)
                 elif k == "open":
                     self._open(f[1])
                 elif k == "tls":

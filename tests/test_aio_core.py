@@ -527,3 +527,23 @@ def test_silent_server_connect_timeout_and_caller_cancellation():
         for w in accepted:
             w.close()
     run(go())
+
+
+def test_without_error_cb_callback_failures_and_slow_consumers_are_logged(nats_server, caplog):
+    async def go():
+        nc = await tclnats_py.connect(nats_server.url)
+
+        def bad(msg):
+            raise ValueError("user bug")
+        await nc.subscribe("log.cb", cb=bad)
+        await nc.subscribe("log.slow", pending_msgs_limit=1)
+        nc.publish("log.cb", b"")
+        nc.publish("log.slow", b"1")
+        nc.publish("log.slow", b"2")
+        await nc.flush()
+        await asyncio.sleep(0.05)
+        await nc.close()
+    with caplog.at_level("ERROR", logger="tclnats_py"):
+        run(go())
+    text = caplog.text
+    assert "ValueError" in text and "user bug" in text and "ErrSlowConsumer" in text
