@@ -46,7 +46,7 @@ def tclsh_cmd() -> list[str]:
 
 def tcl_test_names(fname: str) -> list[str]:
     with open(os.path.join(SUITE, fname), encoding="utf-8") as f:
-        return re.findall(r"^test\s+(\S+)", f.read(), re.M)
+        return re.findall(r"^test\s+(\S+)", f.read(), re.MULTILINE)
 
 
 CASES = [(f, n) for f in FILES for n in tcl_test_names(f)]
@@ -71,7 +71,7 @@ class _Control(socketserver.StreamRequestHandler):
             {"stop": srv.stop, "start": srv.start, "restart": srv.restart,
              "kill": srv.kill, "ldm": srv.lame_duck}[cmd]()
             answer = "ok"
-        except Exception as e:  # the Tcl side raises it
+        except Exception as e:  # noqa: BLE001 - reported to the Tcl side, which raises it
             answer = f"error: {type(e).__name__}: {e}"
         self.wfile.write(answer.encode() + b"\n")
 
@@ -111,7 +111,10 @@ def tcl_env(tmp_path_factory):
         for s in servers.values():
             s.start()
         thread.start()
-        url = lambda name, scheme="nats": f"{scheme}://127.0.0.1:{servers[name].port}"  # noqa: E731
+
+        def url(name, scheme="nats"):
+            return f"{scheme}://127.0.0.1:{servers[name].port}"
+
         env = dict(os.environ)
         env.pop("TCLLIBPATH", None)  # our nats package, not another one on the path
         env.update({
@@ -131,7 +134,8 @@ def tcl_env(tmp_path_factory):
         })
         yield env
     finally:
-        ctl.shutdown() if thread.is_alive() else None
+        if thread.is_alive():
+            ctl.shutdown()
         ctl.server_close()
         for s in servers.values():
             s.cleanup()
@@ -144,16 +148,16 @@ class FileRun:
         self.out = out
         self.outcome: dict[str, str] = {}
         self.skip_reason: dict[str, str] = {}
-        for m in re.finditer(r"^\+\+\+\+ (\S+) PASSED", out, re.M):
+        for m in re.finditer(r"^\+\+\+\+ (\S+) PASSED", out, re.MULTILINE):
             self.outcome[m.group(1)] = "PASSED"
-        for m in re.finditer(r"^\+\+\+\+ (\S+) SKIPPED: ?(.*)$", out, re.M):
+        for m in re.finditer(r"^\+\+\+\+ (\S+) SKIPPED: ?(.*)$", out, re.MULTILINE):
             self.outcome[m.group(1)] = "SKIPPED"
             self.skip_reason[m.group(1)] = m.group(2).strip()
-        for m in re.finditer(r"^==== (\S+) FAILED\s*$", out, re.M):
+        for m in re.finditer(r"^==== (\S+) FAILED\s*$", out, re.MULTILINE):
             self.outcome[m.group(1)] = "FAILED"
 
     def report(self, name: str) -> str:
-        m = re.search(rf"^==== {re.escape(name)} .*?^==== {re.escape(name)} FAILED\s*$", self.out, re.M | re.S)
+        m = re.search(rf"^==== {re.escape(name)} .*?^==== {re.escape(name)} FAILED\s*$", self.out, re.MULTILINE | re.DOTALL)
         return m.group(0) if m else self.out[-4000:]
 
 
@@ -167,7 +171,7 @@ def run_file(tcl_env):
             cmd = tclsh_cmd() + [os.path.join(SUITE, "all.tcl"), "-file", fname, "-verbose", "bpse"]
             try:
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=FILE_TIMEOUT,
-                                   env=tcl_env, cwd=SUITE)
+                                   env=tcl_env, cwd=SUITE, stdin=subprocess.DEVNULL, check=False)
                 _runs[fname] = FileRun(fname, p.returncode, p.stdout + "\n--- stderr ---\n" + p.stderr)
             except subprocess.TimeoutExpired as e:
                 out = (e.stdout or b"").decode("utf-8", "replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
@@ -190,7 +194,7 @@ def test_tcl(run_file, fname, name):
 def test_tcl_file_complete(run_file, fname):
     """The file ran to its end, with exactly the tests listed, and all.tcl saw no failure."""
     result = run_file(fname)
-    assert re.search(r"^all\.tcl:\s+Total\s+\d+", result.out, re.M), result.out[-4000:]
+    assert re.search(r"^all\.tcl:\s+Total\s+\d+", result.out, re.MULTILINE), result.out[-4000:]
     assert "Sourced 1 Test Files." in result.out, result.out[-4000:]
     assert "Test file error" not in result.out, result.out[-4000:]
     listed = set(tcl_test_names(fname))

@@ -33,14 +33,16 @@ def run(args=(), script=None, stdin=None, tmp_path=None, env=None, name="script.
             f.write(textwrap.dedent(script))
         cmd = cmd + [path]
     feed = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
-    return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=timeout, env=env, **feed)
+    return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=timeout, env=env,
+                          check=False, **feed)
 
 
 def launch(args, timeout=60, **kw):
     """The launcher with these arguments; stdin is empty unless input= is given."""
     if "input" not in kw:
         kw["stdin"] = subprocess.DEVNULL
-    return subprocess.run(launcher() + list(args), capture_output=True, text=True, timeout=timeout, **kw)
+    return subprocess.run(launcher() + list(args), capture_output=True, text=True, timeout=timeout,
+                          check=False, **kw)
 
 
 def port_open(port: int) -> bool:

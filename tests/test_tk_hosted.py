@@ -8,6 +8,7 @@ needed) or a ``tkinter.Tk()`` (under Xvfb): Tcl code in that interpreter uses
 
 from __future__ import annotations
 
+import _tkinter
 import os
 import select
 import shutil
@@ -15,7 +16,6 @@ import subprocess
 import time
 import tkinter
 
-import _tkinter
 import pytest
 
 from tclnats_py.tclbridge import install
