@@ -1,319 +1,668 @@
 """JetStream for the asyncio face, modelled on nats.go's ``jetstream`` package.
 
-    js = client.jetstream()                       # or JetStream(client, domain=..., api_prefix=...)
-    await js.create_stream("ORDERS", subjects=["orders.*"])
-    ack = await js.publish("orders.new", b"apple", msg_id="o-1")
+    js = client.jetstream()                  # or tclnats_py.jetstream.new(client, domain=..., api_prefix=...)
+    stream = await js.create_stream("ORDERS", subjects=["orders.*"], max_age=3600)
+    ack = await js.publish("orders.new", b"apple", msg_id="o-1", expected_stream="ORDERS")
     fut = js.publish_async("orders.new", b"pear"); await js.publish_async_complete()
-    cons = await js.create_consumer("ORDERS", durable_name="PACKER")
-    for msg in await cons.fetch(10, expires=1.0):
+    cons = await stream.create_consumer(durable_name="PACKER", ack_wait=30)
+    for msg in await cons.fetch(10, expires=1.0):       # a pull request; [] when none came
         await msg.ack_sync()
-    async for msg in js.ordered_consumer("ORDERS"): ...
-    kv = await js.create_key_value("SETTINGS")
+    ctx = cons.consume(handle, max_messages=500)         # continuous pull; await ctx.stop()
+    async for msg in cons.messages(): ...                # the same as an iterator
+    async for msg in js.ordered_consumer("ORDERS"): ...  # ADR-17, repairs itself
+    kv = await js.create_key_value("SETTINGS")           # tclnats_py.kv
+    obs = await js.create_object_store("FILES")          # tclnats_py.objectstore
 
-Replies are ``Info`` dicts (attribute access too) that keep every field the
-server sends, so fields added by later servers need no client change.
-Durations in configs are seconds here (converted to the API's nanoseconds).
-Errors are the shared codes: ErrStreamNotFound, ErrConsumerNotFound,
-ErrMsgNotFound, ErrWrongLastSequence, ErrJSResponse (with api_code/err_code)...
+JetStream -> Stream -> Consumer -> JsMsg: a user finds what a thing can do on
+the thing.  The protocol work is done by ``tclnats_py._js`` (shared with the
+Tcl face); this module only awaits its steps on a :class:`tclnats_py.Client`.
+
+Units: durations are seconds (floats) in this face (configs, ``expires``,
+``nak(delay)``, timeouts), nanoseconds on the wire.  Replies are dicts that
+also read as attributes (:class:`Info`) and keep every field the server
+sends; ``StreamInfo.config`` / ``ConsumerInfo.config`` are the typed
+:class:`StreamConfig` / :class:`ConsumerConfig`, which keep fields they do
+not name in ``extra``.  Errors are the shared codes: ErrStreamNotFound,
+ErrConsumerNotFound, ErrMsgNotFound, ErrWrongLastSequence, ErrNoResponders,
+ErrJetStreamNotEnabled, ErrJSResponse (``details``: code, err_code) ...
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
+import dataclasses
+import datetime
+import inspect
+from dataclasses import dataclass, field, fields
 
 from ._engine import Msg
-from ._errors import NatsError, make_error
-from ._headers import parse_headers
-from .jsconfig import ConsumerConfig, StreamConfig
-from ._js import api_prefix as _api_prefix
-from ._js import check_js_error, filename_safe, metadata_from_reply, pull_status
+from ._errors import NatsError, error_class, make_error
+from ._js import config as _cfg
+from ._js import ordered as _ordered
+from ._js.ack import ACK, WPI, AckState, ack_subject, nak_payload, term_payload
+from ._js.api import Batch, JsApi, Publish, Request, StoredMsg, advance, api_call
+from ._js.meta import parse_metadata
+from ._js.publish import AsyncPublisher, parse_ack, publish_headers
+from ._js.pull import Consume, Fetch
 
-__all__ = ["JetStream", "Stream", "Consumer", "JsMsg", "Info", "PubAck", "StreamConfig", "ConsumerConfig"]
+__all__ = ["new", "JetStream", "Stream", "Consumer", "JsMsg", "StoredMsg", "Info", "StreamInfo", "ConsumerInfo",
+           "PubAck", "StreamConfig", "ConsumerConfig", "ConsumeContext", "MessagesContext", "OrderedConsumer",
+           "stream_source", "subject_transform", "republish"]
 
-_NS = 1_000_000_000
-_DURATIONS = {"max_age", "duplicate_window", "ack_wait", "idle_heartbeat", "inactive_threshold"}
+# builders of nested config objects (dicts), as nats-tcl's make_* commands
+stream_source = _cfg.make_stream_source
+subject_transform = _cfg.make_subject_transform
+republish = _cfg.make_republish
+
+# error classes this face raises beyond the core ones (same objects as error_class(code))
+for _code in ("ErrJetStreamNotEnabled", "ErrJetStreamNotEnabledForAccount", "ErrNotJSMessage", "ErrConsumerDeleted",
+              "ErrNoHeartbeat", "ErrConsumerNotActive", "ErrBadRequest", "ErrNotPullConsumer"):
+    globals()[_code] = error_class(_code)
+    __all__.append(_code)
 
 
+def new(client, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
+        **kw) -> "JetStream":
+    """The JetStream context of ``client`` (what ``client.jetstream()`` returns)."""
+    return JetStream(client, domain=domain, api_prefix=api_prefix, timeout=timeout, **kw)
+
+
+# ------------------------------------------------------------------ replies
 class Info(dict):
-    """A JSON reply: a dict that also reads as attributes (``info.config.name``)."""
+    """A JSON reply: a dict that also reads as attributes (``info.state.messages``)."""
 
     def __getattr__(self, name):
         try:
             v = self[name]
         except KeyError:
             raise AttributeError(name) from None
-        return Info(v) if isinstance(v, dict) else v
+        return Info(v) if isinstance(v, dict) and not isinstance(v, Info) else v
+
+    def __dir__(self):
+        return list(super().__dir__()) + [k for k in self if isinstance(k, str)]
 
 
-PubAck = Info
+def _time(s):
+    if not s:
+        return None
+    from ._js.api import iso_to_ms
+    return datetime.datetime.fromtimestamp(iso_to_ms(s) / 1000, datetime.timezone.utc)
 
 
-def _to_api(config: dict) -> dict:
-    out = {}
-    for k, v in config.items():
-        if v is None:
-            continue
-        if k in _DURATIONS and isinstance(v, (int, float)):
-            v = int(v * _NS)
-        out[k] = v
-    return out
+class StreamInfo(Info):
+    """STREAM.INFO / CREATE / UPDATE reply; ``config`` is typed (seconds)."""
+
+    @property
+    def config(self) -> "StreamConfig":
+        return StreamConfig.from_api(self.get("config") or {})
+
+    @property
+    def created_at(self) -> datetime.datetime | None:
+        return _time(self.get("created"))
 
 
+class ConsumerInfo(Info):
+    """CONSUMER.INFO / CREATE reply; ``config`` is typed (seconds)."""
+
+    @property
+    def config(self) -> "ConsumerConfig":
+        return ConsumerConfig.from_api(self.get("config") or {})
+
+    @property
+    def created_at(self) -> datetime.datetime | None:
+        return _time(self.get("created"))
+
+
+class PubAck(Info):
+    """A publish acknowledgement: stream, seq, duplicate, domain."""
+
+    @property
+    def duplicate(self) -> bool:
+        return bool(self.get("duplicate"))
+
+    @property
+    def domain(self):
+        return self.get("domain")
+
+
+# ------------------------------------------------------------------ typed configs
+class _ApiConfig:
+    _spec: tuple = ()
+    _names: frozenset = frozenset()
+
+    def to_api(self, *, defaults: bool = True) -> dict:
+        """The wire JSON (ns durations), checked with nats-tcl's rules."""
+        opts = {}
+        for f in fields(self):
+            if f.name == "extra":
+                continue
+            v = getattr(self, f.name)
+            if isinstance(v, datetime.datetime):
+                v = v.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            opts[f.name] = v
+        out = _cfg.build(self._spec, opts, unit="s", strict=False, defaults=defaults)
+        for k, v in self.extra.items():
+            out.setdefault(k, v)
+        return out
+
+    @classmethod
+    def from_api(cls, data: dict):
+        """From the wire; fields this class does not name go to ``extra``."""
+        kinds = {name: typ for name, typ, _ in cls._spec}
+        kw, extra = {}, {}
+        for k, v in (data or {}).items():
+            if k in cls._names:
+                typ = kinds.get(k)
+                if typ == "ns":
+                    v = _cfg.from_ns(v, "s")
+                elif typ == "ns_list" and isinstance(v, list):
+                    v = [_cfg.from_ns(x, "s") for x in v]
+                kw[k] = v
+            else:
+                extra[k] = v
+        return cls(**kw, extra=extra)
+
+    def replace(self, **changes):
+        bad = set(changes) - self._names
+        if bad:
+            raise make_error("ErrInvalidArg", f"Unknown option {sorted(bad)[0]}")
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass
+class StreamConfig(_ApiConfig):
+    """add_stream's options (JsAPI.md), durations in seconds, plus newer fields."""
+    name: str | None = None
+    description: str | None = None
+    subjects: list | None = None
+    retention: str | None = None           # limits, interest, workqueue
+    max_consumers: int | None = None
+    max_msgs: int | None = None
+    max_bytes: int | None = None
+    discard: str | None = None             # old, new
+    max_age: float | None = None           # seconds
+    max_msgs_per_subject: int | None = None
+    max_msg_size: int | None = None
+    storage: str | None = None             # file, memory
+    num_replicas: int | None = None
+    no_ack: bool | None = None
+    duplicate_window: float | None = None  # seconds
+    mirror: dict | None = None             # stream_source(...)
+    sources: list | None = None            # [stream_source(...), ...]
+    sealed: bool | None = None
+    deny_delete: bool | None = None
+    deny_purge: bool | None = None
+    allow_rollup_hdrs: bool | None = None
+    compression: str | None = None         # none, s2
+    first_seq: int | None = None
+    subject_transform: dict | None = None  # subject_transform(src, dest)
+    republish: dict | None = None          # republish(src, dest)
+    allow_direct: bool | None = None
+    mirror_direct: bool | None = None
+    metadata: dict | None = None
+    placement: dict | None = None
+    consumer_limits: dict | None = None
+    allow_msg_ttl: bool | None = None
+    subject_delete_marker_ttl: float | None = None  # seconds
+    extra: dict = field(default_factory=dict)
+
+    _spec = _cfg.STREAM_SPEC + _cfg.STREAM_EXTRA_SPEC
+
+
+@dataclass
+class ConsumerConfig(_ApiConfig):
+    """add_consumer's options (JsAPI.md), durations in seconds, plus newer fields."""
+    name: str | None = None
+    durable_name: str | None = None
+    description: str | None = None
+    deliver_policy: str | None = None      # all, last, new, by_start_sequence, by_start_time, last_per_subject
+    opt_start_seq: int | None = None
+    opt_start_time: str | None = None      # RFC 3339 (or a datetime)
+    ack_policy: str | None = None          # explicit (default here), all, none
+    ack_wait: float | None = None          # seconds
+    max_deliver: int | None = None
+    filter_subject: str | None = None
+    replay_policy: str | None = None
+    rate_limit_bps: int | None = None
+    sample_freq: str | None = None
+    max_waiting: int | None = None
+    max_ack_pending: int | None = None
+    flow_control: bool | None = None
+    idle_heartbeat: float | None = None
+    headers_only: bool | None = None
+    deliver_subject: str | None = None
+    deliver_group: str | None = None
+    inactive_threshold: float | None = None
+    num_replicas: int | None = None
+    mem_storage: bool | None = None
+    metadata: dict | None = None
+    filter_subjects: list | None = None
+    backoff: list | None = None            # seconds each
+    max_batch: int | None = None
+    max_expires: float | None = None
+    max_bytes: int | None = None
+    pause_until: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    _spec = _cfg.CONSUMER_SPEC + _cfg.CONSUMER_EXTRA_SPEC
+
+    def to_api(self, *, defaults: bool = True) -> dict:
+        out = super().to_api(defaults=defaults)
+        if self.deliver_policy is None:
+            # a start position implies its policy (the table's default is "all")
+            if self.opt_start_seq is not None:
+                out["deliver_policy"] = "by_start_sequence"
+            elif self.opt_start_time is not None:
+                out["deliver_policy"] = "by_start_time"
+        return out
+
+
+StreamConfig._names = frozenset(f.name for f in fields(StreamConfig)) - {"extra"}
+ConsumerConfig._names = frozenset(f.name for f in fields(ConsumerConfig)) - {"extra"}
+
+
+def _merge(cls, config, kw):
+    """A typed config from a typed one or a wire-JSON dict, keywords applied."""
+    if config is None:
+        config = cls()
+    elif isinstance(config, dict):
+        config = cls.from_api(config)
+    return config.replace(**kw) if kw else config
+
+
+# ------------------------------------------------------------------ messages
 class JsMsg:
-    """A message from a consumer, with its metadata and the ack family."""
+    """A message from a consumer: its metadata and the ack family."""
 
-    __slots__ = ("_js", "msg", "_acked")
+    __slots__ = ("_js", "msg", "_ack", "_meta")
 
-    def __init__(self, js: "JetStream", msg: Msg):
+    def __init__(self, js: "JetStream", msg: Msg, meta: dict | None = None):
         self._js = js
         self.msg = msg
-        self._acked = False
+        self._ack = AckState()
+        self._meta = meta
 
     subject = property(lambda self: self.msg.subject)
     data = property(lambda self: self.msg.data)
     headers = property(lambda self: self.msg.headers)
     reply = property(lambda self: self.msg.reply)
 
+    def header(self, key: str, default=None):
+        return self.msg.header(key, default)
+
     @property
     def metadata(self) -> dict:
-        return metadata_from_reply(self.msg.reply, self.msg.subject)
+        """nats-tcl's ``nats::metadata``: stream, consumer, num_delivered,
+        stream_seq, consumer_seq, timestamp (ms), num_pending (+ domain)."""
+        if self._meta is None:
+            self._meta = parse_metadata(self.msg.reply, self.msg.subject)
+        return self._meta
 
-    def _reply(self, payload: bytes):
-        if self._acked:
-            raise make_error("ErrInvalidArg", "Message was already acknowledged")
-        self._js.client.publish(self.msg.reply, payload)
+    def _send(self, payload: bytes) -> None:
+        self._ack.check(payload)
+        self._js.client.publish(ack_subject(self.msg), payload)
+        self._ack.done(payload)
 
-    async def ack(self):
-        self._reply(b"+ACK")
-        self._acked = True
+    async def ack(self) -> None:
+        """+ACK, not waiting for the server (``ack_sync`` waits)."""
+        self._send(ACK)
 
-    async def ack_sync(self, timeout: float | None = None):
-        if self._acked:
-            raise make_error("ErrInvalidArg", "Message was already acknowledged")
-        await self._js.client.request(self.msg.reply, b"+ACK", timeout=timeout or self._js.timeout)
-        self._acked = True
+    async def ack_sync(self, timeout: float | None = None) -> None:
+        """+ACK and wait until the server confirms it."""
+        self._ack.check(ACK)
+        await self._js.client.request(ack_subject(self.msg), ACK, timeout=timeout or self._js.timeout)
+        self._ack.done(ACK)
 
-    async def nak(self, delay: float | None = None):
-        payload = b"-NAK" if delay is None else b"-NAK " + json.dumps({"delay": int(delay * _NS)}).encode()
-        self._reply(payload)
-        self._acked = True
+    async def nak(self, delay: float | None = None) -> None:
+        """-NAK: redeliver now, or after ``delay`` seconds."""
+        self._send(nak_payload(None if delay is None else delay * 1000))
 
-    async def in_progress(self):
-        self._reply(b"+WPI")
+    async def in_progress(self) -> None:
+        """+WPI: still working on it; the ack wait starts over."""
+        self._send(WPI)
 
-    async def term(self):
-        self._reply(b"+TERM")
-        self._acked = True
+    async def term(self, reason: str | None = None) -> None:
+        """+TERM: never redeliver."""
+        self._send(term_payload(reason))
+
+    @property
+    def acked(self) -> bool:
+        return self._ack.final is not None
 
     def __repr__(self):
         return f"JsMsg({self.msg!r})"
 
 
+# ------------------------------------------------------------------ the context
 class JetStream:
-    """The JetStream context of one client."""
+    """The JetStream context of one client: streams, consumers, publishing,
+    Key-Value and Object Store.  ``timeout`` (seconds) bounds each API call."""
 
-    def __init__(self, client, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0):
+    def __init__(self, client, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
+                 publish_async_max_pending: int = 4000):
         self.client = client
-        self.prefix = _api_prefix(domain, api_prefix)
+        self.jsapi = JsApi(domain, api_prefix)
+        self.domain = domain
         self.timeout = timeout
-        self._async_pending: set = set()
-        self._async_limit = asyncio.Semaphore(4000)
+        self._ap: AsyncPublisher | None = None
+        self._ap_ready: asyncio.Future | None = None
+        self._ap_max = publish_async_max_pending
+        self._ap_timers: dict = {}
+        self._ap_futures: set = set()
 
-    # ------------------------------------------------------------ plumbing
+    def __repr__(self):
+        return f"<JetStream {self.jsapi.prefix}>"
+
+    @property
+    def prefix(self) -> str:
+        """The API prefix (nats-tcl's ``api_prefix``): ``$JS.API``, ``$JS.<domain>.API`` ..."""
+        return self.jsapi.prefix
+
+    # ------------------------------------------------------------ driving the shared logic
+    async def _step(self, step):
+        if step.__class__ is Request:
+            t = self.timeout if step.timeout is None else step.timeout / 1000
+            return await self.client.request(step.subject, step.payload, timeout=t, headers=step.headers)
+        if step.__class__ is Publish:
+            self.client.publish(step.subject, step.payload, reply=step.reply, headers=step.headers)
+            return None
+        if step.__class__ is Batch:
+            async def one(s):
+                try:
+                    return await self._step(s)
+                except NatsError as e:
+                    return e
+            return list(await asyncio.gather(*(one(s) for s in step.steps)))
+        raise TypeError(f"unknown step {step!r}")
+
+    async def _run(self, op):
+        """Run a shared operation (a generator of steps) to its result."""
+        kind, x = advance(op)
+        while kind == "step":
+            try:
+                value = await self._step(x)
+            except NatsError as e:
+                kind, x = advance(op, error=e)
+            else:
+                kind, x = advance(op, value)
+        return x
+
+    @property
+    def _server_version(self):
+        return self.client.server_info.get("version")
+
     async def api(self, tail: str, body=None) -> Info:
-        payload = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
-        try:
-            msg = await self.client.request(f"{self.prefix}.{tail}", payload, timeout=self.timeout)
-        except NatsError as e:
-            if e.code == "ErrNoResponders":
-                raise make_error("ErrJetStreamNotEnabled", "JetStream is not enabled in the server") from None
-            raise
-        resp = json.loads(msg.data) if msg.data else {}
-        check_js_error(resp)
-        resp.pop("type", None)
-        return Info(resp)
+        """Any JetStream API call by its subject tail, e.g. ``"STREAM.INFO.S"``."""
+        return Info(await self._run(self.jsapi.call(tail, body)))
 
-    @staticmethod
-    def _check(what, name):
-        if not filename_safe(name):
-            raise make_error("ErrInvalidArg", f"Invalid {what} name {name}")
-
-    # ------------------------------------------------------------ account, streams
+    # ------------------------------------------------------------ account
     async def account_info(self) -> Info:
-        return await self.api("INFO")
+        return Info(await self._run(self.jsapi.account_info()))
 
-    @staticmethod
-    def _stream_body(name, config, kw) -> dict:
-        body = config.to_api() if config is not None else {}
-        body.update(_to_api(kw))
-        body["name"] = name
-        return body
+    # ------------------------------------------------------------ streams
+    def _stream_body(self, name, config, kw) -> dict:
+        if isinstance(name, StreamConfig):
+            name, config = name.name, name
+        cfg = _merge(StreamConfig, config, kw)
+        if name is None:
+            name = cfg.name
+        cfg = cfg.replace(name=name)
+        return cfg.to_api()
 
-    async def create_stream(self, name: str, config: StreamConfig | None = None, **kw) -> "Stream":
-        """Create a stream from a StreamConfig and/or keyword fields (durations in seconds)."""
-        self._check("stream", name)
-        info = await self.api(f"STREAM.CREATE.{name}", self._stream_body(name, config, kw))
-        return Stream(self, name, info)
+    async def create_stream(self, name, config: StreamConfig | dict | None = None, **kw) -> "Stream":
+        """Create a stream from a StreamConfig and/or keyword fields
+        (``create_stream("S", subjects=["s.*"], max_age=60)``)."""
+        info = StreamInfo(await self._run(self.jsapi.stream_create(self._stream_body(name, config, kw))))
+        return Stream(self, info["config"]["name"], info)
 
-    async def update_stream(self, name: str, config: StreamConfig | None = None, **kw) -> "Stream":
-        self._check("stream", name)
-        info = await self.api(f"STREAM.UPDATE.{name}", self._stream_body(name, config, kw))
-        return Stream(self, name, info)
+    async def update_stream(self, name, config: StreamConfig | dict | None = None, **kw) -> "Stream":
+        """Update a stream: with a full config, or (only keywords) the current
+        config with those fields changed."""
+        if config is None and not isinstance(name, StreamConfig):
+            config = (await self.stream_info(name)).config
+        info = StreamInfo(await self._run(self.jsapi.stream_update(self._stream_body(name, config, kw))))
+        return Stream(self, info["config"]["name"], info)
+
+    async def create_or_update_stream(self, name, config: StreamConfig | dict | None = None, **kw) -> "Stream":
+        try:
+            body = self._stream_body(name, config, kw)
+            info = StreamInfo(await self._run(self.jsapi.stream_update(body)))
+        except NatsError as e:
+            if e.code != "ErrStreamNotFound":
+                raise
+            info = StreamInfo(await self._run(self.jsapi.stream_create(body)))
+        return Stream(self, info["config"]["name"], info)
 
     async def stream(self, name: str) -> "Stream":
-        self._check("stream", name)
-        return Stream(self, name, await self.api(f"STREAM.INFO.{name}"))
+        info = await self.stream_info(name)
+        return Stream(self, name, info)
 
-    async def stream_info(self, name: str) -> Info:
-        return (await self.stream(name)).info
+    async def stream_info(self, name: str, subjects_filter: str | None = None,
+                          deleted_details: bool | None = None) -> StreamInfo:
+        return StreamInfo(await self._run(self.jsapi.stream_info(name, subjects_filter, deleted_details)))
 
     async def delete_stream(self, name: str) -> bool:
-        return bool((await self.api(f"STREAM.DELETE.{name}")).get("success"))
+        return await self._run(self.jsapi.stream_delete(name))
 
     async def stream_names(self, subject: str | None = None) -> list[str]:
-        resp = await self.api("STREAM.NAMES", {"subject": subject} if subject else None)
-        return list(resp.get("streams") or [])
+        return list(await self._run(self.jsapi.stream_names(subject)))
+
+    async def streams(self, subject: str | None = None) -> list[StreamInfo]:
+        return [StreamInfo(s) for s in await self._run(self.jsapi.stream_list(subject))]
 
     async def purge_stream(self, name: str, filter: str | None = None, keep: int | None = None,
                            seq: int | None = None) -> int:
-        body = {k: v for k, v in (("filter", filter), ("keep", keep), ("seq", seq)) if v is not None}
-        return (await self.api(f"STREAM.PURGE.{name}", body or None)).get("purged", 0)
+        """ADR-10 purge: all, or on ``filter``, below ``seq``, or all but ``keep``."""
+        return await self._run(self.jsapi.stream_purge(name, filter, keep, seq))
+
+    async def get_msg(self, stream: str, seq: int | None = None, last_by_subj: str | None = None,
+                      next_by_subj: str | None = None) -> StoredMsg:
+        """STREAM.MSG.GET (read-after-write consistent)."""
+        return await self._run(self.jsapi.msg_get(stream, seq, last_by_subj, next_by_subj))
+
+    async def direct_get(self, stream: str, seq: int | None = None, last_by_subj: str | None = None,
+                         next_by_subj: str | None = None) -> StoredMsg:
+        """DIRECT.GET (ADR-31); the stream needs allow_direct (or mirror_direct)."""
+        return await self._run(self.jsapi.direct_get(stream, seq, last_by_subj, next_by_subj))
+
+    async def delete_msg(self, stream: str, seq: int, erase: bool = False) -> bool:
+        """Delete one message; ``erase`` overwrites it too (SecureDeleteMsg)."""
+        return await self._run(self.jsapi.msg_delete(stream, seq, no_erase=not erase))
 
     # ------------------------------------------------------------ publish
     async def publish(self, subject: str, data=b"", headers=None, *, msg_id: str | None = None,
                       expected_stream: str | None = None, expected_last_seq: int | None = None,
-                      expected_last_subject_seq: int | None = None, timeout: float | None = None) -> PubAck:
-        hdrs = self._pub_headers(headers, msg_id, expected_stream, expected_last_seq, expected_last_subject_seq)
+                      expected_last_subject_seq: int | None = None, expected_last_msg_id: str | None = None,
+                      ttl=None, timeout: float | None = None) -> PubAck:
+        """Publish to a stream and wait for its ack.  ErrNoResponders: no
+        stream on ``subject``; ErrWrongLastSequence, ErrJSResponse (e.g.
+        10060 for a wrong expected stream)."""
+        hdrs = publish_headers(headers, msg_id=msg_id, expected_stream=expected_stream,
+                               expected_last_seq=expected_last_seq,
+                               expected_last_subject_seq=expected_last_subject_seq,
+                               expected_last_msg_id=expected_last_msg_id, ttl=ttl)
         msg = await self.client.request(subject, data, timeout=timeout or self.timeout, headers=hdrs)
-        resp = json.loads(msg.data)
-        check_js_error(resp)
-        return PubAck(resp)
+        return PubAck(parse_ack(msg))
 
-    @staticmethod
-    def _pub_headers(headers, msg_id, stream, last_seq, last_subject_seq):
-        hdrs = {k: (list(v) if isinstance(v, (list, tuple)) else [v]) for k, v in (headers or {}).items()}
-        for k, v in (("Nats-Msg-Id", msg_id), ("Nats-Expected-Stream", stream),
-                     ("Nats-Expected-Last-Sequence", last_seq),
-                     ("Nats-Expected-Last-Subject-Sequence", last_subject_seq)):
-            if v is not None:
-                hdrs[k] = [str(v)]
-        return hdrs or None
+    async def publish_msg(self, msg: Msg, **kw) -> PubAck:
+        return await self.publish(msg.subject, msg.data, msg.headers, **kw)
 
-    def publish_async(self, subject: str, data=b"", headers=None, **kw) -> "asyncio.Future":
-        """Publish without waiting: a future of the PubAck.  Many may be in flight."""
-        async def one():
-            async with self._async_limit:
-                return await self.publish(subject, data, headers, **kw)
-        task = asyncio.get_running_loop().create_task(one())
-        self._async_pending.add(task)
-        task.add_done_callback(self._async_pending.discard)
-        return task
+    def publish_async(self, subject: str, data=b"", headers=None, *, timeout: float | None = None,
+                      **kw) -> "asyncio.Future":
+        """Publish without waiting: a future of the PubAck.  Acks come back on
+        one wildcard inbox; at most ``publish_async_max_pending`` are in flight,
+        the rest wait their turn.  ``publish_async_complete()`` awaits them all."""
+        if isinstance(data, str):
+            data = data.encode()
+        hdrs = publish_headers(headers, **kw)
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        fut.add_done_callback(self._ap_done)
+        self._ap_futures.add(fut)
+        if self._ap is None:
+            self._ap = AsyncPublisher(self.client.new_inbox(), self._ap_max)
+            self._ap_ready = loop.create_task(self._ap_subscribe())
+        pid, step = self._ap.add(subject, bytes(data), hdrs, (fut, timeout or self.timeout))
+        if step is not None:
+            if self._ap_ready.done():
+                self._ap_send(pid, step, timeout or self.timeout)
+            else:
+                self._ap_ready.add_done_callback(
+                    lambda _t, p=pid, s=step, t=timeout or self.timeout: self._ap_send(p, s, t))
+        return fut
+
+    async def _ap_subscribe(self):
+        try:
+            await self.client.subscribe(self._ap.subscription_subject, cb=self._ap_reply)
+        except NatsError:
+            pass  # the publishes themselves fail and say why
+
+    def _ap_send(self, pid, step, timeout):
+        try:
+            self.client.publish(step.subject, step.payload, reply=step.reply, headers=step.headers)
+        except NatsError as e:
+            self._ap_events(self._ap.on_timeout(pid), error=e)
+            return
+        self._ap_timers[pid] = asyncio.get_running_loop().call_later(timeout, self._ap_timeout, pid)
+
+    def _ap_reply(self, msg):
+        pid = msg.subject.rpartition(".")[2]
+        h = self._ap_timers.pop(pid, None)
+        if h is not None:
+            h.cancel()
+        self._ap_events(self._ap.on_reply(msg))
+
+    def _ap_timeout(self, pid):
+        self._ap_timers.pop(pid, None)
+        self._ap_events(self._ap.on_timeout(pid))
+
+    def _ap_events(self, events, error=None):
+        for ev in events:
+            if ev[0] == "send":
+                _, pid, step = ev
+                self._ap_send(pid, step, self._ap.handle_of(pid)[1])
+                continue
+            fut, _ = ev[1]
+            if fut.done():
+                continue
+            if ev[0] == "ack":
+                fut.set_result(PubAck(ev[2]))
+            else:
+                fut.set_exception(error or ev[2])
+
+    def _ap_done(self, fut):
+        self._ap_futures.discard(fut)
+        if not fut.cancelled():
+            fut.exception()  # retrieved: failures are the caller's to look at
 
     async def publish_async_complete(self, timeout: float | None = None) -> None:
-        if self._async_pending:
-            await asyncio.wait_for(asyncio.gather(*list(self._async_pending), return_exceptions=True), timeout)
+        """Wait until every async publish so far has its ack (or error)."""
+        if self._ap_futures:
+            await asyncio.wait_for(asyncio.gather(*list(self._ap_futures), return_exceptions=True), timeout)
 
     @property
     def publish_async_pending(self) -> int:
-        return len(self._async_pending)
+        return len(self._ap_futures)
 
     # ------------------------------------------------------------ consumers
-    async def create_consumer(self, stream: str, config: ConsumerConfig | None = None, **kw) -> "Consumer":
-        return await self._create_consumer(stream, "create", config, kw)
-
-    async def update_consumer(self, stream: str, config: ConsumerConfig | None = None, **kw) -> "Consumer":
-        return await self._create_consumer(stream, "update", config, kw)
-
-    async def _create_consumer(self, stream, action, config, kw) -> "Consumer":
-        self._check("stream", stream)
-        cfg = config.to_api() if config is not None else {}
-        cfg.update(_to_api(kw))
-        # explicit acks unless told otherwise, like nats-tcl and nats.go (the API's default is none)
-        cfg.setdefault("ack_policy", "explicit")
-        name = cfg.get("name") or cfg.get("durable_name")
-        if name is not None:
-            self._check("consumer", name)
-        if name:
-            fs = cfg.get("filter_subject")
-            tail = f"CONSUMER.CREATE.{stream}.{name}" + (f".{fs}" if fs and "*" not in fs and ">" not in fs else "")
-        else:
-            tail = f"CONSUMER.CREATE.{stream}"
-        info = await self.api(tail, {"stream_name": stream, "config": cfg, "action": action})
+    async def _consumer_request(self, stream, action, config, kw) -> "Consumer":
+        cfg = _merge(ConsumerConfig, config, kw)
+        req = self.jsapi.consumer_create_request(stream, cfg.to_api(), action, server_version=self._server_version,
+                                                 wildcard_filter_token=False)
+        info = ConsumerInfo(await self._run(api_call(req)))
         return Consumer(self, stream, info["name"], info)
 
+    async def create_consumer(self, stream: str, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+        """Create a consumer (pull unless it has a deliver_subject); explicit
+        acks unless told otherwise (nats-tcl's and nats.go's default)."""
+        return await self._consumer_request(stream, "create", config, kw)
+
+    async def update_consumer(self, stream: str, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+        return await self._consumer_request(stream, "update", config, kw)
+
+    async def create_or_update_consumer(self, stream: str, config: ConsumerConfig | dict | None = None,
+                                        **kw) -> "Consumer":
+        return await self._consumer_request(stream, None, config, kw)
+
     async def consumer(self, stream: str, name: str) -> "Consumer":
-        self._check("consumer", name)
-        info = await self.api(f"CONSUMER.INFO.{stream}.{name}")
+        info = await self.consumer_info(stream, name)
         return Consumer(self, stream, name, info)
 
+    async def consumer_info(self, stream: str, name: str) -> ConsumerInfo:
+        return ConsumerInfo(await self._run(self.jsapi.consumer_info(stream, name)))
+
     async def delete_consumer(self, stream: str, name: str) -> bool:
-        return bool((await self.api(f"CONSUMER.DELETE.{stream}.{name}")).get("success"))
+        return await self._run(self.jsapi.consumer_delete(stream, name))
 
     async def consumer_names(self, stream: str) -> list[str]:
-        return list((await self.api(f"CONSUMER.NAMES.{stream}")).get("consumers") or [])
+        return list(await self._run(self.jsapi.consumer_names(stream)))
+
+    async def consumers(self, stream: str) -> list[ConsumerInfo]:
+        return [ConsumerInfo(c) for c in await self._run(self.jsapi.consumer_list(stream))]
 
     def ordered_consumer(self, stream: str, filter_subject: str | None = None, deliver_policy: str = "all",
-                         headers_only: bool = False, idle_heartbeat: float = 5.0):
-        from .ordered import OrderedConsumer
-        return OrderedConsumer(self, stream, filter_subject, deliver_policy, headers_only, idle_heartbeat)
+                         headers_only: bool = False, idle_heartbeat: float = 5.0, *, description: str | None = None,
+                         filter_subjects=None, opt_start_seq: int | None = None, opt_start_time: str | None = None,
+                         retry: float = 1.0) -> "OrderedConsumer":
+        """An ordered consumer (ADR-17): iterate it, or ``await oc.start()``
+        then ``next()`` / ``consume(cb)``; ``await oc.stop()`` ends it."""
+        state = _ordered.OrderedConsumer(
+            stream, filter_subject=filter_subject, filter_subjects=filter_subjects, deliver_policy=deliver_policy,
+            opt_start_seq=opt_start_seq, opt_start_time=opt_start_time, headers_only=headers_only,
+            idle_heartbeat_ms=max(1, int(idle_heartbeat * 1000)), description=description,
+            retry_ms=max(1, int(retry * 1000)))
+        return OrderedConsumer(self, state)
 
-    # ------------------------------------------------------------ messages
-    async def get_msg(self, stream: str, seq: int | None = None, last_by_subj: str | None = None,
-                      next_by_subj: str | None = None) -> Msg:
-        body = {k: v for k, v in (("seq", seq), ("last_by_subj", last_by_subj), ("next_by_subj", next_by_subj))
-                if v is not None}
-        m = (await self.api(f"STREAM.MSG.GET.{stream}", body)).get("message") or {}
-        hdrs = base64.b64decode(m.get("hdrs") or "")
-        msg = Msg(m.get("subject", ""), base64.b64decode(m.get("data") or ""), None,
-                  parse_headers(hdrs) if hdrs else None)
-        msg.headers = dict(msg.headers or {}, **{"Nats-Sequence": [str(m.get("seq"))],
-                                                  "Nats-Time-Stamp": [m.get("time", "")]})
-        return msg
-
-    async def direct_get(self, stream: str, seq: int | None = None, last_by_subj: str | None = None,
-                         next_by_subj: str | None = None) -> Msg:
-        """ADR-31 direct get; the stream needs allow_direct."""
-        if last_by_subj is not None and seq is None and next_by_subj is None:
-            subject, payload = f"{self.prefix}.DIRECT.GET.{stream}.{last_by_subj}", b""
-        else:
-            body = {k: v for k, v in (("seq", seq), ("next_by_subj", next_by_subj)) if v is not None}
-            subject, payload = f"{self.prefix}.DIRECT.GET.{stream}", json.dumps(body).encode()
-        msg = await self.client.request(subject, payload, timeout=self.timeout)
-        if msg.status == 404:
-            raise make_error("ErrMsgNotFound", "no message found")
-        if msg.status == 408:
-            raise make_error("ErrInvalidArg", "Invalid request")
-        subj = msg.header("Nats-Subject", msg.subject)
-        return Msg(subj, msg.data, None, msg.headers)
-
-    async def delete_msg(self, stream: str, seq: int, erase: bool = False) -> bool:
-        resp = await self.api(f"STREAM.MSG.DELETE.{stream}", {"seq": seq, "no_erase": not erase})
-        return bool(resp.get("success"))
-
-    # ------------------------------------------------------------ KV
+    # ------------------------------------------------------------ Key-Value
     async def create_key_value(self, bucket: str, **config):
+        """A new bucket (tclnats_py.kv.KeyValue): history, ttl (s),
+        max_value_size, max_bucket_size, storage, replicas, description,
+        compression, metadata, republish, placement, mirror_name, mirror_domain."""
         from .kv import KeyValue
         return await KeyValue.create_bucket(self, bucket, **config)
+
+    async def update_key_value(self, bucket: str, **config):
+        from .kv import KeyValue
+        return await KeyValue.create_bucket(self, bucket, update=True, **config)
+
+    async def create_kv_aggregate(self, bucket: str, writable: bool, origins, **config):
+        """A bucket gathering other buckets (maybe across domains; origins from
+        tclnats_py.kv.kv_origin(...)); read-only unless ``writable``."""
+        from .kv import KeyValue
+        if not origins:
+            raise make_error("ErrInvalidArg", "List of KV origins is required")
+        if "mirror_name" in config or "mirror_domain" in config:
+            raise make_error("ErrInvalidArg", "-mirror_name and -mirror_domain are not allowed")
+        return await KeyValue.create_bucket(self, bucket, origins=list(origins), writable=bool(writable), **config)
+
+    async def create_kv_mirror(self, name: str, origin: dict, **config) -> None:
+        """A read-only copy of one bucket (serves direct gets); not bindable,
+        deleted with delete_stream(name)."""
+        from .kv import KeyValue
+        if "mirror_name" in config or "mirror_domain" in config:
+            raise make_error("ErrInvalidArg", "-mirror_name and -mirror_domain are not allowed")
+        await KeyValue.create_bucket(self, name, mirror_origin=origin, **config)
 
     async def key_value(self, bucket: str):
         from .kv import KeyValue
         return await KeyValue.bind(self, bucket)
 
     async def delete_key_value(self, bucket: str) -> bool:
-        try:
-            return await self.delete_stream(f"KV_{bucket}")
-        except NatsError as e:
-            if e.code == "ErrStreamNotFound":
-                raise make_error("ErrBucketNotFound", f"Bucket {bucket} not found") from None
-            raise
+        from ._js import kv as _kv
+        return await self._run(_kv.delete_bucket(self.jsapi, bucket))
 
     async def key_value_buckets(self) -> list[str]:
-        return [n[3:] for n in await self.stream_names() if n.startswith("KV_")]
+        from ._js import kv as _kv
+        return await self._run(_kv.bucket_names(self.jsapi))
+
+    async def empty_key_value(self, bucket: str) -> int:
+        from ._js import kv as _kv
+        return await self._run(_kv.empty_bucket(self.jsapi, bucket))
 
     # ------------------------------------------------------------ Object Store
     async def create_object_store(self, bucket: str, **config):
+        """A new object store (tclnats_py.objectstore.ObjectStore): description,
+        ttl (s), max_bytes, storage, replicas, compression, metadata."""
         from .objectstore import ObjectStore
         return await ObjectStore.create_bucket(self, bucket, **config)
 
@@ -322,35 +671,53 @@ class JetStream:
         return await ObjectStore.bind(self, bucket)
 
     async def delete_object_store(self, bucket: str) -> bool:
-        try:
-            return await self.delete_stream(f"OBJ_{bucket}")
-        except NatsError as e:
-            if e.code == "ErrStreamNotFound":
-                raise make_error("ErrBucketNotFound", f"Bucket {bucket} not found") from None
-            raise
+        from ._js import objstore as _obj
+        return await self._run(_obj.delete_bucket(self.jsapi, bucket))
 
     async def object_store_names(self) -> list[str]:
-        return [n[4:] for n in await self.stream_names() if n.startswith("OBJ_")]
+        from ._js import objstore as _obj
+        return await self._run(_obj.bucket_names(self.jsapi))
 
 
+# ------------------------------------------------------------------ streams
 class Stream:
-    """A stream, found on the JetStream context (``await js.stream(name)``)."""
+    """A stream (``await js.stream(name)``); ``info`` is the last one fetched."""
 
-    def __init__(self, js: JetStream, name: str, info: Info):
+    def __init__(self, js: JetStream, name: str, info: StreamInfo):
         self.js = js
         self.name = name
         self.info = info
 
-    async def refresh(self) -> Info:
-        self.info = await self.js.api(f"STREAM.INFO.{self.name}")
-        return self.info
+    def __repr__(self):
+        return f"<Stream {self.name}>"
 
     @property
     def config(self) -> StreamConfig:
-        return StreamConfig.from_api(self.info.get("config", {}))
+        return self.info.config
 
-    async def create_consumer(self, **config) -> "Consumer":
-        return await self.js.create_consumer(self.name, **config)
+    async def refresh(self) -> StreamInfo:
+        self.info = await self.js.stream_info(self.name)
+        return self.info
+
+    async def update(self, config: StreamConfig | None = None, **kw) -> "Stream":
+        s = await self.js.update_stream(self.name, config or self.config, **kw)
+        self.info = s.info
+        return self
+
+    async def delete(self) -> bool:
+        return await self.js.delete_stream(self.name)
+
+    async def purge(self, filter: str | None = None, keep: int | None = None, seq: int | None = None) -> int:
+        return await self.js.purge_stream(self.name, filter, keep, seq)
+
+    async def create_consumer(self, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+        return await self.js.create_consumer(self.name, config, **kw)
+
+    async def update_consumer(self, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+        return await self.js.update_consumer(self.name, config, **kw)
+
+    async def create_or_update_consumer(self, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+        return await self.js.create_or_update_consumer(self.name, config, **kw)
 
     async def consumer(self, name: str) -> "Consumer":
         return await self.js.consumer(self.name, name)
@@ -358,191 +725,510 @@ class Stream:
     async def delete_consumer(self, name: str) -> bool:
         return await self.js.delete_consumer(self.name, name)
 
-    async def purge(self, **kw) -> int:
-        return await self.js.purge_stream(self.name, **kw)
+    async def consumer_names(self) -> list[str]:
+        return await self.js.consumer_names(self.name)
 
-    async def get_msg(self, **kw) -> Msg:
-        if self.info.get("config", {}).get("allow_direct"):
-            return await self.js.direct_get(self.name, **kw)
-        return await self.js.get_msg(self.name, **kw)
+    async def consumers(self) -> list[ConsumerInfo]:
+        return await self.js.consumers(self.name)
+
+    def ordered_consumer(self, **kw) -> "OrderedConsumer":
+        return self.js.ordered_consumer(self.name, **kw)
+
+    async def get_msg(self, seq: int | None = None, last_by_subj: str | None = None,
+                      next_by_subj: str | None = None) -> StoredMsg:
+        """A message by sequence or subject; DIRECT.GET when the stream
+        allows it (as nats.go's Stream.GetMsg), STREAM.MSG.GET otherwise."""
+        cfg = self.info.get("config") or {}
+        if cfg.get("allow_direct"):
+            return await self.js.direct_get(self.name, seq, last_by_subj, next_by_subj)
+        return await self.js.get_msg(self.name, seq, last_by_subj, next_by_subj)
+
+    async def get_last_msg_for_subject(self, subject: str) -> StoredMsg:
+        return await self.get_msg(last_by_subj=subject)
 
     async def delete_msg(self, seq: int, erase: bool = False) -> bool:
         return await self.js.delete_msg(self.name, seq, erase)
 
-    async def delete(self) -> bool:
-        return await self.js.delete_stream(self.name)
+    async def secure_delete_msg(self, seq: int) -> bool:
+        return await self.js.delete_msg(self.name, seq, erase=True)
 
 
+# ------------------------------------------------------------------ consumers
 class Consumer:
-    """A pull consumer: fetch batches, or consume continuously."""
+    """A pull consumer: ``fetch`` batches, ``consume`` continuously, or iterate
+    ``messages()``.  ``info`` is the last ConsumerInfo fetched."""
 
-    def __init__(self, js: JetStream, stream: str, name: str, info: Info):
+    def __init__(self, js: JetStream, stream: str, name: str, info: ConsumerInfo):
         self.js = js
         self.stream = stream
         self.name = name
         self.info = info
 
-    async def refresh(self) -> Info:
-        self.info = await self.js.api(f"CONSUMER.INFO.{self.stream}.{self.name}")
-        return self.info
+    def __repr__(self):
+        return f"<Consumer {self.stream}/{self.name}>"
 
     @property
     def config(self) -> ConsumerConfig:
-        return ConsumerConfig.from_api(self.info.get("config", {}))
+        return self.info.config
 
-    async def fetch(self, batch: int = 1, expires: float | None = None, no_wait: bool | None = None,
-                    max_bytes: int | None = None, heartbeat: float | None = None) -> list[JsMsg]:
-        """Up to ``batch`` messages; waits at most ``expires`` seconds (default: what is there now)."""
-        client = self.js.client
-        body = {"batch": batch}
+    @property
+    def next_subject(self) -> str:
+        return self.js.jsapi.next_subject(self.stream, self.name)
+
+    async def refresh(self) -> ConsumerInfo:
+        self.info = await self.js.consumer_info(self.stream, self.name)
+        return self.info
+
+    async def delete(self) -> bool:
+        return await self.js.delete_consumer(self.stream, self.name)
+
+    async def fetch(self, batch: int = 1, expires: float | None = None, *, max_bytes: int | None = None,
+                    heartbeat: float | None = None, no_wait: bool | None = None) -> list[JsMsg]:
+        """One pull request: up to ``batch`` messages (or ``max_bytes``).
+
+        Without ``expires`` it takes what is there now (no_wait); with it the
+        server waits up to ``expires`` seconds for the batch to fill.  The
+        list may be short or empty.  ErrTimeout only when the server did not
+        answer at all (after checking that the consumer exists: else
+        ErrConsumerNotFound / ErrStreamNotFound); ErrConsumerDeleted etc.
+        when the pull ended with that and brought nothing.
+        """
         if expires is None:
-            body["no_wait"] = True
-            wait = self.js.timeout
+            f = Fetch(batch, max_bytes=max_bytes, js_timeout_ms=int(self.js.timeout * 1000))
         else:
-            body["expires"] = int(max(expires - 0.01, 0.001) * _NS)
-            wait = expires + 0.5
-            if no_wait:
-                body["no_wait"] = True
-        if max_bytes:
-            body["max_bytes"] = max_bytes
-        if heartbeat:
-            body["idle_heartbeat"] = int(heartbeat * _NS)
-        inbox = client.new_inbox()
-        sub = await client.subscribe(inbox, max_msgs=batch + 8)
-        client.publish(f"{self.js.prefix}.CONSUMER.MSG.NEXT.{self.stream}.{self.name}",
-                       json.dumps(body).encode(), reply=inbox)
-        out: list[JsMsg] = []
+            exp = max(1, int(expires * 1000))
+            hb = int(heartbeat * 1000) if heartbeat else None
+            f = Fetch(batch, timeout_ms=exp + max(200, exp // 10), expires_ms=exp, max_bytes=max_bytes,
+                      idle_heartbeat_ms=hb, no_wait=no_wait)
+        client = self.js.client
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait
+        inbox = client.new_inbox()
+        sub = await client.subscribe(inbox)
         try:
-            while len(out) < batch:
+            client.publish(self.next_subject, f.body, reply=inbox)
+            deadline = loop.time() + f.timeout_ms / 1000
+            hb_wait = f.heartbeat_timeout_ms / 1000 if f.heartbeat_timeout_ms else None
+            while not f.done:
                 left = deadline - loop.time()
                 if left <= 0:
+                    f.on_timeout()
                     break
+                wait = min(left, hb_wait) if hb_wait else left
                 try:
-                    msg = await sub.next_msg(left)
+                    msg = await sub.next_msg(wait)
                 except NatsError as e:
-                    if e.code in ("ErrTimeout", "ErrBadSubscription"):
+                    if e.code == "ErrTimeout":
+                        if hb_wait and wait < left:
+                            f.on_heartbeat_missed()
+                        else:
+                            f.on_timeout()
+                        break
+                    if e.code == "ErrBadSubscription":  # the connection closed
+                        f.on_timeout()
                         break
                     raise
-                kind = pull_status(msg)
-                if kind == "msg":
-                    out.append(JsMsg(self.js, msg))
-                elif kind == "end":
-                    break
-                elif kind == "no_responders":
-                    raise make_error("ErrNoResponders", f"No JetStream for consumer {self.stream}/{self.name}")
+                f.on_msg(msg)
         finally:
-            if not sub._engine_sub.closed:
-                await sub.unsubscribe()
-        if not out and expires is not None and loop.time() >= deadline:
-            # a wrong stream or consumer shows up as a timeout: report the real cause
-            await self.refresh()
-        return out
+            if sub.is_active:
+                try:
+                    await sub.unsubscribe()
+                except NatsError:
+                    pass
+        closed = client.is_closed
+        try:
+            msgs = f.result(closed=closed and client.last_error is None, lost=closed and client.last_error is not None,
+                            raise_status=True)
+        except NatsError as e:
+            if e.code == "ErrTimeout" and f.probe and not closed:
+                await self.refresh()  # raises ErrConsumerNotFound, ErrStreamNotFound, ...
+            raise
+        return [JsMsg(self.js, m) for m in msgs]
 
-    async def messages(self, batch: int = 100, expires: float = 5.0):
-        """An endless async iterator of messages, pulling ``batch`` at a time."""
-        while True:
-            for m in await self.fetch(batch, expires=expires):
-                yield m
+    async def fetch_no_wait(self, batch: int = 1) -> list[JsMsg]:
+        return await self.fetch(batch)
 
-    def consume(self, cb, batch: int = 100, threshold: int | None = None, expires: float = 30.0,
-                heartbeat: float | None = None, error_cb=None) -> "ConsumeContext":
-        """Continuous pull (the "consume" of JetStream client API v2).
+    async def fetch_bytes(self, max_bytes: int, expires: float | None = None) -> list[JsMsg]:
+        return await self.fetch(1_000_000, expires, max_bytes=max_bytes)
 
-        Keeps up to ``batch`` messages requested: a new pull request goes out
-        whenever fewer than ``threshold`` (default half) remain outstanding, or
-        when one expires.  With ``heartbeat`` the server sends idle heartbeats
-        and two missed ones are reported to ``error_cb`` (ErrTimeout) and the
-        pulls are re-issued.  ``cb(msg)`` may be a coroutine function.
+    async def next(self, timeout: float = 5.0) -> JsMsg:
+        """One message, waiting up to ``timeout``; ErrTimeout when none came."""
+        msgs = await self.fetch(1, expires=timeout)
+        if not msgs:
+            raise make_error("ErrTimeout", f"No message from consumer {self.stream}/{self.name}")
+        return msgs[0]
+
+    def _consume_state(self, max_messages, max_bytes, threshold_messages, threshold_bytes, expires, heartbeat):
+        return Consume(max_messages, max_bytes, expires_ms=int(expires * 1000),
+                       idle_heartbeat_ms=int(heartbeat * 1000) if heartbeat else None,
+                       threshold_messages=threshold_messages, threshold_bytes=threshold_bytes)
+
+    def consume(self, cb, *, max_messages: int | None = None, max_bytes: int | None = None,
+                threshold_messages: int | None = None, threshold_bytes: int | None = None, expires: float = 30.0,
+                heartbeat: float | None = None, error_cb=None, batch: int | None = None,
+                threshold: int | None = None) -> "ConsumeContext":
+        """Continuous pull (JetStream client API v2 "consume", ADR-37).
+
+        Keeps up to ``max_messages`` (default 500; or ``max_bytes``) requested
+        and refills when fewer than ``threshold_messages`` (default half)
+        remain outstanding.  Pull requests expire after ``expires`` seconds
+        and carry idle heartbeats (``heartbeat``, default half of expires up to
+        30 s); missed heartbeats go to ``error_cb`` as ErrNoHeartbeat and the
+        pulls start over; ErrConsumerDeleted (and other terminal statuses)
+        go there too and end it.  ``cb(msg)`` may be a coroutine function; its
+        exceptions go to ``error_cb``.  (``batch``/``threshold`` are older
+        names of max_messages/threshold_messages.)
         """
-        ctx = ConsumeContext(self, cb, batch, threshold or max(1, batch // 2), expires, heartbeat, error_cb)
+        state = self._consume_state(max_messages if max_messages is not None else batch, max_bytes,
+                                    threshold_messages if threshold_messages is not None else threshold,
+                                    threshold_bytes, expires, heartbeat)
+        ctx = ConsumeContext(self, cb, state, error_cb)
         ctx.start()
         return ctx
 
+    def messages(self, *, max_messages: int | None = None, max_bytes: int | None = None,
+                 threshold_messages: int | None = None, threshold_bytes: int | None = None, expires: float = 30.0,
+                 heartbeat: float | None = None, batch: int | None = None) -> "MessagesContext":
+        """``async for msg in consumer.messages(): ...`` — the consume
+        algorithm as an iterator (messages are counted as taken when the
+        iterator hands them out).  ``await it.stop()`` ends it."""
+        state = self._consume_state(max_messages if max_messages is not None else batch, max_bytes,
+                                    threshold_messages, threshold_bytes, expires, heartbeat)
+        return MessagesContext(self, state)
 
-class ConsumeContext:
-    """A running :meth:`Consumer.consume`; ``stop()`` ends it."""
 
-    def __init__(self, consumer, cb, batch, threshold, expires, heartbeat, error_cb):
+class _PullLoop:
+    """What ConsumeContext and MessagesContext share: the inbox, the pulls,
+    the heartbeat clock and reconnect detection."""
+
+    def __init__(self, consumer: Consumer, state: Consume):
         self.consumer = consumer
-        self.cb = cb
-        self.batch = batch
-        self.threshold = threshold
-        self.expires = expires
-        self.heartbeat = heartbeat
-        self.error_cb = error_cb
-        self.outstanding = 0
-        self.delivered = 0
-        self._task = None
+        self.state = state
+        self.client = consumer.js.client
         self._sub = None
+        self._inbox = None
+        self._reconnects = None
+        self.warnings: list = []
+
+    def _pulls(self, events) -> list:
+        """Send the pull requests among ``events``; the others are returned."""
+        rest = []
+        for ev in events:
+            if ev[0] == "pull":
+                try:
+                    self.client.publish(self.consumer.next_subject, ev[1], reply=self._inbox)
+                except NatsError as e:
+                    rest.append(("warning", e))
+            else:
+                rest.append(ev)
+        return rest
+
+    def _reconnected(self) -> bool:
+        n = self.client.stats.get("reconnects", 0)
+        if self._reconnects is None:
+            self._reconnects = n
+            return False
+        if n != self._reconnects:
+            self._reconnects = n
+            return True
+        return False
+
+    def _on_silence(self) -> list:
+        """The heartbeat clock ran out: reconnected, disconnected or a warning."""
+        if not self.client.is_connected:
+            self.state.on_disconnect()
+            return []
+        if self._reconnected() or self.state.paused:
+            return self._pulls(self.state.on_reconnect())
+        return self._pulls(self.state.on_heartbeat_missed())
+
+
+class ConsumeContext(_PullLoop):
+    """A running :meth:`Consumer.consume`; ``await ctx.stop()`` ends it."""
+
+    def __init__(self, consumer: Consumer, cb, state: Consume, error_cb):
+        super().__init__(consumer, state)
+        self.cb = cb
+        self.error_cb = error_cb
+        self._timer = None
+        self._task = None
+        self.closed = asyncio.get_running_loop().create_future()
+
+    @property
+    def delivered(self) -> int:
+        return self.state.delivered
+
+    @property
+    def outstanding(self) -> int:
+        return self.state.pending_msgs
 
     def start(self):
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._task = asyncio.get_running_loop().create_task(self._start())
 
-    def _pull(self):
-        js = self.consumer.js
-        want = self.batch - self.outstanding
-        if want <= 0:
+    async def _start(self):
+        try:
+            self._inbox = self.client.new_inbox()
+            self._sub = await self.client.subscribe(self._inbox, cb=self._on_msg)
+            self._reconnected()
+            self._arm()
+            self._report_all(self._pulls(self.state.start()))
+        except NatsError as e:
+            self._report(e)
+            await self.stop()
+
+    def _arm(self):
+        if self._timer is not None:
+            self._timer.cancel()
+        if self.state.stopped is None:
+            self._timer = asyncio.get_running_loop().call_later(self.state.heartbeat_timeout_ms / 1000, self._silence)
+
+    def _silence(self):
+        self._timer = None
+        if self.state.stopped is not None:
             return
-        body = {"batch": want, "expires": int(self.expires * _NS)}
-        if self.heartbeat:
-            body["idle_heartbeat"] = int(self.heartbeat * _NS)
-        js.client.publish(f"{js.prefix}.CONSUMER.MSG.NEXT.{self.consumer.stream}.{self.consumer.name}",
-                          json.dumps(body).encode(), reply=self._inbox)
-        self.outstanding += want
+        self._report_all(self._on_silence())
+        self._arm()
 
     def _report(self, err):
         if self.error_cb is not None:
-            self.error_cb(err)
+            try:
+                r = self.error_cb(err)
+                if inspect.isawaitable(r):
+                    asyncio.ensure_future(r)
+            except Exception:  # a failing error_cb must not stop consuming
+                pass
 
-    async def _run(self):
-        client = self.consumer.js.client
-        self._inbox = client.new_inbox()
-        self._sub = await client.subscribe(self._inbox)
-        idle = (self.heartbeat * 2) if self.heartbeat else self.expires + 1.0
-        self._pull()
-        try:
-            while True:
+    def _report_all(self, events):
+        for ev in events:
+            if ev[0] in ("warning", "stop"):
+                self._report(ev[1])
+                if ev[0] == "stop":
+                    asyncio.ensure_future(self.stop())
+
+    async def _on_msg(self, msg):
+        if self.state.stopped is not None:
+            return
+        self._arm()
+        if msg.status and self._reconnected():
+            self._pulls(self.state.on_reconnect())
+        for ev in self._pulls(self.state.on_msg(msg)):
+            if ev[0] == "deliver":
                 try:
-                    msg = await self._sub.next_msg(idle)
-                except NatsError as e:
-                    if e.code != "ErrTimeout":
-                        raise
-                    if self.heartbeat:
-                        self._report(make_error("ErrTimeout", "no heartbeat from the server"))
-                    self.outstanding = 0
-                    self._pull()
-                    continue
-                kind = pull_status(msg)
-                if kind == "heartbeat":
-                    continue
-                if kind in ("end", "no_responders"):
-                    # an expired or ended pull: what it still owed is not coming
-                    pending = msg.header("Nats-Pending-Messages")
-                    self.outstanding = max(0, self.outstanding - int(pending)) if pending else 0
-                    if kind == "no_responders" or msg.status == 409:
-                        self._report(make_error("ErrConsumerNotFound" if msg.status == 409 else "ErrNoResponders",
-                                                msg.description or "pull request ended"))
-                        await asyncio.sleep(min(self.expires, 1.0))
-                    self._pull()
-                    continue
-                self.outstanding -= 1
-                self.delivered += 1
-                r = self.cb(JsMsg(self.consumer.js, msg))
-                if asyncio.iscoroutine(r):
-                    await r
-                if self.outstanding < self.threshold:
-                    self._pull()
-        except asyncio.CancelledError:
-            pass
+                    r = self.cb(JsMsg(self.consumer.js, ev[1]))
+                    if inspect.isawaitable(r):
+                        await r
+                except Exception as e:  # the user's callback failed: report it, keep consuming
+                    self._report(e)
+            else:
+                self._report_all([ev])
 
-    async def stop(self):
-        if self._task is not None:
+    async def stop(self) -> None:
+        """Stop pulling and delivering (what is in flight is dropped; unacked
+        messages are redelivered by the server after their ack wait)."""
+        self.state.stop()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._sub is not None and self._sub.is_active:
+            try:
+                await self._sub.unsubscribe()
+            except NatsError:
+                pass
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+class MessagesContext(_PullLoop):
+    """An async iterator over a consumer's messages (the consume algorithm)."""
+
+    def __aiter__(self):
+        return self
+
+    async def _start(self):
+        self._inbox = self.client.new_inbox()
+        self._sub = await self.client.subscribe(self._inbox)
+        self._reconnected()
+        self.warnings += self._pulls(self.state.start())
+
+    async def __anext__(self) -> JsMsg:
+        if self._sub is None:
+            await self._start()
+        while True:
+            if self.state.stopped is not None:
+                if self.state.stopped.code in ("ErrConsumerStopped",):
+                    raise StopAsyncIteration
+                raise self.state.stopped
+            try:
+                msg = await self._sub.next_msg(self.state.heartbeat_timeout_ms / 1000)
+            except NatsError as e:
+                if e.code == "ErrBadSubscription":
+                    raise StopAsyncIteration from None
+                if e.code != "ErrTimeout":
+                    raise
+                self.warnings += self._on_silence()
+                continue
+            if msg.status and self._reconnected():
+                self._pulls(self.state.on_reconnect())
+            for ev in self._pulls(self.state.on_msg(msg)):
+                if ev[0] == "deliver":
+                    return JsMsg(self.consumer.js, ev[1])
+                if ev[0] == "stop":
+                    raise ev[1]
+                self.warnings.append(ev)
+
+    async def stop(self) -> None:
+        self.state.stop()
+        if self._sub is not None and self._sub.is_active:
+            try:
+                await self._sub.unsubscribe()
+            except NatsError:
+                pass
+
+
+# ------------------------------------------------------------------ ordered consumers
+class OrderedConsumer:
+    """An ordered consumer (ADR-17) over the shared state machine.
+
+    ``async for msg in oc`` (JsMsg, no acks needed), ``await oc.next(t)``,
+    or ``oc.consume(cb)``.  Resets are automatic; ``resets`` counts them and
+    ``last_error`` says why the last one happened (nats-tcl's ``last_error``).
+    """
+
+    def __init__(self, js: JetStream, state: _ordered.OrderedConsumer):
+        self.js = js
+        self.state = state
+        self.info: ConsumerInfo | None = None
+        self._sub = None
+        self._started = False
+        self._task = None
+
+    def __repr__(self):
+        return f"<OrderedConsumer {self.state.stream} name={self.state.name!r}>"
+
+    @property
+    def name(self) -> str:
+        return self.state.name
+
+    @property
+    def resets(self) -> int:
+        return self.state.resets
+
+    @property
+    def last_error(self):
+        return self.state.last_error
+
+    @property
+    def stream_seq(self) -> int:
+        return self.state.stream_seq
+
+    async def start(self) -> "OrderedConsumer":
+        """Create the consumer now (errors such as ErrStreamNotFound come here)."""
+        if not self._started:
+            await self._create()
+            self._started = True
+        return self
+
+    async def _create(self):
+        client = self.js.client
+        inbox = client.new_inbox()
+        sub = await client.subscribe(inbox)
+        req = self.state.create_request(self.js.jsapi, inbox, self.js._server_version)
+        try:
+            info = await self.js._run(api_call(req))
+        except BaseException:
+            if sub.is_active:
+                await sub.unsubscribe()
+            raise
+        self._sub = sub
+        self.state.on_created(info)
+        self.info = ConsumerInfo(info)
+
+    async def _drop_sub(self):
+        sub, self._sub = self._sub, None
+        if sub is not None and sub.is_active:
+            try:
+                await sub.unsubscribe()
+            except NatsError:
+                pass
+
+    async def _recreate(self):
+        await self._drop_sub()
+        while self.state.stopped is None:
+            try:
+                await self._create()
+                return
+            except NatsError as e:
+                err = make_error("ErrConnectionClosed", "Connection closed") if self.js.client.is_closed else e
+                for ev in self.state.on_create_failed(err):
+                    if ev[0] == "retry":
+                        await asyncio.sleep(ev[1] / 1000)
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self) -> JsMsg:
+        if not self._started:
+            await self.start()
+        client = self.js.client
+        while True:
+            if self.state.stopped is not None:
+                raise StopAsyncIteration
+            if self._sub is None:
+                await self._recreate()
+                continue
+            try:
+                msg = await self._sub.next_msg(self.state.heartbeat_timeout_ms / 1000)
+            except NatsError as e:
+                if e.code not in ("ErrTimeout", "ErrBadSubscription"):
+                    raise
+                if client.is_closed:
+                    self.state.stop(make_error("ErrConnectionClosed", "Connection closed"))
+                    raise StopAsyncIteration from None
+                events = self.state.on_heartbeat_missed()
+            else:
+                events = self.state.on_msg(msg)
+            for ev in events:
+                kind = ev[0]
+                if kind == "deliver":
+                    return JsMsg(self.js, ev[1], ev[2])
+                if kind == "publish":
+                    client.publish(ev[1], ev[2])
+                elif kind == "reset":
+                    await self._recreate()
+                    break
+
+    async def next(self, timeout: float | None = None) -> JsMsg:
+        """The next message; ErrTimeout after ``timeout`` seconds."""
+        try:
+            return await asyncio.wait_for(self.__anext__(), timeout)
+        except asyncio.TimeoutError:
+            raise make_error("ErrTimeout", f"No message from the ordered consumer on {self.state.stream}") from None
+
+    def consume(self, cb, error_cb=None) -> "OrderedConsumer":
+        """Deliver every message to ``cb`` (plain or coroutine function) in a
+        task until ``stop()``."""
+        async def run():
+            try:
+                async for m in self:
+                    try:
+                        r = cb(m)
+                        if inspect.isawaitable(r):
+                            await r
+                    except Exception as e:  # the user's callback failed; go on
+                        if error_cb is not None:
+                            error_cb(e)
+            except NatsError as e:
+                if error_cb is not None:
+                    error_cb(e)
+        self._task = asyncio.get_running_loop().create_task(run())
+        return self
+
+    async def stop(self) -> None:
+        """Unsubscribe; the server drops the consumer after its inactive threshold."""
+        self.state.stop()
+        await self._drop_sub()
+        if self._task is not None and self._task is not asyncio.current_task():
             self._task.cancel()
             try:
                 await self._task
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, Exception):
                 pass
-        if self._sub is not None and not self._sub._engine_sub.closed:
-            await self._sub.unsubscribe()

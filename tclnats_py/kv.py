@@ -1,187 +1,243 @@
-"""Key-Value buckets for the asyncio face (ADR-8), on top of tclnats_py.jetstream.
+"""Key-Value buckets for the asyncio face (ADR-8), over ``tclnats_py._js.kv``.
 
-    kv = await js.create_key_value("SETTINGS", history=5)
+    kv = await js.create_key_value("SETTINGS", history=5, ttl=3600)
     rev = await kv.put("theme", b"dark")
-    entry = await kv.get("theme")          # KvEntry: bucket key value revision created operation delta
-    await kv.update("theme", b"light", last=rev)
-    async for entry in kv.watch("theme.>"): ...   # None marks the end of the initial values
+    entry = await kv.get("theme")           # KvEntry: bucket key value revision created operation delta
+    await kv.update("theme", b"light", last=rev)      # ErrWrongLastSequence if someone was first
+    await kv.create("new.key", b"x")                  # only if absent (or deleted)
+    async for entry in kv.watch("theme.>"): ...       # None marks the end of the initial values
+    await kv.history("theme"), await kv.keys(), await kv.status()
+
+Buckets in another domain or account work through the JetStream context's
+prefix (``client.jetstream(domain="hub")``); aggregates and mirrors are made
+with ``js.create_kv_aggregate`` / ``js.create_kv_mirror`` and
+:func:`kv_origin`.  ``created`` is ms since the epoch (``created_at`` a
+datetime); ``ttl`` is in seconds.  Errors: ErrKeyNotFound, ErrBucketNotFound,
+ErrWrongLastSequence, ErrInvalidArg (bad key or bucket name), ErrTimeout.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import datetime
+from dataclasses import dataclass, field
 
 from ._errors import NatsError, make_error
-from ._js import check_bucket, check_key, iso_to_ms, kv_operation, kv_stream_config
+from ._js import kv as _kv
 
-__all__ = ["KeyValue", "KvEntry"]
+__all__ = ["KeyValue", "KvEntry", "KvStatus", "KvWatcher", "kv_origin"]
+
+kv_origin = _kv.make_origin
+
+
+class KvEntry(_kv.Entry):
+    """A KV entry; ``created`` is ms since the epoch."""
+
+    __slots__ = ()
+
+    @property
+    def created_at(self) -> datetime.datetime:
+        return datetime.datetime.fromtimestamp(self.created / 1000, datetime.timezone.utc)
+
+
+def _entry(e: _kv.Entry) -> KvEntry:
+    return KvEntry(e.bucket, e.key, e.value, e.revision, e.created, e.operation, e.delta)
 
 
 @dataclass
-class KvEntry:
+class KvStatus:
+    """KvAPI.md "Bucket status" (ttl in seconds, 0 = forever)."""
     bucket: str
-    key: str
-    value: bytes
-    revision: int
-    created: int          # ms since the epoch
-    operation: str = "PUT"
-    delta: int = 0
+    values: int
+    history: int
+    ttl: float
+    bytes: int
+    is_compressed: bool
+    mirror_name: str | None = None
+    mirror_domain: str | None = None
+    backing_store: str = "JetStream"
+    stream_config: dict = field(default_factory=dict)
+    stream_state: dict = field(default_factory=dict)
+
+    @property
+    def metadata(self) -> dict:
+        return self.stream_config.get("metadata") or {}
+
+
+def _bucket_options(ttl=None, replicas=None, compression=None, **config) -> dict:
+    if ttl is not None:
+        config["ttl_ms"] = int(round(ttl * 1000))
+    if replicas is not None:
+        config["num_replicas"] = replicas
+    if compression is not None:
+        config["compression"] = ("s2" if compression else "none") if isinstance(compression, bool) else compression
+    return config
 
 
 class KeyValue:
-    def __init__(self, js, bucket: str, stream_info):
+    """One bound bucket."""
+
+    def __init__(self, js, bucket: _kv.Bucket):
         self.js = js
-        self.bucket = bucket
-        self.stream = f"KV_{bucket}"
-        self.prefix = f"$KV.{bucket}"
-        self.info = stream_info
-        self.direct = bool(stream_info.get("config", {}).get("allow_direct"))
+        self._b = bucket
+        self.bucket = bucket.bucket
+        self.stream = bucket.stream
+
+    def __repr__(self):
+        return f"<KeyValue {self.bucket}>"
 
     # ------------------------------------------------------------ lifecycle
     @classmethod
-    async def create_bucket(cls, js, bucket: str, history: int = 1, ttl: float | None = None, storage: str = "file",
-                     max_value_size: int | None = None, max_bucket_size: int | None = None,
-                     replicas: int = 1, description: str | None = None, compression: str | None = None,
-                     metadata: dict | None = None) -> "KeyValue":
-        cfg = kv_stream_config(bucket, history=history, ttl_ms=int(ttl * 1000) if ttl else None, storage=storage,
-                               max_value_size=max_value_size, max_bucket_size=max_bucket_size,
-                               num_replicas=replicas, description=description, compression=compression,
-                               metadata=metadata)
-        info = await js.api(f"STREAM.CREATE.KV_{bucket}", cfg)
-        return cls(js, bucket, info)
+    async def create_bucket(cls, js, bucket: str, *, update: bool = False, **config) -> "KeyValue | None":
+        """Create (``update``: change) a bucket; see JetStream.create_key_value."""
+        b = await js._run(_kv.create_bucket(js.jsapi, bucket, update=update, **_bucket_options(**config)))
+        return cls(js, b) if b is not None else None
 
     @classmethod
     async def bind(cls, js, bucket: str) -> "KeyValue":
-        check_bucket(bucket)
-        try:
-            info = await js.api(f"STREAM.INFO.KV_{bucket}")
-        except NatsError as e:
-            if e.code == "ErrStreamNotFound":
-                raise make_error("ErrBucketNotFound", f"Bucket {bucket} not found") from None
-            raise
-        if (info.get("config", {}).get("max_msgs_per_subject") or 0) < 1:
-            raise make_error("ErrBucketNotFound", f"Bucket {bucket} not found")
-        return cls(js, bucket, info)
+        return cls(js, await js._run(_kv.bind(js.jsapi, bucket)))
+
+    @property
+    def read_prefix(self) -> str:
+        return self._b.read_prefix
 
     # ------------------------------------------------------------ reads
-    async def _raw_get(self, key: str, revision: int | None):
-        try:
-            if revision:
-                msg = await (self.js.direct_get(self.stream, seq=revision) if self.direct
-                             else self.js.get_msg(self.stream, seq=revision))
-            else:
-                subject = f"{self.prefix}.{key}"
-                msg = await (self.js.direct_get(self.stream, last_by_subj=subject) if self.direct
-                             else self.js.get_msg(self.stream, last_by_subj=subject))
-        except NatsError as e:
-            if e.code == "ErrMsgNotFound":
-                raise make_error("ErrKeyNotFound", f"Key {key} not found in bucket {self.bucket}") from None
-            if e.code == "ErrStreamNotFound":
-                raise make_error("ErrBucketNotFound", f"Bucket {self.bucket} not found") from None
-            raise
-        if revision and msg.subject != f"{self.prefix}.{key}":
-            raise make_error("ErrKeyNotFound", f"Key {key} not found in bucket {self.bucket}")
-        h = msg.headers or {}
-        return KvEntry(self.bucket, key, msg.data, int((h.get("Nats-Sequence") or ["0"])[0]),
-                       iso_to_ms((h.get("Nats-Time-Stamp") or [""])[0]), kv_operation(h))
-
     async def get(self, key: str, revision: int | None = None) -> KvEntry:
-        check_key(key)
-        entry = await self._raw_get(key, revision)
-        if entry.operation in ("DEL", "PURGE"):
-            raise make_error("ErrKeyNotFound", f"Key {key} was deleted or purged")
-        return entry
+        """The latest entry (or the one at ``revision``); ErrKeyNotFound if
+        missing or deleted."""
+        return _entry(await self.js._run(self._b.get(key, revision)))
 
-    async def status(self):
-        return await self.js.api(f"STREAM.INFO.{self.stream}")
+    async def get_value(self, key: str, revision: int | None = None) -> bytes:
+        return (await self.get(key, revision)).value
+
+    async def status(self) -> KvStatus:
+        st = await self.js._run(self._b.status())
+        ttl = st["ttl"] / 1e9 if st["ttl"] and st["ttl"] > 0 else 0
+        return KvStatus(st["bucket"], st["values"], st["history"], ttl, st["bytes"], st["is_compressed"],
+                        st.get("mirror_name"), st.get("mirror_domain"), stream_config=st["stream_config"],
+                        stream_state=st["stream_state"])
 
     # ------------------------------------------------------------ writes
-    async def _publish(self, key: str, value, headers=None, last: int | None = None) -> int:
-        check_key(key)
-        if isinstance(value, str):
-            value = value.encode()
-        try:
-            ack = await self.js.publish(f"{self.prefix}.{key}", value, headers,
-                                        expected_last_subject_seq=last)
-        except NatsError as e:
-            if e.code == "ErrNoResponders":
-                raise make_error("ErrBucketNotFound", f"Bucket {self.bucket} not found") from None
-            raise
-        return ack["seq"]
-
     async def put(self, key: str, value) -> int:
-        return await self._publish(key, value)
-
-    async def update(self, key: str, value, last: int) -> int:
-        return await self._publish(key, value, last=last)
+        """Store ``value`` (bytes or str); the new revision."""
+        return await self.js._run(self._b.put(key, value))
 
     async def create(self, key: str, value) -> int:
-        try:
-            return await self.update(key, value, 0)
-        except NatsError as e:
-            if e.code != "ErrWrongLastSequence":
-                raise
-            try:
-                entry = await self._raw_get(key, None)
-            except NatsError:
-                raise e from None
-            if entry.operation in ("DEL", "PURGE"):
-                return await self.update(key, value, entry.revision)
-            raise
+        """Store ``value`` only if ``key`` does not exist (or was deleted)."""
+        return await self.js._run(self._b.create(key, value))
+
+    async def update(self, key: str, value, last: int) -> int:
+        """Store ``value`` if ``last`` is still the latest revision of ``key``."""
+        return await self.js._run(self._b.update(key, value, last))
 
     async def delete(self, key: str, last: int | None = None) -> None:
-        await self._publish(key, b"", {"KV-Operation": ["DEL"]}, last=last if last else None)
+        """A delete marker (history kept); with ``last`` only if it is current."""
+        await self.js._run(self._b.delete(key, last))
 
     async def purge(self, key: str) -> None:
-        await self._publish(key, b"", {"KV-Operation": ["PURGE"], "Nats-Rollup": ["sub"]})
+        """A purge marker; the key's history goes."""
+        await self.js._run(self._b.purge(key))
+
+    async def revert(self, key: str, revision: int) -> int:
+        """Put the value ``key`` had at ``revision`` again; the new revision."""
+        return await self.js._run(self._b.revert(key, revision))
 
     # ------------------------------------------------------------ watch, keys, history
-    async def watch(self, keys: str = ">", include_history: bool = False, ignore_deletes: bool = False,
-                    meta_only: bool = False, updates_only: bool = False, idle_heartbeat: float = 5.0):
-        """Entries as they are now (then ``None``), then every update."""
-        if include_history and updates_only:
-            raise make_error("ErrInvalidArg", "include_history conflicts with updates_only")
-        policy = "new" if updates_only else ("all" if include_history else "last_per_subject")
-        oc = self.js.ordered_consumer(self.stream, filter_subject=f"{self.prefix}.{keys}", deliver_policy=policy,
-                                      headers_only=meta_only, idle_heartbeat=idle_heartbeat)
-        await oc.start()
-        initial_done = updates_only or oc.info.get("num_pending", 0) == 0
-        if initial_done:
-            yield None
-        try:
-            async for m in oc:
-                meta = m.metadata
-                op = kv_operation(m.headers)
-                if not (ignore_deletes and op in ("DEL", "PURGE")):
-                    yield KvEntry(self.bucket, m.subject[len(self.prefix) + 1:], m.data, meta["stream_seq"],
-                                  meta["timestamp"], op, meta["num_pending"])
-                if not initial_done and meta["num_pending"] == 0:
-                    initial_done = True
-                    yield None
-        finally:
-            await oc.stop()
+    def watch(self, keys=">", *, include_history: bool = False, ignore_deletes: bool = False,
+              meta_only: bool = False, updates_only: bool = False, idle_heartbeat: float = 5.0) -> "KvWatcher":
+        """Entries as they are now (or with their history), then ``None`` (the
+        End Of Initial Data), then every change as it happens.  ``keys`` is a
+        key, a wildcard pattern or a list of them.  Iterate it; ``await
+        w.stop()`` (or ``aclose()``) ends it."""
+        opts = self._b.watch_options(keys, include_history=include_history, meta_only=meta_only,
+                                     updates_only=updates_only, idle_heartbeat_ms=max(1, int(idle_heartbeat * 1000)))
+        return KvWatcher(self, opts, self._b.watcher(ignore_deletes=ignore_deletes, updates_only=updates_only))
 
-    async def _gather(self, keys: str, **kw) -> list[KvEntry]:
+    def watch_all(self, **kw) -> "KvWatcher":
+        return self.watch(">", **kw)
+
+    async def _gather(self, keys, **kw) -> list[KvEntry]:
+        w = self.watch(keys, **kw)
         out = []
-        agen = self.watch(keys, **kw)
         try:
-            async for entry in agen:
-                if entry is None:
-                    break
-                out.append(entry)
+            async with asyncio.timeout(self.js.timeout):
+                async for entry in w:
+                    if entry is None:
+                        break
+                    out.append(entry)
+        except TimeoutError:
+            raise make_error("ErrTimeout", f"Timeout while gathering entries of bucket {self.bucket}") from None
         finally:
-            await agen.aclose()
+            await w.stop()
         return out
 
-    async def keys(self) -> list[str]:
-        entries = await asyncio.wait_for(self._gather(">", ignore_deletes=True, meta_only=True), self.js.timeout)
+    async def keys(self, keys=">") -> list[str]:
+        """Every key (matching ``keys``) that has a value; ErrKeyNotFound when none."""
+        entries = await self._gather(keys, ignore_deletes=True, meta_only=True)
         if not entries:
             raise make_error("ErrKeyNotFound", f"No keys found in bucket {self.bucket}")
         return [e.key for e in entries]
 
     async def history(self, key: str) -> list[KvEntry]:
-        entries = await asyncio.wait_for(self._gather(key, include_history=True), self.js.timeout)
+        """Every stored revision of ``key`` (a pattern works too), oldest first."""
+        entries = await self._gather(key, include_history=True)
         if not entries:
             raise make_error("ErrKeyNotFound", f"Key {key} not found in bucket {self.bucket}")
         return entries
+
+
+class KvWatcher:
+    """A running watch: async iterator of KvEntry, with one ``None`` at the
+    End Of Initial Data.  It stops when its stream goes away (nats-tcl: "the
+    KV watcher stops as well"), or on ``stop()``."""
+
+    def __init__(self, kv: KeyValue, consumer_opts: dict, state: _kv.Watcher):
+        self.kv = kv
+        self.state = state
+        self._opts = consumer_opts
+        self.consumer = None
+        self._queue: list = []
+
+    @property
+    def init_done(self) -> bool:
+        return self.state.init_done
+
+    def __aiter__(self):
+        return self
+
+    async def _start(self):
+        js = self.kv.js
+        opts = dict(self._opts)
+        hb = opts.pop("idle_heartbeat_ms", 5000)
+        self.consumer = js.ordered_consumer(self.kv.stream, opts.pop("filter_subject", None),
+                                            opts.pop("deliver_policy"), opts.pop("headers_only"), hb / 1000,
+                                            description=opts.pop("description", None),
+                                            filter_subjects=opts.pop("filter_subjects", None))
+        try:
+            await self.consumer.start()
+        except NatsError as e:
+            if e.code == "ErrStreamNotFound":
+                raise make_error("ErrBucketNotFound", f"Bucket {self.kv.bucket} not found") from None
+            raise
+        self._queue += self.state.on_consumer_created(self.consumer.info)
+
+    async def __anext__(self):
+        if self.consumer is None:
+            await self._start()
+        while not self._queue:
+            msg = await self.consumer.__anext__()  # StopAsyncIteration ends us too
+            self._queue += self.state.on_msg(msg.msg, msg.metadata)
+        ev = self._queue.pop(0)
+        return _entry(ev[1]) if ev[0] == "entry" else None
+
+    async def stop(self) -> None:
+        if self.consumer is not None:
+            await self.consumer.stop()
+
+    aclose = stop
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.stop()

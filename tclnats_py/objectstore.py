@@ -1,212 +1,278 @@
-"""Object Store for the asyncio face (ADR-20).
+"""Object Store for the asyncio face (ADR-20), over ``tclnats_py._js.objstore``.
 
     obs = await js.create_object_store("FILES")
-    info = await obs.put("report.pdf", data)             # bytes, or an async/sync iterable of chunks
-    data = await obs.get_bytes("report.pdf")             # digest checked
-    async for chunk in obs.get("report.pdf"): ...        # streaming
-    await obs.add_link("latest", info)                   # links to objects (or other buckets)
+    info = await obs.put("report.pdf", data)        # bytes, str, a file, or a (async) iterable of bytes
+    data = await obs.get_bytes("report.pdf")        # digest checked
+    async for chunk in obs.get("report.pdf"): ...   # streaming
+    await obs.add_link("latest", info)              # links to objects (or whole buckets)
     [i.name for i in await obs.list()]
+    async for info in obs.watch(): ...              # None marks the end of the current infos
+
+Chunks are published with many acks in flight, then the object's info; a
+failed put leaves nothing behind (its chunks are purged).  Errors:
+ErrObjectNotFound, ErrBucketNotFound, ErrDigestMismatch, ErrBadObjectMeta,
+ErrInvalidArg.
 """
 
 from __future__ import annotations
 
-import json
+import inspect
 
 from ._errors import NatsError, make_error
-from ._objstore import (DEFAULT_CHUNK, Digest, check_bucket, chunk_subject, meta_subject, new_meta,
-                        parse_meta, stream_config, stream_name)
+from ._js import objstore as _obj
+from ._js.publish import parse_ack
+from ._nuid import next_token
 from .jetstream import Info
 
-__all__ = ["ObjectStore"]
+__all__ = ["ObjectStore", "ObjectInfo", "ObjectWatcher"]
+
+_WINDOW = 64  # chunk publishes in flight during a put
+
+
+class ObjectInfo(Info):
+    """An object's info (the wire JSON): name, bucket, nuid, size, chunks,
+    digest, mtime, description, headers, metadata, options, deleted."""
+
+    @property
+    def link(self):
+        return _obj.link_of(self)
+
+    @property
+    def is_link(self) -> bool:
+        return bool(_obj.link_of(self))
+
+    @property
+    def deleted(self) -> bool:
+        return bool(self.get("deleted"))
 
 
 class ObjectStore:
     def __init__(self, js, bucket: str, info):
         self.js = js
         self.bucket = bucket
-        self.stream = stream_name(bucket)
+        self.stream = _obj.stream_name(bucket)
         self.info = info
 
+    def __repr__(self):
+        return f"<ObjectStore {self.bucket}>"
+
+    # ------------------------------------------------------------ lifecycle
     @classmethod
-    async def create_bucket(cls, js, bucket: str, description=None, ttl: float | None = None,
-                            max_bytes=None, storage: str = "file", replicas: int = 1, metadata=None):
-        cfg = stream_config(bucket, description=description, ttl_ns=int(ttl * 1e9) if ttl else None,
-                            max_bytes=max_bytes, storage=storage, replicas=replicas, metadata=metadata)
-        return cls(js, bucket, await js.api(f"STREAM.CREATE.{stream_name(bucket)}", cfg))
+    async def create_bucket(cls, js, bucket: str, *, description=None, ttl: float | None = None, max_bytes=None,
+                            storage: str = "file", replicas: int = 1, compression: bool = False, metadata=None,
+                            placement=None) -> "ObjectStore":
+        info = await js._run(_obj.create_bucket(
+            js.jsapi, bucket, description=description, ttl_ns=int(ttl * 1e9) if ttl else None, max_bytes=max_bytes,
+            storage=storage, num_replicas=replicas, compression=compression, metadata=metadata, placement=placement))
+        return cls(js, bucket, info)
 
     @classmethod
-    async def bind(cls, js, bucket: str):
-        check_bucket(bucket)
-        try:
-            return cls(js, bucket, await js.api(f"STREAM.INFO.{stream_name(bucket)}"))
-        except NatsError as e:
-            if e.code == "ErrStreamNotFound":
-                raise make_error("ErrBucketNotFound", f"Bucket {bucket} not found") from None
-            raise
+    async def bind(cls, js, bucket: str) -> "ObjectStore":
+        return cls(js, bucket, await js._run(_obj.bind(js.jsapi, bucket)))
+
+    @property
+    def _direct(self) -> bool:
+        return bool((self.info.get("config") or {}).get("allow_direct", True))
 
     # ------------------------------------------------------------ reads
-    async def info_of(self, name: str, show_deleted: bool = False) -> Info:
-        try:
-            msg = await self.js.get_msg(self.stream, last_by_subj=meta_subject(self.bucket, name))
-        except NatsError as e:
-            if e.code == "ErrMsgNotFound":
-                raise make_error("ErrObjectNotFound", f"Object {name} not found in bucket {self.bucket}") from None
-            raise
-        meta = Info(parse_meta(msg.data))
-        if meta.get("deleted") and not show_deleted:
-            raise make_error("ErrObjectNotFound", f"Object {name} not found in bucket {self.bucket}")
-        return meta
+    async def get_info(self, name: str, show_deleted: bool = False) -> ObjectInfo:
+        return ObjectInfo(await self.js._run(_obj.info(self.js.jsapi, self.bucket, name, show_deleted, self._direct)))
+
+    info_of = get_info
+
+    async def _resolve(self, name: str):
+        """(store, info) of what ``name`` is, following a link."""
+        meta = await self.get_info(name)
+        link = _obj.link_of(meta)
+        if not link:
+            return self, meta
+        if not link.get("name"):
+            raise make_error("ErrInvalidArg", f"{name} is a link to the bucket {link.get('bucket')}, not an object")
+        store = self if link.get("bucket") == self.bucket else await ObjectStore.bind(self.js, link["bucket"])
+        target = await store.get_info(link["name"])
+        if _obj.link_of(target):
+            raise make_error("ErrInvalidArg", "A link to a link")
+        return store, target
 
     async def get(self, name: str):
-        """The object's chunks, in order (an async generator); follows links."""
-        meta = await self.info_of(name)
-        link = (meta.get("options") or {}).get("link")
-        if link:
-            if not link.get("name"):
-                raise make_error("ErrInvalidArg", f"{name} links to a whole bucket")
-            target = self if link.get("bucket") == self.bucket else await ObjectStore.bind(self.js, link["bucket"])
-            async for chunk in target.get(link["name"]):
-                yield chunk
+        """The object's bytes chunk by chunk (an async generator); follows
+        links; ErrDigestMismatch at the end if the bytes are not the ones stored."""
+        store, meta = await self._resolve(name)
+        reader = _obj.Get(meta)
+        if reader.done:
+            reader.check()
             return
-        if not meta.get("chunks"):
-            if meta.get("size"):
-                raise make_error("ErrBadObjectMeta", f"Object {name} has no chunks")
-            return
-        digest = Digest()
-        got = 0
-        oc = self.js.ordered_consumer(self.stream, filter_subject=chunk_subject(self.bucket, meta["nuid"]))
+        oc = self.js.ordered_consumer(store.stream, filter_subject=reader.filter_subject)
         try:
             async for m in oc:
-                digest.update(m.data)
-                got += 1
-                yield m.data
-                if got == meta["chunks"]:
+                yield reader.on_chunk(m.msg)
+                if reader.done:
                     break
         finally:
             await oc.stop()
-        if digest.value() != meta.get("digest"):
-            raise make_error("ErrDigestMismatch", f"Digest of {name} does not match")
+        reader.check()
 
     async def get_bytes(self, name: str) -> bytes:
         return b"".join([c async for c in self.get(name)])
 
-    async def list(self, show_deleted: bool = False) -> list[Info]:
+    async def get_string(self, name: str, encoding: str = "utf-8") -> str:
+        return (await self.get_bytes(name)).decode(encoding)
+
+    async def get_file(self, name: str, path) -> ObjectInfo:
+        with open(path, "wb") as f:
+            async for chunk in self.get(name):
+                f.write(chunk)
+        return (await self._resolve(name))[1]
+
+    async def list(self, show_deleted: bool = False) -> list[ObjectInfo]:
+        """The infos of every object (and link); deleted ones only if asked."""
+        w = self.watch(ignore_deletes=not show_deleted)
         out = []
-        async for meta in self.watch(include_history=False, updates_only=False, stop_at_end=True):
-            if show_deleted or not meta.get("deleted"):
-                out.append(meta)
+        try:
+            async for info in w:
+                if info is None:
+                    break
+                out.append(info)
+        finally:
+            await w.stop()
         return out
 
-    async def watch(self, include_history: bool = False, updates_only: bool = False, stop_at_end: bool = False):
+    def watch(self, *, include_history: bool = False, ignore_deletes: bool = False,
+              updates_only: bool = False) -> "ObjectWatcher":
         """Object infos: the current ones, then ``None``, then every change."""
+        if include_history and updates_only:
+            raise make_error("ErrInvalidArg", "include_history conflicts with updates_only")
         policy = "new" if updates_only else ("all" if include_history else "last_per_subject")
-        oc = self.js.ordered_consumer(self.stream, filter_subject=f"$O.{self.bucket}.M.>", deliver_policy=policy)
-        await oc.start()
-        done = updates_only or oc.info.get("num_pending", 0) == 0
-        try:
-            if done:
-                if stop_at_end:
-                    return
-                yield None
-            async for m in oc:
-                yield Info(parse_meta(m.data))
-                if not done and m.metadata["num_pending"] == 0:
-                    done = True
-                    if stop_at_end:
-                        return
-                    yield None
-        finally:
-            await oc.stop()
+        return ObjectWatcher(self, policy, _obj.Watcher(ignore_deletes=ignore_deletes, updates_only=updates_only))
 
     async def status(self) -> Info:
-        return await self.js.api(f"STREAM.INFO.{self.stream}")
+        """ADR-20 status: bucket, description, ttl (ns), storage, replicas,
+        sealed, size, backing_store, is_compressed, metadata, stream_info."""
+        return Info(_obj.status(self.bucket, await self.js.stream_info(self.stream)))
 
     # ------------------------------------------------------------ writes
     async def put(self, name: str, data, description: str | None = None, headers=None, metadata=None,
-                  chunk_size: int = DEFAULT_CHUNK) -> Info:
-        """Store an object: chunks first (acknowledged), then its meta; the
+                  chunk_size: int = _obj.DEFAULT_CHUNK_SIZE) -> ObjectInfo:
+        """Store an object: chunks first (acknowledged), then its info; the
         chunks of a previous version are purged afterwards."""
+        put = _obj.Put(self.bucket, name, next_token(), chunk_size=chunk_size, description=description,
+                       headers=headers, metadata=metadata)
         try:
-            old = await self.info_of(name, show_deleted=True)
+            put.previous(await self.get_info(name, show_deleted=True))
         except NatsError as e:
             if e.code != "ErrObjectNotFound":
                 raise
-            old = None
-        nuid = self.js.client.new_inbox().rpartition(".")[2]
-        subject = chunk_subject(self.bucket, nuid)
-        digest = Digest()
-        size = chunks = 0
-        pending = []
+        js = self.js
+        inflight: list = []
+
+        async def settle(keep: int):
+            while len(inflight) > keep:
+                await inflight.pop(0)
+
         try:
-            async for chunk in _chunks(data, chunk_size):
-                digest.update(chunk)
-                size += len(chunk)
-                chunks += 1
-                pending.append(self.js.publish_async(subject, chunk))
-                if len(pending) >= 64:
-                    for f in pending:
-                        await f
-                    pending = []
-            for f in pending:
-                await f
+            async for part in _parts(data, chunk_size):
+                for chunk in put.feed(part):
+                    inflight.append(js.publish_async(put.chunk_subject, chunk))
+                    await settle(_WINDOW)
+            for chunk in put.finish():
+                inflight.append(js.publish_async(put.chunk_subject, chunk))
+            await settle(0)
+            step = put.meta_step()
+            parse_ack(await js.client.request(step.subject, step.payload, timeout=js.timeout, headers=step.headers))
         except BaseException:
-            await self._purge_chunks(nuid)
+            for f in inflight:
+                f.cancel()
+            try:
+                await js._run(_obj.purge_chunks(js.jsapi, self.bucket, put.nuid))
+            except NatsError:
+                pass
             raise
-        meta = new_meta(self.bucket, name, nuid, size, chunks, digest.value(), description=description,
-                        headers=headers, metadata=metadata, chunk_size=chunk_size)
-        await self.js.publish(meta_subject(self.bucket, name), json.dumps(meta).encode(),
-                              headers={"Nats-Rollup": ["sub"]})
-        if old is not None and old.get("nuid") and old["nuid"] != nuid:
-            await self._purge_chunks(old["nuid"])
-        return Info(meta)
+        if put.old_nuid:
+            await js._run(_obj.purge_chunks(js.jsapi, self.bucket, put.old_nuid))
+        return ObjectInfo(put.info)
 
-    async def _purge_chunks(self, nuid: str) -> None:
-        await self.js.purge_stream(self.stream, filter=chunk_subject(self.bucket, nuid))
+    async def delete(self, name: str) -> ObjectInfo:
+        """Mark ``name`` deleted and purge its chunks (ErrObjectNotFound if unknown)."""
+        return ObjectInfo(await self.js._run(_obj.delete(self.js.jsapi, self.bucket, name, self._direct)))
 
-    async def delete(self, name: str) -> None:
-        meta = await self.info_of(name)
-        gone = new_meta(self.bucket, name, meta.get("nuid", ""), 0, 0, "", deleted=True)
-        await self.js.publish(meta_subject(self.bucket, name), json.dumps(gone).encode(),
-                              headers={"Nats-Rollup": ["sub"]})
-        if meta.get("nuid"):
-            await self._purge_chunks(meta["nuid"])
+    async def add_link(self, name: str, target) -> ObjectInfo:
+        """A link to an object: an ObjectInfo (from put/get_info) of this or
+        another bucket."""
+        return ObjectInfo(await self.js._run(_obj.add_link(self.js.jsapi, self.bucket, name, target, self._direct)))
 
-    async def add_link(self, name: str, target: Info) -> Info:
-        """A link to an object (an ObjectInfo from put/info_of) of this or another bucket."""
-        if (target.get("options") or {}).get("link"):
-            raise make_error("ErrInvalidArg", "Cannot link to a link")
-        link = {"bucket": target["bucket"], "name": target["name"]}
-        meta = new_meta(self.bucket, name, "", 0, 0, "", link=link)
-        await self.js.publish(meta_subject(self.bucket, name), json.dumps(meta).encode(),
-                              headers={"Nats-Rollup": ["sub"]})
-        return Info(meta)
+    async def add_bucket_link(self, name: str, bucket) -> ObjectInfo:
+        """A link to a whole bucket (an ObjectStore or its name)."""
+        target = bucket.bucket if isinstance(bucket, ObjectStore) else bucket
+        return ObjectInfo(await self.js._run(_obj.add_bucket_link(self.js.jsapi, self.bucket, name, target,
+                                                                  self._direct)))
 
-    async def add_bucket_link(self, name: str, bucket: "ObjectStore") -> Info:
-        meta = new_meta(self.bucket, name, "", 0, 0, "", link={"bucket": bucket.bucket})
-        await self.js.publish(meta_subject(self.bucket, name), json.dumps(meta).encode(),
-                              headers={"Nats-Rollup": ["sub"]})
-        return Info(meta)
+    async def update_meta(self, name: str, *, new_name: str | None = None, description=None, headers=None,
+                          metadata=None) -> ObjectInfo:
+        """Rename an object or change its description, headers, metadata."""
+        return ObjectInfo(await self.js._run(_obj.update_meta(
+            self.js.jsapi, self.bucket, name, new_name=new_name, description=description, headers=headers,
+            metadata=metadata, direct=self._direct)))
+
+    async def seal(self) -> Info:
+        """No changes any more (the stream is sealed)."""
+        self.info = await self.js._run(_obj.seal(self.js.jsapi, self.bucket))
+        return Info(self.info)
 
 
-async def _chunks(data, size):
+class ObjectWatcher:
+    """A running watch of object infos (async iterator; ``None`` at the End
+    Of Initial Data)."""
+
+    def __init__(self, store: ObjectStore, policy: str, state: _obj.Watcher):
+        self.store = store
+        self.policy = policy
+        self.state = state
+        self.consumer = None
+        self._queue: list = []
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        if self.consumer is None:
+            self.consumer = self.store.js.ordered_consumer(self.store.stream, _obj.meta_filter(self.store.bucket),
+                                                           self.policy)
+            await self.consumer.start()
+            self._queue += self.state.on_consumer_created(self.consumer.info)
+        while not self._queue:
+            m = await self.consumer.__anext__()
+            self._queue += self.state.on_msg(m.msg, m.metadata)
+        ev = self._queue.pop(0)
+        return ObjectInfo(ev[1]) if ev[0] == "info" else None
+
+    async def stop(self) -> None:
+        if self.consumer is not None:
+            await self.consumer.stop()
+
+    aclose = stop
+
+
+async def _parts(data, size):
+    """The object's bytes in pieces, from bytes, str, a file, or a (async) iterable."""
     if isinstance(data, str):
         data = data.encode()
     if isinstance(data, (bytes, bytearray, memoryview)):
-        data = bytes(data)
-        for i in range(0, len(data), size):
-            yield data[i:i + size]
-        return
-    if hasattr(data, "__aiter__"):
-        async for part in data:
-            for i in range(0, len(part), size):
-                yield bytes(part[i:i + size])
+        mv = memoryview(data)
+        for i in range(0, len(mv), size):
+            yield bytes(mv[i:i + size])
         return
     if hasattr(data, "read"):
         while True:
             part = data.read(size)
+            if inspect.isawaitable(part):
+                part = await part
             if not part:
                 return
-            yield part
+            yield part.encode() if isinstance(part, str) else bytes(part)
+    if hasattr(data, "__aiter__"):
+        async for part in data:
+            yield part.encode() if isinstance(part, str) else bytes(part)
+        return
     for part in data:
-        for i in range(0, len(part), size):
-            yield bytes(part[i:i + size])
+        yield part.encode() if isinstance(part, str) else bytes(part)
+
