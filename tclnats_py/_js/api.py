@@ -358,9 +358,9 @@ class JsApi:
     (ADR-6) before anything is sent.
     """
 
-    def __init__(self, domain: str | None = None, api_prefix_: str | None = None):
-        self.prefix = api_prefix(domain, api_prefix_)
-        self.domain = domain if not api_prefix_ else None
+    def __init__(self, domain: str | None = None, prefix: str | None = None):
+        self.prefix = api_prefix(domain, prefix)
+        self.domain = domain if not prefix else None
 
     def __repr__(self):
         return f"JsApi({self.prefix!r})"

@@ -152,7 +152,9 @@ class Fetch:
     the request ended by a status (nats-tcl's async callback gets
     ``timedOut=1`` and that message), ``("end", None)`` it ended by a
     timeout, no responders or missed heartbeats (callback gets ``1`` and
-    an empty message); ``("heartbeat",)`` the server is alive.
+    an empty message); ``("heartbeat",)`` the server is alive.  When the
+    user closed the connection, nats-tcl invokes no callback at all; a sync
+    fetch asks :meth:`result` (with ``closed``/``lost``) for its outcome.
     """
 
     def __init__(self, batch: int = 1, *, timeout_ms: int | None = None, expires_ms: int | None = None,
