@@ -10,7 +10,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     license="Apache-2.0",
-    packages=["tclnats_py", "tclnats_py.tcl", "compat"],
+    packages=["tclnats_py", "tclnats_py._js", "tclnats_py.testing", "tclnats_py.tcl", "compat"],
     # the Tcl sources live at the top of the repository in tcl/ and ship
     # inside the wheel as tclnats_py/tcl/
     package_dir={"tclnats_py.tcl": "tcl"},
