@@ -6,12 +6,12 @@
 oo::class create ::nats::jet_stream {
     variable Conn ConnNs Js Timeout ApiPrefix Domain Trace ChildrenRef
 
-    constructor {conn timeout api_prefix domain trace} {
+    constructor {conn timeout apiPrefix domain trace} {
         set Conn $conn
         set Js ""
         array set ChildrenRef {}
         set ConnNs [info object namespace $conn]
-        set Js [::tclnats::r [[set ${ConnNs}::Py] js_new [self namespace] $timeout $api_prefix $domain $trace]]
+        set Js [::tclnats::r [[set ${ConnNs}::Py] js_new [self namespace] $timeout $apiPrefix $domain $trace]]
         set Timeout $timeout
         set Trace $trace
         set Domain $domain
@@ -74,7 +74,7 @@ oo::class create ::nats::jet_stream {
     }
     method cancel_pull_request {fetchID} {
         if {![info object isa object $fetchID] || ![info object isa typeof $fetchID ::nats::AsyncPullRequest]} {
-            throw {NATS ErrInvalidArg} "Invalid fetch ID $fetchID"
+            throw [list NATS ErrInvalidArg] "Invalid fetch ID $fetchID"
         }
         $fetchID destroy
         return
@@ -95,11 +95,11 @@ oo::class create ::nats::jet_stream {
     method add_consumer {stream args} { my Call add_consumer $stream {*}$args }
     method update_consumer {stream args} { my Call update_consumer $stream {*}$args }
     method add_pull_consumer {stream consumer args} { my Call add_pull_consumer $stream $consumer {*}$args }
-    method add_push_consumer {stream consumer deliver_subject args} {
-        my Call add_push_consumer $stream $consumer $deliver_subject {*}$args
+    method add_push_consumer {stream consumer deliverSubject args} {
+        my Call add_push_consumer $stream $consumer $deliverSubject {*}$args
     }
-    method add_consumer_from_json {stream consumer json_config} {
-        my Call add_consumer_from_json $stream $consumer $json_config
+    method add_consumer_from_json {stream consumer jsonConfig} {
+        my Call add_consumer_from_json $stream $consumer $jsonConfig
     }
     method delete_consumer {stream consumer} { my Call delete_consumer $stream $consumer }
     method consumer_info {stream consumer} { my Call consumer_info $stream $consumer }
@@ -127,11 +127,11 @@ oo::class create ::nats::jet_stream {
     method create_kv_bucket {bucket args} {
         my NewKv [my Call create_kv_bucket $bucket {*}$args]
     }
-    method create_kv_aggregate {bucket writable origins args} {
-        my NewKv [my Call create_kv_aggregate $bucket $writable $origins {*}$args]
+    method create_kv_aggregate {bucket writable originList args} {
+        my NewKv [my Call create_kv_aggregate $bucket $writable $originList {*}$args]
     }
-    method create_kv_mirror {name origin args} {
-        my Call create_kv_mirror $name $origin {*}$args
+    method create_kv_mirror {mirrorName origin args} {
+        my Call create_kv_mirror $mirrorName $origin {*}$args
         return
     }
     method NewKv {kvCmd} {
@@ -165,7 +165,7 @@ oo::class create ::nats::jet_stream {
 
 # A pull request in progress (see fetch). The asynchronous one is the fetch
 # ID: destroying it cancels the pull; it destroys itself when the pull ends.
-oo::class create ::nats::AsyncPullRequest {
+::oo::class create ::nats::AsyncPullRequest {
     variable Js Rid
     constructor {js rid} {
         set Js $js
@@ -176,7 +176,7 @@ oo::class create ::nats::AsyncPullRequest {
         catch {$Js cancel_pull_request $Rid}
     }
 }
-oo::class create ::nats::SyncPullRequest {
+::oo::class create ::nats::SyncPullRequest {
     variable Js Rid
     constructor {js rid} {
         set Js $js
@@ -209,7 +209,7 @@ oo::class create ::nats::_ResettingConsumer {
     }
 }
 
-oo::class create ::nats::ordered_consumer {
+::oo::class create ::nats::ordered_consumer {
     mixin ::nats::_ResettingConsumer
     variable Conn ConnNs JsObj Py Name RetryInterval last_error
 
@@ -277,7 +277,7 @@ oo::class create ::nats::key_value {
         return $w
     }
     method keys {} {
-        set w [my watch > -ignore_deletes 1 -meta_only 1]
+        set w [my watch > -meta_only 1 -ignore_deletes 1]
         try {
             set result [[info object namespace $w]::my Gather keys]
         } finally {
@@ -289,7 +289,7 @@ oo::class create ::nats::key_value {
         return $result
     }
     method history {key} {
-        set w [my watch $key -include_history 1]
+        set w [my watch $key -include_history true]
         try {
             set result [[info object namespace $w]::my Gather history]
         } finally {
@@ -388,7 +388,7 @@ oo::class create ::nats::kv_watcher {
         set timeout [::tclnats::r [$Py timeout]]
         set timer [after $timeout [list set [self namespace]::InitDone timeout]]
         while {$InitDone eq "false"} {
-            nats::_coroVwait [self namespace]::InitDone
+            ::nats::_coroVwait [my varname InitDone]
         }
         after cancel $timer
         if {$InitDone eq "timeout"} {
@@ -421,10 +421,10 @@ proc ::nats::_has_option {args_list opt} {
 proc ::nats::metadata {msg} {
     ::tclnats::r [::tclnats::_metadata [dict get $msg reply] [dict get $msg subject]]
 }
-proc ::nats::make_stream_source {args} {
+proc ::nats::make_stream_source args {
     ::tclnats::r [::tclnats::_make_stream_source {*}$args]
 }
-proc ::nats::make_subject_transform {args} {
+proc ::nats::make_subject_transform args {
     ::tclnats::r [::tclnats::_make_subject_transform {*}$args]
 }
 proc ::nats::make_republish {args} {
@@ -444,7 +444,7 @@ proc ::nats::make_kv_origin {args} {
     }
     if {[info exists domain]} {
         if {[info exists api]} {
-            throw {NATS ErrInvalidArg} "-domain and -api are mutually exclusive"
+            throw [list NATS ErrInvalidArg] "-domain and -api are mutually exclusive"
         }
         set api "\$JS.$domain.API"
     }

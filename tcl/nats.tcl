@@ -35,7 +35,7 @@ namespace eval ::nats {
     # TLS errors are reported once, as ErrTLS; keep the tls package quiet
     proc tls_callback {args} {}
 
-    namespace export connection msg header timestamp isotime_to_msec msec_to_isotime
+    namespace export connection msg header isotime_to_msec msec_to_isotime timestamp
 }
 
 # ::tclnats::r, which unpacks Python replies ({0 result} or {1 errorCode
@@ -104,7 +104,7 @@ oo::class create ::nats::connection {
         array set subscriptions {}
         array set requests {}
         array set timers {ping {} flush {} connect {}}
-        array set counters {subscription 0 request 0 pendingPings 0}
+        array set counters [list subscription 0 request 0 pendingPings 0]
         array set ChildrenRef {}
         array set PingResult {}
         set outBuffer [list]
@@ -123,7 +123,7 @@ oo::class create ::nats::connection {
             set config($name) $def
         }
         set config(name) $conn_name
-        my InitLogger $logger $log_chan $log_level
+        my SetUpLogging $logger $log_chan $log_level
         set Py [::tclnats::r [::tclnats::_new_connection [self] [self namespace] \
                     [expr {$logger ne "" ? "debug" : $log_level}]]]
         if {$conn_name ne ""} {
@@ -154,18 +154,18 @@ oo::class create ::nats::connection {
         set ChildrenRef($obj) ""
     }
 
-    method InitLogger {logger log_chan log_level} {
+    method SetUpLogging {userLogger chan level} {
         set ns [self namespace]
-        if {$logger ne ""} {
+        if {$userLogger ne ""} {
             package require logger
-            logger::import -namespace ${ns}::log [${logger}::servicename]
+            logger::import -namespace "${ns}::log" [${userLogger}::servicename]
             return
         }
-        if {$log_level ni {error warn info debug}} {
-            throw {NATS ErrInvalidArg} "Invalid -log_level $log_level"
+        if {$level ni {debug info warn error}} {
+            throw [list NATS ErrInvalidArg] "Invalid -log_level $level"
         }
         set who [expr {$config(name) ne "" ? $config(name) : [namespace tail [self]]}]
-        namespace eval log [list variable chan $log_chan who $who]
+        namespace eval log [list variable chan $chan who $who]
         proc log::write {level text} {
             variable chan
             variable who
@@ -173,9 +173,9 @@ oo::class create ::nats::connection {
         }
         proc log::mute {level text} {}
         set muted 0
-        foreach level {error warn info debug} {
-            interp alias {} ${ns}::log::$level {} ${ns}::log::[expr {$muted ? "mute" : "write"}] $level
-            if {$level eq $log_level} {
+        foreach lvl {error warn info debug} {
+            interp alias {} ${ns}::log::$lvl {} ${ns}::log::[expr {$muted ? "mute" : "write"}] $lvl
+            if {$lvl eq $level} {
                 set muted 1
             }
         }
@@ -189,7 +189,7 @@ oo::class create ::nats::connection {
         if {[info exists config($opt)]} {
             return $config($opt)
         }
-        throw {NATS ErrInvalidArg} "Invalid option $option"
+        throw [list NATS ErrInvalidArg] "Invalid option $option"
     }
 
     method configure {args} {
@@ -205,7 +205,7 @@ oo::class create ::nats::connection {
         foreach option $args {
             set opt [string trimleft $option -]
             if {![dict exists $::nats::_option_defaults $opt]} {
-                throw {NATS ErrInvalidArg} "Invalid option $option"
+                throw [list NATS ErrInvalidArg] "Invalid option $option"
             }
             set config($opt) [dict get $::nats::_option_defaults $opt]
             ::tclnats::r [$Py reset $opt]
@@ -231,31 +231,32 @@ oo::class create ::nats::connection {
             "" { set async 0 }
             default { throw {NATS ErrInvalidArg} "Unknown option $args" }
         }
-        if {$status ne $::nats::status_closed} {
+        if {$status ne "closed"} {
             return
         }
         ::tclnats::r [$Py connect]
         if {$async} {
             return
         }
-        if {$status eq $::nats::status_connecting} {
-            nats::_coroVwait [self namespace]::status
+        if {$status eq "connecting"} {
+            ::nats::_coroVwait [my varname status]
         }
         # several transitions may happen in one event: wait for the final word
         while {$status eq $::nats::status_connecting} {
-            nats::_coroVwait [self namespace]::status
+            ::nats::_coroVwait [my varname status]
         }
-        if {$status ne $::nats::status_connected} {
+        if {$status ne "connected"} {
             if {[dict exists $last_error code] && [llength [my all_servers]] <= 1} {
-                throw [dict get $last_error code] [dict get $last_error errorMessage]
+                set err $last_error
+                throw [dict get $err code] [dict get $err errorMessage]
             }
-            throw {NATS ErrNoServers} "No servers available for connection"
+            throw [list NATS ErrNoServers] "No servers available for connection"
         }
         return
     }
 
     method disconnect {} {
-        if {$status eq $::nats::status_closed} {
+        if {$status eq "closed"} {
             return
         }
         ::tclnats::r [$Py disconnect]
@@ -263,8 +264,8 @@ oo::class create ::nats::connection {
     }
 
     method publish_msg {msg} {
-        my publish [dict get $msg subject] [dict get $msg data] \
-            -header [dict get $msg header] -reply [dict get $msg reply]
+        dict with msg {}
+        my publish $subject $data -header $header -reply $reply
     }
 
     method publish {subject message args} {
@@ -348,8 +349,8 @@ oo::class create ::nats::connection {
         if {[dict get $msg reply] ne ""} {
             [self namespace]::log::warn "request_msg: the reply [dict get $msg reply] will be ignored"
         }
-        return [my request [dict get $msg subject] [dict get $msg data] \
-                    -header [dict get $msg header] -timeout $timeout \
+        dict with msg {}
+        return [my request $subject $data -header $header -timeout $timeout \
                     -callback $callback -dictmsg $dictmsg]
     }
 
@@ -410,8 +411,8 @@ oo::class create ::nats::connection {
         nats::_parse_args $args {
             timeout timeout 10000
         }
-        if {$status ne $::nats::status_connected} {
-            throw {NATS ErrConnectionClosed} "No connection to NATS server"
+        if {$status ne "connected"} {
+            throw [list NATS ErrConnectionClosed] "No connection to NATS server"
         }
         set id [::tclnats::r [$Py ping $timeout]]
         set var [self namespace]::PingResult($id)
@@ -438,10 +439,10 @@ oo::class create ::nats::connection {
             trace bool false
             api_prefix valid_str ""
         }
-        if {$domain ne "" && $api_prefix ne ""} {
-            throw {NATS ErrInvalidArg} "-domain and -api_prefix are mutually exclusive"
+        if {[string length $domain] && [string length $api_prefix]} {
+            throw [list NATS ErrInvalidArg] "-domain and -api_prefix are mutually exclusive"
         }
-        set js [nats::jet_stream new [self] $timeout $api_prefix $domain $trace]
+        set js [::nats::jet_stream new [self] $timeout $api_prefix $domain $trace]
         set ChildrenRef($js) ""
         return $js
     }
@@ -458,8 +459,8 @@ oo::class create ::nats::connection {
     }
 
     method CheckConnection {} {
-        if {$status eq $::nats::status_closed} {
-            throw {NATS ErrConnectionClosed} "No connection to NATS server"
+        if {$status eq "closed"} {
+            throw [list NATS ErrConnectionClosed] "No connection to NATS server"
         }
     }
 }
@@ -471,7 +472,7 @@ namespace eval ::nats::msg {
             data str ""
             reply str ""
         }
-        return [dict create header "" data $data subject $subject reply $reply sub_id ""]
+        dict create header {} data $data subject $subject reply $reply sub_id {}
     }
     proc set {msgVar opt value} {
         upvar 1 $msgVar m
@@ -481,7 +482,7 @@ namespace eval ::nats::msg {
                 return
             }
         }
-        throw {NATS ErrInvalidArg} "Invalid field $opt"
+        throw [list NATS ErrInvalidArg] "Invalid field $opt"
     }
     proc subject {msg} { dict get $msg subject }
     proc data {msg} { dict get $msg data }
@@ -500,13 +501,13 @@ namespace eval ::nats::msg {
     proc flow_control {msg} { ControlMsg $msg Flow* }
     proc seq {msg} {
         if {![dict exists $msg seq]} {
-            throw {NATS ErrInvalidArg} "Invalid field 'seq'"
+            throw [list NATS ErrInvalidArg] "Invalid field 'seq'"
         }
         dict get $msg seq
     }
     proc timestamp {msg} {
         if {![dict exists $msg time]} {
-            throw {NATS ErrInvalidArg} "Invalid field 'timestamp'"
+            throw [list NATS ErrInvalidArg] "Invalid field 'timestamp'"
         }
         dict get $msg time
     }
@@ -526,7 +527,7 @@ namespace eval ::nats::header {
     proc set {msgVar key value args} {
         upvar 1 $msgVar m
         if {[llength $args] % 2} {
-            throw {NATS ErrInvalidArg} "Missing a value for a key"
+            throw [list NATS ErrInvalidArg] "Missing a value for a key"
         }
         dict set m header $key [list $value]
         foreach {k v} $args {
@@ -547,7 +548,7 @@ namespace eval ::nats::header {
     }
     proc keys {msg {pattern ""}} {
         if {$pattern eq ""} {
-            return [dict keys [dict get $msg header]]
+            return [dict keys [dict get $msg header] *]
         }
         dict keys [dict get $msg header] $pattern
     }
@@ -563,11 +564,11 @@ namespace eval ::nats::header {
 }
 
 # ---------------------------------------------------------------- time helpers
-proc ::nats::isotime_to_msec {isotime} {
+proc ::nats::isotime_to_msec {iso} {
     # 2022-11-22T13:31:35.4514983Z: whole seconds, a fraction, an optional zone
     if {![regexp {^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[-+]\d\d:?\d\d)?$} \
-              $isotime -> whole frac zone]} {
-        throw {NATS ErrInvalidArg} "Invalid time $isotime"
+              $iso -> whole frac zone]} {
+        throw [list NATS ErrInvalidArg] "Invalid time $iso"
     }
     if {$zone in {"" Z}} {
         set zone +0000
@@ -579,9 +580,9 @@ proc ::nats::isotime_to_msec {isotime} {
     return [expr {round(($secs + double("0.$frac")) * 1000)}]
 }
 
-proc ::nats::msec_to_isotime {msec {tz :UTC}} {
-    set secs [expr {$msec / 1000}]
-    format %s.%03d [clock format $secs -format {%Y-%m-%dT%H:%M:%S} -timezone $tz] [expr {$msec % 1000}]
+proc ::nats::msec_to_isotime {ms {tz :UTC}} {
+    set secs [expr {$ms / 1000}]
+    format %s.%03d [clock format $secs -format {%Y-%m-%dT%H:%M:%S} -timezone $tz] [expr {$ms % 1000}]
 }
 
 proc ::nats::timestamp {} {
@@ -608,7 +609,7 @@ proc ::nats::_coroResume {coro name1 name2 op} {
     if {[llength [info commands $coro]]} {
         after 0 $coro
     } else {
-        after 0 [list throw {NATS ErrInvalidCoroutine} "Invalid coroutine $coro"]
+        after 0 [list throw [list NATS ErrInvalidCoroutine] "Invalid coroutine $coro"]
     }
 }
 
@@ -619,7 +620,7 @@ proc ::nats::_dict_lookup {d key {default ""}} {
     }
     return $default
 }
-namespace ensemble configure dict -map \
+namespace ensemble configure ::dict -map \
     [dict replace [namespace ensemble configure dict -map] lookup ::nats::_dict_lookup]
 
 proc ::nats::_random_string {} {
@@ -643,12 +644,12 @@ proc ::nats::_check_type {type val} {
 # Parse "-option value" pairs against a spec of {name type default} rows,
 # setting variables in the caller (or config(name) when doConfig is 1).
 # A default of "null" leaves the variable unset when the option is absent.
-proc ::nats::_parse_args {args_list spec {doConfig 0}} {
-    if {[llength $args_list] % 2} {
-        throw {NATS ErrInvalidArg} "Missing value for option [lindex $args_list end]"
+proc ::nats::_parse_args {argList spec {doConfig 0}} {
+    if {[llength $argList] % 2} {
+        throw [list NATS ErrInvalidArg] "Missing value for option [lindex $argList end]"
     }
     set given [dict create]
-    foreach {k v} $args_list {
+    foreach {k v} $argList {
         dict set given [string trimleft $k -] $v
     }
     foreach {name type def} $spec {
@@ -663,7 +664,7 @@ proc ::nats::_parse_args {args_list spec {doConfig 0}} {
                 set val [expr {$val ? "true" : "false"}]
             }
             if {$doConfig} {
-                uplevel 1 [list ::set config($name) $val]
+                uplevel 1 [list ::set "config($name)" $val]
             } else {
                 uplevel 1 [list ::set $name $val]
             }

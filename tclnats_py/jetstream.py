@@ -441,7 +441,7 @@ class JetStream:
                           deleted_details: bool | None = None) -> StreamInfo:
         return StreamInfo(await self._run(self.jsapi.stream_info(name, subjects_filter, deleted_details)))
 
-    async def delete_stream(self, name: str) -> bool:
+    async def delete_stream(self, name: str, /) -> bool:
         return await self._run(self.jsapi.stream_delete(name))
 
     async def stream_names(self, subject: str | None = None) -> list[str]:
@@ -647,7 +647,7 @@ class JetStream:
         from .kv import KeyValue
         return await KeyValue.bind(self, bucket)
 
-    async def delete_key_value(self, bucket: str) -> bool:
+    async def delete_key_value(self, bucket: str, /) -> bool:
         from ._js import kv as _kv
         return await self._run(_kv.delete_bucket(self.jsapi, bucket))
 
@@ -670,7 +670,7 @@ class JetStream:
         from .objectstore import ObjectStore
         return await ObjectStore.bind(self, bucket)
 
-    async def delete_object_store(self, bucket: str) -> bool:
+    async def delete_object_store(self, bucket: str, /) -> bool:
         from ._js import objstore as _obj
         return await self._run(_obj.delete_bucket(self.jsapi, bucket))
 
