@@ -41,6 +41,16 @@ namespace eval ::nats {
 # ::tclnats::r, which unpacks Python replies ({0 result} or {1 errorCode
 # message}), is defined by tclnats_py.tclbridge.install before this file loads
 
+# The publishes framed by a connection's fast path since the last flush, as
+# {count bytes}; the buffer starts anew
+proc ::nats::_take_pending {ns} {
+    upvar #0 ${ns}::PendingBuf buf ${ns}::PendingCount count
+    set out [list $count $buf]
+    set buf ""
+    set count 0
+    return $out
+}
+
 # Deliveries of one socket read, in order: {kind callback a b c ...}
 # kind 1: a subscription callback {subject msg reply}, posted to the event loop
 # kind 0: the same, called directly (-post false)
@@ -70,6 +80,29 @@ proc ::nats::_deliver {items} {
         after 0 [list ::nats::_run_posted $posted]
     }
 }
+# A connection's readable handler.  The library reads and parses in Python;
+# the subscription and request callbacks of that read then run here, in
+# order, once the library's work for the read is complete (so user code is
+# kept apart from library code, as posting would, without one more event
+# loop turn per read); an error in one is reported like a background error
+# and does not stop the others.  What they published is written at the end.
+proc ::nats::_on_readable {reader} {
+    set items [$reader]
+    if {![llength $items]} {
+        return
+    }
+    foreach {kind cb a b c} $items {
+        if {$kind == 2} {
+            set cmd [list {*}$cb $a $b]
+        } else {
+            set cmd [list {*}$cb $a $b $c]
+        }
+        if {[catch {uplevel #0 $cmd} err opts]} {
+            after 0 [list return -options $opts $err]
+        }
+    }
+    ::tclnats::_flush_dirty
+}
 proc ::nats::_run_posted {cmds} {
     foreach cmd $cmds {
         if {[catch {uplevel #0 $cmd} err opts]} {
@@ -91,7 +124,7 @@ set ::nats::_option_defaults {
 oo::class create ::nats::connection {
     variable config sock timers counters subscriptions requests serverPool outBuffer \
              requestsInboxPrefix pong ChildrenRef PingResult Py \
-             PendingPubs PendingFlush FastSubj FastOff
+             PendingBuf PendingCount FastSubj FastMax
     variable status last_error serverInfo
 
     constructor {{conn_name ""} args} {
@@ -110,9 +143,9 @@ oo::class create ::nats::connection {
         set outBuffer [list]
         set requestsInboxPrefix ""
         set pong 0
-        set PendingPubs [list]
-        set PendingFlush 0
-        set FastOff 0
+        set PendingBuf ""
+        set PendingCount 0
+        set FastMax -1
         array set FastSubj {}
         nats::_parse_args $args {
             logger valid_str ""
@@ -270,24 +303,32 @@ oo::class create ::nats::connection {
 
     method publish {subject message args} {
         # Fast path: a subject (and reply) the engine has already accepted, no
-        # headers, payload within max_payload: queue it here, the engine takes
-        # the whole queue at the next flush (no Python call per message).
-        if {!$FastOff && [info exists FastSubj($subject)] && $status ne "closed"} {
-            set nargs [llength $args]
-            if {$nargs == 0} {
-                set reply ""
-            } elseif {$nargs == 1 && [info exists FastSubj([lindex $args 0])]} {
-                set reply [lindex $args 0]
-            } elseif {$nargs == 2 && [lindex $args 0] eq "-reply" && [info exists FastSubj([lindex $args 1])]} {
-                set reply [lindex $args 1]
-            } else {
-                set reply -
+        # headers, payload within max_payload (FastMax is -1 while the path is
+        # closed): the protocol line is framed here and the engine takes the
+        # whole buffer at the next flush (no Python call per message).
+        set len [string length $message]
+        if {$len <= $FastMax && [info exists FastSubj($subject)]} {
+            switch -- [llength $args] {
+                0 {
+                    append PendingBuf "PUB $subject  $len\r\n$message\r\n"
+                    if {[incr PendingCount] == 1} {
+                        $Py pending
+                    }
+                    return
+                }
+                1 {
+                    set reply [lindex $args 0]
+                }
+                2 {
+                    set reply [expr {[lindex $args 0] eq "-reply" ? [lindex $args 1] : ""}]
+                }
+                default {
+                    set reply ""
+                }
             }
-            if {$reply ne "-" && [info exists serverInfo(max_payload)]
-                    && [string length $message] <= $serverInfo(max_payload)} {
-                lappend PendingPubs $subject $message $reply
-                if {!$PendingFlush} {
-                    set PendingFlush 1
+            if {$reply ne "" && [info exists FastSubj($reply)]} {
+                append PendingBuf "PUB $subject $reply $len\r\n$message\r\n"
+                if {[incr PendingCount] == 1} {
                     $Py pending
                 }
                 return

@@ -752,34 +752,15 @@ class Engine:
             self._flush_signalled = True
             self._fx.append(("flush",))
 
-    def publish_checked(self, flat, to_bytes=bytes) -> None:
-        """Publish many messages whose subjects, replies and sizes the caller
-        has already checked with :meth:`publish`'s rules (the Tcl face's queue
-        of publishes to known subjects): ``flat`` is subject, payload, reply,
-        subject, ...; ``to_bytes`` turns a payload into bytes.  One buffer
-        append for all of them."""
+    def publish_framed(self, data: bytes, count: int) -> None:
+        """Queue ``count`` PUB commands already framed by the caller (the Tcl
+        face's fast path, which frames only subjects and replies that passed
+        :meth:`publish`'s checks, with payloads within max_payload)."""
         if self.status == CLOSED:
             raise make_error("ErrConnectionClosed", "No connection to NATS server")
-        parts = []
-        add = parts.append
-        heads: dict = {}
-        n = len(flat) - len(flat) % 3
-        for i in range(0, n, 3):
-            subject, payload, reply = flat[i], flat[i + 1], flat[i + 2]
-            if payload.__class__ is not bytes:
-                payload = to_bytes(payload)
-            key = (str(subject), str(reply))  # Tcl may hand over other object types
-            head = heads.get(key)
-            if head is None:
-                head = heads[key] = f"PUB {key[0]} {key[1]} ".encode()
-            add(head)
-            add(b"%d\r\n" % len(payload))
-            add(payload)
-            add(b"\r\n")
-        if not n:
+        if not data:
             return
-        data = b"".join(parts)
-        self.stats["out_msgs"] += n // 3
+        self.stats["out_msgs"] += count
         self._out.append(data)
         self._out_size += len(data)
         if self.status == CONNECTED:

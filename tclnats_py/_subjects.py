@@ -11,9 +11,15 @@ and digits, so we accept them too (``str.isalnum``).
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["valid_subject", "valid_wildcard_subject", "valid_queue", "valid_token"]
 
 _PUNCT = frozenset("-!#$%&'()+,/:;<=?@^_`|~")
+# the same rules for ASCII subjects, as one pattern (no per-character loop)
+_ASCII_TOKEN = r"[A-Za-z0-9\-!#$%&'()+,/:;<=?@^_`|~]+"
+_ASCII_PLAIN = re.compile(rf"{_ASCII_TOKEN}(?:\.{_ASCII_TOKEN})*")
+_ASCII_WILD = re.compile(rf"(?:{_ASCII_TOKEN}|\*|>)(?:\.(?:{_ASCII_TOKEN}|\*|>))*")
 
 
 def valid_token(tok: str) -> bool:
@@ -36,7 +42,10 @@ def valid_subject(subject: str) -> bool:
     """A subject to publish to, or a reply subject: no wildcards."""
     r = _cache_plain.get(subject)
     if r is None:
-        r = bool(subject) and all(valid_token(t) for t in subject.split("."))
+        if subject.isascii():
+            r = _ASCII_PLAIN.fullmatch(subject) is not None
+        else:
+            r = bool(subject) and all(valid_token(t) for t in subject.split("."))
         if len(_cache_plain) > 4096:
             _cache_plain.clear()
         _cache_plain[subject] = r
@@ -47,9 +56,12 @@ def valid_wildcard_subject(subject: str) -> bool:
     """A subject to subscribe to: ``*`` and ``>`` allowed as whole tokens."""
     r = _cache_wild.get(subject)
     if r is None:
-        r = bool(subject) and all(
-            t == "*" or t == ">" or valid_token(t) for t in subject.split(".")
-        )
+        if subject.isascii():
+            r = _ASCII_WILD.fullmatch(subject) is not None
+        else:
+            r = bool(subject) and all(
+                t == "*" or t == ">" or valid_token(t) for t in subject.split(".")
+            )
         if len(_cache_wild) > 4096:
             _cache_wild.clear()
         _cache_wild[subject] = r

@@ -20,14 +20,16 @@ timer; deliveries of one read go back to Tcl in one call.
 
 from __future__ import annotations
 
+import heapq
 import itertools
+import math
 import os
 import sys
 import time
 import traceback
 import tkinter
 
-from ._engine import CONNECTED, Engine, Msg, Request
+from ._engine import CLOSED, CONNECTED, Engine, Msg, Request
 from ._errors import NatsError, make_error
 from ._options import OPTION_SPEC, Options, coerce
 from ._pool import parse_url
@@ -83,11 +85,27 @@ class _Bridge:
         self.tk = tk
         self.ids = itertools.count(1)
         self.conns: dict[str, TclConnection] = {}
+        self.dirty: set = set()  # connections with a posted flush
+        tk.createcommand("::tclnats::_flush_dirty", self._flush_dirty)
         tk.createcommand("::tclnats::_new_connection", self._new_connection)
         tk.createcommand("::tclnats::_parse_url", self._parse_url)
         tk.createcommand("::tclnats::_token", self._token)
         for name in ("metadata", "make_stream_source", "make_subject_transform", "make_republish"):
             tk.createcommand(f"::tclnats::_{name}", getattr(self, "_" + name))
+
+    def _flush_dirty(self):
+        """Write now what callbacks run by a readable handler published,
+        instead of one more event-loop turn for the posted flush."""
+        dirty = self.dirty
+        while dirty:
+            conn = dirty.pop()
+            if conn.flush_id:
+                try:
+                    conn.flush_now()
+                except Exception:
+                    tb = traceback.format_exc()
+                    conn._log("error", f"internal error in flush: {tb}")
+                    sys.stderr.write(tb)
 
     def _wrap(self, fn):
         try:
@@ -197,6 +215,10 @@ class TclConnection:
         self.timers: dict = {}       # key -> (token, after id)
         self.tokens: dict = {}       # token -> key
         self.tok = itertools.count(1)
+        self.deadlines: dict = {}    # Request/Ping -> monotonic deadline
+        self.deadline_heap: list = []
+        self.sweep_id = ""
+        self.sweep_at = None
         self.sync_results: dict = {}
         self.utf8 = False
         self.writing_servers = False
@@ -204,10 +226,13 @@ class TclConnection:
         self.js = None
         self.last_rid = 0
         self.tcl_pending = False
+        self.write_inline = False    # the caller writes at once: post no flush
+        self.fast_max = -1
         self.fast_subjects: set = set()
         self.dead = False
         self.tk.createcommand(self.cmd, self.dispatch)
         self.tk.createcommand(self.cmd + "_ev", self.event)
+        self.tk.createcommand(self.cmd + "_rd", self.on_readable)
 
     # ------------------------------------------------------------ dispatch
     def dispatch(self, op, *args):
@@ -268,8 +293,11 @@ class TclConnection:
             self.writing_servers = False
 
     # ------------------------------------------------------------ effects
-    def run(self):
-        """Carry out the engine's effects until there are none left."""
+    def run(self, collect=None):
+        """Carry out the engine's effects until there are none left.
+
+        Deliveries go to ``::nats::_deliver`` (posted to the event loop), or,
+        given a ``collect`` list, are added to it for the caller to run."""
         eng = self.engine
         tk = self.tk
         ns = self.ns
@@ -283,8 +311,9 @@ class TclConnection:
                 if k == "msg":
                     self._delivery(deliveries, f[1], f[2])
                 elif k == "flush":
-                    if eng.status == CONNECTED:
+                    if eng.status == CONNECTED and not self.write_inline:
                         if not self.flush_id:
+                            self.bridge.dirty.add(self)
                             self.flush_id = tk.call("after", 0, self.cmd + "_ev", "flush")
                             tk.call("set", f"{ns}::timers(flush)", self.flush_id)
                 elif k == "timer":
@@ -300,6 +329,11 @@ class TclConnection:
                 elif k == "status":
                     self._push_servers()
                     tk.call("set", f"{ns}::status", f[1])
+                    self._fast_path()
+                    if f[1] == CONNECTED and self.tcl_pending and not self.flush_id:
+                        # publishes queued in Tcl while reconnecting go out now
+                        self.bridge.dirty.add(self)
+                        self.flush_id = tk.call("after", 0, self.cmd + "_ev", "flush")
                 elif k == "error":
                     err = f[1]
                     if err is None:
@@ -319,6 +353,7 @@ class TclConnection:
                         if old not in info:
                             tk.call("unset", f"{var}({old})")
                     tk.call("array", "set", var, tcl_value(info))
+                    self._fast_path()
                 elif k == "pong_rx":
                     tk.call("set", f"{ns}::pong", 1)
                 elif k == "pong":
@@ -335,6 +370,9 @@ class TclConnection:
                 elif k == "close":
                     self._close()
             if deliveries:
+                if collect is not None:
+                    collect.extend(deliveries)
+                    continue
                 try:
                     tk.call("::nats::_deliver", tuple(deliveries))
                 except tkinter.TclError as e:
@@ -423,7 +461,18 @@ class TclConnection:
         self._post_req(out, cb, 1 if msg.no_responders else 0, self._msg_value(msg, True, msg.sid))
 
     # ------------------------------------------------------------ timers
+    # Connection timers ("ping", "connect", "reconnect") are one [after] each.
+    # Request and ping deadlines share one [after] set for the earliest of them:
+    # a request answered in time costs no Tcl timer call at all, and the sweep
+    # skips deadlines that were cancelled since.
     def _start_timer(self, key, ms):
+        if key.__class__ is not str:
+            deadline = time.monotonic() + int(ms) / 1000.0
+            self.deadlines[key] = deadline
+            heapq.heappush(self.deadline_heap, (deadline, next(self.tok), key))
+            if self.sweep_at is None or deadline < self.sweep_at:
+                self._arm_sweep(deadline)
+            return
         old = self.timers.pop(key, None)
         if old is not None:
             self.tokens.pop(old[0], None)
@@ -436,6 +485,9 @@ class TclConnection:
             self.tk.call("set", f"{self.ns}::timers({key})", aid)
 
     def _cancel_timer(self, key):
+        if key.__class__ is not str:
+            self.deadlines.pop(key, None)
+            return
         old = self.timers.pop(key, None)
         if old is not None:
             self.tokens.pop(old[0], None)
@@ -443,9 +495,45 @@ class TclConnection:
             if key in ("ping", "connect"):
                 self.tk.call("set", f"{self.ns}::timers({key})", "")
 
+    def _arm_sweep(self, deadline):
+        if self.sweep_id:
+            self.tk.call("after", "cancel", self.sweep_id)
+        self.sweep_at = deadline
+        wait = max(0, math.ceil((deadline - time.monotonic()) * 1000))
+        self.sweep_id = self.tk.call("after", wait, self.cmd + "_ev", "sweep")
+
+    def e_sweep(self):
+        self.sweep_id = ""
+        self.sweep_at = None
+        heap = self.deadline_heap
+        live = self.deadlines
+        now = time.monotonic()
+        expired = []
+        while heap:
+            deadline, _, key = heap[0]
+            if live.get(key) != deadline:
+                heapq.heappop(heap)  # cancelled, or started again later
+            elif deadline <= now:
+                heapq.heappop(heap)
+                del live[key]
+                expired.append(key)
+            else:
+                break
+        if heap:
+            self._arm_sweep(heap[0][0])
+        for key in expired:
+            self.engine.timer_fired(key)
+        self.run()
+
     def cancel_all_timers(self):
         for key in list(self.timers):
             self._cancel_timer(key)
+        self.deadlines.clear()
+        self.deadline_heap.clear()
+        if self.sweep_id:
+            self.tk.call("after", "cancel", self.sweep_id)
+            self.sweep_id = ""
+            self.sweep_at = None
         if self.flush_id:
             self.tk.call("after", "cancel", self.flush_id)
             self.flush_id = ""
@@ -487,11 +575,27 @@ class TclConnection:
         if err:
             self.engine.socket_failed(str(err))
         else:
-            tk.call("chan", "event", sock, "readable", (self.cmd + "_ev", "readable"))
+            tk.call("chan", "event", sock, "readable", ("::nats::_on_readable", self.cmd + "_rd"))
             self.engine.socket_connected()
         self.run()
 
-    def e_readable(self):
+    def on_readable(self):
+        """The socket's readable handler (``::nats::_on_readable``): read,
+        feed the engine, carry out its effects, and return the deliveries of
+        this read for the Tcl handler to run once the library's work is done.
+        Never raises: an internal error is logged."""
+        out = []
+        try:
+            self._read(out)
+            if out and self.flush_id:
+                self.flush_now()  # PONGs and acks go out before user callbacks run
+        except Exception:
+            tb = traceback.format_exc()
+            self._log("error", f"internal error in readable event: {tb}")
+            sys.stderr.write(tb)
+        return tuple(out)
+
+    def _read(self, out):
         tk = self.tk
         sock = self.sock
         if not sock:
@@ -508,7 +612,7 @@ class TclConnection:
             if isinstance(code, (tuple, list)) and len(code) > 1 and code[0] == "POSIX":
                 reason = str(code[1])
             self.engine.connection_lost(reason)
-            self.run()
+            self.run(out)
             return
         if data:
             self.engine.receive_data(_to_bytes(data))
@@ -519,7 +623,7 @@ class TclConnection:
                 eof = 1
             if eof:
                 self.engine.connection_lost(None)
-        self.run()
+        self.run(out)
 
     def e_flush(self):
         self.flush_id = ""
@@ -545,6 +649,16 @@ class TclConnection:
         if data:
             self._write(data)
         self.run()
+
+    def run_and_write(self):
+        """Carry out the effects and write what is queued in the same call
+        (a synchronous caller is about to wait for the reply)."""
+        self.write_inline = True
+        try:
+            self.run()
+        finally:
+            self.write_inline = False
+        self.flush_now()
 
     def _write(self, data: bytes):
         try:
@@ -628,7 +742,7 @@ class TclConnection:
         if "utf8_convert" in typed or "check_subjects" in typed:
             self.fast_subjects.clear()
             self.tk.call("array", "unset", f"{self.ns}::FastSubj")
-            self.tk.call("set", f"{self.ns}::FastOff", int(self.utf8))
+            self._fast_path()
         if "custom_reconnect_delay" in typed:
             cb = o.custom_reconnect_delay
             self.engine.reconnect_delay = self._reconnect_delay if cb else None
@@ -738,19 +852,25 @@ class TclConnection:
             self.tk.call("set", f"{self.ns}::timers(flush)", self.flush_id)
 
     def drain_tcl_pubs(self):
-        """Hand the publishes queued in Tcl to the engine, in order."""
+        """Hand the publishes framed in Tcl to the engine, in order."""
         self.tcl_pending = False
-        tk = self.tk
-        var = f"{self.ns}::PendingPubs"
-        items = tk.call("set", var)
-        tk.call("set", var, "")
-        tk.call("set", f"{self.ns}::PendingFlush", 0)
-        if not items:
+        count, buf = self.tk.call("::nats::_take_pending", self.ns)
+        if not count:
             return
-        if isinstance(items, str):
-            items = tk.splitlist(items)
         # subjects, replies and sizes were checked when they entered the fast path
-        self.engine.publish_checked(items, _to_bytes)
+        self.engine.publish_framed(_to_bytes(buf), int(count))
+
+    def _fast_path(self):
+        """Open the Tcl publish fast path (FastMax = max_payload) or close it (-1)."""
+        eng = self.engine
+        limit = -1
+        if not self.utf8 and eng.status != CLOSED:
+            mp = (eng.server_info or {}).get("max_payload")
+            if isinstance(mp, int):
+                limit = mp
+        if limit != self.fast_max:
+            self.fast_max = limit
+            self.tk.call("set", f"{self.ns}::FastMax", limit)
 
     def _headers_from_tcl(self, header):
         items = self.tk.splitlist(header)
@@ -807,9 +927,10 @@ class TclConnection:
                                   check_subj not in ("0", "false", 0))
         self._note_internal_subs(req)
         self.tk.call("set", f"{self.ns}::requests({req.id})", "pending")
-        self.run()
         if handler is None:
-            self.flush_now()
+            self.run_and_write()
+        else:
+            self.run()
         return req.id
 
     def c_request_result(self, rid, dictmsg):
@@ -843,9 +964,10 @@ class TclConnection:
         self._note_internal_subs(req)
         self.tk.call("set", f"{self.ns}::requests({req.id})", "pending")
         self.last_rid = req.id
-        self.run()
         if finish is not None and op.async_done is None:
-            self.flush_now()
+            self.run_and_write()
+        else:
+            self.run()
         return req.id
 
     def _op(self, rid) -> "_Op":
@@ -963,12 +1085,13 @@ class TclConnection:
         try:
             self.engine.disconnect()
             self.run()
-        except Exception:
-            pass
+        except Exception as e:
+            self._log("warn", f"Error while closing the connection: {e}")
         self.cancel_all_timers()
         self.dead = True
         self.bridge.conns.pop(self.cmd, None)
-        for name in (self.cmd, self.cmd + "_ev"):
+        self.bridge.dirty.discard(self)
+        for name in (self.cmd, self.cmd + "_ev", self.cmd + "_rd"):
             try:
                 self.tk.deletecommand(name)
             except tkinter.TclError:

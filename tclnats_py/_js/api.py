@@ -16,6 +16,7 @@ seconds, see ``tclnats_py.jetstream``).
 from __future__ import annotations
 
 import base64
+import calendar
 import datetime
 import json
 import re
@@ -229,7 +230,7 @@ def ms2ns(ms) -> int:
     return int(round(float(ms) * _NS_PER_MS)) if not isinstance(ms, int) else ms * _NS_PER_MS
 
 
-_ISO = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[-+]\d\d:?\d\d)?$")
+_ISO = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|[-+]\d\d:?\d\d)?$")
 
 
 def iso_to_ms(ts: str) -> int:
@@ -239,13 +240,15 @@ def iso_to_ms(ts: str) -> int:
     m = _ISO.match(ts)
     if not m:
         raise make_error("ErrInvalidArg", f"Invalid time {ts}")
-    base = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
-    secs = int(base.timestamp())
-    zone = m.group(3)
+    y, mo, d, h, mi, sec = (int(g) for g in m.group(1, 2, 3, 4, 5, 6))
+    if not (1 <= mo <= 12 and 1 <= d <= 31 and h <= 23 and mi <= 59 and sec <= 60):
+        raise make_error("ErrInvalidArg", f"Invalid time {ts}")
+    secs = calendar.timegm((y, mo, d, h, mi, sec, 0, 0, 0))
+    zone = m.group(8)
     if zone and zone != "Z":
         sign = 1 if zone[0] == "+" else -1
         secs -= sign * (int(zone[1:3]) * 3600 + int(zone[-2:]) * 60)
-    frac = m.group(2) or "0"
+    frac = m.group(7) or "0"
     return secs * 1000 + int(round(int(frac) / 10 ** len(frac) * 1000))
 
 
