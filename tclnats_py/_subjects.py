@@ -40,8 +40,13 @@ _cache_wild: dict[str, bool] = {}
 
 def valid_subject(subject: str) -> bool:
     """A subject to publish to, or a reply subject: no wildcards."""
-    r = _cache_plain.get(subject)
+    try:
+        r = _cache_plain.get(subject)
+    except TypeError:  # unhashable: not a string
+        return False
     if r is None:
+        if not isinstance(subject, str):
+            return False
         if subject.isascii():
             r = _ASCII_PLAIN.fullmatch(subject) is not None
         else:
@@ -54,8 +59,13 @@ def valid_subject(subject: str) -> bool:
 
 def valid_wildcard_subject(subject: str) -> bool:
     """A subject to subscribe to: ``*`` and ``>`` allowed as whole tokens."""
-    r = _cache_wild.get(subject)
+    try:
+        r = _cache_wild.get(subject)
+    except TypeError:  # unhashable: not a string
+        return False
     if r is None:
+        if not isinstance(subject, str):
+            return False
         if subject.isascii():
             r = _ASCII_WILD.fullmatch(subject) is not None
         else:
@@ -69,4 +79,4 @@ def valid_wildcard_subject(subject: str) -> bool:
 
 
 def valid_queue(queue: str) -> bool:
-    return valid_token(queue)
+    return isinstance(queue, str) and valid_token(queue)

@@ -58,6 +58,22 @@ _DRIVER_KW = ("error_cb", "status_cb", "disconnected_cb", "reconnected_cb", "clo
               "reconnect_delay", "tls", "tls_ca", "tls_cert", "tls_key", "tls_hostname", "tls_verify")
 
 
+# ---------------------------------------------------------------- argument checks
+# The rules of the Python face for arguments (the engine checks subjects and
+# queue groups itself, with nats-tcl's rules): a wrong type or value raises
+# the documented code before anything is queued for the wire.
+#   payloads   bytes, bytearray, memoryview, str (UTF-8) or None (empty), else ErrInvalidArg
+#   timeouts   seconds, a finite int/float >= 0 (None: the default), else ErrBadTimeout;
+#              more than MAX_TIMEOUT (about 31 years) counts as MAX_TIMEOUT
+#   counts     ints (not bool) in range, else ErrInvalidArg
+#   headers    None, or a mapping of header name -> str/bytes value or a list/tuple of them;
+#              names without whitespace, ":" or control characters; values without CR/LF;
+#              else ErrInvalidArg
+
+_NUMBER = (int, float)
+MAX_TIMEOUT = 1e9  # seconds; in ns it still fits the server's int64 durations
+
+
 def _to_bytes(data) -> bytes:
     if data.__class__ is bytes:
         return data
@@ -65,7 +81,78 @@ def _to_bytes(data) -> bytes:
         return b""
     if isinstance(data, str):
         return data.encode()
-    return bytes(data)
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    raise make_error("ErrInvalidArg", f"Invalid payload of type {type(data).__name__}: bytes or str expected")
+
+
+def check_timeout(timeout, default=None, what: str = "timeout"):
+    """``timeout`` (seconds) checked: a finite number >= 0; None -> ``default``."""
+    if timeout is None:
+        return default
+    if timeout.__class__ not in _NUMBER and (isinstance(timeout, bool) or not isinstance(timeout, _NUMBER)):
+        raise make_error("ErrBadTimeout", f"Invalid {what} {timeout!r}")
+    if not (0 <= timeout < float("inf")):  # also false for NaN
+        raise make_error("ErrBadTimeout", f"Invalid {what} {timeout!r}")
+    return timeout if timeout <= MAX_TIMEOUT else MAX_TIMEOUT
+
+
+def check_seconds(name: str, value, allow_none: bool = True):
+    """A duration option that is not a timeout (ttl, nak delay): a finite
+    number >= 0, else ErrInvalidArg."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, _NUMBER) or not (0 <= value < float("inf")):
+        raise make_error("ErrInvalidArg", f"Invalid value for {name}: {value!r}")
+    return value
+
+
+def check_int(name: str, value, minimum: int = 0, maximum: int | None = None, allow_none: bool = False):
+    """An int option (bool is not one) within [minimum, maximum]."""
+    if value is None and allow_none:
+        return None
+    if value.__class__ is not int and (isinstance(value, bool) or not isinstance(value, int)) \
+            or value < minimum or (maximum is not None and value > maximum):
+        raise make_error("ErrInvalidArg", f"Invalid value for {name}: {value!r}")
+    return value
+
+
+def check_str(name: str, value, allow_none: bool = True, allow_empty: bool = True):
+    """A free-text string option."""
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, str) or (not value and not allow_empty):
+        raise make_error("ErrInvalidArg", f"Invalid value for {name}: {value!r}")
+    return value
+
+
+def _bad_header(msg: str):
+    return make_error("ErrInvalidArg", f"Invalid headers: {msg}")
+
+
+def check_headers(headers):
+    """Headers as the engine takes them (see the rules above); None stays None."""
+    if headers is None:
+        return None
+    if not hasattr(headers, "items") or isinstance(headers, (str, bytes)):
+        raise _bad_header(f"a mapping expected, not {type(headers).__name__}")
+    for k, vals in headers.items():
+        if not isinstance(k, str) or not k or not k.isprintable() or any(ch in k for ch in " :\t"):
+            raise _bad_header(f"invalid name {k!r}")
+        for v in (vals if isinstance(vals, (list, tuple)) else (vals,)):
+            if isinstance(v, bytes):
+                v = v.decode("utf-8", "replace")
+            if not isinstance(v, str):
+                raise _bad_header(f"value of {k} must be str or bytes, not {type(v).__name__}")
+            if "\r" in v or "\n" in v:
+                raise _bad_header(f"value of {k} contains a line break")
+    return headers
+
+
+def _check_msg(msg) -> Msg:
+    if not isinstance(msg, Msg):
+        raise make_error("ErrInvalidArg", f"A message expected, not {type(msg).__name__}")
+    return msg
 
 
 def _call_user(client: "Client", fn, *args) -> None:
@@ -280,6 +367,7 @@ class Subscription:
         queue is empty."""
         if self._cb is not None:
             raise make_error("ErrInvalidArg", "next_msg on a subscription with a callback")
+        timeout = check_timeout(timeout)
         while not self._pending:
             if self._closed:
                 raise make_error("ErrBadSubscription", f"Subscription to {self.subject} has ended")
@@ -308,6 +396,7 @@ class Subscription:
         when that many have already been received, it ends now)."""
         c = self._client
         es = self._engine_sub
+        check_int("max_msgs", max_msgs)
         if es.closed:
             raise make_error("ErrBadSubscription", f"Invalid subscription ID {es.sid}")
         gone = c._engine.unsubscribe(es.sid, max_msgs)
@@ -318,6 +407,7 @@ class Subscription:
     async def drain(self, timeout: float = 10.0) -> None:
         """Stop interest (UNSUB), let the messages already on their way arrive
         and be handled (a PING/PONG shows they have), then end."""
+        timeout = check_timeout(timeout, 10.0)
         c = self._client
         es = self._engine_sub
         if not es.closed:
@@ -466,6 +556,7 @@ class Client:
     def jetstream(self, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0):
         """The JetStream context (see tclnats_py.jetstream)."""
         from .jetstream import JetStream
+        check_timeout(timeout, what="JetStream timeout")
         return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout)
 
     # ------------------------------------------------------------ effects
@@ -728,6 +819,7 @@ class Client:
     async def drain(self, timeout: float = 10.0) -> None:
         """Drain every subscription (UNSUB, handle what is on its way, let the
         callbacks finish), then flush the publishes and close."""
+        timeout = check_timeout(timeout, 10.0)
         eng = self._engine
         if eng.status == CLOSED:
             return
@@ -752,9 +844,10 @@ class Client:
 
     async def flush(self, timeout: float = 10.0) -> None:
         """A PING/PONG round trip: everything published before has reached the server."""
+        if timeout is None:
+            raise make_error("ErrBadTimeout", "Invalid timeout None")
+        timeout = check_timeout(timeout)
         loop = self._need_loop()
-        if timeout is None or timeout < 0:
-            raise make_error("ErrBadTimeout", f"Invalid timeout {timeout}")
         fut = loop.create_future()
         self._engine.ping(max(1, int(timeout * 1000)), fut)
         self._run()
@@ -778,17 +871,33 @@ class Client:
         """Queue a message (bytes or str); it leaves with the next write of this
         loop turn, or once (re)connected."""
         eng = self._engine
+        if headers is not None:
+            check_headers(headers)
         eng.publish(subject, data if data.__class__ is bytes else _to_bytes(data), reply, headers)
         if eng._fx:
             self._run()
 
     def publish_msg(self, msg: Msg) -> None:
+        _check_msg(msg)
         self.publish(msg.subject, msg.data, msg.reply, msg.headers)
 
     async def subscribe(self, subject: str, queue: str | None = None, cb=None, max_msgs: int = 0,
                         pending_msgs_limit: int | None = None,
                         pending_bytes_limit: int | None = None) -> Subscription:
         o = self._engine.options
+        eng = self._engine
+        if not eng.check_subject(subject, wildcard=True) or (
+                eng.options.check_subjects and ">." in subject):
+            # (this face also refuses ">" before the last token, which the
+            # server would answer with -ERR; nats-tcl checks tokens only)
+            raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+        if queue is not None and queue != "" and not eng.check_subject(queue, queue=True):
+            raise make_error("ErrBadQueueName", f"Invalid queue {queue}")
+        check_int("max_msgs", max_msgs)
+        check_int("pending_msgs_limit", pending_msgs_limit, -1, allow_none=True)
+        check_int("pending_bytes_limit", pending_bytes_limit, -1, allow_none=True)
+        if cb is not None and not callable(cb):
+            raise make_error("ErrInvalidArg", f"Invalid callback {cb!r}")
         sub = Subscription(self, subject, queue or "", cb,
                            o.pending_msgs_limit if pending_msgs_limit is None else pending_msgs_limit,
                            o.pending_bytes_limit if pending_bytes_limit is None else pending_bytes_limit)
@@ -802,8 +911,7 @@ class Client:
     def _timeout_ms(self, timeout) -> int:
         if timeout is None:
             return self._engine.options.request_timeout
-        if timeout < 0:
-            raise make_error("ErrBadTimeout", f"Invalid timeout {timeout}")
+        timeout = check_timeout(timeout)
         return max(1, int(timeout * 1000)) if timeout else 0
 
     async def request(self, subject: str, data=b"", timeout: float | None = None, headers=None) -> Msg:
@@ -812,8 +920,13 @@ class Client:
         ErrNoResponders, ErrConnectionClosed (closed meanwhile)."""
         loop = self._need_loop()
         ms = self._timeout_ms(timeout)
-        fut = loop.create_future()
+        if headers is not None:
+            check_headers(headers)
         eng = self._engine
+        if not eng.check_subject(subject):
+            # before the engine makes its shared reply subscription
+            raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+        fut = loop.create_future()
         req = eng.request(subject, _to_bytes(data), ms, headers, None, fut)
         self._run()
         try:
@@ -825,6 +938,7 @@ class Client:
             raise
 
     async def request_msg(self, msg: Msg, timeout: float | None = None) -> Msg:
+        _check_msg(msg)
         return await self.request(msg.subject, msg.data, timeout, msg.headers)
 
     async def request_many(self, subject: str, data=b"", max_msgs: int = 1, timeout: float | None = None,
@@ -833,8 +947,14 @@ class Client:
         replies until the timeout; ErrTimeout only when none came."""
         loop = self._need_loop()
         ms = self._timeout_ms(timeout)
-        gather = _Gather(loop.create_future())
+        check_int("max_msgs", max_msgs, 1)
         eng = self._engine
+        if not eng.check_subject(subject):
+            # before the engine subscribes the reply inbox
+            raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+        if headers is not None:
+            check_headers(headers)
+        gather = _Gather(loop.create_future())
         req = eng.request(subject, _to_bytes(data), ms, headers, max_msgs, gather)
         self._run()
         try:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, fields
 
 from ._engine import Msg
 from ._errors import NatsError, error_class, make_error
+from .aio import _to_bytes, check_headers, check_int, check_seconds, check_str, check_timeout
 from ._js import config as _cfg
 from ._js import ordered as _ordered
 from ._js.ack import ACK, WPI, AckState, ack_subject, nak_payload, term_payload
@@ -270,6 +271,25 @@ def _merge(cls, config, kw):
     return config.replace(**kw) if kw else config
 
 
+def _check_publish(client, subject, headers, msg_id=None, expected_stream=None, expected_last_seq=None,
+                   expected_last_subject_seq=None, expected_last_msg_id=None, ttl=None) -> None:
+    """The arguments of a JetStream publish, checked before anything is sent."""
+    if not client._engine.check_subject(subject):
+        raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+    check_headers(headers)
+    for name, v in (("msg_id", msg_id), ("expected_last_msg_id", expected_last_msg_id)):
+        check_str(name, v, allow_empty=False)
+    if expected_stream is not None:
+        _check_name("stream", expected_stream)
+    check_int("expected_last_seq", expected_last_seq, allow_none=True)
+    check_int("expected_last_subject_seq", expected_last_subject_seq, allow_none=True)
+
+
+def _check_name(what: str, name) -> None:
+    from ._js.api import check_name
+    check_name(what, name)
+
+
 # ------------------------------------------------------------------ messages
 class JsMsg:
     """A message from a consumer: its metadata and the ack family."""
@@ -309,12 +329,14 @@ class JsMsg:
 
     async def ack_sync(self, timeout: float | None = None) -> None:
         """+ACK and wait until the server confirms it."""
+        check_timeout(timeout)
         self._ack.check(ACK)
         await self._js.client.request(ack_subject(self.msg), ACK, timeout=timeout or self._js.timeout)
         self._ack.done(ACK)
 
     async def nak(self, delay: float | None = None) -> None:
         """-NAK: redeliver now, or after ``delay`` seconds."""
+        check_seconds("delay", delay)
         self._send(nak_payload(None if delay is None else delay * 1000))
 
     async def in_progress(self) -> None:
@@ -323,6 +345,9 @@ class JsMsg:
 
     async def term(self, reason: str | None = None) -> None:
         """+TERM: never redeliver."""
+        check_str("reason", reason)
+        if reason and ("\r" in reason or "\n" in reason):
+            raise make_error("ErrInvalidArg", "Invalid reason: it contains a line break")
         self._send(term_payload(reason))
 
     @property
@@ -340,6 +365,8 @@ class JetStream:
 
     def __init__(self, client, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
                  publish_async_max_pending: int = 4000):
+        timeout = check_timeout(timeout, 5.0, what="JetStream timeout")
+        check_int("publish_async_max_pending", publish_async_max_pending, 1)
         self.client = client
         self.jsapi = JsApi(domain, api_prefix)
         self.domain = domain
@@ -477,6 +504,9 @@ class JetStream:
         """Publish to a stream and wait for its ack.  ErrNoResponders: no
         stream on ``subject``; ErrWrongLastSequence, ErrJSResponse (e.g.
         10060 for a wrong expected stream)."""
+        check_timeout(timeout)
+        _check_publish(self.client, subject, headers, msg_id, expected_stream, expected_last_seq,
+                       expected_last_subject_seq, expected_last_msg_id)
         hdrs = publish_headers(headers, msg_id=msg_id, expected_stream=expected_stream,
                                expected_last_seq=expected_last_seq,
                                expected_last_subject_seq=expected_last_subject_seq,
@@ -485,6 +515,8 @@ class JetStream:
         return PubAck(parse_ack(msg))
 
     async def publish_msg(self, msg: Msg, **kw) -> PubAck:
+        if not isinstance(msg, Msg):
+            raise make_error("ErrInvalidArg", f"A message expected, not {type(msg).__name__}")
         return await self.publish(msg.subject, msg.data, msg.headers, **kw)
 
     def publish_async(self, subject: str, data=b"", headers=None, *, timeout: float | None = None,
@@ -492,8 +524,9 @@ class JetStream:
         """Publish without waiting: a future of the PubAck.  Acks come back on
         one wildcard inbox; at most ``publish_async_max_pending`` are in flight,
         the rest wait their turn.  ``publish_async_complete()`` awaits them all."""
-        if isinstance(data, str):
-            data = data.encode()
+        check_timeout(timeout)
+        data = _to_bytes(data)
+        _check_publish(self.client, subject, headers, **kw)
         hdrs = publish_headers(headers, **kw)
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
@@ -502,7 +535,7 @@ class JetStream:
         if self._ap is None:
             self._ap = AsyncPublisher(self.client.new_inbox(), self._ap_max)
             self._ap_ready = loop.create_task(self._ap_subscribe())
-        pid, step = self._ap.add(subject, bytes(data), hdrs, (fut, timeout or self.timeout))
+        pid, step = self._ap.add(subject, data, hdrs, (fut, timeout or self.timeout))
         if step is not None:
             if self._ap_ready.done():
                 self._ap_send(pid, step, timeout or self.timeout)
@@ -557,6 +590,7 @@ class JetStream:
 
     async def publish_async_complete(self, timeout: float | None = None) -> None:
         """Wait until every async publish so far has its ack (or error)."""
+        timeout = check_timeout(timeout)
         if self._ap_futures:
             await asyncio.wait_for(asyncio.gather(*list(self._ap_futures), return_exceptions=True), timeout)
 
@@ -606,6 +640,11 @@ class JetStream:
                          retry: float = 1.0) -> "OrderedConsumer":
         """An ordered consumer (ADR-17): iterate it, or ``await oc.start()``
         then ``next()`` / ``consume(cb)``; ``await oc.stop()`` ends it."""
+        idle_heartbeat = check_timeout(idle_heartbeat, 5.0, what="idle_heartbeat")
+        retry = check_timeout(retry, 1.0, what="retry")
+        if filter_subject is not None and not self.client._engine.check_subject(filter_subject, wildcard=True):
+            raise make_error("ErrBadSubject", f"Invalid subject {filter_subject}")
+        check_int("opt_start_seq", opt_start_seq, 1, allow_none=True)
         state = _ordered.OrderedConsumer(
             stream, filter_subject=filter_subject, filter_subjects=filter_subjects, deliver_policy=deliver_policy,
             opt_start_seq=opt_start_seq, opt_start_time=opt_start_time, headers_only=headers_only,
@@ -793,6 +832,10 @@ class Consumer:
         ErrConsumerNotFound / ErrStreamNotFound); ErrConsumerDeleted etc.
         when the pull ended with that and brought nothing.
         """
+        check_int("batch", batch, 1)
+        check_int("max_bytes", max_bytes, 1, allow_none=True)
+        expires = check_timeout(expires, what="expires")
+        heartbeat = check_timeout(heartbeat, what="heartbeat")
         if expires is None:
             f = Fetch(batch, max_bytes=max_bytes, js_timeout_ms=int(self.js.timeout * 1000))
         else:
@@ -848,16 +891,26 @@ class Consumer:
         return await self.fetch(batch)
 
     async def fetch_bytes(self, max_bytes: int, expires: float | None = None) -> list[JsMsg]:
+        check_int("max_bytes", max_bytes, 1)
         return await self.fetch(1_000_000, expires, max_bytes=max_bytes)
 
     async def next(self, timeout: float = 5.0) -> JsMsg:
         """One message, waiting up to ``timeout``; ErrTimeout when none came."""
+        check_timeout(timeout)
         msgs = await self.fetch(1, expires=timeout)
         if not msgs:
             raise make_error("ErrTimeout", f"No message from consumer {self.stream}/{self.name}")
         return msgs[0]
 
     def _consume_state(self, max_messages, max_bytes, threshold_messages, threshold_bytes, expires, heartbeat):
+        check_int("max_messages", max_messages, 1, allow_none=True)
+        check_int("max_bytes", max_bytes, 1, allow_none=True)
+        check_int("threshold_messages", threshold_messages, 0, allow_none=True)
+        check_int("threshold_bytes", threshold_bytes, 0, allow_none=True)
+        if expires is None:
+            raise make_error("ErrBadTimeout", "Invalid expires None")
+        expires = check_timeout(expires, what="expires")
+        heartbeat = check_timeout(heartbeat, what="heartbeat")
         return Consume(max_messages, max_bytes, expires_ms=int(expires * 1000),
                        idle_heartbeat_ms=int(heartbeat * 1000) if heartbeat else None,
                        threshold_messages=threshold_messages, threshold_bytes=threshold_bytes)
@@ -878,6 +931,10 @@ class Consumer:
         exceptions go to ``error_cb``.  (``batch``/``threshold`` are older
         names of max_messages/threshold_messages.)
         """
+        if not callable(cb):
+            raise make_error("ErrInvalidArg", f"Invalid callback {cb!r}")
+        if error_cb is not None and not callable(error_cb):
+            raise make_error("ErrInvalidArg", f"Invalid error callback {error_cb!r}")
         state = self._consume_state(max_messages if max_messages is not None else batch, max_bytes,
                                     threshold_messages if threshold_messages is not None else threshold,
                                     threshold_bytes, expires, heartbeat)

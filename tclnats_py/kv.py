@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from ._errors import NatsError, make_error
 from ._js import kv as _kv
+from .aio import check_seconds, check_timeout
 
 __all__ = ["KeyValue", "KvEntry", "KvStatus", "KvWatcher", "kv_origin"]
 
@@ -66,7 +67,7 @@ class KvStatus:
 
 def _bucket_options(ttl=None, replicas=None, compression=None, **config) -> dict:
     if ttl is not None:
-        config["ttl_ms"] = int(round(ttl * 1000))
+        config["ttl_ms"] = int(round(check_seconds("ttl", ttl) * 1000))
     if replicas is not None:
         config["num_replicas"] = replicas
     if compression is not None:
@@ -149,8 +150,10 @@ class KeyValue:
         End Of Initial Data), then every change as it happens.  ``keys`` is a
         key, a wildcard pattern or a list of them.  Iterate it; ``await
         w.stop()`` (or ``aclose()``) ends it."""
+        check_timeout(idle_heartbeat, what="idle_heartbeat")
         opts = self._b.watch_options(keys, include_history=include_history, meta_only=meta_only,
-                                     updates_only=updates_only, idle_heartbeat_ms=max(1, int(idle_heartbeat * 1000)))
+                                     updates_only=updates_only,
+                                     idle_heartbeat_ms=max(1, int((idle_heartbeat or 5.0) * 1000)))
         return KvWatcher(self, opts, self._b.watcher(ignore_deletes=ignore_deletes, updates_only=updates_only))
 
     def watch_all(self, **kw) -> "KvWatcher":

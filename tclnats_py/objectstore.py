@@ -22,6 +22,7 @@ from ._errors import NatsError, make_error
 from ._js import objstore as _obj
 from ._js.publish import parse_ack
 from ._nuid import next_token
+from .aio import check_headers, check_int, check_seconds, check_str
 from .jetstream import Info
 
 __all__ = ["ObjectStore", "ObjectInfo", "ObjectWatcher"]
@@ -61,6 +62,11 @@ class ObjectStore:
     async def create_bucket(cls, js, bucket: str, *, description=None, ttl: float | None = None, max_bytes=None,
                             storage: str = "file", replicas: int = 1, compression: bool = False, metadata=None,
                             placement=None) -> "ObjectStore":
+        check_str("description", description)
+        check_seconds("ttl", ttl)
+        check_int("max_bytes", max_bytes, -1, allow_none=True)
+        check_int("replicas", replicas, 1)
+        _check_metadata(metadata)
         info = await js._run(_obj.create_bucket(
             js.jsapi, bucket, description=description, ttl_ns=int(ttl * 1e9) if ttl else None, max_bytes=max_bytes,
             storage=storage, num_replicas=replicas, compression=compression, metadata=metadata, placement=placement))
@@ -76,6 +82,7 @@ class ObjectStore:
 
     # ------------------------------------------------------------ reads
     async def get_info(self, name: str, show_deleted: bool = False) -> ObjectInfo:
+        _obj.check_name(name)
         return ObjectInfo(await self.js._run(_obj.info(self.js.jsapi, self.bucket, name, show_deleted, self._direct)))
 
     info_of = get_info
@@ -97,6 +104,7 @@ class ObjectStore:
     async def get(self, name: str):
         """The object's bytes chunk by chunk (an async generator); follows
         links; ErrDigestMismatch at the end if the bytes are not the ones stored."""
+        _obj.check_name(name)
         store, meta = await self._resolve(name)
         reader = _obj.Get(meta)
         if reader.done:
@@ -155,6 +163,10 @@ class ObjectStore:
                   chunk_size: int = _obj.DEFAULT_CHUNK_SIZE) -> ObjectInfo:
         """Store an object: chunks first (acknowledged), then its info; the
         chunks of a previous version are purged afterwards."""
+        _check_data(data)
+        check_str("description", description)
+        check_headers(headers)
+        _check_metadata(metadata)
         put = _obj.Put(self.bucket, name, next_token(), chunk_size=chunk_size, description=description,
                        headers=headers, metadata=metadata)
         try:
@@ -193,6 +205,7 @@ class ObjectStore:
 
     async def delete(self, name: str) -> ObjectInfo:
         """Mark ``name`` deleted and purge its chunks (ErrObjectNotFound if unknown)."""
+        _obj.check_name(name)
         return ObjectInfo(await self.js._run(_obj.delete(self.js.jsapi, self.bucket, name, self._direct)))
 
     async def add_link(self, name: str, target) -> ObjectInfo:
@@ -209,6 +222,9 @@ class ObjectStore:
     async def update_meta(self, name: str, *, new_name: str | None = None, description=None, headers=None,
                           metadata=None) -> ObjectInfo:
         """Rename an object or change its description, headers, metadata."""
+        check_str("description", description)
+        check_headers(headers)
+        _check_metadata(metadata)
         return ObjectInfo(await self.js._run(_obj.update_meta(
             self.js.jsapi, self.bucket, name, new_name=new_name, description=description, headers=headers,
             metadata=metadata, direct=self._direct)))
@@ -252,6 +268,34 @@ class ObjectWatcher:
     aclose = stop
 
 
+def _check_metadata(metadata) -> None:
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                 for k, v in metadata.items()):
+        raise make_error("ErrInvalidArg", f"Invalid metadata {metadata!r}: a dict of str to str expected")
+
+
+def _check_data(data) -> None:
+    """What put() can read: bytes-like, str, a file, an (async) iterable of bytes/str parts."""
+    if isinstance(data, (str, bytes, bytearray, memoryview)) or hasattr(data, "read") or hasattr(data, "__aiter__"):
+        return
+    if isinstance(data, (list, tuple)):
+        if all(isinstance(p, (str, bytes, bytearray, memoryview)) for p in data):
+            return
+    elif hasattr(data, "__iter__") and not isinstance(data, dict):
+        return  # parts are checked as they come
+    raise make_error("ErrInvalidArg", f"Invalid object data of type {type(data).__name__}")
+
+
+def _part(part) -> bytes:
+    if isinstance(part, str):
+        return part.encode()
+    if isinstance(part, (bytes, bytearray, memoryview)):
+        return bytes(part)
+    raise make_error("ErrInvalidArg", f"Invalid part of object data of type {type(part).__name__}")
+
+
 async def _parts(data, size):
     """The object's bytes in pieces, from bytes, str, a file, or a (async) iterable."""
     if isinstance(data, str):
@@ -268,11 +312,11 @@ async def _parts(data, size):
                 part = await part
             if not part:
                 return
-            yield part.encode() if isinstance(part, str) else bytes(part)
+            yield _part(part)
     if hasattr(data, "__aiter__"):
         async for part in data:
-            yield part.encode() if isinstance(part, str) else bytes(part)
+            yield _part(part)
         return
     for part in data:
-        yield part.encode() if isinstance(part, str) else bytes(part)
+        yield _part(part)
 

@@ -22,6 +22,7 @@ import json
 import re
 
 from .._errors import NatsError, error_class, make_error
+from .._subjects import valid_subject, valid_token, valid_wildcard_subject
 
 __all__ = [
     "DEFAULT_API_PREFIX", "api_prefix", "JsApi", "Request", "Publish", "Batch", "advance", "run_sync",
@@ -37,6 +38,10 @@ def api_prefix(domain: str | None = None, prefix: str | None = None) -> str:
     (``-api_prefix`` of nats-tcl; a trailing dot is dropped)."""
     if domain and prefix:
         raise make_error("ErrInvalidArg", "-domain and -api_prefix are mutually exclusive")
+    if domain is not None and domain != "" and not (isinstance(domain, str) and valid_token(domain)):
+        raise make_error("ErrInvalidArg", f"Invalid domain {domain}")
+    if prefix is not None and prefix != "" and not (isinstance(prefix, str) and valid_subject(prefix.rstrip("."))):
+        raise make_error("ErrInvalidArg", f"Invalid api_prefix {prefix}")
     if prefix:
         return prefix.rstrip(".")
     return f"$JS.{domain}.API" if domain else DEFAULT_API_PREFIX
@@ -420,8 +425,10 @@ class JsApi:
         check_name("stream", stream)
         if keep is not None and seq is not None:
             raise make_error("ErrInvalidArg", "keep and seq are mutually exclusive")
+        if filter is not None and not valid_wildcard_subject(filter):
+            raise make_error("ErrBadSubject", f"Invalid subject {filter}")
         for k, v in (("keep", keep), ("seq", seq)):
-            if v is not None and (not isinstance(v, int) or v < 0):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
                 raise make_error("ErrInvalidArg", f"Invalid value for the pos_int option {k} : {v}")
         resp = yield from self.call(f"STREAM.PURGE.{stream}", _opt(filter=filter, keep=keep, seq=seq))
         return resp.get("purged", 0)
@@ -471,6 +478,8 @@ class JsApi:
         check_name("stream", stream)
         if not isinstance(seq, int) or isinstance(seq, bool):
             raise make_error("ErrInvalidArg", "Option seq is required")
+        if seq < 1:
+            raise make_error("ErrInvalidArg", f"Invalid value for the pos_int option seq : {seq}")
         resp = yield from self.call(f"STREAM.MSG.DELETE.{stream}", {"seq": seq, "no_erase": bool(no_erase)})
         return bool(resp.get("success"))
 
@@ -548,6 +557,11 @@ def _check_get(seq, last_by_subj, next_by_subj) -> None:
         raise make_error("ErrInvalidArg", "One of seq, last_by_subj or next_by_subj is required")
     if last_by_subj is not None and (seq is not None or next_by_subj is not None):
         raise make_error("ErrInvalidArg", "last_by_subj excludes seq and next_by_subj")
+    if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 1):
+        raise make_error("ErrInvalidArg", f"Invalid value for the pos_int option seq : {seq}")
+    for subj in (last_by_subj, next_by_subj):
+        if subj is not None and not valid_wildcard_subject(subj):
+            raise make_error("ErrBadSubject", f"Invalid subject {subj}")
 
 
 def _version(v: str) -> tuple:

@@ -36,34 +36,39 @@ KV_OPERATION = "KV-Operation"
 MARKER_REASON = "Nats-Marker-Reason"
 PUT, DEL, PURGE = "PUT", "DEL", "PURGE"
 
-_BUCKET = re.compile(r"^[a-zA-Z0-9_-]+$")
-_KEY = re.compile(r"^[-/_=.a-zA-Z0-9]+$")
+_BUCKET = re.compile(r"[a-zA-Z0-9_-]+")  # used with fullmatch (``$`` would let "\n" end it)
+_KEY = re.compile(r"[-/_=.a-zA-Z0-9]+")
 _DUP_WINDOW_MS = 120_000
 _NS_MS = 1_000_000
 
 
 def check_bucket(bucket) -> str:
-    if not isinstance(bucket, str) or not _BUCKET.match(bucket):
+    if not isinstance(bucket, str) or not _BUCKET.fullmatch(bucket):
         raise make_error("ErrInvalidArg", f"Invalid bucket name {bucket}")
     return bucket
 
 
 def check_key(key) -> str:
-    """A key: letters, digits and ``- / _ = .``, not starting or ending with
-    a dot, not starting with ``_kv`` (nats-tcl's CheckKeyName)."""
-    k = key if isinstance(key, str) else str(key)
-    if k.startswith(".") or k.endswith(".") or k.startswith("_kv") or not _KEY.match(k):
+    """A key: a str of letters, digits and ``- / _ = .``, not starting or
+    ending with a dot, no empty token (``a..b``), not starting with ``_kv``
+    (nats-tcl's CheckKeyName, plus the empty token the server would refuse)."""
+    if not isinstance(key, str):
+        raise make_error("ErrInvalidArg", f"Invalid key name {key!r}: a str expected")
+    k = key
+    if k.startswith(".") or k.endswith(".") or k.startswith("_kv") or not _KEY.fullmatch(k) or ".." in k:
         raise make_error("ErrInvalidArg", f"Invalid key name {key}")
     return k
 
 
 def check_key_pattern(pattern) -> str:
     """A key or a wildcard pattern of keys (``*`` and ``>`` as whole tokens)."""
-    p = str(pattern)
+    if not isinstance(pattern, str):
+        raise make_error("ErrInvalidArg", f"Invalid key name {pattern!r}: a str expected")
+    p = pattern
     if p in (">", "*"):
         return p
     toks = p.split(".")
-    if not all(t in ("*", ">") or (t and _KEY.match(t)) for t in toks) or (">" in toks[:-1]):
+    if not all(t in ("*", ">") or (t and _KEY.fullmatch(t)) for t in toks) or (">" in toks[:-1]):
         raise make_error("ErrInvalidArg", f"Invalid key name {pattern}")
     return p
 
@@ -148,11 +153,15 @@ def bucket_config(bucket: str, *, history: int = 1, ttl_ms: int | None = None, m
     ``mirror_domain`` are the deprecated mirrors of ADR-8 v1.0.
     """
     check_bucket(bucket)
-    for name, v in (("history", history), ("ttl", ttl_ms), ("max_bucket_size", max_bucket_size)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+    for name, v in (("history", history), ("ttl", ttl_ms), ("max_bucket_size", max_bucket_size),
+                    ("max_value_size", max_value_size), ("num_replicas", num_replicas)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0) and not (
+                v == -1 and name in ("max_bucket_size", "max_value_size")):  # -1: unlimited (the server's spelling)
             raise make_error("ErrInvalidArg", f"Invalid value for the pos_int option {name} : {v}")
     if history < 1 or history > 64:
         raise make_error("ErrInvalidArg", "History must be between 1 and 64")
+    if num_replicas is not None and num_replicas < 1:
+        raise make_error("ErrInvalidArg", f"Invalid value for the pos_int option num_replicas : {num_replicas}")
     if storage not in ("memory", "file"):
         raise make_error("ErrInvalidArg", f"Invalid value for the enum storage : {storage}; allowed values: memory file")
     if compression is not None and compression not in ("none", "s2"):
@@ -293,7 +302,7 @@ class Bucket:
         ErrKeyNotFound when missing or deleted (``details["revision"]`` is
         the delete's revision then)."""
         check_key(key)
-        if revision is not None and (isinstance(revision, bool) or not isinstance(revision, int) or revision < 0):
+        if revision is not None and (isinstance(revision, bool) or not isinstance(revision, int) or revision < 1):
             raise make_error("ErrInvalidArg", f"Invalid value for the pos_int option revision : {revision}")
         entry = yield from self._read(key, revision)
         if entry.operation in (DEL, PURGE):
@@ -305,6 +314,10 @@ class Bucket:
         check_key(key)
         if isinstance(value, str):
             value = value.encode()
+        elif value is None:
+            value = b""
+        elif not isinstance(value, (bytes, bytearray, memoryview)):
+            raise make_error("ErrInvalidArg", f"Invalid value of type {type(value).__name__}: bytes or str expected")
         try:
             reply = yield Request(self.write_subject(key), bytes(value or b""), headers)
             return parse_ack(reply)
@@ -322,6 +335,7 @@ class Bucket:
         (0: the key must not exist); ErrWrongLastSequence otherwise."""
         if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
             raise make_error("ErrInvalidArg", f"Invalid revision {revision}")
+        check_key(key)
         hdrs = publish_headers(expected_last_subject_seq=revision)
         return (yield from self._publish(key, value, hdrs))["seq"]
 
@@ -344,6 +358,9 @@ class Bucket:
     def delete(self, key: str, revision: int | None = None):
         """Operation: a DEL marker (history kept); with ``revision`` only if
         it is still the latest."""
+        check_key(key)
+        if revision is not None and (isinstance(revision, bool) or not isinstance(revision, int) or revision < 1):
+            raise make_error("ErrInvalidArg", f"Invalid revision {revision}")
         hdrs = {KV_OPERATION: [DEL]}
         if revision:
             hdrs["Nats-Expected-Last-Subject-Sequence"] = [str(revision)]
@@ -355,6 +372,9 @@ class Bucket:
 
     def revert(self, key: str, revision: int):
         """Operation: put the value of ``revision`` again; the new revision."""
+        check_key(key)
+        if isinstance(revision, bool) or not isinstance(revision, int) or revision < 1:
+            raise make_error("ErrInvalidArg", f"Invalid revision {revision}")
         entry = yield from self.get(key, revision)
         return (yield from self.put(key, entry.value))
 
@@ -373,7 +393,12 @@ class Bucket:
         (``keys``: one pattern or a list of them)."""
         if include_history and updates_only:
             raise make_error("ErrInvalidArg", "-include_history conflicts with -updates_only")
-        pats = [keys] if isinstance(keys, str) else list(keys)
+        if isinstance(keys, str):
+            pats = [keys]
+        elif isinstance(keys, (list, tuple, set, frozenset)):
+            pats = list(keys)
+        else:
+            raise make_error("ErrInvalidArg", f"Invalid keys to watch {keys!r}")
         if not pats:
             raise make_error("ErrInvalidArg", "No keys to watch")
         for p in pats:

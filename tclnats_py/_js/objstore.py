@@ -375,7 +375,7 @@ def add_link(api: JsApi, bucket: str, name: str, target: dict, direct: bool = Tr
     """Operation: a link ``name`` to the object ``target`` (an ObjectInfo of
     this or another bucket)."""
     check_name(name)
-    if not target or not target.get("name") or not target.get("bucket"):
+    if not isinstance(target, dict) or not target.get("name") or not target.get("bucket"):
         raise make_error("ErrInvalidArg", "A link needs an object info")
     if target.get("deleted"):
         raise make_error("ErrInvalidArg", "Cannot link to a deleted object")
@@ -399,6 +399,9 @@ def update_meta(api: JsApi, bucket: str, name: str, *, new_name: str | None = No
                 headers=None, metadata=None, direct: bool = True):
     """Operation: change an object's name, description, headers, metadata
     (ADR-20: not of a deleted object; not onto a live object's name)."""
+    check_name(name)
+    if new_name is not None:
+        check_name(new_name)
     obj = yield from info(api, bucket, name, direct=direct)
     target = new_name or name
     if target != name:
