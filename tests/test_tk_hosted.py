@@ -174,9 +174,13 @@ def test_status_trace_calls_python(nats_server):
 
 # ------------------------------------------------------------ tkinter.Tk() under Xvfb
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def x_display():
-    """An X display: our own Xvfb when installed, else $DISPLAY; skip when neither."""
+    """An X display: our own Xvfb when installed, else $DISPLAY; skip when neither.
+
+    One per test session: Tk keeps its display connection open after the last
+    window is destroyed, and Xlib ends the process ("XIO: fatal IO error")
+    when a later test's event loop finds that connection closed."""
     exe = shutil.which("Xvfb")
     if exe is None:
         if os.environ.get("DISPLAY"):
