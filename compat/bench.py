@@ -86,6 +86,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the figures to this JSON file")
     ap.add_argument("--tclsh", default="tclsh")
     ap.add_argument("--tclnats-tclsh", default="tclnats-tclsh")
+    ap.add_argument("--tcl-notifier", action="store_true",
+                    help="also run tclnats-tclsh with Tcl's own notifier (TCLNATS_NOTIFIER=tcl), "
+                         "to show what the poll notifier contributes")
     ap.add_argument("figures", nargs="*", help=f"subset of {FIGURES}")
     args = ap.parse_args(argv)
     count = 5000 if args.short else args.count
@@ -97,15 +100,21 @@ def main(argv=None) -> int:
         if args.nats_tcl:
             env = dict(os.environ, TCLLIBPATH=os.path.abspath(args.nats_tcl))
             results["original"] = run_side([args.tclsh], env, url, count, figures, 900)
-        env = {k: v for k, v in os.environ.items() if k != "TCLLIBPATH"}
+        env = {k: v for k, v in os.environ.items() if k not in ("TCLLIBPATH", "TCLNATS_NOTIFIER")}
         results["tclnats"] = run_side([args.tclnats_tclsh], env, url, count, figures, 900)
+        if args.tcl_notifier:
+            env = dict(env, TCLNATS_NOTIFIER="tcl")
+            results["tclnats_tcl_notifier"] = run_side([args.tclnats_tclsh], env, url, count, figures, 900)
     finally:
         proc.terminate()
         proc.wait(10)
         shutil.rmtree(store, ignore_errors=True)
     orig = results.get("original", {})
     ours = results.get("tclnats", {})
-    print(f"{'figure':<12}{'original':>14}{'tclnats_py':>14}{'ratio':>8}  unit   (128-byte messages, count={count})")
+    slow = results.get("tclnats_tcl_notifier")
+    extra = f"{'tcl-notifier':>14}{'ratio':>8}" if slow is not None else ""
+    print(f"{'figure':<12}{'original':>14}{'tclnats_py':>14}{'ratio':>8}{extra}  unit   "
+          f"(128-byte messages, count={count})")
     table = []
     for fig in FIGURES:
         if fig not in ours and fig not in orig:
@@ -113,9 +122,17 @@ def main(argv=None) -> int:
         o = orig.get(fig, (None, ""))[0]
         t, unit = ours.get(fig, (None, orig.get(fig, (0, ""))[1]))
         ratio = (t / o) if (o and t) else None
-        table.append({"figure": fig, "original": o, "tclnats": t, "ratio": ratio, "unit": unit})
-        print(f"{fig:<12}{(f'{o:,.0f}' if o else '-'):>14}{(f'{t:,.0f}' if t else '-'):>14}"
-              f"{(f'{ratio:.2f}x' if ratio else '-'):>8}  {unit}")
+        row = {"figure": fig, "original": o, "tclnats": t, "ratio": ratio, "unit": unit}
+        line = (f"{fig:<12}{(f'{o:,.0f}' if o else '-'):>14}{(f'{t:,.0f}' if t else '-'):>14}"
+                f"{(f'{ratio:.2f}x' if ratio else '-'):>8}")
+        if slow is not None:
+            s_val = slow.get(fig, (None, ""))[0]
+            s_ratio = (s_val / o) if (o and s_val) else None
+            row.update(tclnats_tcl_notifier=s_val, ratio_tcl_notifier=s_ratio)
+            line += (f"{(f'{s_val:,.0f}' if s_val else '-'):>14}"
+                     f"{(f'{s_ratio:.2f}x' if s_ratio else '-'):>8}")
+        table.append(row)
+        print(f"{line}  {unit}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"count": count, "server": url, "figures": table}, f, indent=2)
