@@ -5,8 +5,11 @@ server, same run, 128-byte messages.
 
 Figures: publish (hand COUNT messages to the client, then flush), delivery to a
 callback on a second connection, request round trips to a responder on the
-second connection, JetStream publishes with acknowledgements (one at a time,
-and with up to 256 acknowledgements in flight).
+second connection, the same with up to 256 requests in flight (request_async),
+and JetStream publishes through each library's JetStream API: ``js.publish``
+awaited one at a time (js_publish), and ``js.publish_async`` for COUNT
+messages followed by waiting for every ack (js_publish_async; each library
+with its default limit of acks in flight, 4000 for both).
 """
 
 from __future__ import annotations
@@ -49,6 +52,20 @@ class Side:
     async def request(self, c, subject, data, timeout=5):
         return await c.request(subject, data, timeout=timeout)
 
+    async def js_publish(self, js, subject, data):
+        return await js.publish(subject, data)
+
+    async def js_publish_async_all(self, js, subject, data, n):
+        """n asynchronous JetStream publishes, then every ack."""
+        if self.name == "tclnats_py":
+            for _ in range(n):
+                js.publish_async(subject, data)
+            await js.publish_async_complete()
+        else:
+            for _ in range(n):
+                await js.publish_async(subject, data)
+            await js.publish_async_completed()
+
 
 async def workload(side: Side, url: str, count: int) -> dict:
     out = {}
@@ -88,26 +105,33 @@ async def workload(side: Side, url: str, count: int) -> dict:
     for _ in range(rounds):
         await side.request(a, f"bp.{tag}.svc", PAYLOAD)
     out["request"] = rounds / (time.perf_counter() - t)
+    n_conc = max(2000, count // 10)
+    sem = asyncio.Semaphore(256)
+
+    async def one():
+        async with sem:
+            await side.request(a, f"bp.{tag}.svc", PAYLOAD)
+    t = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(n_conc)))
+    out["request_async"] = n_conc / (time.perf_counter() - t)
 
     # JetStream through the API subjects (the same requests for both clients)
     stream = f"BP_{tag.upper()}"
     await side.request(a, f"$JS.API.STREAM.DELETE.{stream}", b"")
     cfg = json.dumps({"name": stream, "subjects": [f"bpjs.{tag}.>"], "storage": "memory"}).encode()
     await side.request(a, f"$JS.API.STREAM.CREATE.{stream}", cfg)
+    js = a.jetstream()
     t = time.perf_counter()
     for _ in range(rounds):
-        r = await side.request(a, f"bpjs.{tag}.x", PAYLOAD)
-        assert b'"seq"' in r.data
+        ack = await side.js_publish(js, f"bpjs.{tag}.x", PAYLOAD)
+        assert ack.seq > 0
     out["js_publish"] = rounds / (time.perf_counter() - t)
-    n_async = max(2000, count // 10)
-    sem = asyncio.Semaphore(256)
-
-    async def one():
-        async with sem:
-            await side.request(a, f"bpjs.{tag}.y", PAYLOAD)
+    n_async = max(5000, count // 2)
     t = time.perf_counter()
-    await asyncio.gather(*(one() for _ in range(n_async)))
+    await side.js_publish_async_all(js, f"bpjs.{tag}.y", PAYLOAD, n_async)
     out["js_publish_async"] = n_async / (time.perf_counter() - t)
+    info = json.loads((await side.request(a, f"$JS.API.STREAM.INFO.{stream}", b"")).data)
+    assert info["state"]["messages"] == rounds + n_async, info["state"]
     await side.request(a, f"$JS.API.STREAM.DELETE.{stream}", b"")
     await a.close()
     await b.close()

@@ -726,7 +726,7 @@ class Engine:
 
     # ------------------------------------------------------------------ API: publish
     def publish(self, subject: str, payload: bytes = b"", reply: str | None = None,
-                headers=None, check_subject: bool = True) -> None:
+                headers=None, check_subject: bool = True, check_reply: bool = True) -> None:
         if self.status == CLOSED:
             raise make_error("ErrConnectionClosed", "No connection to NATS server")
         info = self.server_info
@@ -738,7 +738,7 @@ class Engine:
                 raise make_error("ErrHeadersNotSupported", "Headers are not supported by this server")
         if check_subject and not self.check_subject(subject):
             raise make_error("ErrBadSubject", f"Invalid subject {subject}")
-        if reply and not self.check_subject(reply):
+        if reply and check_reply and not self.check_subject(reply):
             raise make_error("ErrBadSubject", f"Invalid reply {reply}")
         if headers:
             hdr = headers if isinstance(headers, (bytes, bytearray)) else encode_headers(headers)
@@ -848,7 +848,7 @@ class Engine:
             reply = f"{self._mux_prefix}.{rid}"
             req = Request(rid, subject, reply, timeout, None, handler)
             # publish first: it raises on a bad subject etc. before we keep any state
-            self.publish(subject, payload, reply, headers, check_subject)
+            self.publish(subject, payload, reply, headers, check_subject, False)
         else:
             if max_msgs < 0:
                 raise make_error("ErrInvalidArg", f"Invalid max_msgs {max_msgs}")
@@ -856,7 +856,7 @@ class Engine:
             req = Request(rid, subject, reply, timeout, max_msgs, handler)
             req.sub = self.subscribe(reply, max_msgs=max_msgs, kind="gather", request=req)
             try:
-                self.publish(subject, payload, reply, headers, check_subject)
+                self.publish(subject, payload, reply, headers, check_subject, False)
             except NatsError:
                 self.unsubscribe(req.sub.sid)
                 raise

@@ -464,6 +464,9 @@ class Client:
         self._transport = None
         self._attempt = 0
         self._timers: dict = {}
+        self._deadlines: dict = {}  # Request -> loop time of its timeout
+        self._deadline_timer = None
+        self._deadline_at = 0.0
         self._flush_handle = None
         self._subs: dict[int, Subscription] = {}
         self._status_waiters: list = []
@@ -592,11 +595,21 @@ class Client:
                     self._request_done(f[1], f[2])
                 elif k == "timer":
                     key = f[1]
+                    if key.__class__ is Request:
+                        # all request deadlines share one loop timer
+                        when = self._loop.time() + f[2] / 1000.0
+                        self._deadlines[key] = when
+                        if self._deadline_timer is None or when < self._deadline_at:
+                            self._arm_deadlines(when)
+                        continue
                     old = self._timers.pop(key, None)
                     if old is not None:
                         old.cancel()
                     self._timers[key] = self._loop.call_later(f[2] / 1000.0, self._timer_fired, key)
                 elif k == "cancel":
+                    if f[1].__class__ is Request:
+                        self._deadlines.pop(f[1], None)
+                        continue
                     h = self._timers.pop(f[1], None)
                     if h is not None:
                         h.cancel()
@@ -641,6 +654,25 @@ class Client:
             data = self._engine.data_to_send()
             if data:
                 t.write(data)
+
+    def _arm_deadlines(self, when: float) -> None:
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+        self._deadline_at = when
+        self._deadline_timer = self._loop.call_at(when, self._deadlines_due)
+
+    def _deadlines_due(self) -> None:
+        """The request deadlines' timer: time out every request that is due."""
+        self._deadline_timer = None
+        now = self._loop.time()
+        dl = self._deadlines
+        due = [r for r, when in dl.items() if when <= now]
+        for r in due:
+            del dl[r]
+            self._engine.timer_fired(r)
+        if dl:
+            self._arm_deadlines(min(dl.values()))
+        self._run()
 
     def _timer_fired(self, key) -> None:
         self._timers.pop(key, None)
@@ -808,6 +840,10 @@ class Client:
         for h in self._timers.values():
             h.cancel()
         self._timers.clear()
+        self._deadlines.clear()
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
         if self._open_task is not None and not self._open_task.done():
             self._open_task.cancel()
         for sub in subs:

@@ -30,6 +30,7 @@ ErrJetStreamNotEnabled, ErrJSResponse (``details``: code, err_code) ...
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import datetime
 import inspect
@@ -43,7 +44,7 @@ from ._js import ordered as _ordered
 from ._js.ack import ACK, WPI, AckState, ack_subject, nak_payload, term_payload
 from ._js.api import Batch, JsApi, Publish, Request, StoredMsg, advance, api_call
 from ._js.meta import parse_metadata
-from ._js.publish import AsyncPublisher, parse_ack, publish_headers
+from ._js.publish import parse_ack, parse_ack_fast, publish_headers
 from ._js.pull import Consume, Fetch
 
 __all__ = ["new", "JetStream", "Stream", "Consumer", "JsMsg", "StoredMsg", "Info", "StreamInfo", "ConsumerInfo",
@@ -271,6 +272,135 @@ def _merge(cls, config, kw):
     return config.replace(**kw) if kw else config
 
 
+class _AsyncPub:
+    """publish_async's state on one connection: the futures of publishes in
+    flight by reply token, the ones waiting for room, and one timer.
+
+    Its reply subscription is an engine subscription whose handler is this
+    object: the driver hands it each ack as it parses the socket's bytes
+    (``_deliver``), so all the acks of one read resolve their futures in one
+    pass, with no queue or task between.  Plain acks are parsed without json
+    (``parse_ack_fast``).  PUBs are framed here (the reply subject is ours,
+    so it needs no check) and queued with one engine call each; they leave
+    with the connection's next coalesced write.  Deadlines share a single
+    timer, armed for the earliest one."""
+
+    def __init__(self, js: "JetStream", old: "_AsyncPub | None"):
+        self.js = js
+        self.client = client = js.client
+        self.loop = asyncio.get_running_loop()
+        self.max = js._ap_max
+        self.inbox = client.new_inbox()
+        self.prefix_len = len(self.inbox) + 1
+        self.inflight: dict = {}            # token -> (future, deadline)
+        self.queued: collections.deque = collections.deque()  # (token, subject, data, hdrs, fut, timeout)
+        self.futures: set = old.futures if old is not None else set()
+        self.next = 0
+        self.timer = None
+        self.timer_at = 0.0
+        eng = client._engine
+        self.sub = eng.subscribe(self.inbox + ".*", handler=self)
+        client._run()
+        if old is not None:
+            # its subscription ended (the connection closed): what it still had fails now
+            err = make_error("ErrConnectionClosed", "Connection closed")
+            old._fail_all(err)
+
+    def add(self, subject, data, hdrs, timeout):
+        fut = self.loop.create_future()
+        self.futures.add(fut)
+        self.next += 1
+        token = str(self.next)
+        if len(self.inflight) >= self.max:
+            self.queued.append((token, subject, data, hdrs, fut, timeout))
+            return fut
+        self._send(token, subject, data, hdrs, fut, timeout)
+        client = self.client
+        if client._engine._fx:
+            client._run()
+        return fut
+
+    def _send(self, token, subject, data, hdrs, fut, timeout) -> None:
+        eng = self.client._engine
+        try:
+            info = eng.server_info
+            mp = info.get("max_payload") if info else None
+            if mp is not None and len(data) > mp:
+                raise make_error("ErrMaxPayload", f"Maximum size of NATS message is {mp}")
+            if hdrs is None:
+                frame = b"PUB %s %s.%s %d\r\n%s\r\n" % (subject.encode(), self.inbox.encode(), token.encode(),
+                                                        len(data), data)
+                eng.publish_framed(frame, 1)
+            else:
+                eng.publish(subject, data, f"{self.inbox}.{token}", hdrs, False)
+        except NatsError as e:
+            self._finish(fut, None, e)
+            return
+        deadline = self.loop.time() + timeout
+        self.inflight[token] = (fut, deadline)
+        if self.timer is None or deadline < self.timer_at:
+            self._arm(deadline)
+
+    def _arm(self, when) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer_at = when
+        self.timer = self.loop.call_at(when, self._expire)
+
+    def _expire(self) -> None:
+        self.timer = None
+        now = self.loop.time()
+        late = [t for t, (_, d) in self.inflight.items() if d <= now]
+        for t in late:
+            fut, _ = self.inflight.pop(t)
+            self._finish(fut, None, make_error("ErrTimeout", "Timeout waiting for a publish ack"))
+        self._refill()
+        if self.inflight:
+            self._arm(min(d for _, d in self.inflight.values()))
+        client = self.client
+        if client._engine._fx:
+            client._run()
+
+    def _finish(self, fut, ack, err) -> None:
+        self.futures.discard(fut)
+        if fut.done():
+            return  # cancelled by its owner
+        if err is None:
+            fut.set_result(PubAck(ack))
+        else:
+            fut.set_exception(err)
+            fut.exception()  # retrieved: failures are the caller's to look at
+
+    def _refill(self) -> None:
+        q = self.queued
+        while q and len(self.inflight) < self.max:
+            self._send(*q.popleft())
+
+    def _deliver(self, msg) -> None:
+        """An ack (the driver calls this for each message of the subscription)."""
+        entry = self.inflight.pop(msg.subject[self.prefix_len:], None)
+        if entry is None:
+            return  # a late reply to a publish that timed out
+        try:
+            ack = parse_ack_fast(msg)
+        except NatsError as e:
+            self._finish(entry[0], None, e)
+        else:
+            self._finish(entry[0], ack, None)
+        if self.queued:
+            self._refill()
+
+    def _fail_all(self, err) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        for fut, _ in self.inflight.values():
+            self._finish(fut, None, err)
+        self.inflight.clear()
+        while self.queued:
+            self._finish(self.queued.popleft()[4], None, err)
+
+
 def _check_publish(client, subject, headers, msg_id=None, expected_stream=None, expected_last_seq=None,
                    expected_last_subject_seq=None, expected_last_msg_id=None, ttl=None) -> None:
     """The arguments of a JetStream publish, checked before anything is sent."""
@@ -371,11 +501,8 @@ class JetStream:
         self.jsapi = JsApi(domain, api_prefix)
         self.domain = domain
         self.timeout = timeout
-        self._ap: AsyncPublisher | None = None
-        self._ap_ready: asyncio.Future | None = None
+        self._ap: _AsyncPub | None = None
         self._ap_max = publish_async_max_pending
-        self._ap_timers: dict = {}
-        self._ap_futures: set = set()
 
     def __repr__(self):
         return f"<JetStream {self.jsapi.prefix}>"
@@ -523,80 +650,35 @@ class JetStream:
                       **kw) -> "asyncio.Future":
         """Publish without waiting: a future of the PubAck.  Acks come back on
         one wildcard inbox; at most ``publish_async_max_pending`` are in flight,
-        the rest wait their turn.  ``publish_async_complete()`` awaits them all."""
-        check_timeout(timeout)
-        data = _to_bytes(data)
-        _check_publish(self.client, subject, headers, **kw)
-        hdrs = publish_headers(headers, **kw)
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-        fut.add_done_callback(self._ap_done)
-        self._ap_futures.add(fut)
-        if self._ap is None:
-            self._ap = AsyncPublisher(self.client.new_inbox(), self._ap_max)
-            self._ap_ready = loop.create_task(self._ap_subscribe())
-        pid, step = self._ap.add(subject, data, hdrs, (fut, timeout or self.timeout))
-        if step is not None:
-            if self._ap_ready.done():
-                self._ap_send(pid, step, timeout or self.timeout)
-            else:
-                self._ap_ready.add_done_callback(
-                    lambda _t, p=pid, s=step, t=timeout or self.timeout: self._ap_send(p, s, t))
-        return fut
+        the rest wait their turn.  ``publish_async_complete()`` awaits them all.
 
-    async def _ap_subscribe(self):
-        try:
-            await self.client.subscribe(self._ap.subscription_subject, cb=self._ap_reply)
-        except NatsError:
-            pass  # the publishes themselves fail and say why
-
-    def _ap_send(self, pid, step, timeout):
-        try:
-            self.client.publish(step.subject, step.payload, reply=step.reply, headers=step.headers)
-        except NatsError as e:
-            self._ap_events(self._ap.on_timeout(pid), error=e)
-            return
-        self._ap_timers[pid] = asyncio.get_running_loop().call_later(timeout, self._ap_timeout, pid)
-
-    def _ap_reply(self, msg):
-        pid = msg.subject.rpartition(".")[2]
-        h = self._ap_timers.pop(pid, None)
-        if h is not None:
-            h.cancel()
-        self._ap_events(self._ap.on_reply(msg))
-
-    def _ap_timeout(self, pid):
-        self._ap_timers.pop(pid, None)
-        self._ap_events(self._ap.on_timeout(pid))
-
-    def _ap_events(self, events, error=None):
-        for ev in events:
-            if ev[0] == "send":
-                _, pid, step = ev
-                self._ap_send(pid, step, self._ap.handle_of(pid)[1])
-                continue
-            fut, _ = ev[1]
-            if fut.done():
-                continue
-            if ev[0] == "ack":
-                fut.set_result(PubAck(ev[2]))
-            else:
-                fut.set_exception(error or ev[2])
-
-    def _ap_done(self, fut):
-        self._ap_futures.discard(fut)
-        if not fut.cancelled():
-            fut.exception()  # retrieved: failures are the caller's to look at
+        The bad-input checks are :meth:`publish`'s, raised here at once."""
+        timeout = self.timeout if timeout is None else check_timeout(timeout)
+        if data.__class__ is not bytes:
+            data = _to_bytes(data)
+        client = self.client
+        eng = client._engine
+        if headers is not None or kw:
+            _check_publish(client, subject, headers, **kw)
+            hdrs = publish_headers(headers, **kw)
+        else:
+            if subject.__class__ is not str or not eng.check_subject(subject):
+                raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+            hdrs = None
+        ap = self._ap
+        if ap is None or ap.sub.closed:
+            ap = self._ap = _AsyncPub(self, ap)
+        return ap.add(subject, data, hdrs, timeout)
 
     async def publish_async_complete(self, timeout: float | None = None) -> None:
         """Wait until every async publish so far has its ack (or error)."""
         timeout = check_timeout(timeout)
-        if self._ap_futures:
-            await asyncio.wait_for(asyncio.gather(*list(self._ap_futures), return_exceptions=True), timeout)
+        if self._ap is not None and self._ap.futures:
+            await asyncio.wait_for(asyncio.gather(*list(self._ap.futures), return_exceptions=True), timeout)
 
     @property
     def publish_async_pending(self) -> int:
-        return len(self._ap_futures)
+        return len(self._ap.futures) if self._ap is not None else 0
 
     # ------------------------------------------------------------ consumers
     async def _consumer_request(self, stream, action, config, kw) -> "Consumer":
