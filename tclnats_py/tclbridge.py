@@ -227,6 +227,7 @@ class TclConnection:
         self.last_rid = 0
         self.tcl_pending = False
         self.write_inline = False    # the caller writes at once: post no flush
+        self.noted_mux = None        # the request inbox subscription Tcl was told of
         self.fast_max = -1
         self.fast_subjects: set = set()
         self.dead = False
@@ -363,6 +364,7 @@ class TclConnection:
                 elif k == "subs_cleared":
                     tk.call("array", "unset", f"{ns}::subscriptions")
                     tk.call("set", f"{ns}::requestsInboxPrefix", "")
+                    self.noted_mux = None
                 elif k == "open":
                     self._open(f[1])
                 elif k == "tls":
@@ -904,7 +906,8 @@ class TclConnection:
 
     def _note_internal_subs(self, req):
         eng = self.engine
-        if eng._mux is not None:
+        if eng._mux is not None and eng._mux is not self.noted_mux:
+            self.noted_mux = eng._mux
             self.tk.call("set", f"{self.ns}::requestsInboxPrefix", eng._mux_prefix)
             if not self.tk.call("info", "exists", f"{self.ns}::subscriptions({eng._mux.sid})"):
                 self.tk.call("set", f"{self.ns}::subscriptions({eng._mux.sid})",
