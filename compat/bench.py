@@ -1,11 +1,14 @@
 """Side-by-side benchmark: the original nats-tcl under tclsh against tclnats_py
 under tclnats-tclsh, on one nats-server, in one run.
 
-    python -m compat.bench --nats-tcl PATH [--count N] [--json out.json] [--short]
+    python -m compat.bench --nats-tcl PATH [--count N] [--rounds R] [--json out.json] [--short]
+                           [--tcl-notifier]
 
 Each side runs ``compat/bench_workload.tcl`` (same script, same server) and
-prints "figure value unit" lines; this prints a table with the ratio
-tclnats_py / original for every figure.  ``--short`` is the quick form used
+prints "figure value unit" lines; the sides take turns for R rounds and this
+prints a table of the medians with the ratio tclnats_py / original for every
+figure.  Round-trip figures on a small VM swing with its load (an idle vCPU
+sleeps and is slow to wake), which is why the sides alternate.  ``--short`` is the quick form used
 in CI (informational: no figure is asserted).  Without ``--nats-tcl`` only the
 tclnats_py side runs.
 """
@@ -86,25 +89,41 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the figures to this JSON file")
     ap.add_argument("--tclsh", default="tclsh")
     ap.add_argument("--tclnats-tclsh", default="tclnats-tclsh")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="runs per side, taken in turns; each figure is the median (the short form: 1)")
     ap.add_argument("--tcl-notifier", action="store_true",
                     help="also run tclnats-tclsh with Tcl's own notifier (TCLNATS_NOTIFIER=tcl), "
                          "to show what the poll notifier contributes")
     ap.add_argument("figures", nargs="*", help=f"subset of {FIGURES}")
     args = ap.parse_args(argv)
     count = 5000 if args.short else args.count
+    rounds = 1 if args.short else max(1, args.rounds)
     figures = args.figures or []
     store = tempfile.mkdtemp(prefix="tclnats-bench-")
     proc, url = start_server(store)
     results = {}
     try:
+        sides = []
         if args.nats_tcl:
-            env = dict(os.environ, TCLLIBPATH=os.path.abspath(args.nats_tcl))
-            results["original"] = run_side([args.tclsh], env, url, count, figures, 900)
+            sides.append(("original", [args.tclsh], dict(os.environ, TCLLIBPATH=os.path.abspath(args.nats_tcl))))
         env = {k: v for k, v in os.environ.items() if k not in ("TCLLIBPATH", "TCLNATS_NOTIFIER")}
-        results["tclnats"] = run_side([args.tclnats_tclsh], env, url, count, figures, 900)
+        sides.append(("tclnats", [args.tclnats_tclsh], env))
         if args.tcl_notifier:
-            env = dict(env, TCLNATS_NOTIFIER="tcl")
-            results["tclnats_tcl_notifier"] = run_side([args.tclnats_tclsh], env, url, count, figures, 900)
+            sides.append(("tclnats_tcl_notifier", [args.tclnats_tclsh], dict(env, TCLNATS_NOTIFIER="tcl")))
+        # the sides take turns, so that a change in the machine's load during
+        # the run reaches them alike; each figure is the median of the rounds
+        runs = {name: [] for name, _, _ in sides}
+        for _ in range(rounds):
+            for name, cmd, side_env in sides:
+                runs[name].append(run_side(cmd, side_env, url, count, figures, 900))
+        for name, got in runs.items():
+            merged = {}
+            for fig in FIGURES:
+                values = sorted(r[fig][0] for r in got if fig in r)
+                if values:
+                    unit = next(r[fig][1] for r in got if fig in r)
+                    merged[fig] = (values[len(values) // 2], unit)
+            results[name] = merged
     finally:
         proc.terminate()
         proc.wait(10)
@@ -114,7 +133,7 @@ def main(argv=None) -> int:
     slow = results.get("tclnats_tcl_notifier")
     extra = f"{'tcl-notifier':>14}{'ratio':>8}" if slow is not None else ""
     print(f"{'figure':<12}{'original':>14}{'tclnats_py':>14}{'ratio':>8}{extra}  unit   "
-          f"(128-byte messages, count={count})")
+          f"(128-byte messages, count={count}, median of {rounds} round(s))")
     table = []
     for fig in FIGURES:
         if fig not in ours and fig not in orig:
@@ -135,7 +154,7 @@ def main(argv=None) -> int:
         print(f"{line}  {unit}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"count": count, "server": url, "figures": table}, f, indent=2)
+            json.dump({"count": count, "rounds": rounds, "server": url, "figures": table}, f, indent=2)
     return 0 if ours else 1
 
 

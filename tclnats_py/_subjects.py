@@ -34,48 +34,45 @@ def valid_token(tok: str) -> bool:
     return all(ch.isalnum() or ch in _PUNCT for ch in tok)
 
 
-_cache_plain: dict[str, bool] = {}
-_cache_wild: dict[str, bool] = {}
+def _checker(pattern, wildcards: bool):
+    """A cached check of whole subjects: ``pattern`` for ASCII ones, the
+    per-token rule (isalnum counts Unicode letters and digits) for others."""
+    cache: dict = {}
+
+    def token_ok(t: str) -> bool:
+        return (wildcards and (t == "*" or t == ">")) or valid_token(t)
+
+    def check(subject) -> bool:
+        try:
+            r = cache.get(subject)
+        except TypeError:  # unhashable: not a string
+            return False
+        if r is None:
+            if not isinstance(subject, str):
+                return False
+            if subject.isascii():
+                r = pattern.fullmatch(subject) is not None
+            else:
+                r = bool(subject) and all(token_ok(t) for t in subject.split("."))
+            if len(cache) > 4096:
+                cache.clear()
+            cache[subject] = r
+        return r
+    return check
+
+
+_plain = _checker(_ASCII_PLAIN, wildcards=False)
+_wild = _checker(_ASCII_WILD, wildcards=True)
 
 
 def valid_subject(subject: str) -> bool:
     """A subject to publish to, or a reply subject: no wildcards."""
-    try:
-        r = _cache_plain.get(subject)
-    except TypeError:  # unhashable: not a string
-        return False
-    if r is None:
-        if not isinstance(subject, str):
-            return False
-        if subject.isascii():
-            r = _ASCII_PLAIN.fullmatch(subject) is not None
-        else:
-            r = bool(subject) and all(valid_token(t) for t in subject.split("."))
-        if len(_cache_plain) > 4096:
-            _cache_plain.clear()
-        _cache_plain[subject] = r
-    return r
+    return _plain(subject)
 
 
 def valid_wildcard_subject(subject: str) -> bool:
     """A subject to subscribe to: ``*`` and ``>`` allowed as whole tokens."""
-    try:
-        r = _cache_wild.get(subject)
-    except TypeError:  # unhashable: not a string
-        return False
-    if r is None:
-        if not isinstance(subject, str):
-            return False
-        if subject.isascii():
-            r = _ASCII_WILD.fullmatch(subject) is not None
-        else:
-            r = bool(subject) and all(
-                t == "*" or t == ">" or valid_token(t) for t in subject.split(".")
-            )
-        if len(_cache_wild) > 4096:
-            _cache_wild.clear()
-        _cache_wild[subject] = r
-    return r
+    return _wild(subject)
 
 
 def valid_queue(queue: str) -> bool:

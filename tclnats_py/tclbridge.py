@@ -946,15 +946,8 @@ class TclConnection:
         if req.max_msgs is not None:
             if outcome == "msg" or (outcome == "timeout" and req.msgs):
                 return tuple(self._msg_value(m, True, m.sid) for m in req.msgs)
-        elif outcome == "msg":
-            return self._msg_value(req.msg, dm, req.msg.sid)
-        if outcome == "timeout":
-            raise make_error("ErrTimeout", f"Request to {req.subject} timed out")
-        if outcome == "no_responders":
-            raise make_error("ErrNoResponders", "No responders available for request")
-        if outcome == "lost":
-            raise make_error("ErrTimeout", "Connection lost")
-        raise make_error("ErrConnectionClosed", "Connection closed")
+        msg = self.outcome_msg(outcome, req)  # raises for every outcome but "msg"
+        return self._msg_value(msg, dm, msg.sid)
 
     # ------------------------------------------------------------ for tcljs
     def start_request(self, subject, payload: bytes, timeout, finish, headers=None, max_msgs=None,
@@ -998,6 +991,7 @@ class TclConnection:
         op.async_done = done
 
     def outcome_msg(self, outcome, req) -> Msg:
+        """The reply of a finished request, or the error its outcome means."""
         if outcome == "msg":
             return req.msg
         if outcome == "timeout":

@@ -18,6 +18,7 @@ the wire in ns, as nats-tcl does.
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import re
 import tkinter
@@ -754,20 +755,21 @@ class JetStream:
 
     # -------------------------------------------------------- Object Store
     def c_create_object_store(self, bucket, *args):
-        from . import _objstore as O
+        from ._js import objstore as O
         given = self.js.spec.pairs(args)
         o = self.js.spec.build([("description", "valid_str", None), ("ttl", "pos_int", None),
                                 ("max_bucket_size", "pos_int", None),
                                 ("storage", ("enum", "memory", "file"), "file"), ("num_replicas", "int", 1)],
                                given, strict=True)
-        cfg = O.stream_config(bucket, description=o.get("description"),
+        cfg = O.bucket_config(bucket, description=o.get("description"),
                               ttl_ns=o["ttl"] * 1000000 if "ttl" in o else None,
-                              max_bytes=o.get("max_bucket_size"), storage=o["storage"], replicas=o["num_replicas"])
+                              max_bytes=o.get("max_bucket_size"), storage=o["storage"],
+                              num_replicas=o["num_replicas"])
         return self.api(f"STREAM.CREATE.{O.stream_name(bucket)}", _dumps(cfg),
                         lambda r: ObjectStoreTcl(self, bucket).cmd)
 
     def c_bind_object_store(self, bucket):
-        from . import _objstore as O
+        from ._js import objstore as O
         O.check_bucket(bucket)
         rid = self.api(f"STREAM.INFO.{O.stream_name(bucket)}", "", lambda r: ObjectStoreTcl(self, bucket).cmd)
         self.conn.map_error(rid, "ErrStreamNotFound", "ErrBucketNotFound", f"Bucket {bucket} not found")
@@ -1431,11 +1433,20 @@ class _Steps:
         return Chain(rid)
 
 
+def _object_meta(bucket: str, name: str, **fields) -> dict:
+    """An object's info as the Tcl face stores and returns it: ADR-20's
+    fields (shared with the Python face) and the time it was written."""
+    from ._js import objstore as O
+    meta = O._new_info(bucket, name, **fields)
+    meta["mtime"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return meta
+
+
 class ObjectStoreTcl:
     """One ``nats::object_store`` bucket handle (ADR-20) for the Tcl face."""
 
     def __init__(self, js: "JetStream", bucket: str):
-        from . import _objstore as O
+        from ._js import objstore as O
         self.O = O
         self.js = js
         self.conn = js.conn
@@ -1465,7 +1476,7 @@ class ObjectStoreTcl:
             if e.code == "ErrMsgNotFound":
                 raise make_error("ErrObjectNotFound", f"Object {name} not found in bucket {self.bucket}") from None
             raise
-        meta = self.O.parse_meta(base64.b64decode((resp.get("message") or {}).get("data") or ""))
+        meta = self.O.info_from_meta(base64.b64decode((resp.get("message") or {}).get("data") or ""))
         if meta.get("deleted") and not show_deleted:
             raise make_error("ErrObjectNotFound", f"Object {name} not found in bucket {self.bucket}")
         return meta
@@ -1503,7 +1514,7 @@ class ObjectStoreTcl:
     # ------------------------------------------------------------ operations
     def c_put(self, name, data, *args):
         spec = Spec(self.tk)
-        o = spec.build([("description", "valid_str", None), ("chunk_size", "pos_int", self.O.DEFAULT_CHUNK)],
+        o = spec.build([("description", "valid_str", None), ("chunk_size", "pos_int", self.O.DEFAULT_CHUNK_SIZE)],
                        spec.pairs(args), strict=True)
         payload = self.conn.payload_bytes(data)
         O = self.O
@@ -1516,11 +1527,13 @@ class ObjectStoreTcl:
                     raise
                 old = None
             nuid = self.conn.engine.new_inbox().rpartition(".")[2]
-            chunks = list(O.chunks_of(payload, o["chunk_size"]))
+            size = o["chunk_size"]
+            chunks = [payload[i:i + size] for i in range(0, len(payload), size)]
             for chunk in chunks:
                 yield from self._publish(O.chunk_subject(self.bucket, nuid), chunk)
-            meta = O.new_meta(self.bucket, name, nuid, len(payload), len(chunks), O.digest_of(payload),
-                              description=o.get("description"), chunk_size=o["chunk_size"])
+            meta = _object_meta(self.bucket, name, nuid=nuid, size=len(payload), chunks=len(chunks),
+                                digest=O.digest_of(payload), description=o.get("description"),
+                                chunk_size=o["chunk_size"])
             yield from self._publish(O.meta_subject(self.bucket, name), json.dumps(meta).encode(),
                                      {"Nats-Rollup": ["sub"]})
             if old and old.get("nuid") and old["nuid"] != nuid:
@@ -1561,7 +1574,7 @@ class ObjectStoreTcl:
     def c_list(self):
         def steps():
             msgs = yield from self._pull_all(f"$O.{self.bucket}.M.>", "last_per_subject")
-            metas = [self.O.parse_meta(m.data) for m in msgs]
+            metas = [self.O.info_from_meta(m.data) for m in msgs]
             return tuple(tcl_value(m) for m in metas if not m.get("deleted"))
         return self._run(steps())
 
@@ -1570,7 +1583,7 @@ class ObjectStoreTcl:
 
         def steps():
             meta = yield from self._meta_steps(name)
-            gone = O.new_meta(self.bucket, name, meta.get("nuid", ""), 0, 0, "", deleted=True)
+            gone = _object_meta(self.bucket, name, nuid=meta.get("nuid", ""), deleted=True)
             yield from self._publish(O.meta_subject(self.bucket, name), json.dumps(gone).encode(),
                                      {"Nats-Rollup": ["sub"]})
             if meta.get("nuid"):
@@ -1585,7 +1598,7 @@ class ObjectStoreTcl:
             target = yield from self._meta_steps(target_name)
             if (target.get("options") or {}).get("link"):
                 raise make_error("ErrInvalidArg", "Cannot link to a link")
-            meta = O.new_meta(self.bucket, name, "", 0, 0, "", link={"bucket": self.bucket, "name": target_name})
+            meta = _object_meta(self.bucket, name, link={"bucket": self.bucket, "name": target_name})
             yield from self._publish(O.meta_subject(self.bucket, name), json.dumps(meta).encode(),
                                      {"Nats-Rollup": ["sub"]})
             return tcl_value(meta)
@@ -1602,7 +1615,7 @@ class ObjWatcher(KvWatcher):
     """Object Store watcher for the Tcl face: object infos instead of KV entries."""
 
     def _on_msg(self, msg: Msg, meta: dict):
-        info = self.kv.O.parse_meta(msg.data)
+        info = self.kv.O.info_from_meta(msg.data)
         delta = meta["num_pending"]
         if not (self.ignore_deletes and info.get("deleted")):
             if self.gathering:
