@@ -1,7 +1,7 @@
 """Python side of the benchmark: tclnats_py's asyncio API against nats-py, same
 server, same run, 128-byte messages.
 
-    python -m compat.bench_py [--count N] [--json out.json]
+    python -m compat.bench_py [--count N] [--rounds R] [--short] [--json out.json]
 
 Figures: publish (hand COUNT messages to the client, then flush), delivery to a
 callback on a second connection, request round trips to a responder on the
@@ -10,6 +10,11 @@ and JetStream publishes through each library's JetStream API: ``js.publish``
 awaited one at a time (js_publish), and ``js.publish_async`` for COUNT
 messages followed by waiting for every ack (js_publish_async; each library
 with its default limit of acks in flight, 4000 for both).
+
+The two libraries take turns, R rounds (default 3), the order swapped every
+round, and each figure is the median of its rounds: on a small shared machine
+single runs of the latency-bound figures (request, js_publish) vary by 2x
+from run to run, and whoever runs second in a fixed order is favoured.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import sys
 import time
 
@@ -142,15 +148,20 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=100000)
     ap.add_argument("--short", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     count = 5000 if args.short else args.count
     from tclnats_py.server import NatsServer
-    results = {}
+    runs: dict = {"nats-py": [], "tclnats_py": []}
     with NatsServer(jetstream=True) as srv:
-        for name in ("nats-py", "tclnats_py"):
-            results[name] = asyncio.run(workload(Side(name), srv.url, count))
-    print(f"{'figure':<18}{'nats-py':>14}{'tclnats_py':>14}{'ratio':>8}   (128-byte messages, count={count})")
+        for r in range(max(1, args.rounds)):
+            order = ("nats-py", "tclnats_py") if r % 2 == 0 else ("tclnats_py", "nats-py")
+            for name in order:
+                runs[name].append(asyncio.run(workload(Side(name), srv.url, count)))
+    results = {name: {fig: statistics.median(run[fig] for run in rs) for fig in rs[0]} for name, rs in runs.items()}
+    print(f"{'figure':<18}{'nats-py':>14}{'tclnats_py':>14}{'ratio':>8}   (128-byte messages, count={count}, "
+          f"median of {len(runs['nats-py'])} rounds)")
     rows = []
     for fig in results["tclnats_py"]:
         o, t = results["nats-py"][fig], results["tclnats_py"][fig]
@@ -158,7 +169,7 @@ def main(argv=None) -> int:
         print(f"{fig:<18}{o:>14,.0f}{t:>14,.0f}{t / o:>7.2f}x")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"count": count, "figures": rows}, f, indent=2)
+            json.dump({"count": count, "rounds": runs, "figures": rows}, f, indent=2)
     return 0
 
 

@@ -469,6 +469,7 @@ class Client:
         self._deadline_at = 0.0
         self._flush_handle = None
         self._subs: dict[int, Subscription] = {}
+        self._pub_heads: dict[str, bytes] = {}  # subject -> its PUB frame's start, once checked
         self._status_waiters: list = []
         self._tasks: set = set()
         self._open_task = None
@@ -907,6 +908,26 @@ class Client:
         """Queue a message (bytes or str); it leaves with the next write of this
         loop turn, or once (re)connected."""
         eng = self._engine
+        if reply is None and headers is None and data.__class__ is bytes and subject.__class__ is str:
+            # the common case: a subject that passed the engine's checks before
+            head = self._pub_heads.get(subject)
+            if head is not None:
+                info = eng.server_info
+                mp = info.get("max_payload") if info else None
+                if mp is None or len(data) <= mp:
+                    eng.publish_framed(b"%s%d\r\n%s\r\n" % (head, len(data), data), 1)
+                    if eng._fx:
+                        self._run()
+                    return
+            else:
+                eng.publish(subject, data)  # checks (raises) as always
+                heads = self._pub_heads
+                if len(heads) >= 4096:
+                    heads.clear()
+                heads[subject] = f"PUB {subject}  ".encode()  # nats-tcl's frame: an empty reply slot
+                if eng._fx:
+                    self._run()
+                return
         if headers is not None:
             check_headers(headers)
         eng.publish(subject, data if data.__class__ is bytes else _to_bytes(data), reply, headers)
@@ -965,6 +986,11 @@ class Client:
         fut = loop.create_future()
         req = eng.request(subject, _to_bytes(data), ms, headers, None, fut)
         self._run()
+        if self._flush_handle is not None and len(eng.requests) == 1:
+            # the only request in flight: it leaves now (requests made
+            # together still share one write)
+            self._flush_handle.cancel()
+            self._flush_now()
         try:
             return await fut
         except asyncio.CancelledError:

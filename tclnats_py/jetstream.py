@@ -295,6 +295,7 @@ class _AsyncPub:
         self.inflight: dict = {}            # token -> (future, deadline)
         self.queued: collections.deque = collections.deque()  # (token, subject, data, hdrs, fut, timeout)
         self.futures: set = old.futures if old is not None else set()
+        self.idle_waiters: list = old.idle_waiters if old is not None else []
         self.next = 0
         self.timer = None
         self.timer_at = 0.0
@@ -362,7 +363,13 @@ class _AsyncPub:
             client._run()
 
     def _finish(self, fut, ack, err) -> None:
-        self.futures.discard(fut)
+        futures = self.futures
+        futures.discard(fut)
+        if not futures and self.idle_waiters:
+            ws, self.idle_waiters[:] = list(self.idle_waiters), []
+            for w in ws:
+                if not w.done():
+                    w.set_result(None)
         if fut.done():
             return  # cancelled by its owner
         if err is None:
@@ -639,7 +646,7 @@ class JetStream:
                                expected_last_subject_seq=expected_last_subject_seq,
                                expected_last_msg_id=expected_last_msg_id, ttl=ttl)
         msg = await self.client.request(subject, data, timeout=timeout or self.timeout, headers=hdrs)
-        return PubAck(parse_ack(msg))
+        return PubAck(parse_ack_fast(msg))
 
     async def publish_msg(self, msg: Msg, **kw) -> PubAck:
         if not isinstance(msg, Msg):
@@ -673,8 +680,15 @@ class JetStream:
     async def publish_async_complete(self, timeout: float | None = None) -> None:
         """Wait until every async publish so far has its ack (or error)."""
         timeout = check_timeout(timeout)
-        if self._ap is not None and self._ap.futures:
-            await asyncio.wait_for(asyncio.gather(*list(self._ap.futures), return_exceptions=True), timeout)
+        ap = self._ap
+        if ap is not None and ap.futures:
+            w = ap.loop.create_future()  # resolved when the last one finishes (no callback per future)
+            ap.idle_waiters.append(w)
+            try:
+                await asyncio.wait_for(w, timeout)
+            finally:
+                if w in ap.idle_waiters:
+                    ap.idle_waiters.remove(w)
 
     @property
     def publish_async_pending(self) -> int:
