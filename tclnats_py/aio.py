@@ -247,6 +247,7 @@ class Subscription:
         self._task: asyncio.Task | None = None
         self._closed = False
         self._slow = False
+        self._busy = False  # counted in the client's _busy_subs (a callback with messages to handle)
         self._engine_sub = None
         self.dropped = 0
         self.delivered = 0
@@ -295,6 +296,9 @@ class Subscription:
             return
         pending.append(msg)
         self._pending_bytes += n
+        if not self._busy and self._cb is not None:
+            self._busy = True
+            self._client._busy_subs += 1
         if self._waiters:
             self._wake()
 
@@ -321,6 +325,14 @@ class Subscription:
 
     async def _consume(self) -> None:
         """The one task that runs the callback, message after message."""
+        try:
+            await self._consume_loop()
+        finally:
+            if self._busy:  # ended or cancelled with messages left
+                self._busy = False
+                self._client._busy_subs -= 1
+
+    async def _consume_loop(self) -> None:
         pending = self._pending
         cb = self._cb
         is_coro = self._cb_is_coro
@@ -330,6 +342,14 @@ class Subscription:
         while True:
             if not pending:
                 self._slow = False
+                if self._busy:
+                    self._busy = False
+                    client._busy_subs -= 1
+                    if not client._busy_subs and client._flush_handle is not None:
+                        # every callback is done with what came: what they
+                        # published leaves now, in one write, not a loop turn later
+                        client._flush_handle.cancel()
+                        client._flush_now()
                 if self._closed:
                     return
                 w = loop.create_future()
@@ -469,6 +489,7 @@ class Client:
         self._deadline_at = 0.0
         self._flush_handle = None
         self._subs: dict[int, Subscription] = {}
+        self._busy_subs = 0  # callback subscriptions with messages being handled
         self._pub_heads: dict[str, bytes] = {}  # subject -> its PUB frame's start, once checked
         self._status_waiters: list = []
         self._tasks: set = set()
