@@ -284,3 +284,111 @@ def test_tcl_face_detects_fault_and_recovers(proxy, nats_server, tmp_path, fault
         if fault == "blackhole":
             assert "ErrStaleConnection" in errors
         assert proxy.accepted >= 2
+
+
+# ------------------------------------------------------------ cluster failover, Tcl face
+
+KILLS = int(os.environ.get("TCLNATS_FAILOVER_KILLS", "2"))
+INTERVAL = float(os.environ.get("TCLNATS_FAILOVER_INTERVAL", "0.5"))
+
+
+def test_tcl_face_cluster_failover_requests_and_buffered_order():
+    """The node the Tcl client uses is killed again and again (the long form:
+    TCLNATS_FAILOVER_KILLS=20 TCLNATS_FAILOVER_INTERVAL=3, about a minute).
+    After each failover: publishes made while reconnecting arrive complete and
+    in order, requests are answered, and the status trace shows
+    reconnecting -> connected.  One watcher/responder connection starts on each
+    node (responders in one queue group); each cycle is checked on a watcher
+    whose node survived it."""
+    import tkinter
+
+    from tclnats_py.server import NatsCluster
+    from tclnats_py.tclbridge import install
+
+    def pump(tk, cond, timeout=15.0):
+        deadline = time.monotonic() + timeout
+        while not cond():
+            if time.monotonic() > deadline:
+                raise AssertionError("timed out pumping Tcl events")
+            if not tk.dooneevent(2):  # DONT_WAIT
+                time.sleep(0.002)
+
+    with NatsCluster(3) as cluster:
+        interp = tkinter.Tcl()
+        install(interp)
+        tk = interp.tk
+        servers = " ".join(cluster.urls)
+        tk.eval(f"""
+            package require nats
+            set ::statuses [list]
+            set c [nats::connection new client -log_chan stderr -log_level error]
+            $c configure -servers [list {servers}] -randomize false -reconnect_time_wait 100 \\
+                -max_reconnect_attempts -1 -connect_timeout 500
+            trace add variable [info object namespace $c]::status write \\
+                [list apply {{{{ns args}} {{lappend ::statuses [set ${{ns}}::status]}}}} [info object namespace $c]]
+            $c connect
+        """)
+        tk.eval("""
+            proc make_watcher {i url} {
+                set ::w($i) [nats::connection new watcher$i -log_chan stderr -log_level error]
+                $::w($i) configure -servers $url -randomize false -reconnect_time_wait 100 \\
+                    -max_reconnect_attempts -1 -connect_timeout 500
+                $::w($i) connect
+                $::w($i) subscribe ha.svc -queue svc \\
+                    -callback [list apply {{conn s m reply} {$conn publish $reply "re:$m"}} $::w($i)]
+                if {![info exists ::seen($i)]} { set ::seen($i) [list] }
+                $::w($i) subscribe ha.buf -callback [list apply {{i s m reply} {lappend ::seen($i) $m}} $i]
+                $::w($i) ping
+            }
+        """)
+        for i, url in enumerate(cluster.urls):
+            tk.call("make_watcher", i, url)
+        start = time.monotonic()
+        no_responders = 0
+        for cycle in range(KILLS):
+            port = int(tk.eval("lindex [$c current_server] 1"))
+            victim = next(k for k, srv in enumerate(cluster.servers) if srv.port == port)
+            # a watcher that stays up this cycle: connected now, to another node
+            # (watchers fail over too; one is sent back to its own node if needed)
+            others = [i for i in range(3) if int(tk.eval(f"lindex [$w({i}) current_server] 1")) != port]
+            if others:
+                witness = others[0]
+            else:
+                witness = (victim + 1) % 3
+                tk.eval(f"$w({witness}) destroy")
+                tk.call("make_watcher", witness, cluster.urls[witness])
+            before = len(tk.splitlist(tk.eval(f"set ::seen({witness})")))
+            cluster.kill(victim)
+            pump(tk, lambda: tk.eval("$c cget -status") != "connected")
+            expected = [f"c{cycle}-{k}" for k in range(10)]
+            for msg in expected:
+                tk.eval(f"$c publish ha.buf {msg}")   # buffered while reconnecting
+            pump(tk, lambda: tk.eval("$c cget -status") == "connected")
+            # a node that was just restarted may learn its routes' interest a
+            # moment after the client lands on it: retry "no responders" briefly
+            deadline = time.monotonic() + 3
+            while True:
+                try:
+                    answer = tk.eval(f"$c request ha.svc q{cycle} -timeout 3000")
+                    break
+                except tkinter.TclError as e:
+                    if "No responders" not in str(e) or time.monotonic() > deadline:
+                        raise
+                    no_responders += 1
+                    pause = time.monotonic() + 0.05
+                    pump(tk, lambda: time.monotonic() >= pause)
+            assert answer == f"re:q{cycle}"
+            pump(tk, lambda: len(tk.splitlist(tk.eval(f"set ::seen({witness})"))) >= before + 10)
+            assert list(tk.splitlist(tk.eval(f"set ::seen({witness})")))[before:] == expected
+            cluster.restart(victim)
+            for i in range(3):
+                pump(tk, lambda: tk.eval(f"$w({i}) cget -status") == "connected")
+                tk.eval(f"$w({i}) ping")
+            pause = time.monotonic() + INTERVAL
+            pump(tk, lambda: time.monotonic() >= pause)
+        statuses = tk.eval("set ::statuses").split()
+        tk.eval("$c destroy; foreach i {0 1 2} { $w($i) destroy }")
+        print(f"\nfailovers={KILLS} seconds={time.monotonic() - start:.1f} buffered={10 * KILLS} lost=0 "
+              f"out_of_order=0 statuses={len(statuses)} no_responders_retries={no_responders}")
+        assert statuses[:2] == ["connecting", "connected"]
+        assert statuses[2:] == ["reconnecting", "connected"] * KILLS
