@@ -489,6 +489,7 @@ class Client:
         self._deadline_at = 0.0
         self._flush_handle = None
         self._subs: dict[int, Subscription] = {}
+        self._write_now = False  # set while request() writes itself: no flush to schedule
         self._busy_subs = 0  # callback subscriptions with messages being handled
         self._pub_heads: dict[str, bytes] = {}  # subject -> its PUB frame's start, once checked
         self._status_waiters: list = []
@@ -611,7 +612,7 @@ class Client:
                     if sub is not None:
                         sub._deliver(f[2])
                 elif k == "flush":
-                    if self._flush_handle is None:
+                    if self._flush_handle is None and not self._write_now:
                         self._flush_handle = self._loop.call_soon(self._flush_now)
                 elif k == "req":
                     self._request_done(f[1], f[2])
@@ -1005,13 +1006,20 @@ class Client:
             # before the engine makes its shared reply subscription
             raise make_error("ErrBadSubject", f"Invalid subject {subject}")
         fut = loop.create_future()
+        lone = not eng.requests and self._flush_handle is None
         req = eng.request(subject, _to_bytes(data), ms, headers, None, fut)
-        self._run()
-        if self._flush_handle is not None and len(eng.requests) == 1:
-            # the only request in flight: it leaves now (requests made
-            # together still share one write)
-            self._flush_handle.cancel()
+        if lone:
+            # the only request in flight and nothing else waiting for the
+            # coalesced write: it leaves now, not one loop turn later
+            # (requests made together still share one write)
+            self._write_now = True
+            try:
+                self._run()
+            finally:
+                self._write_now = False
             self._flush_now()
+        else:
+            self._run()
         try:
             return await fut
         except asyncio.CancelledError:
