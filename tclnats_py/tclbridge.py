@@ -33,6 +33,7 @@ from ._engine import CLOSED, CONNECTED, Engine, Msg, Request
 from ._errors import NatsError, make_error
 from ._options import OPTION_SPEC, Options, coerce
 from ._pool import parse_url
+from ._tlsname import check_server_name
 from .tcljs import Chain, _RawJson, tcl_value
 
 __all__ = ["install", "tcl_library_dir", "TclConnection"]
@@ -709,7 +710,15 @@ class TclConnection:
             tk.call("tls::import", sock, *tk.splitlist(merged))
             tk.call("tls::handshake", sock)
             tk.call("chan", "configure", sock, "-blocking", 0)
+            # TclTLS checked the chain (-require); the name in the certificate is ours to check
+            given = dict(zip(*[iter(tk.splitlist(merged))] * 2))
+            if str(given.get("-require", "1")).lower() in ("1", "true", "yes", "on"):
+                status = dict(zip(*[iter(tk.splitlist(tk.call("tls::status", sock)))] * 2))
+                check_server_name(str(status.get("certificate", "")), str(given.get("-servername") or server.host))
         except tkinter.TclError as e:
+            self.engine.tls_failed(str(e))
+            return
+        except NatsError as e:
             self.engine.tls_failed(str(e))
             return
         self.engine.tls_done()

@@ -1,0 +1,124 @@
+"""The Tcl face checks the server's certificate against the host name.
+
+TclTLS verifies the chain (-require 1, our default) but not the name; the
+driver does that after the handshake (tclnats_py._tlsname).  Real nats-servers
+with certificates issued at test time for chosen names; the Python face's
+ssl module already checks names, and is checked here alongside.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tkinter
+
+import pytest
+
+import tclnats_py
+from tclnats_py._tlsname import host_matches
+from tclnats_py.server import NatsServer
+from tclnats_py.tclbridge import install
+from tclnats_py.testing import certs as C
+
+pytestmark = pytest.mark.tcl
+
+
+# ------------------------------------------------------------ the matching rules
+
+@pytest.mark.parametrize("host,dns,ips,cns,ok", [
+    ("localhost", ["localhost"], [], [], True),
+    ("LocalHost.", ["localhost"], [], [], True),
+    ("localhost", ["other.example"], [], [], False),
+    ("a.example.com", ["*.example.com"], [], [], True),
+    ("a.b.example.com", ["*.example.com"], [], [], False),    # one label only
+    ("example.com", ["*.example.com"], [], [], False),
+    ("x.com", ["*.com"], [], [], False),                      # never for a top-level domain
+    ("ab.example.com", ["a*.example.com"], [], [], False),    # partial-label wildcards are refused
+    ("127.0.0.1", [], ["127.0.0.1"], [], True),
+    ("127.0.0.1", ["127.0.0.1"], [], [], False),              # an address needs an IP SAN
+    ("::1", [], ["0:0:0:0:0:0:0:1"], [], True),
+    ("[::1]", [], ["::1"], [], True),
+    ("10.0.0.1", [], ["127.0.0.1"], [], False),
+    ("server", [], [], ["server"], True),                     # CN only without SANs
+    ("server", ["localhost"], [], ["server"], False),
+])
+def test_host_matches(host, dns, ips, cns, ok):
+    assert host_matches(host, dns, ips, cns) is ok
+
+
+# ------------------------------------------------------------ real servers, Tcl face
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tlsname")
+    ca = C.generate_ca()
+    ca_path = os.path.join(d, "ca.pem")
+    C._write_cert(ca_path, ca.cert)
+
+    def server_with(hosts, name):
+        cert, key = C.issue_cert(ca, name, hosts)
+        paths = {"server_cert": os.path.join(d, f"{name}-cert.pem"),
+                 "server_key": os.path.join(d, f"{name}-key.pem"), "ca": ca_path}
+        C._write_cert(paths["server_cert"], cert)
+        C._write_key(paths["server_key"], key)
+        return paths
+    return ca_path, server_with
+
+
+def tcl_connect(url, tls_opts):
+    interp = tkinter.Tcl()
+    install(interp)
+    tk = interp.tk
+    tk.eval("package require nats")
+    tk.call("set", "::url", url)
+    tk.call("set", "::tls_opts", tls_opts)
+    tk.eval("""
+        set c [nats::connection new tlsname -log_chan stderr -log_level error]
+        $c configure -servers $::url -tls_opts $::tls_opts -connect_timeout 2000
+    """)
+    try:
+        tk.eval("$c connect")
+        return "connected", tk
+    except tkinter.TclError as e:
+        code = tk.eval("set ::errorCode")
+        return f"{code}: {e}", tk
+
+
+@pytest.mark.parametrize("hosts,connect_host,opts,expect", [
+    (["localhost"], "localhost", [], "connected"),
+    (["localhost"], "127.0.0.1", [], "ErrTLS"),                  # the name is not in the certificate
+    (["127.0.0.1"], "127.0.0.1", [], "connected"),
+    (["other.example"], "localhost", [], "ErrTLS"),
+    (["other.example"], "127.0.0.1", ["-servername", "other.example"], "connected"),
+    (["other.example"], "localhost", ["-require", "0"], "connected"),   # verification turned off
+])
+def test_tcl_face_checks_the_name(pki, hosts, connect_host, opts, expect):
+    ca_path, server_with = pki
+    paths = server_with(hosts, "_".join(h.replace(".", "-") for h in hosts))
+    with NatsServer(config=C.tls_config(paths), tls=True) as srv:
+        outcome, tk = tcl_connect(f"tls://{connect_host}:{srv.port}", ["-cafile", ca_path, *opts])
+        try:
+            assert expect in outcome
+            if expect == "connected":
+                assert tk.eval("$c ping") == "true"
+            else:
+                assert "does not name" in outcome
+        finally:
+            tk.eval("$c destroy")
+
+
+def test_python_face_checks_the_name_too(pki):
+    ca_path, server_with = pki
+    paths = server_with(["localhost"], "py-localhost")
+    import ssl
+    ctx = ssl.create_default_context(cafile=ca_path)
+    with NatsServer(config=C.tls_config(paths), tls=True) as srv:
+        async def go(host):
+            c = await tclnats_py.connect(f"tls://{host}:{srv.port}", tls=ctx,
+                                         connect_timeout=2000)
+            await c.close()
+        asyncio.run(go("localhost"))
+        with pytest.raises(tclnats_py.NatsError) as e:
+            asyncio.run(go("127.0.0.1"))
+        assert e.value.code == "ErrTLS" or "ErrTLS" in str(e.value)
+        assert "127.0.0.1" in str(e.value)
