@@ -4,7 +4,7 @@
                             [--kills 20] [--interval 3] [--short] [pytest args ...]
 
 Runs the tests marked ``fault`` (tests/test_faults.py, tests/test_network_faults.py)
-with the long-form sizes in the environment (TCLNATS_FAULT_CYCLES,
+(and tests/test_ack_crash.py) with the long-form sizes in the environment (TCLNATS_FAULT_CYCLES,
 TCLNATS_FAULT_MESSAGES, TCLNATS_FUZZ_EXAMPLES, TCLNATS_FAILOVER_KILLS,
 TCLNATS_FAILOVER_INTERVAL), then prints the figure lines the tests reported
 (cycles survived, messages lost, duplicates, fuzz inputs, max RSS, failovers)
@@ -21,7 +21,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-FILES = ["tests/test_faults.py", "tests/test_network_faults.py"]
+FILES = ["tests/test_faults.py", "tests/test_network_faults.py", "tests/test_ack_crash.py"]
 # a figure line: words, then name=value pairs (what the fault tests print)
 _FIGURE = re.compile(r"^[a-z][\w ]*=\S")
 
