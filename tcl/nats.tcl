@@ -297,7 +297,7 @@ oo::class create ::nats::connection {
     }
 
     method publish_msg {msg} {
-        dict with msg {}
+        lassign [nats::_msg_parts $msg] subject data header reply
         my publish $subject $data -header $header -reply $reply
     }
 
@@ -387,10 +387,10 @@ oo::class create ::nats::connection {
             callback str ""
             dictmsg bool null
         }
-        if {[dict get $msg reply] ne ""} {
-            [self namespace]::log::warn "request_msg: the reply [dict get $msg reply] will be ignored"
+        lassign [nats::_msg_parts $msg] subject data header reply
+        if {$reply ne ""} {
+            [self namespace]::log::warn "request_msg: the reply $reply will be ignored"
         }
-        dict with msg {}
         return [my request $subject $data -header $header -timeout $timeout \
                     -callback $callback -dictmsg $dictmsg]
     }
@@ -605,6 +605,17 @@ namespace eval ::nats::header {
 }
 
 # ---------------------------------------------------------------- time helpers
+# subject, data, header and reply of a nats::msg dict (the last two may be
+# missing); ErrInvalidArg for anything else
+proc ::nats::_msg_parts {msg} {
+    if {[catch {dict size $msg}] || ![dict exists $msg subject] || ![dict exists $msg data]} {
+        throw [list NATS ErrInvalidArg] "Invalid message: a nats::msg with subject and data expected"
+    }
+    set header [expr {[dict exists $msg header] ? [dict get $msg header] : ""}]
+    set reply [expr {[dict exists $msg reply] ? [dict get $msg reply] : ""}]
+    list [dict get $msg subject] [dict get $msg data] $header $reply
+}
+
 proc ::nats::isotime_to_msec {iso} {
     # 2022-11-22T13:31:35.4514983Z: whole seconds, a fraction, an optional zone
     if {![regexp {^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[-+]\d\d:?\d\d)?$} \
@@ -622,6 +633,9 @@ proc ::nats::isotime_to_msec {iso} {
 }
 
 proc ::nats::msec_to_isotime {ms {tz :UTC}} {
+    if {![string is entier -strict $ms]} {
+        throw [list NATS ErrInvalidArg] "Invalid time in ms $ms"
+    }
     set secs [expr {$ms / 1000}]
     format %s.%03d [clock format $secs -format {%Y-%m-%dT%H:%M:%S} -timezone $tz] [expr {$ms % 1000}]
 }

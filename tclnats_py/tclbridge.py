@@ -889,8 +889,13 @@ class TclConnection:
             raise make_error("ErrInvalidArg", "Invalid header")
         out = {}
         for i in range(0, len(items), 2):
-            vals = self.tk.splitlist(items[i + 1])
-            out[str(items[i])] = [str(v) for v in vals]
+            key = str(items[i])
+            if not key or not key.isprintable() or any(ch in key for ch in " :\t"):
+                raise make_error("ErrInvalidArg", f"Invalid header name {key!r}")
+            vals = [str(v) for v in self.tk.splitlist(items[i + 1])]
+            if any("\r" in v or "\n" in v for v in vals):
+                raise make_error("ErrInvalidArg", f"Invalid value of header {key}: it contains a line break")
+            out[key] = vals
         return out
 
     def c_subscribe(self, subject, queue, max_msgs, callback, dictmsg, post):

@@ -28,6 +28,8 @@ from ._errors import NatsError, make_error
 from ._headers import parse_headers
 from ._js import (check_bucket, check_js_error, check_key, filename_safe, iso_to_ms, kv_operation,
                   kv_stream_config, metadata_from_reply, pull_status)
+from ._js.kv import check_key_pattern
+from ._subjects import valid_subject
 
 __all__ = ["JsBridge", "Chain", "check_js_error", "metadata_from_reply"]
 
@@ -263,6 +265,10 @@ class JetStream:
         self.timeout = int(timeout)
         self.domain = domain or ""
         self.trace = _as_bool(trace)
+        if domain and not filename_safe(domain):
+            raise make_error("ErrInvalidArg", f"Invalid domain {domain}")
+        if api_prefix and not valid_subject(api_prefix):
+            raise make_error("ErrInvalidArg", f"Invalid API prefix {api_prefix}")
         if api_prefix:
             self.prefix = api_prefix
         elif domain:
@@ -347,12 +353,15 @@ class JetStream:
             name = json.loads(json_config)["name"]
         except (ValueError, KeyError, TypeError):
             raise make_error("ErrInvalidArg", "Invalid stream configuration JSON") from None
+        self.check_name("stream", name)
         return self.api(f"STREAM.CREATE.{name}", json_config, lambda resp: _RawJson(resp))
 
     def c_delete_stream(self, stream):
+        self.check_name("stream", stream)
         return self.api(f"STREAM.DELETE.{stream}", "", lambda r: tcl_value(r.get("success")))
 
     def c_purge_stream(self, stream, *args):
+        self.check_name("stream", stream)
         given = self.js.spec.pairs(args)
         body = self.js.spec.build([("filter", "valid_str", None), ("keep", "pos_int", None),
                                    ("seq", "pos_int", None)], given, strict=True)
@@ -364,6 +373,7 @@ class JetStream:
             for k in ("total", "offset", "limit"):
                 resp.pop(k, None)
             return self._stream_post(resp)
+        self.check_name("stream", stream)
         return self.api(f"STREAM.INFO.{stream}", "", post)
 
     def c_stream_names(self, *args):
@@ -387,7 +397,10 @@ class JetStream:
         return tcl_value(resp)
 
     def consumer_request(self, stream, action, given: dict, post=None):
+        self.check_name("stream", stream)
         cfg = self.js.spec.build(CONSUMER_SPEC, given, strict=True)
+        if "durable_name" in cfg:
+            self.check_name("consumer", cfg["durable_name"])
         name = cfg.get("name")
         if name is not None:
             self.check_name("consumer", name)
@@ -429,20 +442,28 @@ class JetStream:
         return self.consumer_request(stream, "create", given)
 
     def c_add_consumer_from_json(self, stream, consumer, json_config):
+        self.check_name("stream", stream)
+        self.check_name("consumer", consumer)
         payload = '{"stream_name":' + _dumps(stream) + ',"config":' + json_config + "}"
         return self.api(f"CONSUMER.DURABLE.CREATE.{stream}.{consumer}", payload, lambda r: _RawJson(r))
 
     def c_delete_consumer(self, stream, consumer):
+        self.check_name("stream", stream)
+        self.check_name("consumer", consumer)
         return self.api(f"CONSUMER.DELETE.{stream}.{consumer}", "", lambda r: tcl_value(r.get("success")))
 
     def c_consumer_info(self, stream, consumer):
+        self.check_name("stream", stream)
+        self.check_name("consumer", consumer)
         return self.api(f"CONSUMER.INFO.{stream}.{consumer}", "", self._consumer_post)
 
     def c_consumer_names(self, stream):
+        self.check_name("stream", stream)
         return self.api(f"CONSUMER.NAMES.{stream}", "", lambda r: tuple(r.get("consumers") or ()))
 
     # -------------------------------------------------------- messages
     def c_stream_msg_get(self, stream, *args):
+        self.check_name("stream", stream)
         given = self.js.spec.pairs(args)
         body = self.js.spec.build([("last_by_subj", "valid_str", None), ("next_by_subj", "valid_str", None),
                                    ("seq", "int", None)], given, strict=True)
@@ -456,6 +477,7 @@ class JetStream:
         return self.api(f"STREAM.MSG.GET.{stream}", _dumps(body) if body else "", post)
 
     def c_stream_direct_get(self, stream, *args):
+        self.check_name("stream", stream)
         given = self.js.spec.pairs(args)
         body = self.js.spec.build([("last_by_subj", "valid_str", None), ("next_by_subj", "valid_str", None),
                                    ("seq", "int", None)], given, strict=True)
@@ -486,6 +508,7 @@ class JetStream:
         return self.conn.start_request(subject, payload.encode(), self.timeout, finish)
 
     def c_stream_msg_delete(self, stream, *args):
+        self.check_name("stream", stream)
         given = self.js.spec.pairs(args)
         body = self.js.spec.build([("no_erase", "bool", True), ("seq", "int", REQUIRED)], given, strict=True)
         return self.api(f"STREAM.MSG.DELETE.{stream}", _dumps(body), lambda r: tcl_value(r.get("success")))
@@ -1157,7 +1180,9 @@ class KeyValue:
 
     def c_delete(self, key, revision=""):
         headers = {"KV-Operation": ["DEL"]}
-        if revision != "" and _is_int(revision) and int(revision) > 0:
+        if revision != "" and not _is_int(revision):
+            raise make_error("ErrInvalidArg", f"Invalid revision {revision}")
+        if revision != "" and int(revision) > 0:
             headers["Nats-Expected-Last-Subject-Sequence"] = [str(int(revision))]
         return self._publish(key, b"", headers, lambda r: "")
 
@@ -1266,6 +1291,7 @@ class KeyValue:
                                given, strict=True)
         if o["include_history"] and o["updates_only"]:
             raise make_error("ErrInvalidArg", "-include_history conflicts with -updates_only")
+        check_key_pattern(key_pattern)
         policy = "all" if o["include_history"] else "last_per_subject"
         if o["updates_only"]:
             policy = "new"
