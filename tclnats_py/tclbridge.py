@@ -40,6 +40,10 @@ __all__ = ["install", "tcl_library_dir", "TclConnection"]
 
 TCL_API_VERSION = "3.2.1"
 _LEVELS = {"debug": 0, "info": 1, "warn": 2, "error": 3}
+# bytes taken from the socket per readable event: a backlog is worked through
+# in batches of this size (each batch parsed, delivered and freed before the
+# next), not in one read of everything the kernel holds
+READ_CHUNK = 256 * 1024
 
 
 def tcl_library_dir() -> str:
@@ -604,7 +608,7 @@ class TclConnection:
         if not sock:
             return
         try:
-            data = tk.call("read", sock)
+            data = tk.call("read", sock, READ_CHUNK)
         except tkinter.TclError as e:
             code = ""
             try:
