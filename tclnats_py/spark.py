@@ -205,6 +205,39 @@ def _arrow_batches(opts, stream, first, last, filter_subject, decode):
         yield pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
+def _api_prefix(opts) -> str:
+    if opts.get("apiprefix"):
+        return opts["apiprefix"]
+    if opts.get("domain"):
+        return f"$JS.{opts['domain']}.API"
+    return "$JS.API"
+
+
+def _fast_arrow_batches(opts, stream, first, last, filter_subject, decode):
+    """The same batches from the blocking-socket reader (tclnats_py._spark_reader)."""
+    import pyarrow as pa
+    from ._spark_reader import read_columns
+    fields = [("subject", pa.string()), ("data", pa.binary()),
+              ("headers", pa.map_(pa.string(), pa.list_(pa.field("element", pa.string())))),
+              ("stream", pa.string()), ("seq", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC"))]
+    if decode:
+        fields.append(("value", pa.string()))
+    schema = pa.schema(fields)
+    for cols in read_columns(opts, _api_prefix(opts), stream, first, last, filter_subject):
+        n = len(cols["seq"])
+        hdrs = cols["headers"]
+        arrays = [pa.array(cols["subject"], pa.string()), pa.array(cols["data"], pa.binary()),
+                  pa.array([list(h.items()) if h else None for h in hdrs], fields[2][1])
+                  if any(hdrs) else pa.nulls(n, fields[2][1]),
+                  pa.repeat(pa.scalar(stream, pa.string()), n) if hasattr(pa, "repeat")
+                  else pa.array([stream] * n, pa.string()),
+                  pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols["seq"])]),
+                  pa.Array.from_buffers(fields[5][1], n, [None, pa.py_buffer(cols["ts_us"])])]
+        if decode:
+            arrays.append(pa.array([d.decode("utf-8", "replace") for d in cols["data"]], pa.string()))
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
 def _collect(agen_factory, buffer: int = 20000):
     """Rows of an async generator, consumed from a plain iterator: the event
     loop runs in its own thread and hands rows over through a bounded queue."""
@@ -312,8 +345,9 @@ class _BatchReader(DataSourceReader):
         return [_SeqRange(s, min(s + size - 1, self.last)) for s in range(self.first, self.last + 1, size)]
 
     def read(self, partition):
-        yield from _arrow_batches(self.opts, self.stream, partition.first, partition.last, self.filter,
-                                  self.decode)
+        from ._spark_reader import eligible
+        batches = _fast_arrow_batches if eligible(self.opts) else _arrow_batches
+        yield from batches(self.opts, self.stream, partition.first, partition.last, self.filter, self.decode)
 
 
 class _StreamReader(DataSourceStreamReader):

@@ -1,0 +1,58 @@
+"""The Spark source's blocking partition reader against a real server, without Spark."""
+
+import asyncio
+
+import tclnats_py
+from tclnats_py._spark_reader import eligible, read_columns
+
+
+def fill(url, stream, n):
+    async def go():
+        c = await tclnats_py.connect(url)
+        js = c.jetstream()
+        await js.create_stream(stream, subjects=[f"{stream.lower()}.*"], storage="memory")
+        for i in range(n):
+            subj = f"{stream.lower()}.{'odd' if i % 2 else 'even'}"
+            js.publish_async(subj, bytes([i % 256]) * (i % 7), {"N": [str(i)]} if i % 5 == 0 else None)
+        await js.publish_async_complete()
+        await c.close()
+    asyncio.run(go())
+
+
+def rows(url, stream, first, last, filt=None, batch=50):
+    out = []
+    for cols in read_columns({"servers": url}, "$JS.API", stream, first, last, filt, batch=batch):
+        out.extend(zip(cols["subject"], cols["data"], cols["headers"], cols["seq"], cols["ts_us"]))
+    return out
+
+
+def test_range_is_read_exactly_with_headers_and_binary(js_server):
+    fill(js_server.url, "SR1", 500)
+    got = rows(js_server.url, "SR1", 101, 390)
+    assert [r[3] for r in got] == list(range(101, 391))
+    for subj, data, hdrs, seq, ts in got:
+        i = seq - 1
+        assert data == bytes([i % 256]) * (i % 7)
+        assert subj.decode() == f"sr1.{'odd' if i % 2 else 'even'}"
+        assert hdrs == ({"N": [str(i)]} if i % 5 == 0 else None)
+        assert ts > 1_600_000_000_000_000
+
+
+def test_filter_and_the_stream_end_stop_the_read(js_server):
+    fill(js_server.url, "SR2", 300)
+    # odd messages are at even sequences; the range ends past the stream's end
+    got = rows(js_server.url, "SR2", 1, 10_000, filt="sr2.odd")
+    assert [r[3] for r in got] == list(range(2, 301, 2))
+    assert rows(js_server.url, "SR2", 50, 40) == []
+
+
+def test_nothing_matching_returns_at_once(js_server):
+    fill(js_server.url, "SR3", 20)
+    assert rows(js_server.url, "SR3", 1, 20, filt="sr3.none") == []
+
+
+def test_eligible_only_for_plain_nats_urls():
+    assert eligible({"servers": "nats://a:4222,nats://b:4222"})
+    assert eligible({"servers": "localhost:4222"})
+    assert not eligible({"servers": "tls://a:4222"})
+    assert not eligible({"servers": "nats://a:4222", "creds": "/x.creds"})
