@@ -563,8 +563,9 @@ class TclConnection:
         except tkinter.TclError as e:
             self.engine.socket_failed(str(e))
             return
+        # big output buffers: a large write drains in few writable events
         tk.call("chan", "configure", sock, "-translation", "binary", "-blocking", 0,
-                "-buffering", "full")
+                "-buffering", "full", "-buffersize", 1 << 20)
         tk.call("chan", "event", sock, "writable", (self.cmd + "_ev", "writable"))
         self.sock = sock
         self._set("sock", sock)
