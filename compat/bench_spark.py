@@ -1,12 +1,26 @@
 """Spark benchmark: a batch read of N 128-byte messages through the jetstream
 source on local[2], against one process reading the same stream with a fetch
-loop (tclnats_py), in the same run; plus the streaming micro-batch time.
+loop (tclnats_py's asyncio client, ``consumer.fetch(1000)``), in the same run;
+plus the streaming micro-batch time.
 
-    python -m compat.bench_spark [--count 1000000] [--partitions 4]
+    python -m compat.bench_spark [--count 1000000] [--partitions 2,4] [--action count,sum]
+
+Actions timed on the Spark side (each a full read of the stream, from planning
+to the result on the driver):
+
+* ``count``: ``df.count()``: every row crosses from the Python workers to the
+  JVM as Arrow batches (the Python data source API has no column pruning), the
+  JVM counts them without looking at the values.
+* ``sum``: ``df.agg(sum(length(data)), count(distinct subject)...)``: also reads
+  the data and subject columns in the JVM, as a user's query would.
+
+``--cpu`` prints the CPU seconds each process group used in each phase
+(driver Python, JVM, Python workers, nats-server), read from /proc.
 """
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 
@@ -41,55 +55,162 @@ async def _fetch_all(url, n):
     return got, dt
 
 
+# ------------------------------------------------------------------ CPU per process group
+_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _procs():
+    """{pid: (ppid, comm/cmdline, cpu seconds incl. reaped children)}"""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        rest = st[st.rfind(")") + 2:].split()
+        ppid = int(rest[1])
+        cpu = sum(int(x) for x in rest[11:15]) / _TCK  # utime stime cutime cstime
+        out[int(d)] = (ppid, cmd, cpu)
+    return out
+
+
+def _cpu_by_group(server_pid):
+    me = os.getpid()
+    procs = _procs()
+    groups = {"driver python": 0.0, "JVM": 0.0, "Python workers": 0.0, "nats-server": 0.0}
+
+    def ancestors(pid):
+        seen = []
+        while pid in procs and pid > 1:
+            seen.append(pid)
+            pid = procs[pid][0]
+        return seen
+
+    for pid, (_ppid, cmd, cpu) in procs.items():
+        chain = ancestors(pid)
+        if pid == server_pid:
+            groups["nats-server"] += cpu
+        elif pid == me:
+            # own reaped children are none (Spark's JVM and the server still run)
+            groups["driver python"] += cpu
+        elif me in chain[1:]:
+            if "java" in cmd.split(" ")[0]:
+                groups["JVM"] += cpu
+            elif "python" in cmd or "pyspark" in cmd:
+                groups["Python workers"] += cpu
+    return groups
+
+
+class _Cpu:
+    def __init__(self, server_pid, enabled):
+        self.server_pid, self.enabled = server_pid, enabled
+        self.rows = []
+
+    def phase(self, name, fn):
+        if not self.enabled:
+            return fn()
+        before = _cpu_by_group(self.server_pid)
+        t = time.perf_counter()
+        r = fn()
+        wall = time.perf_counter() - t
+        after = _cpu_by_group(self.server_pid)
+        self.rows.append((name, wall, {k: after[k] - before[k] for k in after}))
+        return r
+
+    def report(self):
+        if not self.rows:
+            return
+        keys = list(self.rows[0][2])
+        print()
+        print(f"{'CPU seconds per phase':<34}{'wall':>7}" + "".join(f"{k:>16}" for k in keys))
+        for name, wall, d in self.rows:
+            print(f"{name:<34}{wall:>7.2f}" + "".join(f"{d[k]:>16.2f}" for k in keys))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--count", type=int, default=1_000_000)
-    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--partitions", default="2,4", help="comma-separated partition counts to time")
+    ap.add_argument("--action", default="count,sum", help="count and/or sum (see the module doc)")
+    ap.add_argument("--no-stream", action="store_true", help="skip the streaming micro-batch figure")
+    ap.add_argument("--cpu", action="store_true", help="CPU seconds per process group and phase")
+    ap.add_argument("--repeat", type=int, default=2, help="time each (partitions, action) this many times")
     args = ap.parse_args(argv)
-    from pyspark.sql import SparkSession
+    parts = [int(p) for p in args.partitions.split(",")]
+    actions = args.action.split(",")
+    from pyspark.sql import SparkSession, functions as F
 
     import tclnats_py.spark as tspark
     from tclnats_py.server import NatsServer
+    results = []
     with NatsServer(jetstream=True) as srv:
+        cpu = _Cpu(srv.pid, args.cpu)
         t = time.perf_counter()
         asyncio.run(_fill(srv.url, args.count))
-        print(f"published {args.count} messages in {time.perf_counter() - t:.1f} s")
-        got, dt = asyncio.run(_fetch_all(srv.url, args.count))
+        print(f"published {args.count} messages in {time.perf_counter() - t:.1f} s", flush=True)
+        got, dt = cpu.phase("single process fetch loop", lambda: asyncio.run(_fetch_all(srv.url, args.count)))
         single = got / dt
         # for comparison: one process running the Spark source's own partition
-        # reader (blocking socket, Arrow batches) over the whole stream
+        # reader (blocking socket, Arrow batches) over the whole stream, no Spark
         t = time.perf_counter()
-        raw = sum(b.num_rows for b in tspark._fast_arrow_batches({"servers": srv.url}, "BENCH_SPARK", 1,
-                                                                   args.count, None, False))
+        raw = cpu.phase("single process, Spark reader code", lambda: sum(
+            b.num_rows for b in tspark._fast_arrow_batches({"servers": srv.url}, "BENCH_SPARK", 1, args.count,
+                                                           None, False)))
         raw_rate = raw / (time.perf_counter() - t)
         spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         tspark.register(spark)
-        reader = (spark.read.format("jetstream").option("servers", srv.url).option("stream", "BENCH_SPARK")
-                  .option("partitions", args.partitions))
-        reader.load().limit(10).collect()  # warm up the Python workers
-        t = time.perf_counter()
-        n = reader.load().count()
-        spark_rate = n / (time.perf_counter() - t)
-        q = (spark.readStream.format("jetstream").option("servers", srv.url).option("stream", "BENCH_SPARK")
-             .option("maxMessagesPerTrigger", 10000).load().writeStream.format("noop")
-             .trigger(processingTime="0 seconds").start())
-        durations = []
-        deadline = time.time() + 60
-        while len(durations) < 10 and time.time() < deadline:
-            p = q.lastProgress
-            if p and p.get("batchId") is not None and (not durations or durations[-1][0] != p["batchId"]):
-                durations.append((p["batchId"], p["durationMs"].get("triggerExecution", 0)))
-            time.sleep(0.2)
-        q.stop()
+
+        def reader(p):
+            return (spark.read.format("jetstream").option("servers", srv.url).option("stream", "BENCH_SPARK")
+                    .option("partitions", p))
+
+        # warm-up: a read of the first 20,000 messages on 2 partitions starts the
+        # Python workers of both task slots (they are reused afterwards, Spark's
+        # default spark.python.worker.reuse=true) and loads the JVM's Arrow path
+        warm = cpu.phase("Spark warm-up (20k rows)", lambda: reader(2).option("endSeq", 20000).load().count())
+        for p in [p for p in parts for _ in range(args.repeat)]:
+            for action in actions:
+                if action == "count":
+                    run = lambda p=p: reader(p).load().count()  # noqa: E731
+                else:
+                    def run(p=p):
+                        row = reader(p).load().agg(F.count("*").alias("n"), F.sum(F.length("data")).alias("b"),
+                                                   F.countDistinct("subject").alias("s")).collect()[0]
+                        return row["n"]
+                t = time.perf_counter()
+                n = cpu.phase(f"Spark {action}, {p} partitions", run)
+                results.append((p, action, n, n / (time.perf_counter() - t)))
+        ms = []
+        if not args.no_stream:
+            q = (spark.readStream.format("jetstream").option("servers", srv.url).option("stream", "BENCH_SPARK")
+                 .option("maxMessagesPerTrigger", 10000).load().writeStream.format("noop")
+                 .trigger(processingTime="0 seconds").start())
+            durations = []
+            deadline = time.time() + 60
+            while len(durations) < 10 and time.time() < deadline:
+                p = q.lastProgress
+                if p and p.get("batchId") is not None and (not durations or durations[-1][0] != p["batchId"]):
+                    durations.append((p["batchId"], p["durationMs"].get("triggerExecution", 0)))
+                time.sleep(0.2)
+            q.stop()
+            ms = sorted(d for _, d in durations[1:]) or [0]
         spark.stop()
-    ms = sorted(d for _, d in durations[1:]) or [0]
     print(f"{'figure':<34}{'value':>14}")
+    print(f"{'(Spark warm-up read)':<34}{warm:>14} rows")
     print(f"{'single process fetch loop':<34}{single:>12,.0f}/s  ({got} messages)")
-    print(f"{'Spark local[2] batch read':<34}{spark_rate:>12,.0f}/s  ({n} rows, {args.partitions} partitions)")
-    print(f"{'ratio Spark / single':<34}{spark_rate / single:>13.2f}x")
+    for p, action, n, rate in results:
+        print(f"{f'Spark local[2] {action}, {p} parts':<34}{rate:>12,.0f}/s  ({n} rows)  "
+              f"ratio {rate / single:.2f}x")
     print(f"{'single process, Spark reader code':<34}{raw_rate:>12,.0f}/s  ({raw} rows, Arrow batches, no Spark)")
-    print(f"{'streaming micro-batch (10k msgs)':<34}{ms[len(ms) // 2]:>11} ms  (median of {len(ms)})")
+    if ms:
+        print(f"{'streaming micro-batch (10k msgs)':<34}{ms[len(ms) // 2]:>11} ms  (median of {len(ms)})")
+    cpu.report()
     return 0
 
 

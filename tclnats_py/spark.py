@@ -216,6 +216,7 @@ def _api_prefix(opts) -> str:
 def _fast_arrow_batches(opts, stream, first, last, filter_subject, decode):
     """The same batches from the blocking-socket reader (tclnats_py._spark_reader)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     from ._spark_reader import read_columns
     fields = [("subject", pa.string()), ("data", pa.binary()),
               ("headers", pa.map_(pa.string(), pa.list_(pa.field("element", pa.string())))),
@@ -223,16 +224,22 @@ def _fast_arrow_batches(opts, stream, first, last, filter_subject, decode):
     if decode:
         fields.append(("value", pa.string()))
     schema = pa.schema(fields)
+    hdr_type = fields[2][1]
+    stream_value = pa.scalar(stream, pa.string())
     for cols in read_columns(opts, _api_prefix(opts), stream, first, last, filter_subject):
         n = len(cols["seq"])
-        hdrs = cols["headers"]
-        arrays = [pa.array(cols["subject"], pa.string()), pa.array(cols["data"], pa.binary()),
-                  pa.array([list(h.items()) if h else None for h in hdrs], fields[2][1])
-                  if any(hdrs) else pa.nulls(n, fields[2][1]),
-                  pa.repeat(pa.scalar(stream, pa.string()), n) if hasattr(pa, "repeat")
-                  else pa.array([stream] * n, pa.string()),
+        if cols["headers"]:
+            hdrs = [None] * n
+            for i, h in cols["headers"]:
+                hdrs[i] = list(h.items())
+            headers = pa.array(hdrs, hdr_type)
+        else:
+            headers = pa.nulls(n, hdr_type)
+        ts_ns = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols["ts_ns"])])
+        arrays = [pa.array(cols["subject"], pa.string()), pa.array(cols["data"], pa.binary()), headers,
+                  pa.repeat(stream_value, n),
                   pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols["seq"])]),
-                  pa.Array.from_buffers(fields[5][1], n, [None, pa.py_buffer(cols["ts_us"])])]
+                  pc.divide(ts_ns, 1000).cast(fields[5][1])]
         if decode:
             arrays.append(pa.array([d.decode("utf-8", "replace") for d in cols["data"]], pa.string()))
         yield pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -19,10 +19,17 @@ def fill(url, stream, n):
     asyncio.run(go())
 
 
+def _hdr_list(cols):
+    out = [None] * len(cols["seq"])
+    for i, h in cols["headers"]:
+        out[i] = h
+    return out
+
+
 def rows(url, stream, first, last, filt=None, batch=50):
     out = []
     for cols in read_columns({"servers": url}, "$JS.API", stream, first, last, filt, batch=batch):
-        out.extend(zip(cols["subject"], cols["data"], cols["headers"], cols["seq"], cols["ts_us"]))
+        out.extend(zip(cols["subject"], cols["data"], _hdr_list(cols), cols["seq"], cols["ts_ns"]))
     return out
 
 
@@ -35,7 +42,7 @@ def test_range_is_read_exactly_with_headers_and_binary(js_server):
         assert data == bytes([i % 256]) * (i % 7)
         assert subj.decode() == f"sr1.{'odd' if i % 2 else 'even'}"
         assert hdrs == ({"N": [str(i)]} if i % 5 == 0 else None)
-        assert ts > 1_600_000_000_000_000
+        assert ts > 1_600_000_000_000_000_000
 
 
 def test_filter_and_the_stream_end_stop_the_read(js_server):
