@@ -125,10 +125,10 @@ class _Columns:
     the delivery time (ns) as int64 arrays, headers as (row, dict) pairs (most
     rows have none)."""
 
-    __slots__ = ("subject", "data", "headers", "seq", "ts_ns", "n", "since_ask")
+    __slots__ = ("subject", "data", "headers", "seq", "ts_ns", "n", "received")
 
     def __init__(self):
-        self.since_ask = 0
+        self.received = 0  # over all batches
         self._new()
 
     def _new(self):
@@ -235,7 +235,7 @@ def _scan(buf: bytes, cols: _Columns, last: int):
         raise make_error("ErrProtocol", f"Invalid protocol near {buf[pos:pos + 200]!r}: {e}") from None
     added = row - cols.n
     cols.n = row
-    cols.since_ask += added
+    cols.received += added
     return pos, events
 
 
@@ -260,10 +260,19 @@ def read_columns(opts: dict, prefix: str, stream: str, first: int, last: int, fi
             return
         inbox = ("_INBOX." + c.nuid.next()).encode()
         nxt = f"{prefix}.CONSUMER.MSG.NEXT.{stream}.{name}".encode()
-        want = min(batch, last - first + 1)
-        pull = json.dumps({"batch": want, "expires": 5 * 10**9}).encode()
-        ask = b"PUB %s %s %d\r\n%s\r\n" % (nxt, inbox, len(pull), pull)
-        c.sock.sendall(b"SUB %s 2\r\n" % inbox + ask + ask)
+        # never ask for more than the range can hold: what is delivered past
+        # its end is only read to be thrown away
+        total = min(last - first + 1, info["num_pending"])
+        want = min(batch, total)
+
+        def ask(k):
+            pull = b'{"batch":%d,"expires":5000000000}' % k
+            return b"PUB %s %s %d\r\n%s\r\n" % (nxt, inbox, len(pull), pull)
+
+        # two pulls outstanding: the server sends the next batch while this one is converted
+        first_asks = [min(want, total - i * want) for i in range(2) if total - i * want > 0]
+        c.sock.sendall(b"SUB %s 2\r\n" % inbox + b"".join(ask(k) for k in first_asks))
+        asked = sum(first_asks)
         c.sock.settimeout(15.0)
         cols = _Columns()
         done = False
@@ -296,13 +305,17 @@ def read_columns(opts: dict, prefix: str, stream: str, first: int, last: int, fi
                             # is not finished: what is left was deleted meanwhile
                             done = True
                             break
+                        # a pull ended early: ask again for at most what may be left
                         got_since_end = 0
-                        c.sock.sendall(ask)
+                        k = max(1, min(want, total - cols.received))
+                        c.sock.sendall(ask(k))
+                        asked = max(asked, cols.received + k)
                 if done:
                     break
-                while cols.since_ask >= want:
-                    cols.since_ask -= want
-                    c.sock.sendall(ask)
+                while asked < total and asked - cols.received <= want:
+                    k = min(want, total - asked)
+                    c.sock.sendall(ask(k))
+                    asked += k
                 if cols.n >= want:
                     yield cols.take()
             if cols.n:

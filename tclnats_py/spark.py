@@ -418,8 +418,9 @@ class _StreamReader(DataSourceStreamReader):
         return [_SeqRange(s, min(s + size - 1, last)) for s in range(first, last + 1, size)]
 
     def read(self, partition):
-        yield from _arrow_batches(self.opts, self.stream, partition.first, partition.last, self.filter,
-                                  self.decode)
+        from ._spark_reader import eligible
+        batches = _fast_arrow_batches if eligible(self.opts) else _arrow_batches
+        yield from batches(self.opts, self.stream, partition.first, partition.last, self.filter, self.decode)
 
     def commit(self, end):
         pass  # nothing held on the server: offsets live in Spark's checkpoint

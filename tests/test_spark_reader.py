@@ -63,3 +63,18 @@ def test_eligible_only_for_plain_nats_urls():
     assert eligible({"servers": "localhost:4222"})
     assert not eligible({"servers": "tls://a:4222"})
     assert not eligible({"servers": "nats://a:4222", "creds": "/x.creds"})
+
+
+def test_range_whose_end_was_deleted_ends_at_what_is_left(js_server):
+    fill(js_server.url, "SR4", 100)
+
+    async def drop():
+        c = await tclnats_py.connect(js_server.url)
+        js = c.jetstream()
+        for seq in range(60, 101):
+            await js.delete_msg("SR4", seq)
+        await c.close()
+    asyncio.run(drop())
+    # planned as 1..100 before the deletes: the read stops at 59, without waiting
+    got = rows(js_server.url, "SR4", 1, 100, batch=7)
+    assert [r[3] for r in got] == list(range(1, 60))
