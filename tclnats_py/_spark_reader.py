@@ -121,9 +121,10 @@ class _Conn:
 
 
 class _Columns:
-    """Column lists of one batch: subject and data as lists of bytes, seq and
-    the delivery time (ns) as int64 arrays, headers as (row, dict) pairs (most
-    rows have none)."""
+    """Column lists of one batch: subject, data and the delivery time (ns, as
+    the digits of the ack subject: Arrow parses them faster than int() does)
+    as lists of bytes, seq as an int64 array, headers as (row, dict) pairs
+    (most rows have none)."""
 
     __slots__ = ("subject", "data", "headers", "seq", "ts_ns", "n", "received")
 
@@ -133,7 +134,7 @@ class _Columns:
 
     def _new(self):
         self.subject, self.data, self.headers = [], [], []
-        self.seq, self.ts_ns = array("q"), array("q")
+        self.seq, self.ts_ns = array("q"), []
         self.n = 0
 
     def take(self) -> dict:
@@ -226,7 +227,7 @@ def _scan(buf: bytes, cols: _Columns, last: int):
             else:
                 add_data(buf[start:end])
             add_seq(seq)
-            add_ts(int(ts))
+            add_ts(ts)
             row += 1
             if seq == last or pending == b"0":  # the range's end, or nothing more in the stream
                 events.append("last")
@@ -243,7 +244,7 @@ def read_columns(opts: dict, prefix: str, stream: str, first: int, last: int, fi
                  batch: int = 5000):
     """Columns of the messages with first <= seq <= last, a dict per pull
     batch: subject and data (lists of bytes), headers ((row, dict) pairs for
-    the rows that have any), seq and ts_ns (int64 arrays)."""
+    the rows that have any), seq (int64 array) and ts_ns (list of the digits)."""
     if last < first:
         return
     c = _Conn(opts.get("servers") or opts.get("url"))

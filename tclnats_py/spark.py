@@ -235,7 +235,7 @@ def _fast_arrow_batches(opts, stream, first, last, filter_subject, decode):
             headers = pa.array(hdrs, hdr_type)
         else:
             headers = pa.nulls(n, hdr_type)
-        ts_ns = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols["ts_ns"])])
+        ts_ns = pa.array(cols["ts_ns"], pa.binary()).cast(pa.string()).cast(pa.int64())
         arrays = [pa.array(cols["subject"], pa.string()), pa.array(cols["data"], pa.binary()), headers,
                   pa.repeat(stream_value, n),
                   pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols["seq"])]),
