@@ -103,7 +103,7 @@ async def _seq_at_time(js, stream, iso, filter_subject):
 
 async def read_chunks(opts, stream, first, last, filter_subject=None):
     """Messages with first <= seq <= last, as lists (one per pull) of
-    ``(subject, data, headers, seq, timestamp_ms)``.
+    ``(subject, data, headers, seq, timestamp_us)``.
 
     An ephemeral pull consumer (deleted at the end, and expiring on the server
     anyway) with two pull requests kept outstanding, so the server is sending
@@ -156,7 +156,7 @@ async def read_chunks(opts, stream, first, last, filter_subject=None):
                 seq = int(sseq)
                 if seq > last:
                     break
-                chunk.append((msg.subject, msg.data, msg.headers, seq, int(ts) // 1000000))
+                chunk.append((msg.subject, msg.data, msg.headers, seq, int(ts) // 1000))
                 in_pull += 1
                 if seq == last:
                     break
@@ -181,7 +181,7 @@ async def read_range(opts, stream, first, last, filter_subject=None, decode=Fals
     async for chunk in read_chunks(opts, stream, first, last, filter_subject):
         for subject, data, headers, seq, ts in chunk:
             row = (subject, data, dict(headers) if headers else None, stream, seq,
-                   datetime.datetime.fromtimestamp(ts / 1000, datetime.timezone.utc))
+                   datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(microseconds=ts))
             yield row + ((data.decode("utf-8", "replace"),) if decode else ())
 
 
@@ -199,7 +199,7 @@ def _arrow_batches(opts, stream, first, last, filter_subject, decode):
         cols = [pa.array(subjects, pa.string()), pa.array(datas, pa.binary()),
                 pa.array([list(h.items()) if h else None for h in headers], fields[2][1]),
                 pa.array([stream] * len(chunk), pa.string()), pa.array(seqs, pa.int64()),
-                pa.array([t * 1000 for t in tss], pa.int64()).cast(pa.timestamp("us", tz="UTC"))]
+                pa.array(tss, pa.int64()).cast(pa.timestamp("us", tz="UTC"))]
         if decode:
             cols.append(pa.array([d.decode("utf-8", "replace") for d in datas], pa.string()))
         yield pa.RecordBatch.from_arrays(cols, schema=schema)

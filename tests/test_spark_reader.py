@@ -2,6 +2,8 @@
 
 import asyncio
 
+import pytest
+
 import tclnats_py
 from tclnats_py._spark_reader import eligible, read_columns
 
@@ -78,3 +80,20 @@ def test_range_whose_end_was_deleted_ends_at_what_is_left(js_server):
     # planned as 1..100 before the deletes: the read stops at 59, without waiting
     got = rows(js_server.url, "SR4", 1, 100, batch=7)
     assert [r[3] for r in got] == list(range(1, 60))
+
+
+def test_both_read_paths_give_the_same_arrow_batches(js_server):
+    # the asyncio path stays for TLS and credentials: same rows, same schema
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("pyspark")
+    import pyarrow as pa
+    from tclnats_py.spark import _arrow_batches, _fast_arrow_batches
+    fill(js_server.url, "SR5", 400)
+    opts = {"servers": js_server.url}
+    for first, last, filt, decode in [(1, 400, None, False), (37, 311, "sr5.odd", True)]:
+        fast = pa.Table.from_batches(list(_fast_arrow_batches(opts, "SR5", first, last, filt, decode)))
+        slow = pa.Table.from_batches(list(_arrow_batches(opts, "SR5", first, last, filt, decode)))
+        assert fast.schema == slow.schema
+        assert fast.num_rows == (last - first + 1 if filt is None else len(range(first + first % 2, last + 1, 2)))
+        assert fast.equals(slow)
+        assert fast.column("timestamp")[0].value % 1000 or fast.column("timestamp")[1].value % 1000  # microseconds
