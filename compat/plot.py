@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     ax.set_ylabel("ratio (tclnats_py / peer; red: target)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()]
     ax.legend(handles, list(colors), fontsize=7, loc="upper right")
-    ax.set_title("tclnats_py against its peers, same machine, same run")
+    ax.set_title("tclnats_py against its peers (each benchmark runs both sides in one run)")
     fig.tight_layout()
     fig.savefig(args.output, dpi=120)
     print(f"compat.plot: wrote {args.output} ({len(rows)} figures)")
