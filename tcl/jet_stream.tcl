@@ -110,6 +110,9 @@ oo::class create ::nats::jet_stream {
     method account_info {} { my Call account_info }
 
     method ordered_consumer {stream args} {
+        if {[llength $args] % 2} {
+            throw {NATS ErrInvalidArg} "Missing value for option [lindex $args end]"
+        }
         set post true
         if {[::nats::_has_option $args -post]} {
             set post [dict get $args -post]
@@ -357,6 +360,9 @@ oo::class create ::nats::kv_watcher {
         set RetryInterval 10000
         set last_error ""
         set array ""
+        if {[llength $args] % 2} {
+            throw {NATS ErrInvalidArg} "Missing value for option [lindex $args end]"
+        }
         if {[::nats::_has_option $args -values_array]} {
             set array [dict get $args -values_array]
             dict unset args -values_array
@@ -419,7 +425,10 @@ proc ::nats::_has_option {args_list opt} {
     return 0
 }
 proc ::nats::metadata {msg} {
-    ::tclnats::r [::tclnats::_metadata [dict get $msg reply] [dict get $msg subject]]
+    if {[catch {dict get $msg reply} reply] || [catch {dict get $msg subject} subject]} {
+        throw {NATS ErrNotJSMessage} "Not a JetStream message: a nats::msg dict expected"
+    }
+    ::tclnats::r [::tclnats::_metadata $reply $subject]
 }
 proc ::nats::make_stream_source args {
     ::tclnats::r [::tclnats::_make_stream_source {*}$args]

@@ -120,6 +120,45 @@ set ::nats::_option_defaults {
     dictmsg false utf8_convert false request_timeout 10000
     creds "" nkey_seed ""
 }
+# the longest timeout (ms) a command takes, as on the Python face: about 31 years
+set ::nats::_max_timeout 1000000000000
+
+# Checks of configure's values that the option types alone do not make,
+# before anything is changed (configure is all or nothing): every server URL
+# parses, timeouts are not beyond _max_timeout, counts where -1 means
+# "unlimited" are not below it, -tls_opts is a dict.
+proc ::nats::_check_config {argList} {
+    if {[llength $argList] % 2} {
+        return ;# the engine reports the missing value
+    }
+    foreach {k v} $argList {
+        switch -- [string trimleft $k -] {
+            servers {
+                if {[catch {llength $v}]} {
+                    throw {NATS ErrInvalidArg} "Invalid value for the option servers : $v (a list expected)"
+                }
+                foreach url $v {
+                    ::tclnats::r [::tclnats::_parse_url $url]
+                }
+            }
+            connect_timeout - reconnect_time_wait - ping_interval - request_timeout {
+                if {[string is entier -strict $v] && $v > $::nats::_max_timeout} {
+                    throw {NATS ErrBadTimeout} "Invalid value for the timeout option [string trimleft $k -] : $v"
+                }
+            }
+            max_reconnect_attempts - pending_msgs_limit - pending_bytes_limit {
+                if {[string is entier -strict $v] && $v < -1} {
+                    throw {NATS ErrInvalidArg} "Invalid value for the option [string trimleft $k -] : $v (-1 means unlimited)"
+                }
+            }
+            tls_opts {
+                if {[catch {llength $v} n] || $n % 2} {
+                    throw {NATS ErrInvalidArg} "Invalid value for the option tls_opts : $v (a dict of tls::import options expected)"
+                }
+            }
+        }
+    }
+}
 
 oo::class create ::nats::connection {
     variable config sock timers counters subscriptions requests serverPool outBuffer \
@@ -191,6 +230,9 @@ oo::class create ::nats::connection {
         set ns [self namespace]
         if {$userLogger ne ""} {
             package require logger
+            if {[info commands ${userLogger}::servicename] eq ""} {
+                throw [list NATS ErrInvalidArg] "Invalid -logger $userLogger: not a logger of the logger package"
+            }
             logger::import -namespace "${ns}::log" [${userLogger}::servicename]
             return
         }
@@ -230,6 +272,7 @@ oo::class create ::nats::connection {
             0 { return [array get config] }
             1 { return [my cget [lindex $args 0]] }
         }
+        ::nats::_check_config $args
         ::tclnats::r [$Py configure {*}$args]
         return
     }
@@ -338,6 +381,9 @@ oo::class create ::nats::connection {
         set check_subj 1
         if {[llength $args] == 1} {
             set reply [lindex $args 0]
+            if {$reply in {-reply -header -check_subj}} {
+                throw {NATS ErrInvalidArg} "Missing value for option $reply"
+            }
         } else {
             set reply ""
             if {[llength $args]} {
@@ -519,21 +565,32 @@ namespace eval ::nats::msg {
         upvar 1 $msgVar m
         switch -- $opt {
             -data - -subject - -reply {
-                dict set m [string range $opt 1 end] $value
+                try {
+                    dict set m [string range $opt 1 end] $value
+                } trap {TCL} {} {
+                    ::nats::_not_a_msg $m
+                }
                 return
             }
         }
         throw [list NATS ErrInvalidArg] "Invalid field $opt"
     }
-    proc subject {msg} { dict get $msg subject }
-    proc data {msg} { dict get $msg data }
-    proc reply {msg} { dict get $msg reply }
+    # the accessors: a value that is not a message is ErrInvalidArg, not a dict error
+    proc subject {msg} {
+        try { dict get $msg subject } trap {TCL} {} { ::nats::_not_a_msg $msg subject }
+    }
+    proc data {msg} {
+        try { dict get $msg data } trap {TCL} {} { ::nats::_not_a_msg $msg data }
+    }
+    proc reply {msg} {
+        try { dict get $msg reply } trap {TCL} {} { ::nats::_not_a_msg $msg reply }
+    }
     proc no_responders {msg} {
         expr {[nats::header lookup $msg Status 0] == 503}
     }
     # a JetStream control message: status 100, no body, description matching
     proc ControlMsg {msg pattern} {
-        if {[string length [dict get $msg data]] || [nats::header lookup $msg Status 0] != 100} {
+        if {[string length [data $msg]] || [nats::header lookup $msg Status 0] != 100} {
             return 0
         }
         string match $pattern [nats::header lookup $msg Description ""]
@@ -557,10 +614,13 @@ namespace eval ::nats::msg {
 }
 
 # ---------------------------------------------------------------- nats::header
+# A message without a header field has no headers; a value that is not a
+# message (or whose header is not a dict) is ErrInvalidArg, as is a key the
+# message does not have for get and values.
 namespace eval ::nats::header {
     proc add {msgVar key value} {
         upvar 1 $msgVar m
-        ::set h [dict get $m header]
+        ::set h [Of [expr {[info exists m] ? $m : ""}]]
         dict lappend h $key $value
         dict set m header $h
         return
@@ -570,38 +630,75 @@ namespace eval ::nats::header {
         if {[llength $args] % 2} {
             throw [list NATS ErrInvalidArg] "Missing a value for a key"
         }
-        dict set m header $key [list $value]
+        ::set h [Of [expr {[info exists m] ? $m : ""}]]
+        dict set h $key [list $value]
         foreach {k v} $args {
-            dict set m header $k [list $v]
+            dict set h $k [list $v]
         }
+        dict set m header $h
         return
     }
     proc delete {msgVar key} {
         upvar 1 $msgVar m
-        dict unset m header $key
+        ::set h [Of [expr {[info exists m] ? $m : ""}]]
+        dict unset h $key
+        dict set m header $h
         return
     }
     proc get {msg key} {
-        lindex [dict get $msg header $key] 0
+        try {
+            lindex [dict get $msg header $key] 0
+        } trap {TCL} {} {
+            NoKey $msg $key
+        }
     }
     proc values {msg key} {
-        dict get $msg header $key
+        try {
+            dict get $msg header $key
+        } trap {TCL} {} {
+            NoKey $msg $key
+        }
     }
     proc keys {msg {pattern ""}} {
         if {$pattern eq ""} {
-            return [dict keys [dict get $msg header] *]
+            return [dict keys [Of $msg] *]
         }
-        dict keys [dict get $msg header] $pattern
+        dict keys [Of $msg] $pattern
     }
     proc lookup {msg key def} {
-        ::set h [dict get $msg header]
+        ::set h [Of $msg]
         if {[dict exists $h $key]} {
             return [lindex [dict get $h $key] 0]
         }
         return $def
     }
+    # the header dict of a message
+    proc Of {msg} {
+        if {[catch {dict size $msg}]} {
+            ::nats::_not_a_msg $msg
+        }
+        if {![dict exists $msg header]} {
+            return {}
+        }
+        ::set h [dict get $msg header]
+        if {[catch {dict size $h}]} {
+            throw [list NATS ErrInvalidArg] "Invalid message header $h: a dict expected"
+        }
+        return $h
+    }
+    proc NoKey {msg key} {
+        Of $msg
+        throw [list NATS ErrInvalidArg] "No header $key in the message"
+    }
     namespace export {[a-z]*}
     namespace ensemble create
+}
+
+proc ::nats::_not_a_msg {msg {field ""}} {
+    if {$field ne "" && ![catch {dict size $msg}]} {
+        throw [list NATS ErrInvalidArg] "Invalid message: no field $field"
+    }
+    throw [list NATS ErrInvalidArg] "Invalid message: a nats::msg dict expected"
 }
 
 # ---------------------------------------------------------------- time helpers
@@ -637,7 +734,12 @@ proc ::nats::msec_to_isotime {ms {tz :UTC}} {
         throw [list NATS ErrInvalidArg] "Invalid time in ms $ms"
     }
     set secs [expr {$ms / 1000}]
-    format %s.%03d [clock format $secs -format {%Y-%m-%dT%H:%M:%S} -timezone $tz] [expr {$ms % 1000}]
+    try {
+        set whole [clock format $secs -format {%Y-%m-%dT%H:%M:%S} -timezone $tz]
+    } trap {CLOCK} {err} {
+        throw [list NATS ErrInvalidArg] "Invalid time $ms or time zone $tz: $err"
+    }
+    format %s.%03d $whole [expr {$ms % 1000}]
 }
 
 proc ::nats::timestamp {} {
@@ -686,8 +788,11 @@ proc ::nats::_random_string {} {
 proc ::nats::_check_type {type val} {
     switch -- [lindex $type 0] {
         valid_str { return [expr {[string length $val] > 0}] }
-        pos_int - timeout {
+        pos_int {
             return [expr {[string is entier -strict $val] && $val >= 0}]
+        }
+        timeout {
+            return [expr {[string is entier -strict $val] && $val >= 0 && $val <= $::nats::_max_timeout}]
         }
         int { return [string is entier -strict $val] }
         bool { return [string is boolean -strict $val] }

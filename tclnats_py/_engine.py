@@ -58,6 +58,10 @@ __all__ = ["Engine", "Msg", "Subscription", "Request", "Ping",
 
 CLOSED, CONNECTING, CONNECTED, RECONNECTING = "closed", "connecting", "connected", "reconnecting"
 
+# the largest max_msgs of a SUB/UNSUB: the server reads at most 9 digits there
+# (more and the UNSUB is dropped, the subscription never ends)
+MAX_SUB_MSGS = 999_999_999
+
 # handshake phases below the status
 _IDLE, _OPENING, _WAIT_INFO, _TLS, _WAIT_PONG, _READY, _WAIT_RETRY = range(7)
 
@@ -774,8 +778,8 @@ class Engine:
             raise make_error("ErrBadSubject", f"Invalid subject {subject}")
         if queue and not self.check_subject(queue, queue=True):
             raise make_error("ErrBadQueueName", f"Invalid queue {queue}")
-        if max_msgs < 0:
-            raise make_error("ErrInvalidArg", f"Invalid max_msgs {max_msgs}")
+        if not 0 <= max_msgs <= MAX_SUB_MSGS:
+            raise make_error("ErrInvalidArg", f"Invalid max_msgs {max_msgs} (0 to {MAX_SUB_MSGS})")
         sid = next(self._sid)
         sub = Subscription(sid, subject, queue or "", max_msgs, handler, kind, request)
         self.subs[sid] = sub
@@ -789,8 +793,8 @@ class Engine:
     def unsubscribe(self, sid: int, max_msgs: int = 0) -> bool:
         """Returns True when the subscription is gone now, False when it ends later."""
         self._check_open()
-        if max_msgs < 0:
-            raise make_error("ErrInvalidArg", f"Invalid max_msgs {max_msgs}")
+        if not 0 <= max_msgs <= MAX_SUB_MSGS:
+            raise make_error("ErrInvalidArg", f"Invalid max_msgs {max_msgs} (0 to {MAX_SUB_MSGS})")
         sub = self.subs.get(sid)
         if sub is None:
             raise make_error("ErrBadSubscription", f"Invalid subscription ID {sid}")
@@ -850,8 +854,8 @@ class Engine:
             # publish first: it raises on a bad subject etc. before we keep any state
             self.publish(subject, payload, reply, headers, check_subject, False)
         else:
-            if max_msgs < 0:
-                raise make_error("ErrInvalidArg", f"Invalid max_msgs {max_msgs}")
+            if not 0 <= max_msgs <= MAX_SUB_MSGS:
+                raise make_error("ErrInvalidArg", f"Invalid max_msgs {max_msgs} (0 to {MAX_SUB_MSGS})")
             reply = self.new_inbox()
             req = Request(rid, subject, reply, timeout, max_msgs, handler)
             req.sub = self.subscribe(reply, max_msgs=max_msgs, kind="gather", request=req)

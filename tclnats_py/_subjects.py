@@ -19,7 +19,8 @@ _PUNCT = frozenset("-!#$%&'()+,/:;<=?@^_`|~")
 # the same rules for ASCII subjects, as one pattern (no per-character loop)
 _ASCII_TOKEN = r"[A-Za-z0-9\-!#$%&'()+,/:;<=?@^_`|~]+"
 _ASCII_PLAIN = re.compile(rf"{_ASCII_TOKEN}(?:\.{_ASCII_TOKEN})*")
-_ASCII_WILD = re.compile(rf"(?:{_ASCII_TOKEN}|\*|>)(?:\.(?:{_ASCII_TOKEN}|\*|>))*")
+# ">" only as the last token: the server refuses "a.>.b" (-ERR after the SUB went out)
+_ASCII_WILD = re.compile(rf"(?:{_ASCII_TOKEN}|\*)(?:\.(?:{_ASCII_TOKEN}|\*))*(?:\.>)?|>")
 
 
 def valid_token(tok: str) -> bool:
@@ -53,7 +54,8 @@ def _checker(pattern, wildcards: bool):
             if subject.isascii():
                 r = pattern.fullmatch(subject) is not None
             else:
-                r = bool(subject) and all(token_ok(t) for t in subject.split("."))
+                toks = subject.split(".")
+                r = bool(subject) and all(token_ok(t) for t in toks) and ">" not in toks[:-1]
             if len(cache) > 4096:
                 cache.clear()
             cache[subject] = r
@@ -71,7 +73,7 @@ def valid_subject(subject: str) -> bool:
 
 
 def valid_wildcard_subject(subject: str) -> bool:
-    """A subject to subscribe to: ``*`` and ``>`` allowed as whole tokens."""
+    """A subject to subscribe to: ``*`` and ``>`` allowed as whole tokens, ``>`` last."""
     return _wild(subject)
 
 

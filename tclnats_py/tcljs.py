@@ -29,7 +29,7 @@ from ._headers import parse_headers
 from ._js import (check_bucket, check_js_error, check_key, filename_safe, iso_to_ms, kv_operation,
                   kv_stream_config, metadata_from_reply, pull_status)
 from ._js.kv import check_key_pattern
-from ._subjects import valid_subject
+from ._subjects import valid_queue, valid_subject, valid_wildcard_subject
 
 __all__ = ["JsBridge", "Chain", "check_js_error", "metadata_from_reply"]
 
@@ -63,7 +63,7 @@ STREAM_SPEC = [
     ("max_consumers", "int", None), ("max_msgs", "int", None), ("max_bytes", "int", None),
     ("discard", ("enum", "new", "old"), None), ("max_age", "ns", None),
     ("max_msgs_per_subject", "int", None), ("max_msg_size", "int", None),
-    ("storage", ("enum", "memory", "file"), "file"), ("num_replicas", "int", None),
+    ("storage", ("enum", "memory", "file"), "file"), ("num_replicas", "pos_int", None),
     ("no_ack", "bool", None), ("duplicate_window", "ns", None), ("mirror", "json", None),
     ("sources", "json_list", None), ("sealed", "bool", None), ("deny_delete", "bool", None),
     ("deny_purge", "bool", None), ("allow_rollup_hdrs", "bool", None),
@@ -86,7 +86,7 @@ CONSUMER_SPEC = [
     ("flow_control", "bool", None), ("idle_heartbeat", "ns", None),
     ("headers_only", "bool", None), ("deliver_subject", "valid_str", None),
     ("deliver_group", "valid_str", None), ("inactive_threshold", "ns", None),
-    ("num_replicas", "int", None), ("mem_storage", "bool", None), ("metadata", "metadata", None),
+    ("num_replicas", "pos_int", None), ("mem_storage", "bool", None), ("metadata", "metadata", None),
 ]
 
 SOURCE_SPEC = [
@@ -98,6 +98,13 @@ EXTERNAL_SPEC = [("api", "valid_str", None), ("deliver", "valid_str", None)]
 TRANSFORM_SPEC = [("src", "valid_str", REQUIRED), ("dest", "valid_str", REQUIRED)]
 REPUBLISH_SPEC = [("src", "valid_str", REQUIRED), ("dest", "valid_str", REQUIRED),
                   ("headers_only", "bool", False)]
+
+# the largest values the server takes: its integers and durations (ns) are int64
+_INT64_MAX = (1 << 63) - 1
+# the largest timeout (ms) a Tcl command takes, as on the Python face (about 31 years)
+MAX_TIMEOUT_MS = 10 ** 12
+# the largest fetch: the server keeps a pull's batch in an int32
+_MAX_BATCH = (1 << 31) - 1
 
 _BOOL_TRUE = {"1", "true", "yes", "on"}
 _BOOL_ALL = {"1", "0", "true", "false", "yes", "no", "on", "off"}
@@ -160,7 +167,7 @@ class Spec:
         if typ == "str":
             return str(val)
         if typ in ("int", "pos_int"):
-            if not _is_int(val) or (typ == "pos_int" and int(val) < 0):
+            if not _is_int(val) or (typ == "pos_int" and int(val) < 0) or abs(int(val)) > _INT64_MAX:
                 raise bad
             return int(val)
         if typ == "bool":
@@ -168,10 +175,14 @@ class Spec:
                 raise bad
             return _as_bool(val)
         if typ == "ns":
+            # milliseconds from Tcl: a duration is never negative and must fit the server's int64 ns
             try:
-                return int(float(val) * 1000000)
+                ns = float(val) * 1000000
             except ValueError:
                 raise bad from None
+            if not 0 <= ns <= _INT64_MAX:  # also false for NaN
+                raise bad
+            return int(ns)
         if typ == "list":
             items = [str(x) for x in self.tk.splitlist(val)] if not isinstance(val, (list, tuple)) else list(val)
             if not items:
@@ -312,6 +323,14 @@ class JetStream:
         if not filename_safe(name):
             raise make_error("ErrInvalidArg", f"Invalid {what} name {name}")
 
+    @staticmethod
+    def check_subject(what, subject, wildcards=True):
+        """ErrInvalidArg for a subject option the server would refuse (or
+        take for another one, as in the direct get subject)."""
+        ok = valid_wildcard_subject(subject) if wildcards else valid_subject(subject)
+        if not ok:
+            raise make_error("ErrInvalidArg", f"Invalid {what} {subject}")
+
     # -------------------------------------------------------- simple getters
     def c_api_prefix(self):
         return self.prefix
@@ -345,7 +364,9 @@ class JetStream:
         self.check_name("stream", stream)
         given = self.js.spec.pairs(args)
         given["name"] = stream
-        cfg = self.js.spec.build(STREAM_SPEC, given, strict=False)
+        cfg = self.js.spec.build(STREAM_SPEC, given, strict=True)
+        for subject in cfg.get("subjects") or ():
+            self.check_subject("subject", subject)
         return self.api(f"STREAM.{action}.{stream}", _dumps(cfg), self._stream_post)
 
     def c_add_stream_from_json(self, json_config):
@@ -365,6 +386,8 @@ class JetStream:
         given = self.js.spec.pairs(args)
         body = self.js.spec.build([("filter", "valid_str", None), ("keep", "pos_int", None),
                                    ("seq", "pos_int", None)], given, strict=True)
+        if "filter" in body:
+            self.check_subject("filter subject", body["filter"])
         return self.api(f"STREAM.PURGE.{stream}", _dumps(body) if body else "",
                         lambda r: tcl_value(r.get("purged")))
 
@@ -379,6 +402,8 @@ class JetStream:
     def c_stream_names(self, *args):
         given = self.js.spec.pairs(args)
         body = self.js.spec.build([("subject", "valid_str", None)], given, strict=True)
+        if "subject" in body:
+            self.check_subject("subject", body["subject"])
 
         def post(resp):
             if not resp.get("total"):
@@ -399,6 +424,12 @@ class JetStream:
     def consumer_request(self, stream, action, given: dict, post=None):
         self.check_name("stream", stream)
         cfg = self.js.spec.build(CONSUMER_SPEC, given, strict=True)
+        if "filter_subject" in cfg:
+            self.check_subject("filter subject", cfg["filter_subject"])
+        if "deliver_subject" in cfg:
+            self.check_subject("deliver subject", cfg["deliver_subject"], wildcards=False)
+        if "deliver_group" in cfg and not valid_queue(cfg["deliver_group"]):
+            raise make_error("ErrInvalidArg", f"Invalid deliver group {cfg['deliver_group']}")
         if "durable_name" in cfg:
             self.check_name("consumer", cfg["durable_name"])
         name = cfg.get("name")
@@ -444,6 +475,12 @@ class JetStream:
     def c_add_consumer_from_json(self, stream, consumer, json_config):
         self.check_name("stream", stream)
         self.check_name("consumer", consumer)
+        try:
+            ok = isinstance(json.loads(json_config), dict)
+        except (ValueError, TypeError):
+            ok = False
+        if not ok:
+            raise make_error("ErrInvalidArg", "Invalid consumer configuration JSON")
         payload = '{"stream_name":' + _dumps(stream) + ',"config":' + json_config + "}"
         return self.api(f"CONSUMER.DURABLE.CREATE.{stream}.{consumer}", payload, lambda r: _RawJson(r))
 
@@ -466,7 +503,10 @@ class JetStream:
         self.check_name("stream", stream)
         given = self.js.spec.pairs(args)
         body = self.js.spec.build([("last_by_subj", "valid_str", None), ("next_by_subj", "valid_str", None),
-                                   ("seq", "int", None)], given, strict=True)
+                                   ("seq", "pos_int", None)], given, strict=True)
+        for k in ("last_by_subj", "next_by_subj"):
+            if k in body:
+                self.check_subject("subject", body[k])
 
         def post(resp):
             m = resp.get("message") or {}
@@ -480,7 +520,10 @@ class JetStream:
         self.check_name("stream", stream)
         given = self.js.spec.pairs(args)
         body = self.js.spec.build([("last_by_subj", "valid_str", None), ("next_by_subj", "valid_str", None),
-                                   ("seq", "int", None)], given, strict=True)
+                                   ("seq", "pos_int", None)], given, strict=True)
+        for k in ("last_by_subj", "next_by_subj"):
+            if k in body:
+                self.check_subject("subject", body[k])
         if "last_by_subj" in body:
             subject = f"{self.prefix}.DIRECT.GET.{stream}.{body['last_by_subj']}"
             payload = ""
@@ -510,7 +553,7 @@ class JetStream:
     def c_stream_msg_delete(self, stream, *args):
         self.check_name("stream", stream)
         given = self.js.spec.pairs(args)
-        body = self.js.spec.build([("no_erase", "bool", True), ("seq", "int", REQUIRED)], given, strict=True)
+        body = self.js.spec.build([("no_erase", "bool", True), ("seq", "pos_int", REQUIRED)], given, strict=True)
         return self.api(f"STREAM.MSG.DELETE.{stream}", _dumps(body), lambda r: tcl_value(r.get("success")))
 
     # -------------------------------------------------------- publish
@@ -552,7 +595,13 @@ class JetStream:
                                    ("stream", "valid_str", None)], given, strict=True)
         if "timeout" in given and not _is_int(given["timeout"]):
             raise make_error("ErrBadTimeout", f"Invalid value for the timeout option timeout : {given['timeout']}")
+        if opts.get("timeout", 0) > MAX_TIMEOUT_MS:
+            raise make_error("ErrInvalidArg", f"Invalid value for the timeout option timeout : {given['timeout']}")
+        if "stream" in opts:
+            self.check_name("stream", opts["stream"])
         d = self.conn.dict_from_tcl(msg)
+        if "subject" not in d:
+            raise make_error("ErrInvalidArg", "Invalid message: a nats::msg with a subject expected")
         headers = self.conn.headers_from_tcl(d.get("header", "")) or {}
         if "stream" in opts:
             headers["Nats-Expected-Stream"] = [opts["stream"]]
@@ -595,11 +644,14 @@ class JetStream:
         self.check_name("consumer", consumer)
         given = self.js.spec.pairs(args)
         for k in ("timeout", "expires"):
-            if k in given and (not _is_int(given[k]) or int(given[k]) < 0):
+            if k in given and (not _is_int(given[k]) or not 0 <= int(given[k]) <= MAX_TIMEOUT_MS):
                 raise make_error("ErrBadTimeout", f"Invalid value for the timeout option {k} : {given[k]}")
         opts = self.js.spec.build([("timeout", "pos_int", None), ("batch_size", "pos_int", 1),
                                    ("expires", "pos_int", None), ("callback", "valid_str", None)],
                                   given, strict=True)
+        if not 1 <= opts["batch_size"] <= _MAX_BATCH:
+            raise make_error("ErrInvalidArg",
+                             f"Invalid value for the batch_size option : {given['batch_size']} (1 to {_MAX_BATCH})")
         body = {}
         if "timeout" in opts:
             timeout = opts["timeout"]
@@ -654,6 +706,8 @@ class JetStream:
                 ("idle_heartbeat", "pos_int", 5000), ("filter_subject", "valid_str", None),
                 ("post", "bool", True)]
         opts = self.js.spec.build(spec, given, strict=True)
+        if "filter_subject" in opts:
+            self.check_subject("filter subject", opts["filter_subject"])
         oc = OrderedConsumer(self, stream, obj, ns, opts, opts.pop("callback"), opts.pop("post"))
         return (oc.cmd, oc.start())
 
@@ -695,7 +749,15 @@ class JetStream:
 
     def _origin(self, origin) -> dict:
         items = self.tk.splitlist(origin) if isinstance(origin, str) else origin
-        return {str(items[i]): items[i + 1] for i in range(0, len(items), 2)}
+        if len(items) % 2:
+            raise make_error("ErrInvalidArg", f"Invalid KV origin {origin}: a dict expected")
+        org = {str(items[i]): items[i + 1] for i in range(0, len(items), 2)}
+        if "bucket" not in org:
+            raise make_error("ErrInvalidArg", f"Invalid KV origin {origin}: no bucket")
+        check_bucket(str(org["bucket"]))
+        if org.get("stream"):
+            self.check_name("stream", str(org["stream"]))
+        return org
 
     def _source(self, api, deliver, name, transforms=None) -> dict:
         src = {"name": name}
@@ -799,6 +861,8 @@ class JetStream:
         return rid
 
     def c_delete_object_store(self, bucket):
+        from ._js import objstore as O
+        O.check_bucket(bucket)
         rid = self.api(f"STREAM.DELETE.OBJ_{bucket}", "", lambda r: tcl_value(r.get("success")))
         self.conn.map_error(rid, "ErrStreamNotFound", "ErrBucketNotFound", f"Bucket {bucket} not found")
         return rid
@@ -810,7 +874,10 @@ class JetStream:
         return self.api("STREAM.NAMES", "", post)
 
     def c_empty_kv_bucket(self, bucket):
-        return self.api(f"STREAM.PURGE.KV_{bucket}", "", lambda r: tcl_value(r.get("purged")))
+        self.check_bucket(bucket)
+        rid = self.api(f"STREAM.PURGE.KV_{bucket}", "", lambda r: tcl_value(r.get("purged")))
+        self.conn.map_error(rid, "ErrStreamNotFound", "ErrBucketNotFound", f"Bucket {bucket} not found")
+        return rid
 
 
 class _RawJson:
@@ -1156,7 +1223,7 @@ class KeyValue:
         return self._publish(key, value, None, lambda r: r.get("seq"))
 
     def c_update(self, key, value, revision):
-        if not _is_int(revision):
+        if not _is_int(revision) or int(revision) < 0:
             raise make_error("ErrInvalidArg", f"Invalid revision {revision}")
         return self._publish(key, value, {"Nats-Expected-Last-Subject-Sequence": [str(int(revision))]},
                              lambda r: r.get("seq"))
@@ -1180,7 +1247,7 @@ class KeyValue:
 
     def c_delete(self, key, revision=""):
         headers = {"KV-Operation": ["DEL"]}
-        if revision != "" and not _is_int(revision):
+        if revision != "" and (not _is_int(revision) or int(revision) < 0):
             raise make_error("ErrInvalidArg", f"Invalid revision {revision}")
         if revision != "" and int(revision) > 0:
             headers["Nats-Expected-Last-Subject-Sequence"] = [str(int(revision))]
@@ -1542,6 +1609,8 @@ class ObjectStoreTcl:
         spec = Spec(self.tk)
         o = spec.build([("description", "valid_str", None), ("chunk_size", "pos_int", self.O.DEFAULT_CHUNK_SIZE)],
                        spec.pairs(args), strict=True)
+        if o["chunk_size"] < 1:
+            raise make_error("ErrInvalidArg", f"Invalid chunk size {o['chunk_size']}")
         payload = self.conn.payload_bytes(data)
         O = self.O
 

@@ -12,7 +12,8 @@ The servers come to the Tcl side in environment variables (see
 tests/tcl/testlib.tcl): a plain one, one the Tcl tests may stop/start/restart
 or put in lame duck mode through a small control socket served here, TLS
 without and with client verification (certificates generated for the run),
-user/password with a permission-limited user, and token authentication.
+user/password with a permission-limited user, token authentication, and one
+with JetStream.
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ def tcl_env(tmp_path_factory):
         "tlsv": NatsServer(config=tlsv),
         "userpass": NatsServer(config=userpass),
         "token": NatsServer(config=token),
+        "js": NatsServer(jetstream=True),
     }
     ctl = _ControlServer(("127.0.0.1", 0), _Control)
     ctl.nats = servers
@@ -131,6 +133,7 @@ def tcl_env(tmp_path_factory):
             "TCLNATS_TEST_PASSWORD": PASSWORD,
             "TCLNATS_TEST_TOKEN_URL": url("token"),
             "TCLNATS_TEST_TOKEN": TOKEN,
+            "TCLNATS_TEST_JS_URL": url("js"),
         })
         yield env
     finally:
