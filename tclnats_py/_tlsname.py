@@ -22,7 +22,7 @@ import tempfile
 
 from ._errors import make_error
 
-__all__ = ["names_in", "host_matches", "check_server_name"]
+__all__ = ["names_in", "host_matches", "check_server_name", "is_ip_address"]
 
 
 def names_in(pem: str) -> tuple[list[str], list[str], list[str]]:
@@ -57,6 +57,10 @@ def _ip(text: str):
         return ipaddress.ip_address(text.strip("[]"))
     except ValueError:
         return None
+
+
+def is_ip_address(host: str) -> bool:
+    return _ip(host) is not None
 
 
 def _dns_match(pattern: str, host: str) -> bool:

@@ -33,7 +33,7 @@ from ._engine import CLOSED, CONNECTED, Engine, Msg, Request
 from ._errors import NatsError, make_error
 from ._options import OPTION_SPEC, Options, coerce
 from ._pool import parse_url
-from ._tlsname import check_server_name
+from ._tlsname import check_server_name, is_ip_address
 from .tcljs import Chain, _RawJson, tcl_value
 
 __all__ = ["install", "tcl_library_dir", "TclConnection"]
@@ -717,9 +717,9 @@ class TclConnection:
             tk.call("chan", "configure", sock, "-blocking", 0)
             # TclTLS checked the chain (-require); the name in the certificate is ours to check
             given = dict(zip(*[iter(tk.splitlist(merged))] * 2))
-            if str(given.get("-require", "1")).lower() in ("1", "true", "yes", "on"):
+            if tk.getboolean(given.get("-require", 1)):
                 status = dict(zip(*[iter(tk.splitlist(tk.call("tls::status", sock)))] * 2))
-                check_server_name(str(status.get("certificate", "")), str(given.get("-servername") or server.host))
+                check_server_name(str(status.get("certificate", "")), self._tls_name(server, given))
         except tkinter.TclError as e:
             self.engine.tls_failed(str(e))
             return
@@ -727,6 +727,21 @@ class TclConnection:
             self.engine.tls_failed(str(e))
             return
         self.engine.tls_done()
+
+    def _tls_name(self, server, given: dict) -> str:
+        """The name the server's certificate must carry: -servername when
+        given; else the host we connected to, except that a server learnt
+        from INFO connect_urls by IP address is checked against the host
+        name of a server the user configured (as nats.go does: a cluster
+        announces addresses, its certificates name hosts)."""
+        name = str(given.get("-servername") or "")
+        if name:
+            return name
+        if server.discovered and is_ip_address(server.host):
+            for s in self.engine.pool.servers:
+                if not s.discovered and not is_ip_address(s.host):
+                    return s.host
+        return server.host
 
     # ------------------------------------------------------------ API from Tcl
     def c_configure(self, *args):

@@ -16,7 +16,7 @@ import pytest
 
 import tclnats_py
 from tclnats_py._tlsname import host_matches
-from tclnats_py.server import NatsServer
+from tclnats_py.server import NatsServer, free_port
 from tclnats_py.tclbridge import install
 from tclnats_py.testing import certs as C
 
@@ -122,3 +122,50 @@ def test_python_face_checks_the_name_too(pki):
             asyncio.run(go("127.0.0.1"))
         assert e.value.code == "ErrTLS" or "ErrTLS" in str(e.value)
         assert "127.0.0.1" in str(e.value)
+
+
+# ------------------------------------------------------------ discovered servers
+
+def test_tcl_face_checks_a_discovered_address_against_the_configured_name(pki):
+    """A cluster announces its members by address (INFO connect_urls) while
+    its certificates name hosts: after failing over to a member known only
+    by address, the certificate is checked against the host name the user
+    configured (nats.go's rule), so the reconnection succeeds; the address
+    itself is not in the certificate."""
+    ca_path, server_with = pki
+    paths = server_with(["localhost"], "cluster-localhost")
+    cports = [free_port(), free_port()]
+    nodes = [NatsServer(config=C.tls_config(paths), tls=True, name=f"tls{i}",
+                        args=["--cluster_name", "tlsname", "--cluster", f"nats://127.0.0.1:{cp}",
+                              "--routes", ",".join(f"nats://127.0.0.1:{p}" for p in cports if p != cp)])
+             for i, cp in enumerate(cports)]
+    tk = None
+    try:
+        for n in nodes:
+            n.start()
+        outcome, tk = tcl_connect(f"tls://localhost:{nodes[0].port}", ["-cafile", ca_path])
+        assert outcome == "connected"
+        tk.eval("""
+            $c configure -reconnect_time_wait 100 -max_reconnect_attempts 20
+            proc wait_for {cond ms} {
+                set deadline [expr {[clock milliseconds] + $ms}]
+                while {![uplevel #0 [list expr $cond]]} {
+                    if {[clock milliseconds] > $deadline} { return 0 }
+                    after 20 {set ::tick 1}; vwait ::tick
+                }
+                return 1
+            }
+        """)
+        # the other member comes in INFO, by address
+        assert tk.eval(f'wait_for {{[lsearch [$c all_servers] *{nodes[1].port}*] >= 0}} 5000') == "1"
+        nodes[0].stop()
+        assert tk.eval(f'wait_for {{[$c cget -status] eq "connected" && '
+                       f'[lindex [$c current_server] 1] == {nodes[1].port}}} 10000') == "1", \
+            tk.eval("list [$c cget -status] [$c current_server] [set [info object namespace $c]::last_error]")
+        assert tk.eval("lindex [$c current_server] 0") == "127.0.0.1"
+        assert tk.eval("$c ping") == "true"
+    finally:
+        if tk is not None:
+            tk.eval("$c destroy")
+        for n in nodes:
+            n.cleanup()
