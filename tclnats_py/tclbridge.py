@@ -27,7 +27,7 @@ import os
 import sys
 import time
 import traceback
-import tkinter
+from ._tclcross import Interp, TclError
 
 from ._engine import CLOSED, CONNECTED, Engine, Msg, Request
 from ._errors import NatsError, make_error
@@ -97,6 +97,18 @@ class _Bridge:
         tk.createcommand("::tclnats::_token", self._token)
         for name in ("metadata", "make_stream_source", "make_subject_transform", "make_republish"):
             tk.createcommand(f"::tclnats::_{name}", getattr(self, "_" + name))
+
+    def dispose(self):
+        """The interpreter is being deleted: Tcl closes its channels and
+        drops its timers; forget the connections without calling Tcl."""
+        for conn in list(self.conns.values()):
+            conn.dead = True
+            conn.sock = ""
+            conn.flush_id = ""
+            conn.timers.clear()
+            conn.sweep_id = ""
+        self.conns.clear()
+        self.dirty.clear()
 
     def _flush_dirty(self):
         """Write now what callbacks run by a readable handler published,
@@ -255,7 +267,7 @@ class TclConnection:
         except NatsError as e:
             self.run()
             return (1, e.details.get("errorcode") or ("NATS", e.code), str(e))
-        except tkinter.TclError as e:
+        except TclError as e:
             return (1, ("NATS", "ErrInternal"), f"Tcl error in tclnats_py: {e}")
         except Exception as e:
             tb = traceback.format_exc()
@@ -285,7 +297,7 @@ class TclConnection:
             return
         try:
             self.tk.call(f"{self.ns}::log::{level}", text)
-        except tkinter.TclError:
+        except TclError:
             pass  # the logger is gone (object being destroyed)
 
     def _push_servers(self):
@@ -382,7 +394,7 @@ class TclConnection:
                     continue
                 try:
                     tk.call("::nats::_deliver", tuple(deliveries))
-                except tkinter.TclError as e:
+                except TclError as e:
                     self._log("error", f"delivery failed: {e}")
         # handshake traffic goes out at once; user traffic waits for the flusher
         if self.sock and eng.status != CONNECTED and eng.want_write:
@@ -560,7 +572,7 @@ class TclConnection:
         tk = self.tk
         try:
             sock = tk.call("socket", "-async", server.host, server.port)
-        except tkinter.TclError as e:
+        except TclError as e:
             self.engine.socket_failed(str(e))
             return
         # big output buffers: a large write drains in few writable events
@@ -578,7 +590,7 @@ class TclConnection:
         tk.call("chan", "event", sock, "writable", "")
         try:
             err = tk.call("chan", "configure", sock, "-error")
-        except tkinter.TclError as e:
+        except TclError as e:
             err = str(e)
         if err:
             self.engine.socket_failed(str(err))
@@ -610,11 +622,11 @@ class TclConnection:
             return
         try:
             data = tk.call("read", sock, READ_CHUNK)
-        except tkinter.TclError as e:
+        except TclError as e:
             code = ""
             try:
                 code = tk.call("set", "::errorCode")
-            except tkinter.TclError:
+            except TclError:
                 pass
             reason = str(e)
             if isinstance(code, (tuple, list)) and len(code) > 1 and code[0] == "POSIX":
@@ -627,7 +639,7 @@ class TclConnection:
         else:
             try:
                 eof = tk.call("eof", sock)
-            except tkinter.TclError:
+            except TclError:
                 eof = 1
             if eof:
                 self.engine.connection_lost(None)
@@ -672,7 +684,7 @@ class TclConnection:
         try:
             self.tk.call("puts", "-nonewline", self.sock, data)
             self.tk.call("flush", self.sock)
-        except tkinter.TclError as e:
+        except TclError as e:
             self.engine.write_failed(str(e))
 
     def _close(self):
@@ -692,11 +704,11 @@ class TclConnection:
             if data:
                 tk.call("chan", "configure", sock, "-blocking", 1)
                 tk.call("puts", "-nonewline", sock, data)
-        except tkinter.TclError:
+        except TclError:
             pass  # the peer is gone; closing below reports nothing more
         try:
             tk.call("close", sock)
-        except tkinter.TclError as e:
+        except TclError as e:
             self._log("warn", f"Failed to close the socket: {e}")
         self._set("sock", "")
 
@@ -705,7 +717,7 @@ class TclConnection:
         sock = self.sock
         try:
             tk.call("package", "require", "tls")
-        except tkinter.TclError:
+        except TclError:
             self.engine.tls_failed("TLS package is not available")
             return
         opts = tk.call("set", f"{self.ns}::config(tls_opts)")
@@ -720,7 +732,7 @@ class TclConnection:
             if tk.getboolean(given.get("-require", 1)):
                 status = dict(zip(*[iter(tk.splitlist(tk.call("tls::status", sock)))] * 2))
                 check_server_name(str(status.get("certificate", "")), self._tls_name(server, given))
-        except tkinter.TclError as e:
+        except TclError as e:
             self.engine.tls_failed(str(e))
             return
         except NatsError as e:
@@ -1125,120 +1137,27 @@ class TclConnection:
         for name in (self.cmd, self.cmd + "_ev", self.cmd + "_rd"):
             try:
                 self.tk.deletecommand(name)
-            except tkinter.TclError:
+            except TclError:
                 pass
 
 
-_bridges: dict = {}
+_bridges: dict = {}   # Tcl_Interp address -> _Bridge
 
 
-def _thread_support(tk) -> None:
-    """Give Thread-package workers their own tclnats_py-hosted interpreter.
+def _prepare(tk: Interp) -> "_Bridge":
+    """Install the bridge's commands and state into one interpreter."""
+    key = tk.interpaddr()
+    bridge = _bridges.get(key)
+    if bridge is not None and not tk.deleted():
+        return bridge
+    bridge = _bridges[key] = _Bridge(tk)
 
-    ``thread::create`` normally starts a plain Tcl interpreter, where no
-    Python engine can be reached.  Here it starts a Python thread that
-    hosts a new Tcl interpreter with tclnats_py installed and the Thread
-    package loaded; ``thread::send``, ``thread::release`` and ``thread::wait``
-    then work on it unchanged (they only need a Tcl thread with an event
-    loop), and ``thread::join`` waits for the Python thread.
-    """
-    import queue
-    import threading
-
-    try:
-        tk.call("package", "require", "Thread")
-    except tkinter.TclError:
-        return
-    if tk.call("info", "commands", "::thread::_tclnats_create"):
-        return
-    threads: dict = {}
-    exe = None
-    try:
-        exe = tk.call("info", "nameofexecutable")
-    except tkinter.TclError:
-        pass
-
-    def create(*args):
-        flags = set()
-        script = "thread::wait"
-        rest = list(args)
-        while rest and rest[0] in ("-joinable", "-preserved", "--"):
-            flag = rest.pop(0)
-            if flag == "--":
-                break
-            flags.add(flag)
-        if rest:
-            script = rest[0]
-        started: queue.Queue = queue.Queue()
-
-        def body():
-            try:
-                interp = tkinter.Tcl()
-                install(interp)
-                if exe:
-                    interp.tk.createcommand("::tclnats::_nameofexecutable", lambda: exe)
-                    interp.tk.eval(
-                        "namespace ensemble configure ::info -map "
-                        "[dict replace [namespace ensemble configure ::info -map] "
-                        "nameofexecutable ::tclnats::_nameofexecutable]")
-                if "-preserved" in flags:
-                    interp.tk.call("thread::preserve")
-                started.put((0, interp.tk.call("thread::id")))
-            except Exception as e:  # report to the creator, which raises it
-                started.put((1, str(e)))
-                return
-            try:
-                interp.tk.eval(script)
-            except tkinter.TclError:
-                sys.stderr.write(str(interp.tk.call("set", "::errorInfo")) + "\n")
-            finally:
-                done.set()
-            # Keep this OS thread parked: a Python thread ends without
-            # Tcl_FinalizeThread, so the Thread package keeps its entry, and
-            # a new thread reusing the same id would be confused with it.
-            threading.Event().wait()
-
-        done = threading.Event()
-        th = threading.Thread(target=body, name="tcl-thread", daemon=True)
-        th.start()
-        err, value = started.get()
-        if err:
-            return (1, "NATS ErrInternal", value)
-        if "-joinable" in flags:
-            threads[value] = done
-        return (0, value)
-
-    def join(tid):
-        done = threads.pop(tid, None)
-        if done is None:
-            return (1, "NONE", f"cannot join thread {tid}")
-        # wait in slices so that this interpreter's Python stays responsive
-        while not done.wait(0.05):
-            pass
-        return (0, 0)
-
-    tk.createcommand("::tclnats::_thread_create", create)
-    tk.createcommand("::tclnats::_thread_join", join)
-    tk.eval("""
-        rename ::thread::create ::thread::_tclnats_create
-        rename ::thread::join ::thread::_tclnats_join
-        proc ::thread::create {args} {::tclnats::r [::tclnats::_thread_create {*}$args]}
-        proc ::thread::join {id} {::tclnats::r [::tclnats::_thread_join $id]}
-    """)
-
-
-def install(interp, threads: bool = True) -> None:
-    """Make ``package require nats`` available in a tkinter interpreter.
-
-    ``interp`` is a ``tkinter.Tcl()``/``tkinter.Tk()`` object (or its ``.tk``).
-    With ``threads`` (default), workers started with the Thread package's
-    ``thread::create`` get tclnats_py too (see :func:`_thread_support`).
-    """
-    tk = getattr(interp, "tk", interp)
-    key = id(tk)
-    if key in _bridges:
-        return
-    _bridges[key] = _Bridge(tk)
+    def gone():
+        # Tcl deleted the interpreter (interp delete, thread exit): its
+        # channels and timers are gone with it; drop the engines
+        _bridges.pop(key, None)
+        bridge.dispose()
+    tk.set_on_delete(gone)
     libdir = tcl_library_dir()
     tk.call("set", "::tclnats::library", libdir)
     tk.call("set", "::tclnats::hosted", 1)
@@ -1253,5 +1172,31 @@ def install(interp, threads: bool = True) -> None:
             return -code error -errorcode [lindex $reply 1] [lindex $reply 2]
         }
     """)
-    if threads:
-        _thread_support(tk)
+    return bridge
+
+
+def install_loaded(tk: Interp) -> None:
+    """Entry from the Tcl extension ([load] in pkgIndex.tcl): any Tcl
+    interpreter, in any Tcl thread, of any host process."""
+    _prepare(tk)
+
+
+def install(interp) -> None:
+    """Make ``package require nats`` available in a tkinter interpreter.
+
+    ``interp`` is a ``tkinter.Tcl()``/``tkinter.Tk()`` object (or its ``.tk``).
+    The bridge drives it through the Tcl C API (:mod:`tclnats_py._tclcross`)
+    like any other interpreter.  ``TCLLIBPATH`` gains the package folder, so
+    Thread-package workers and child interpreters that this process creates
+    find ``package require nats`` too (each then loads the Tcl extension,
+    which joins this process's Python).
+    """
+    tk = getattr(interp, "tk", interp)
+    if not isinstance(tk, Interp):
+        tk = Interp.from_address(tk.interpaddr())
+    _prepare(tk)
+    libdir = tcl_library_dir()
+    paths = os.environ.get("TCLLIBPATH", "")
+    if libdir not in tk.splitlist(paths):
+        os.environ["TCLLIBPATH"] = f"{{{libdir}}} {paths}".strip()
+        tk.call("set", "::env(TCLLIBPATH)", os.environ["TCLLIBPATH"])

@@ -21,7 +21,7 @@ import base64
 import datetime
 import json
 import re
-import tkinter
+from ._tclcross import TclError
 
 from ._engine import CLOSED, Msg
 from ._errors import NatsError, make_error
@@ -258,7 +258,7 @@ class JsBridge:
         self.objects.pop(cmd_name, None)
         try:
             self.tk.deletecommand(cmd_name)
-        except tkinter.TclError:
+        except TclError:
             pass
 
     def _dispatch(self, obj, op, *args):
@@ -1169,7 +1169,7 @@ class OrderedConsumer:
         if self.timer:
             try:
                 self.tk.call("after", "cancel", self.timer)
-            except tkinter.TclError:
+            except TclError:
                 pass
             self.timer = ""
         if self.sid is not None and self.conn.engine.status != CLOSED:

@@ -1,0 +1,952 @@
+/*
+ * tclnats_py._tclcross: the crossing between Tcl and Python, through the Tcl
+ * C API directly.
+ *
+ * Two entries:
+ *   - as a Python extension module: the type Interp wraps a Tcl_Interp* with
+ *     the small interface tclnats_py.tclbridge drives (call, eval,
+ *     createcommand, deletecommand, splitlist, getboolean, setvar, unsetvar),
+ *     converting values the way tkinter does, so the bridge runs unchanged
+ *     on an interpreter that tkinter created (Interp.from_address) and on one
+ *     that loaded the package with Tcl's [load];
+ *   - TclnatsCross_TclInit, called by the Tcl extension (tclload.c) from
+ *     [load]: it starts CPython when the process has none (stock tclsh, wish,
+ *     a C program that embeds Tcl) or joins the running one (tkinter), and
+ *     installs the Tcl face into the loading interpreter.
+ *
+ * The GIL is held only while Python code runs: a Tcl command made here takes
+ * it on entry and gives it back on return; a Python call into Tcl gives it
+ * up for the duration.  Each Tcl thread that loads the package keeps one
+ * Python thread state for its lifetime, released when the thread exits.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <tcl.h>
+#include <string.h>
+
+#define TCLNATS_ASSOC "tclnats_py::interp"
+
+static PyObject *TclError;             /* tclnats_py._tclcross.TclError */
+static PyTypeObject InterpType;
+static int embedded = 0;               /* 1: CPython was started by us */
+
+/* Tcl object types, looked up once (NULL where this Tcl has no such type) */
+static const Tcl_ObjType *t_bytearray, *t_boolean, *t_booleanString, *t_double,
+    *t_int, *t_wideInt, *t_bignum, *t_list, *t_string;
+static int types_ready = 0;
+
+static void
+init_types(void)
+{
+    if (types_ready)
+        return;
+    t_bytearray = Tcl_GetObjType("bytearray");
+    t_boolean = Tcl_GetObjType("boolean");
+    t_booleanString = Tcl_GetObjType("booleanString");
+    t_double = Tcl_GetObjType("double");
+    t_int = Tcl_GetObjType("int");
+    t_wideInt = Tcl_GetObjType("wideInt");
+    t_bignum = Tcl_GetObjType("bignum");
+    t_list = Tcl_GetObjType("list");
+    t_string = Tcl_GetObjType("string");
+    types_ready = 1;
+}
+
+typedef struct {
+    PyObject_HEAD
+    Tcl_Interp *interp;
+    Tcl_ThreadId thread;
+    int deleted;
+    PyObject *on_delete;   /* called (no arguments) when the interpreter goes */
+} InterpObject;
+
+/* ------------------------------------------------------------ conversions */
+
+/* A Tcl string (Tcl's internal UTF-8: NUL as C0 80, characters beyond the
+ * BMP as surrogate pairs) as a Python str.  The common case decodes
+ * directly; anything else goes through Tcl's own UTF-16 view, so nothing is
+ * lost. */
+static PyObject *
+str_from_obj(Tcl_Obj *obj)
+{
+    int len;
+    const char *s;
+    PyObject *r;
+
+    if (obj->typePtr == t_bytearray && obj->bytes == NULL) {
+        /* a pure byte array: each byte is the character of that code
+         * (what its string form would say), without making that form */
+        int n;
+        unsigned char *b = Tcl_GetByteArrayFromObj(obj, &n);
+        return PyUnicode_DecodeLatin1((const char *)b, n, NULL);
+    }
+    s = Tcl_GetStringFromObj(obj, &len);
+    r = PyUnicode_DecodeUTF8(s, len, NULL);
+    if (r != NULL)
+        return r;
+    PyErr_Clear();
+    {
+        int n;
+        Tcl_UniChar *u = Tcl_GetUnicodeFromObj(obj, &n);
+        int order = -1;  /* little endian: Tcl_UniChar is native (x86, arm) */
+#if defined(WORDS_BIGENDIAN)
+        order = 1;
+#endif
+        if (sizeof(Tcl_UniChar) == 2)
+            return PyUnicode_DecodeUTF16((const char *)u, (Py_ssize_t)n * 2, "surrogatepass", &order);
+        return PyUnicode_DecodeUTF32((const char *)u, (Py_ssize_t)n * 4, "surrogatepass", &order);
+    }
+}
+
+/* A Tcl value as tkinter (wantobjects) gives it: bytes, bool, int, float,
+ * tuple, else str. */
+static PyObject *
+from_obj(Tcl_Interp *interp, Tcl_Obj *obj)
+{
+    const Tcl_ObjType *t = obj->typePtr;
+
+    if (t == NULL)
+        return str_from_obj(obj);
+    if (t == t_bytearray) {
+        int n;
+        unsigned char *b = Tcl_GetByteArrayFromObj(obj, &n);
+        return PyBytes_FromStringAndSize((const char *)b, n);
+    }
+    if (t == t_boolean || (t_booleanString && t == t_booleanString)) {
+        int v;
+        if (Tcl_GetBooleanFromObj(NULL, obj, &v) == TCL_OK)
+            return PyBool_FromLong(v);
+    }
+    if (t == t_int || (t_wideInt && t == t_wideInt)) {
+        Tcl_WideInt w;
+        if (Tcl_GetWideIntFromObj(NULL, obj, &w) == TCL_OK)
+            return PyLong_FromLongLong((long long)w);
+    }
+    if (t_bignum && t == t_bignum) {
+        PyObject *s = str_from_obj(obj);
+        PyObject *r;
+        if (s == NULL)
+            return NULL;
+        r = PyLong_FromUnicodeObject(s, 10);
+        Py_DECREF(s);
+        return r;
+    }
+    if (t == t_double) {
+        double d;
+        if (Tcl_GetDoubleFromObj(NULL, obj, &d) == TCL_OK)
+            return PyFloat_FromDouble(d);
+    }
+    if (t == t_list) {
+        int n, i;
+        Tcl_Obj **items;
+        PyObject *tup;
+        if (Tcl_ListObjGetElements(NULL, obj, &n, &items) != TCL_OK)
+            return str_from_obj(obj);
+        tup = PyTuple_New(n);
+        if (tup == NULL)
+            return NULL;
+        for (i = 0; i < n; i++) {
+            PyObject *v = from_obj(interp, items[i]);
+            if (v == NULL) {
+                Py_DECREF(tup);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(tup, i, v);
+        }
+        return tup;
+    }
+    return str_from_obj(obj);
+}
+
+static Tcl_Obj *
+str_to_obj(PyObject *s)
+{
+    Py_ssize_t n;
+    const char *u;
+
+    if (PyUnicode_IS_ASCII(s))
+        return Tcl_NewStringObj((const char *)PyUnicode_DATA(s), (int)PyUnicode_GET_LENGTH(s));
+    if (PyUnicode_KIND(s) != PyUnicode_4BYTE_KIND) {
+        u = PyUnicode_AsUTF8AndSize(s, &n);
+        if (u != NULL && memchr(u, 0, (size_t)n) == NULL)
+            return Tcl_NewStringObj(u, (int)n);
+        if (u == NULL)
+            PyErr_Clear();   /* lone surrogates: the UTF-16 path keeps them */
+    }
+    {
+        /* NUL or characters beyond the BMP: through UTF-16, as Tcl 8.6 keeps them */
+        PyObject *b = PyUnicode_AsEncodedString(s, "utf-16-le", "surrogatepass");
+        Tcl_Obj *o;
+        if (b == NULL)
+            return NULL;
+        if (sizeof(Tcl_UniChar) == 2) {
+            o = Tcl_NewUnicodeObj((const Tcl_UniChar *)PyBytes_AS_STRING(b),
+                                  (int)(PyBytes_GET_SIZE(b) / 2));
+        } else {
+            o = Tcl_NewStringObj(PyUnicode_AsUTF8(s), -1);
+        }
+        Py_DECREF(b);
+        return o;
+    }
+}
+
+/* A Python value as a Tcl value, as tkinter converts call arguments. */
+static Tcl_Obj *
+to_obj(PyObject *v)
+{
+    if (PyUnicode_CheckExact(v))
+        return str_to_obj(v);
+    if (PyBytes_Check(v))
+        return Tcl_NewByteArrayObj((const unsigned char *)PyBytes_AS_STRING(v),
+                                   (int)PyBytes_GET_SIZE(v));
+    if (PyBool_Check(v))
+        return Tcl_NewBooleanObj(v == Py_True);
+    if (PyLong_CheckExact(v) || PyLong_Check(v)) {
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (x == -1 && PyErr_Occurred())
+            return NULL;
+        if (!overflow)
+            return Tcl_NewWideIntObj((Tcl_WideInt)x);
+        {
+            PyObject *s = PyObject_Str(v);
+            Tcl_Obj *o;
+            if (s == NULL)
+                return NULL;
+            o = str_to_obj(s);
+            Py_DECREF(s);
+            return o;
+        }
+    }
+    if (PyFloat_Check(v))
+        return Tcl_NewDoubleObj(PyFloat_AS_DOUBLE(v));
+    if (PyTuple_Check(v) || PyList_Check(v)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(v), i;
+        PyObject **items = PySequence_Fast_ITEMS(v);
+        Tcl_Obj *list = Tcl_NewListObj(0, NULL);
+        for (i = 0; i < n; i++) {
+            Tcl_Obj *o = to_obj(items[i]);
+            if (o == NULL) {
+                Tcl_DecrRefCount(list);
+                return NULL;
+            }
+            Tcl_ListObjAppendElement(NULL, list, o);
+        }
+        return list;
+    }
+    if (PyUnicode_Check(v))
+        return str_to_obj(v);
+    if (PyByteArray_Check(v))
+        return Tcl_NewByteArrayObj((const unsigned char *)PyByteArray_AS_STRING(v),
+                                   (int)PyByteArray_GET_SIZE(v));
+    if (PyMemoryView_Check(v)) {
+        PyObject *b = PyBytes_FromObject(v);
+        Tcl_Obj *o;
+        if (b == NULL)
+            return NULL;
+        o = to_obj(b);
+        Py_DECREF(b);
+        return o;
+    }
+    {
+        PyObject *s = PyObject_Str(v);
+        Tcl_Obj *o;
+        if (s == NULL)
+            return NULL;
+        o = str_to_obj(s);
+        Py_DECREF(s);
+        return o;
+    }
+}
+
+/* ------------------------------------------------------------ the Interp type */
+
+static int
+usable(InterpObject *self)
+{
+    if (self->deleted || self->interp == NULL) {
+        PyErr_SetString(TclError, "the Tcl interpreter has been deleted");
+        return 0;
+    }
+    if (Tcl_GetCurrentThread() != self->thread) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "a Tcl interpreter can only be used from the thread that created it");
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *
+tcl_error(Tcl_Interp *interp)
+{
+    PyObject *msg = from_obj(interp, Tcl_GetObjResult(interp));
+    if (msg != NULL && !PyUnicode_Check(msg)) {
+        Py_SETREF(msg, PyObject_Str(msg));
+    }
+    if (msg != NULL) {
+        PyErr_SetObject(TclError, msg);
+        Py_DECREF(msg);
+    }
+    return NULL;
+}
+
+static PyObject *
+Interp_call(InterpObject *self, PyObject *args)
+{
+    Tcl_Obj *small[16];
+    Tcl_Obj **objv = small;
+    Py_ssize_t n, i;
+    int code;
+    PyObject *res = NULL;
+    Tcl_Interp *interp = self->interp;
+
+    if (!usable(self))
+        return NULL;
+    /* tkinter: call(("cmd", "arg")) is call("cmd", "arg") */
+    if (PyTuple_GET_SIZE(args) == 1 && PyTuple_Check(PyTuple_GET_ITEM(args, 0)))
+        args = PyTuple_GET_ITEM(args, 0);
+    n = PyTuple_GET_SIZE(args);
+    if (n == 0) {
+        PyErr_SetString(PyExc_TypeError, "call() needs a command");
+        return NULL;
+    }
+    if (n > 16) {
+        objv = (Tcl_Obj **)PyMem_Malloc(sizeof(Tcl_Obj *) * (size_t)n);
+        if (objv == NULL)
+            return PyErr_NoMemory();
+    }
+    for (i = 0; i < n; i++) {
+        objv[i] = to_obj(PyTuple_GET_ITEM(args, i));
+        if (objv[i] == NULL) {
+            while (--i >= 0)
+                Tcl_DecrRefCount(objv[i]);
+            goto done;
+        }
+        Tcl_IncrRefCount(objv[i]);
+    }
+    Tcl_Preserve(interp);
+    Py_BEGIN_ALLOW_THREADS
+    code = Tcl_EvalObjv(interp, (int)n, objv, TCL_EVAL_DIRECT | TCL_EVAL_GLOBAL);
+    Py_END_ALLOW_THREADS
+    if (code == TCL_ERROR)
+        tcl_error(interp);
+    else
+        res = from_obj(interp, Tcl_GetObjResult(interp));
+    Tcl_Release(interp);
+    for (i = 0; i < n; i++)
+        Tcl_DecrRefCount(objv[i]);
+done:
+    if (objv != small)
+        PyMem_Free(objv);
+    return res;
+}
+
+static PyObject *
+Interp_eval(InterpObject *self, PyObject *arg)
+{
+    Py_ssize_t n;
+    const char *s;
+    int code;
+    PyObject *res = NULL;
+    Tcl_Obj *script;
+    Tcl_Interp *interp = self->interp;
+
+    if (!usable(self))
+        return NULL;
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "eval() takes a str");
+        return NULL;
+    }
+    s = PyUnicode_AsUTF8AndSize(arg, &n);
+    if (s == NULL)
+        return NULL;
+    script = Tcl_NewStringObj(s, (int)n);
+    Tcl_IncrRefCount(script);
+    Tcl_Preserve(interp);
+    Py_BEGIN_ALLOW_THREADS
+    code = Tcl_EvalObjEx(interp, script, TCL_EVAL_GLOBAL);
+    Py_END_ALLOW_THREADS
+    if (code == TCL_ERROR)
+        tcl_error(interp);
+    else
+        res = str_from_obj(Tcl_GetObjResult(interp));
+    Tcl_Release(interp);
+    Tcl_DecrRefCount(script);
+    return res;
+}
+
+/* A Tcl command that calls a Python callable.  Arguments arrive as str (as
+ * with tkinter); the return value is converted with to_obj.  The GIL is taken
+ * for the call only.  An exception becomes a Tcl error with its message, and
+ * its traceback is written to stderr: nothing is dropped. */
+typedef struct {
+    PyObject *func;
+    Tcl_Interp *interp;
+} CmdData;
+
+static int
+PyCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
+{
+    CmdData *data = (CmdData *)cd;
+    PyGILState_STATE st = PyGILState_Ensure();
+    PyObject *args = NULL, *res = NULL;
+    int i, code = TCL_OK;
+
+    args = PyTuple_New(objc - 1);
+    if (args == NULL)
+        goto error;
+    for (i = 1; i < objc; i++) {
+        PyObject *s = str_from_obj(objv[i]);
+        if (s == NULL)
+            goto error;
+        PyTuple_SET_ITEM(args, i - 1, s);
+    }
+    res = PyObject_Call(data->func, args, NULL);
+    if (res == NULL)
+        goto error;
+    if (res != Py_None) {
+        Tcl_Obj *o = to_obj(res);
+        if (o == NULL)
+            goto error;
+        Tcl_SetObjResult(interp, o);
+    }
+    goto out;
+error:
+    {
+        PyObject *type, *value, *tb, *msg;
+        const char *text = NULL;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        msg = value ? PyObject_Str(value) : NULL;
+        if (msg != NULL)
+            text = PyUnicode_AsUTF8(msg);
+        if (text == NULL) {
+            PyErr_Clear();
+            text = "(no message)";
+        }
+        Tcl_SetObjResult(interp, Tcl_ObjPrintf("Python error in %s: %s: %s",
+                                               Tcl_GetString(objv[0]),
+                                               type ? ((PyTypeObject *)type)->tp_name : "?",
+                                               text));
+        Tcl_SetErrorCode(interp, "PYTHON", type ? ((PyTypeObject *)type)->tp_name : "?", NULL);
+        Py_XDECREF(msg);
+        PyErr_Restore(type, value, tb);
+        PyErr_WriteUnraisable(data->func);
+        code = TCL_ERROR;
+    }
+out:
+    Py_XDECREF(args);
+    Py_XDECREF(res);
+    PyGILState_Release(st);
+    return code;
+}
+
+static void
+PyCmdDelete(ClientData cd)
+{
+    CmdData *data = (CmdData *)cd;
+    PyGILState_STATE st;
+    if (!Py_IsInitialized())
+        return;
+    st = PyGILState_Ensure();
+    Py_XDECREF(data->func);
+    PyMem_Free(data);
+    PyGILState_Release(st);
+}
+
+static PyObject *
+Interp_createcommand(InterpObject *self, PyObject *args)
+{
+    const char *name;
+    PyObject *func;
+    CmdData *data;
+
+    if (!PyArg_ParseTuple(args, "sO:createcommand", &name, &func))
+        return NULL;
+    if (!PyCallable_Check(func)) {
+        PyErr_SetString(PyExc_TypeError, "command not callable");
+        return NULL;
+    }
+    if (!usable(self))
+        return NULL;
+    data = (CmdData *)PyMem_Malloc(sizeof(CmdData));
+    if (data == NULL)
+        return PyErr_NoMemory();
+    Py_INCREF(func);
+    data->func = func;
+    data->interp = self->interp;
+    if (Tcl_CreateObjCommand(self->interp, name, PyCmd, data, PyCmdDelete) == NULL) {
+        Py_DECREF(func);
+        PyMem_Free(data);
+        return tcl_error(self->interp);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Interp_deletecommand(InterpObject *self, PyObject *args)
+{
+    const char *name;
+    int r;
+    if (!PyArg_ParseTuple(args, "s:deletecommand", &name))
+        return NULL;
+    if (!usable(self))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    r = Tcl_DeleteCommand(self->interp, name);
+    Py_END_ALLOW_THREADS
+    if (r != 0) {
+        PyErr_SetString(TclError, "can't delete Tcl command");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Interp_splitlist(InterpObject *self, PyObject *arg)
+{
+    Tcl_Obj *o;
+    int n, i;
+    Tcl_Obj **items;
+    PyObject *tup = NULL;
+
+    if (PyTuple_Check(arg)) {
+        Py_INCREF(arg);
+        return arg;
+    }
+    if (PyList_Check(arg))
+        return PyList_AsTuple(arg);
+    if (!usable(self))
+        return NULL;
+    o = to_obj(arg);
+    if (o == NULL)
+        return NULL;
+    Tcl_IncrRefCount(o);
+    if (Tcl_ListObjGetElements(self->interp, o, &n, &items) != TCL_OK) {
+        tcl_error(self->interp);
+        goto out;
+    }
+    tup = PyTuple_New(n);
+    if (tup == NULL)
+        goto out;
+    for (i = 0; i < n; i++) {
+        PyObject *v = str_from_obj(items[i]);
+        if (v == NULL) {
+            Py_CLEAR(tup);
+            goto out;
+        }
+        PyTuple_SET_ITEM(tup, i, v);
+    }
+out:
+    Tcl_DecrRefCount(o);
+    return tup;
+}
+
+static PyObject *
+Interp_getboolean(InterpObject *self, PyObject *arg)
+{
+    Tcl_Obj *o;
+    int v, r;
+    if (PyBool_Check(arg) || PyLong_Check(arg))
+        return PyBool_FromLong(PyObject_IsTrue(arg));
+    if (!usable(self))
+        return NULL;
+    o = to_obj(arg);
+    if (o == NULL)
+        return NULL;
+    Tcl_IncrRefCount(o);
+    r = Tcl_GetBooleanFromObj(self->interp, o, &v);
+    Tcl_DecrRefCount(o);
+    if (r != TCL_OK)
+        return tcl_error(self->interp);
+    return PyBool_FromLong(v);
+}
+
+/* setvar(name, value): a global (or namespace-qualified) variable, array
+ * elements as name(key); traces on it run */
+static PyObject *
+Interp_setvar(InterpObject *self, PyObject *args)
+{
+    PyObject *name, *value;
+    Tcl_Obj *n, *v, *r;
+    if (!PyArg_ParseTuple(args, "UO:setvar", &name, &value))
+        return NULL;
+    if (!usable(self))
+        return NULL;
+    n = str_to_obj(name);
+    if (n == NULL)
+        return NULL;
+    Tcl_IncrRefCount(n);
+    v = to_obj(value);
+    if (v == NULL) {
+        Tcl_DecrRefCount(n);
+        return NULL;
+    }
+    Tcl_IncrRefCount(v);
+    Py_BEGIN_ALLOW_THREADS
+    r = Tcl_ObjSetVar2(self->interp, n, NULL, v, TCL_GLOBAL_ONLY | TCL_LEAVE_ERR_MSG);
+    Py_END_ALLOW_THREADS
+    Tcl_DecrRefCount(n);
+    Tcl_DecrRefCount(v);
+    if (r == NULL)
+        return tcl_error(self->interp);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Interp_interpaddr(InterpObject *self, PyObject *unused)
+{
+    return PyLong_FromVoidPtr(self->interp);
+}
+
+static PyObject *
+Interp_deleted(InterpObject *self, PyObject *unused)
+{
+    return PyBool_FromLong(self->deleted);
+}
+
+static void
+interp_deleted(ClientData cd, Tcl_Interp *interp)
+{
+    InterpObject *self = (InterpObject *)cd;
+    PyGILState_STATE st = PyGILState_Ensure();
+    PyObject *cb = self->on_delete;
+    self->deleted = 1;
+    self->on_delete = NULL;
+    if (cb != NULL) {
+        PyObject *r = PyObject_CallNoArgs(cb);
+        if (r == NULL)
+            PyErr_WriteUnraisable(cb);
+        Py_XDECREF(r);
+        Py_DECREF(cb);
+    }
+    self->interp = NULL;
+    Py_DECREF(self);   /* the reference the interpreter held */
+    PyGILState_Release(st);
+}
+
+/* The one Interp object of a Tcl interpreter (made on first use). */
+static InterpObject *
+interp_object(Tcl_Interp *interp)
+{
+    InterpObject *self = (InterpObject *)Tcl_GetAssocData(interp, TCLNATS_ASSOC, NULL);
+    if (self != NULL && !self->deleted) {
+        Py_INCREF(self);
+        return self;
+    }
+    init_types();
+    self = PyObject_New(InterpObject, &InterpType);
+    if (self == NULL)
+        return NULL;
+    self->interp = interp;
+    self->thread = Tcl_GetCurrentThread();
+    self->deleted = 0;
+    self->on_delete = NULL;
+    Py_INCREF(self);   /* held by the interpreter until it is deleted */
+    Tcl_SetAssocData(interp, TCLNATS_ASSOC, NULL, self);
+    Tcl_CallWhenDeleted(interp, interp_deleted, self);
+    return self;
+}
+
+static PyObject *
+Interp_from_address(PyObject *cls, PyObject *arg)
+{
+    Tcl_Interp *interp = (Tcl_Interp *)PyLong_AsVoidPtr(arg);
+    if (interp == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "no interpreter at address 0");
+        return NULL;
+    }
+    if (tclStubsPtr == NULL && Tcl_InitStubs(interp, "8.6", 0) == NULL) {
+        PyErr_SetString(TclError, "tclnats_py needs Tcl 8.6");
+        return NULL;
+    }
+    return (PyObject *)interp_object(interp);
+}
+
+static PyObject *
+Interp_set_on_delete(InterpObject *self, PyObject *cb)
+{
+    Py_XSETREF(self->on_delete, cb == Py_None ? NULL : Py_NewRef(cb));
+    Py_RETURN_NONE;
+}
+
+static void
+Interp_dealloc(InterpObject *self)
+{
+    Py_XDECREF(self->on_delete);
+    PyObject_Free(self);
+}
+
+static PyMethodDef Interp_methods[] = {
+    {"call", (PyCFunction)Interp_call, METH_VARARGS, "call(cmd, *args): run a Tcl command, tkinter's conversions"},
+    {"eval", (PyCFunction)Interp_eval, METH_O, "eval(script) -> str"},
+    {"createcommand", (PyCFunction)Interp_createcommand, METH_VARARGS, "createcommand(name, func)"},
+    {"deletecommand", (PyCFunction)Interp_deletecommand, METH_VARARGS, "deletecommand(name)"},
+    {"splitlist", (PyCFunction)Interp_splitlist, METH_O, "splitlist(value) -> tuple of str"},
+    {"getboolean", (PyCFunction)Interp_getboolean, METH_O, "getboolean(value) -> bool"},
+    {"setvar", (PyCFunction)Interp_setvar, METH_VARARGS, "setvar(name, value)"},
+    {"interpaddr", (PyCFunction)Interp_interpaddr, METH_NOARGS, "address of the Tcl_Interp"},
+    {"deleted", (PyCFunction)Interp_deleted, METH_NOARGS, "True once Tcl deleted the interpreter"},
+    {"set_on_delete", (PyCFunction)Interp_set_on_delete, METH_O, "callable run when the interpreter is deleted"},
+    {"from_address", (PyCFunction)Interp_from_address, METH_O | METH_CLASS,
+     "the Interp of the Tcl_Interp at an address (tkinter's interpaddr())"},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyTypeObject InterpType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tclnats_py._tclcross.Interp",
+    .tp_basicsize = sizeof(InterpObject),
+    .tp_dealloc = (destructor)Interp_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A Tcl interpreter, driven through the Tcl C API.",
+    .tp_methods = Interp_methods,
+};
+
+/* ------------------------------------------------------------ module */
+
+static PyObject *
+mod_embedded(PyObject *m, PyObject *unused)
+{
+    return PyBool_FromLong(embedded);
+}
+
+static PyObject *
+mod_noop(PyObject *m, PyObject *args)
+{
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"embedded", mod_embedded, METH_NOARGS, "True when CPython was started by Tcl's [load]"},
+    {"noop", mod_noop, METH_VARARGS, "does nothing (crossing cost measurements)"},
+    {NULL, NULL, 0, NULL}
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "tclnats_py._tclcross",
+    "The crossing between Tcl and Python through the Tcl C API.", -1, module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__tclcross(void)
+{
+    PyObject *m;
+    if (PyType_Ready(&InterpType) < 0)
+        return NULL;
+    m = PyModule_Create(&moduledef);
+    if (m == NULL)
+        return NULL;
+    if (TclError == NULL) {
+        TclError = PyErr_NewExceptionWithDoc("tclnats_py._tclcross.TclError",
+                                             "An error reported by Tcl.", NULL, NULL);
+        if (TclError == NULL)
+            return NULL;
+    }
+    Py_INCREF(TclError);
+    PyModule_AddObject(m, "TclError", TclError);
+    Py_INCREF(&InterpType);
+    PyModule_AddObject(m, "Interp", (PyObject *)&InterpType);
+    return m;
+}
+
+/* ------------------------------------------------------------ from Tcl's [load] */
+
+typedef struct {
+    int pinned;              /* this thread keeps a Python thread state */
+    PyThreadState *saved;
+} ThreadData;
+static Tcl_ThreadDataKey thread_key;
+
+static void
+thread_exit(ClientData unused)
+{
+    ThreadData *td = (ThreadData *)Tcl_GetThreadData(&thread_key, sizeof(ThreadData));
+    if (!td->pinned || !Py_IsInitialized())
+        return;
+    td->pinned = 0;
+    /* take the GIL with this thread's state, then drop that state */
+    PyEval_RestoreThread(td->saved);
+    PyGILState_Release(PyGILState_UNLOCKED);
+}
+
+static void
+tcl_exit(ClientData unused)
+{
+    /* Tcl's [exit]: flush what Python code wrote and run Python's atexit
+     * functions; the process ends right after, so CPython is not finalised */
+    PyGILState_STATE st;
+    if (!Py_IsInitialized())
+        return;
+    st = PyGILState_Ensure();
+    if (PyRun_SimpleString(
+            "import atexit, sys\n"
+            "atexit._run_exitfuncs()\n"
+            "for _f in (sys.stdout, sys.stderr):\n"
+            "    try:\n"
+            "        _f and _f.flush()\n"
+            "    except Exception as _e:\n"
+            "        pass\n") != 0)
+        PyErr_Clear();
+    PyGILState_Release(st);
+}
+
+static int
+start_python(Tcl_Interp *interp, const char *program)
+{
+    PyConfig config;
+    PyStatus status;
+
+    PyConfig_InitIsolatedConfig(&config);
+    config.site_import = 1;
+    config.install_signal_handlers = 0;   /* signals stay the host's */
+    config.parse_argv = 0;
+    config.buffered_stdio = 1;
+    if (program != NULL && *program) {
+        status = PyConfig_SetBytesString(&config, &config.program_name, program);
+        if (PyStatus_Exception(status))
+            goto fail;
+    }
+    status = Py_InitializeFromConfig(&config);
+    if (PyStatus_Exception(status))
+        goto fail;
+    PyConfig_Clear(&config);
+    embedded = 1;
+    Tcl_CreateExitHandler(tcl_exit, NULL);
+    PyEval_SaveThread();   /* the GIL is taken per crossing from now on */
+    return TCL_OK;
+fail:
+    PyConfig_Clear(&config);
+    Tcl_SetObjResult(interp, Tcl_ObjPrintf(
+        "tclnats_py: could not start Python (%s%s%s); reinstall tclnats_py with the "
+        "Python you want to serve Tcl (python3 -m pip install tclnats_py)",
+        status.func ? status.func : "", status.func ? ": " : "",
+        status.err_msg ? status.err_msg : "unknown error"));
+    Tcl_SetErrorCode(interp, "NATS", "ErrPython", NULL);
+    return TCL_ERROR;
+}
+
+/* the Python exception as the interpreter's error, with its traceback */
+static int
+python_failed(Tcl_Interp *interp, const char *what)
+{
+    PyObject *type, *value, *tb, *tbmod, *lines, *text = NULL;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    tbmod = PyImport_ImportModule("traceback");
+    if (tbmod != NULL) {
+        lines = PyObject_CallMethod(tbmod, "format_exception", "OOO",
+                                    type ? type : Py_None, value ? value : Py_None, tb ? tb : Py_None);
+        if (lines != NULL) {
+            PyObject *sep = PyUnicode_FromString("");
+            text = PyUnicode_Join(sep, lines);
+            Py_DECREF(sep);
+            Py_DECREF(lines);
+        }
+        Py_DECREF(tbmod);
+    }
+    if (text == NULL)
+        PyErr_Clear();
+    Tcl_SetObjResult(interp, Tcl_ObjPrintf("tclnats_py: %s: %s", what,
+                                           text ? PyUnicode_AsUTF8(text) : "(no details)"));
+    Tcl_SetErrorCode(interp, "NATS", "ErrPython", NULL);
+    Py_XDECREF(text);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return TCL_ERROR;
+}
+
+/*
+ * Called by the Tcl extension's Tclnats_Init.  sitedir is the folder that
+ * holds the tclnats_py package; program is the Python executable to start
+ * (a venv's python when the package lives in one), NULL to join a running
+ * CPython only.
+ */
+__attribute__((visibility("default"))) int
+TclnatsCross_TclInit(Tcl_Interp *interp, const char *sitedir, const char *program)
+{
+    PyGILState_STATE st;
+    ThreadData *td;
+    InterpObject *obj;
+    PyObject *mod, *r;
+    int pin, code = TCL_OK;
+
+    if (Tcl_InitStubs(interp, "8.6", 0) == NULL)
+        return TCL_ERROR;
+    if (!Py_IsInitialized()) {
+        if (start_python(interp, program) != TCL_OK)
+            return TCL_ERROR;
+    } else {
+        const char *v = Py_GetVersion();
+        char want[16];
+        snprintf(want, sizeof want, "%d.%d.", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+        if (strncmp(v, want, strlen(want)) != 0) {
+            Tcl_SetObjResult(interp, Tcl_ObjPrintf(
+                "tclnats_py was built for Python %d.%d but this process runs Python %.10s; "
+                "install tclnats_py with this Python", PY_MAJOR_VERSION, PY_MINOR_VERSION, v));
+            Tcl_SetErrorCode(interp, "NATS", "ErrPython", NULL);
+            return TCL_ERROR;
+        }
+    }
+    td = (ThreadData *)Tcl_GetThreadData(&thread_key, sizeof(ThreadData));
+    /* a Tcl thread that Python does not know yet keeps one thread state */
+    pin = !td->pinned && PyGILState_GetThisThreadState() == NULL;
+    st = PyGILState_Ensure();
+    if (sitedir != NULL && *sitedir) {
+        /* the folder that holds tclnats_py goes first on sys.path, its .pth
+         * files processed (site.addsitedir) */
+        PyObject *path = PySys_GetObject("path");   /* borrowed */
+        PyObject *d = PyUnicode_DecodeFSDefault(sitedir);
+        mod = PyImport_ImportModule("site");
+        if (mod != NULL && d != NULL && path != NULL && PyList_Check(path)
+                && PySequence_Contains(path, d) == 0) {
+            r = PyObject_CallMethod(mod, "addsitedir", "O", d);
+            if (r != NULL) {
+                Py_ssize_t i = PySequence_Index(path, d);
+                if (i >= 0 && PySequence_DelItem(path, i) == 0)
+                    PyList_Insert(path, 0, d);
+                else
+                    PyErr_Clear();
+            }
+            Py_XDECREF(r);
+        }
+        Py_XDECREF(mod);
+        Py_XDECREF(d);
+    }
+    if (PyErr_Occurred()) {
+        code = python_failed(interp, "could not set up sys.path");
+        goto out;
+    }
+    mod = PyImport_ImportModule("tclnats_py.tclbridge");
+    if (mod == NULL) {
+        code = python_failed(interp, "could not import tclnats_py");
+        goto out;
+    }
+    obj = interp_object(interp);
+    if (obj == NULL) {
+        Py_DECREF(mod);
+        code = python_failed(interp, "could not wrap the interpreter");
+        goto out;
+    }
+    r = PyObject_CallMethod(mod, "install_loaded", "O", (PyObject *)obj);
+    Py_DECREF(obj);
+    Py_DECREF(mod);
+    if (r == NULL) {
+        code = python_failed(interp, "could not install the Tcl face");
+        goto out;
+    }
+    Py_DECREF(r);
+out:
+    if (pin && code == TCL_OK) {
+        /* keep this thread's state (and its threading.local data) until the
+         * Tcl thread exits; give up the GIL */
+        td->pinned = 1;
+        td->saved = PyEval_SaveThread();
+        Tcl_CreateThreadExitHandler(thread_exit, NULL);
+    } else {
+        PyGILState_Release(st);
+    }
+    return code;
+}
