@@ -72,6 +72,8 @@ STREAM_SPEC = [
     ("allow_direct", "bool", None), ("mirror_direct", "bool", None), ("metadata", "metadata", None),
 ]
 
+_STREAM_NAMES = frozenset(name for name, _, _ in STREAM_SPEC)
+
 CONSUMER_SPEC = [
     ("name", "valid_str", None), ("durable_name", "valid_str", None),
     ("description", "valid_str", None),
@@ -99,8 +101,90 @@ TRANSFORM_SPEC = [("src", "valid_str", REQUIRED), ("dest", "valid_str", REQUIRED
 REPUBLISH_SPEC = [("src", "valid_str", REQUIRED), ("dest", "valid_str", REQUIRED),
                   ("headers_only", "bool", False)]
 
+# ------------------------------------------------------------------ fields beyond the tables
+# A stream config read from the server (stream_info's config) holds fields
+# STREAM_SPEC does not list (consumer_limits, allow_msg_ttl ... and whatever
+# newer servers add) and nested objects (mirror, sources ...) that reach Tcl
+# as dicts.  Given back to add_stream/update_stream they go back to the
+# server as they came: each is rebuilt from its Tcl value after the JSON
+# shape of that field -- these seeds (nats-server 2.15's StreamConfig) merged
+# with every stream config a server has returned in this process.  A field
+# with no shape is an unknown option (ErrInvalidArg), as before; so is a
+# key inside an object whose keys are all known.  Values are in wire units
+# (ns), as stream_info shows them: nats-tcl converts only duplicate_window
+# and max_age.
+_NO_SHAPE = object()
+_TRANSFORM_SHAPE = {"src": "", "dest": ""}
+_SOURCE_SHAPE = {"name": "", "opt_start_seq": 0, "opt_start_time": "", "filter_subject": "",
+                 "subject_transforms": [_TRANSFORM_SHAPE], "external": {"api": "", "deliver": ""}}
+STREAM_FIELD_SHAPES = {
+    "mirror": _SOURCE_SHAPE, "sources": [_SOURCE_SHAPE], "subject_transform": _TRANSFORM_SHAPE,
+    "republish": {"src": "", "dest": "", "headers_only": False},
+    "placement": {"cluster": "", "tags": [""], "preferred": ""},
+    "consumer_limits": {"inactive_threshold": 0, "max_ack_pending": 0},
+    "template_owner": "", "allow_msg_ttl": False, "subject_delete_marker_ttl": 0, "allow_msg_counter": False,
+    "allow_atomic": False, "allow_msg_schedules": False, "persist_mode": "", "allow_batched": False,
+}
+# nested JSON options of make_stream_source
+_JSON_OPTION_SHAPES = {"external": _SOURCE_SHAPE["external"], "subject_transforms": [_TRANSFORM_SHAPE]}
+# fields whose values are maps, not objects: no shape is learnt from them
+_MAP_FIELDS = frozenset({"metadata"})
+
+
+def _shape_of(v):
+    if isinstance(v, dict):
+        return {k: _shape_of(x) for k, x in v.items()}
+    if isinstance(v, list):
+        elem = _NO_SHAPE
+        for x in v:
+            elem = _merge_shape(elem, x)
+        return [] if elem is _NO_SHAPE else [elem]
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return 0
+    if isinstance(v, float):
+        return 0.0
+    if isinstance(v, str):
+        return ""
+    return None
+
+
+def _merge_shape(old, v):
+    """``old`` widened by the JSON value ``v`` (dict keys are added)."""
+    if old is _NO_SHAPE or old is None:
+        return _shape_of(v)
+    if v is None:
+        return old
+    if isinstance(old, dict) and isinstance(v, dict):
+        out = dict(old)
+        for k, x in v.items():
+            out[k] = _merge_shape(out.get(k, _NO_SHAPE), x)
+        return out
+    if isinstance(old, list) and isinstance(v, list):
+        elem = old[0] if old else _NO_SHAPE
+        for x in v:
+            elem = _merge_shape(elem, x)
+        return [] if elem is _NO_SHAPE else [elem]
+    new = _shape_of(v)
+    return old if type(new) is type(old) else new
+
+
+def stream_config_reply(cfg: dict) -> None:
+    """A stream config from the server: its field shapes learnt, then
+    duplicate_window and max_age in ms (nats-tcl's _ns2ms)."""
+    for k, v in cfg.items():
+        if k not in _MAP_FIELDS:
+            STREAM_FIELD_SHAPES[k] = _merge_shape(STREAM_FIELD_SHAPES.get(k, _NO_SHAPE), v)
+    _ns2ms(cfg, "duplicate_window", "max_age")
+
+
+_NUMBER = re.compile(r"^-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?$")
+
+
 # the largest values the server takes: its integers and durations (ns) are int64
 _INT64_MAX = (1 << 63) - 1
+_UINT64_MAX = (1 << 64) - 1
 # the largest timeout (ms) a Tcl command takes, as on the Python face (about 31 years)
 MAX_TIMEOUT_MS = 10 ** 12
 # the largest fetch: the server keeps a pull's batch in an int32
@@ -199,19 +283,86 @@ class Spec:
             try:
                 return json.loads(val)
             except (ValueError, TypeError):
-                raise bad from None
+                pass
+            # a dict as stream_info shows it (mirror, subject_transform ...)
+            shape = self.option_shape(name)
+            if not isinstance(shape, dict):
+                raise bad
+            return self.from_tcl(name, val, shape)
         if typ == "json_list":
-            items = self.tk.splitlist(val) if not isinstance(val, (list, tuple)) else val
+            items = self.splitlist(name, val) if not isinstance(val, (list, tuple)) else val
             if not items:
                 raise bad
+            shape = self.option_shape(name)
+            elem = shape[0] if isinstance(shape, list) and shape else _NO_SHAPE
             out = []
             for it in items:
+                if isinstance(it, (dict, list)):
+                    out.append(it)
+                    continue
                 try:
-                    out.append(it if isinstance(it, (dict, list)) else json.loads(it))
+                    out.append(json.loads(it))
                 except (ValueError, TypeError):
-                    raise bad from None
+                    if not isinstance(elem, dict):
+                        raise bad from None
+                    out.append(self.from_tcl(name, it, elem))
             return out
         raise make_error("ErrInvalidArg", f"Wrong type {typ}")
+
+    @staticmethod
+    def option_shape(name):
+        shape = _JSON_OPTION_SHAPES.get(name, _NO_SHAPE)
+        return STREAM_FIELD_SHAPES.get(name, _NO_SHAPE) if shape is _NO_SHAPE else shape
+
+    def splitlist(self, name, val):
+        try:
+            return self.tk.splitlist(val)
+        except TclError:
+            raise make_error("ErrInvalidArg", f"Invalid value for the option {name} : {val}") from None
+
+    def from_tcl(self, name, val, shape):
+        """The JSON value of a Tcl value shaped like ``shape`` (a JSON value
+        standing for its type: {} objects, [] arrays, False, 0, 0.0, "";
+        None or _NO_SHAPE when unknown: true/false, null, numbers, else a
+        string)."""
+        bad = make_error("ErrInvalidArg", f"Invalid value for the option {name} : {val}")
+        if isinstance(shape, dict):
+            items = self.splitlist(name, val)
+            if len(items) % 2:
+                raise bad
+            out = {}
+            for i in range(0, len(items), 2):
+                k = str(items[i])
+                sub = shape.get(k, _NO_SHAPE)
+                if sub is _NO_SHAPE and shape:
+                    raise make_error("ErrInvalidArg", f"Unknown option {k} in {name}")
+                out[k] = self.from_tcl(f"{name} {k}", items[i + 1], sub)
+            return out
+        if isinstance(shape, list):
+            elem = shape[0] if shape else _NO_SHAPE
+            return [self.from_tcl(name, x, elem) for x in self.splitlist(name, val)]
+        text = str(val)
+        if isinstance(shape, bool):
+            if not _is_bool(text):
+                raise bad
+            return _as_bool(text)
+        if isinstance(shape, int):
+            if not _is_int(text) or abs(int(text)) > _UINT64_MAX:
+                raise bad
+            return int(text)
+        if isinstance(shape, float):
+            if not _NUMBER.match(text.strip()):
+                raise bad
+            return _JsonFloat(text.strip())
+        if isinstance(shape, str):
+            return text
+        if text in ("true", "false"):
+            return text == "true"
+        if text == "null":
+            return None
+        if _NUMBER.match(text):
+            return int(text) if re.fullmatch(r"-?\d+", text) else _JsonFloat(text)
+        return text
 
     def pairs(self, args) -> dict:
         if len(args) % 2:
@@ -294,8 +445,10 @@ class JetStream:
     def _log(self, level, text):
         self.conn._log(level, text)
 
-    def api(self, tail: str, payload: str, post, check_subj=True, timeout=None) -> int:
-        """Start ``$JS.API.<tail>``; ``post(dict)`` makes the Tcl result."""
+    def api(self, tail: str, payload: str, post, check_subj=True, timeout=None, raw=False) -> int:
+        """Start ``$JS.API.<tail>``; ``post(dict)`` makes the Tcl result.
+        With ``raw`` the result is the reply's JSON text as the server sent
+        it (nats-tcl's ``*_from_json``), once checked for an error."""
         subject = f"{self.prefix}.{tail}"
         if self.trace:
             self._log("debug", f">>> {subject} {payload}")
@@ -308,10 +461,12 @@ class JetStream:
             if self.trace:
                 self._log("debug", f"<<< {subject} {text}")
             try:
-                resp = json.loads(text) if text else {}
+                resp = json.loads(text, parse_float=_JsonFloat) if text else {}
             except ValueError:
                 raise make_error("ErrJSResponse", f"Invalid JSON from JetStream: {text[:200]}") from None
             check_js_error(resp)
+            if raw:
+                return _RawJson(text)
             if isinstance(resp, dict):
                 resp.pop("type", None)
             return post(resp)
@@ -351,7 +506,7 @@ class JetStream:
     def _stream_post(self, resp):
         cfg = resp.get("config")
         if isinstance(cfg, dict):
-            _ns2ms(cfg, "duplicate_window", "max_age")
+            stream_config_reply(cfg)
         return tcl_value(resp)
 
     def c_add_stream(self, stream, *args):
@@ -364,7 +519,13 @@ class JetStream:
         self.check_name("stream", stream)
         given = self.js.spec.pairs(args)
         given["name"] = stream
+        beyond = {k: given.pop(k) for k in list(given) if k not in _STREAM_NAMES}
         cfg = self.js.spec.build(STREAM_SPEC, given, strict=True)
+        for k, v in beyond.items():
+            shape = STREAM_FIELD_SHAPES.get(k, _NO_SHAPE)
+            if shape is _NO_SHAPE:
+                raise make_error("ErrInvalidArg", f"Unknown option {k}")
+            cfg[k] = self.js.spec.from_tcl(k, v, shape)
         for subject in cfg.get("subjects") or ():
             self.check_subject("subject", subject)
         return self.api(f"STREAM.{action}.{stream}", _dumps(cfg), self._stream_post)
@@ -375,7 +536,7 @@ class JetStream:
         except (ValueError, KeyError, TypeError):
             raise make_error("ErrInvalidArg", "Invalid stream configuration JSON") from None
         self.check_name("stream", name)
-        return self.api(f"STREAM.CREATE.{name}", json_config, lambda resp: _RawJson(resp))
+        return self.api(f"STREAM.CREATE.{name}", json_config, None, raw=True)
 
     def c_delete_stream(self, stream):
         self.check_name("stream", stream)
@@ -482,7 +643,7 @@ class JetStream:
         if not ok:
             raise make_error("ErrInvalidArg", "Invalid consumer configuration JSON")
         payload = '{"stream_name":' + _dumps(stream) + ',"config":' + json_config + "}"
-        return self.api(f"CONSUMER.DURABLE.CREATE.{stream}.{consumer}", payload, lambda r: _RawJson(r))
+        return self.api(f"CONSUMER.DURABLE.CREATE.{stream}.{consumer}", payload, None, raw=True)
 
     def c_delete_consumer(self, stream, consumer):
         self.check_name("stream", stream)
@@ -722,7 +883,7 @@ class JetStream:
             cfg = resp.get("config") or {}
             if (cfg.get("max_msgs_per_subject") or 0) < 1:
                 raise make_error("ErrBucketNotFound", f"Bucket {bucket} not found")
-            _ns2ms(cfg, "duplicate_window", "max_age")
+            stream_config_reply(cfg)
             return KeyValue(self, bucket, cfg).cmd
 
         rid = self.api(f"STREAM.INFO.KV_{bucket}", "", post)
@@ -820,7 +981,7 @@ class JetStream:
 
         def post(resp):
             scfg = resp.get("config") or {}
-            _ns2ms(scfg, "duplicate_window", "max_age")
+            stream_config_reply(scfg)
             if is_mirror:
                 return ""
             return KeyValue(self, bucket, scfg).cmd
@@ -883,8 +1044,18 @@ class JetStream:
 class _RawJson:
     """A JSON reply returned to Tcl as the JSON text itself (the *_from_json methods)."""
 
-    def __init__(self, resp):
-        self.text = _dumps(resp)
+    def __init__(self, text: str):
+        self.text = text
+
+
+class _JsonFloat(float):
+    """A JSON number with a fraction or exponent, shown in Tcl as the server
+    wrote it (tcllib's json2dict keeps the text: ``1e-3`` stays ``1e-3``)."""
+
+    def __new__(cls, text):
+        obj = super().__new__(cls, text)
+        obj.text = text
+        return obj
 
 
 def _version_tuple(v: str):
@@ -913,6 +1084,8 @@ def tcl_value(v):
         return tuple(out)
     if isinstance(v, list):
         return tuple(tcl_value(x) for x in v)
+    if isinstance(v, _JsonFloat):
+        return v.text
     if isinstance(v, float) and v.is_integer():
         return str(v)  # keep "1.0" as JSON wrote it
     return v
@@ -1327,7 +1500,7 @@ class KeyValue:
     def c_status(self):
         def post(resp):
             cfg = resp.get("config") or {}
-            _ns2ms(cfg, "duplicate_window", "max_age")
+            stream_config_reply(cfg)
             state = resp.get("state") or {}
             info = [("bucket", self.bucket), ("bytes", state.get("bytes")),
                     ("history", cfg.get("max_msgs_per_subject")), ("ttl", cfg.get("max_age")),
