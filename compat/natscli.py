@@ -33,9 +33,10 @@ Behaviour kept from the real CLI:
   ``{{Random min max}}`` are expanded (``--no-templates`` turns that off);
   progress messages such as ``Published 7 bytes to "subj"`` go to stderr
   with a time prefix.
-* ``stream info -j`` / ``consumer info -j`` print the server's StreamInfo /
-  ConsumerInfo JSON (2-space indent, durations in nanoseconds as the server
-  sends them, the API envelope's ``type`` removed).
+* ``stream info -j`` / ``consumer info -j`` print the server's reply whole,
+  exactly as the server sent it (every field, in its order, strings and
+  numbers untouched, durations in nanoseconds), only indented as the CLI
+  does (2 spaces, ``"key": value``).
 * Errors go to stderr as ``nats: error: ...`` with exit code 1; usage errors
   as ``nats: error: ..., try --help`` with exit code 1.
 """
@@ -295,7 +296,9 @@ def _api_prefix(args) -> str:
     return "$JS.API"
 
 
-async def _api(nc, args, subject: str, what: str, payload: bytes = b"") -> dict:
+async def _api(nc, args, subject: str, what: str, payload: bytes = b"", raw: list | None = None) -> dict:
+    """The API reply as a dict (envelope fields dropped); with ``raw`` (a
+    list) the reply's text as the server sent it is appended to it."""
     from nats.errors import NoRespondersError
     from nats.errors import TimeoutError as NatsTimeout
     try:
@@ -305,6 +308,8 @@ async def _api(nc, args, subject: str, what: str, payload: bytes = b"") -> dict:
     except NatsTimeout:
         raise CLIError(f"{what}: context deadline exceeded") from None
     data = json.loads(msg.data)
+    if raw is not None:
+        raw.append(msg.data.decode("utf-8"))
     data.pop("type", None)
     if ".INFO." in subject:  # the CLI prints the info object, without the paging envelope
         for k in ("total", "offset", "limit"):
@@ -328,6 +333,53 @@ async def _names(nc, args, subject: str, key: str, what: str) -> list[str]:
 
 def _print_json(obj) -> None:
     sys.stdout.buffer.write(json.dumps(obj, indent=2, ensure_ascii=False).encode() + b"\n")
+    sys.stdout.flush()
+
+
+def pretty_json(text: str) -> str:
+    """``text`` (valid JSON) indented as the CLI prints it (Go's
+    json.MarshalIndent with two spaces: ``"key": value``, ``{}`` and ``[]``
+    when empty) and otherwise untouched: every field in the server's order,
+    strings with their escapes, numbers as written."""
+    out, depth, i, n = [], 0, 0, len(text)
+    ws = " \t\r\n"
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+            continue
+        if c in ws:
+            i += 1
+            continue
+        if c in "{[":
+            j = i + 1
+            while j < n and text[j] in ws:
+                j += 1
+            if j < n and text[j] == ("}" if c == "{" else "]"):
+                out.append(c + text[j])
+                i = j + 1
+                continue
+            depth += 1
+            out.append(c + "\n" + "  " * depth)
+        elif c in "}]":
+            depth -= 1
+            out.append("\n" + "  " * depth + c)
+        elif c == ",":
+            out.append(",\n" + "  " * depth)
+        elif c == ":":
+            out.append(": ")
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _print_raw_json(text: str) -> None:
+    sys.stdout.buffer.write(pretty_json(text).encode() + b"\n")
     sys.stdout.flush()
 
 
@@ -475,9 +527,10 @@ def _print_info_text(kind: str, name: str, info: dict) -> None:
 
 async def cmd_stream(nc, args) -> None:
     if args.action in ("info", "i"):
-        info = await _api(nc, args, f"STREAM.INFO.{args.stream}", "could not request Stream info")
+        raw: list = []
+        info = await _api(nc, args, f"STREAM.INFO.{args.stream}", "could not request Stream info", raw=raw)
         if args.json:
-            _print_json(info)
+            _print_raw_json(raw[0])
         else:
             _print_info_text("Stream", args.stream, info)
         return
@@ -497,10 +550,11 @@ async def cmd_stream(nc, args) -> None:
 
 async def cmd_consumer(nc, args) -> None:
     if args.action in ("info", "i"):
+        raw: list = []
         info = await _api(nc, args, f"CONSUMER.INFO.{args.stream}.{args.consumer}",
-                          "could not load Consumer")
+                          "could not load Consumer", raw=raw)
         if args.json:
-            _print_json(info)
+            _print_raw_json(raw[0])
         else:
             _print_info_text("Consumer", f"{args.stream} > {args.consumer}", info)
         return

@@ -342,7 +342,7 @@ def test_stream_and_consumer_info_json(server):
     p = cli(server, "stream", "info", "-j", "CLI_INFO")
     assert p.returncode == 0 and p.stderr == b"", p.stderr
     info = json.loads(p.stdout)
-    assert "type" not in info and "total" not in info
+    assert info["type"] == "io.nats.jetstream.api.v1.stream_info_response"  # the reply whole
     cfg = info["config"]
     assert cfg["name"] == "CLI_INFO" and cfg["subjects"] == ["cli.info.*"]
     assert cfg["max_age"] == 60 * 10**9 and cfg["duplicate_window"] == 30 * 10**9  # nanoseconds
@@ -360,6 +360,55 @@ def test_stream_and_consumer_info_json(server):
     assert p.stdout.split() == [b"CLI_INFO"]
     p = cli(server, "con", "ls", "-j", "CLI_INFO")
     assert json.loads(p.stdout) == ["PULL"]
+
+
+def test_info_json_is_the_servers_reply_whole(server):
+    """stream/consumer info -j print exactly what the server replied: every
+    field (envelope, fields newer than any table, nested objects), in the
+    server's order, strings with the server's escapes, only indented as the
+    CLI indents (Go's MarshalIndent, two spaces)."""
+    import nats
+    from compat.natscli import pretty_json
+
+    async def setup():
+        nc = await nats.connect(server)
+        create = {"name": "CLI_WHOLE", "subjects": ["whole.>"], "storage": "memory", "allow_msg_ttl": True,
+                  "consumer_limits": {"max_ack_pending": 9}, "metadata": {"k": "<v&>"},
+                  "subject_transform": {"src": "whole.>", "dest": "whole.t.>"}}
+        r = await nc.request("$JS.API.STREAM.CREATE.CLI_WHOLE", json.dumps(create).encode(), timeout=5)
+        assert b'"error"' not in r.data, r.data
+        r = await nc.request("$JS.API.CONSUMER.CREATE.CLI_WHOLE.WC", json.dumps(
+            {"stream_name": "CLI_WHOLE", "config": {"name": "WC", "ack_policy": "explicit",
+                                                    "metadata": {"m": "1"}}}).encode(), timeout=5)
+        assert b'"error"' not in r.data, r.data
+        s = await nc.request("$JS.API.STREAM.INFO.CLI_WHOLE", b"", timeout=5)
+        c = await nc.request("$JS.API.CONSUMER.INFO.CLI_WHOLE.WC", b"", timeout=5)
+        await nc.close()
+        return s.data.decode(), c.data.decode()
+    stream_raw, consumer_raw = asyncio.run(setup())
+    ts = re.compile(r'"ts": ?"[^"]*"')  # the reply's own time, the only field that changes between two requests
+    for args, raw in ((("stream", "info", "-j", "CLI_WHOLE"), stream_raw),
+                      (("consumer", "info", "-j", "CLI_WHOLE", "WC"), consumer_raw)):
+        p = cli(server, *args)
+        assert p.returncode == 0 and p.stderr == b"", p.stderr
+        out = p.stdout.decode()
+        assert ts.sub('"ts": T', out) == ts.sub('"ts": T', pretty_json(raw)) + "\n"
+        # and pretty_json is Go's/Python's two-space layout of the same value
+        assert json.loads(out).keys() == json.loads(raw).keys()
+    info = json.loads(cli(server, "stream", "info", "-j", "CLI_WHOLE").stdout)
+    assert info["config"]["consumer_limits"] == {"max_ack_pending": 9} and info["config"]["allow_msg_ttl"] is True
+    assert info["config"]["metadata"]["k"] == "<v&>" and "_nats.ver" in info["config"]["metadata"]
+    assert info["config"]["subject_transform"] == {"src": "whole.>", "dest": "whole.t.>"}
+    assert {"type", "total", "offset", "limit", "created", "state", "ts"} <= set(info)
+
+
+def test_pretty_json_layout():
+    from compat.natscli import pretty_json
+    text = '{"a":{"b":[1,2,{}],"c":[],"s":"x\\"y, {z}: [w]","t":true},"d":null,"e":[{"f":-1}]}'
+    assert pretty_json(text) == json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    # numbers and escapes as written
+    assert pretty_json('{"n":1.50e3,"u":"\\u003e"}') == '{\n  "n": 1.50e3,\n  "u": "\\u003e"\n}'
+    assert pretty_json(' { } ') == "{}"
 
 
 def test_errors_exit_codes_and_server_selection(server):
