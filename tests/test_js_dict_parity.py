@@ -130,6 +130,9 @@ after 500
 call stream_info_mirror {$js stream_info MIRROR}
 call stream_info_aggregate {$js stream_info AGG}
 
+call add_stream_from_json {$js add_stream_from_json {{"name":"FROM_JSON","subjects":["fj.*"],"storage":"memory","max_age":60000000000}}}
+call add_consumer_from_json {$js add_consumer_from_json FROM_JSON FJC {{"durable_name":"FJC","ack_policy":"explicit","ack_wait":5000000000}}}
+
 call purge_filter {$js purge_stream MY_STREAM -filter test.1}
 call purge_all {$js purge_stream MY_STREAM}
 call purge_denied {$js purge_stream MY_STREAM_2}
@@ -271,7 +274,8 @@ def test_management_dicts_match_the_original_key_for_key(original_checkout, tmp_
     assert list(orig) == list(ours), "the two runs recorded different calls"
     # the script really exercised the server: results, not errors, where the suite expects results
     for label in ("add_stream", "stream_info", "update_stream_from_info", "add_consumer", "consumer_info",
-                  "stream_msg_get", "kv_status", "account_info", "stream_info_mirror"):
+                  "stream_msg_get", "kv_status", "account_info", "stream_info_mirror", "add_stream_from_json",
+                  "add_consumer_from_json", "kv_history", "stream_direct_get", "stream_info_aggregate"):
         assert not orig[label].startswith("ERROR"), (label, orig[label])
     cmp = Comparer()
     diffs: list[str] = []
