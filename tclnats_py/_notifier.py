@@ -1,4 +1,4 @@
-"""A poll(2) notifier for the Tcl event loop of ``tclnats-tclsh``.
+"""A poll(2) notifier for the Tcl event loop of a Python program that hosts Tcl.
 
 Tcl's event loop (``vwait``, ``update``, ``after``, ``fileevent``) sits on a
 *notifier*: the part that waits for file descriptors and timeouts.  A
@@ -18,8 +18,10 @@ ready descriptor, and a wake-up pipe per thread for ``Tcl_AlertNotifier``
 the event queue, timers, idle callbacks, ``vwait``, is Tcl's own.
 
 It must be installed before ``_tkinter`` is imported (Tcl sets up the main
-thread's notifier then); ``tclnats-tclsh`` does that unless
-``TCLNATS_NOTIFIER=tcl`` is set.  Callbacks here never call tkinter (it holds
+thread's notifier then).  It is for a Python program whose Tcl runs in its
+own thread: Thread-package workers (Tcl threads that Python does not run)
+wait forever under it, so such programs keep Tcl's notifier.
+``tclnats-tclsh`` is the stock tclsh and keeps Tcl's notifier.  Callbacks here never call tkinter (it holds
 its own lock while Tcl runs); they use libtcl through ctypes only.
 """
 

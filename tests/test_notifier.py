@@ -1,15 +1,17 @@
-"""The poll(2) notifier that tclnats-tclsh installs under Tcl's event loop.
+"""The poll(2) notifier that a Python program can install under the Tcl event
+loop of its tkinter interpreters (tclnats_py._notifier).
 
-Each script runs under tclnats-tclsh twice, with our notifier and with Tcl's own
-(TCLNATS_NOTIFIER=tcl), and must print the same lines: timers, file events on
-sockets and pipes, nested event loops inside a file handler, and thread::send
-between threads (which wakes another thread's notifier).
+Each script runs in a Python-hosted interpreter twice, with our notifier and
+with Tcl's own, and must print the same lines: timers, file events on
+sockets and pipes, nested event loops inside a file handler.  (It serves the thread that
+installs it; Thread-package workers need Tcl's own notifier.)
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -20,9 +22,20 @@ pytestmark = pytest.mark.tcl
 def run(script: str, tmp_path, notifier: str, timeout=60) -> subprocess.CompletedProcess:
     path = tmp_path / f"script_{notifier}.tcl"
     path.write_text(textwrap.dedent(script))
-    env = dict(os.environ, TCLNATS_NOTIFIER=notifier)
-    return subprocess.run(["tclnats-tclsh", str(path)], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    return subprocess.run([sys.executable, "-c", HOST, notifier, str(path)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+HOST = """
+import sys
+from tclnats_py import _notifier
+if sys.argv[1] == "poll":
+    _notifier.install()
+from tclnats_py.tclsh import new_interp
+tk = new_interp().tk
+tk.call("set", "::tclnats::notifier", "poll" if _notifier.installed() else "tcl")
+tk.call("source", sys.argv[2])
+"""
 
 
 def both(script: str, tmp_path) -> str:
@@ -122,30 +135,6 @@ def test_pipe_file_events(tmp_path):
         close $p
     """, tmp_path)
     assert out.strip() == "alpha beta gamma"
-
-
-def test_thread_send_wakes_the_other_thread(tmp_path):
-    out = both("""
-        package require Thread
-        set main [thread::id]
-        set worker [thread::create [string map [list MAIN $main] {
-            proc work {n} {
-                thread::send -async MAIN [list set ::answer [expr {$n * 2}]]
-            }
-            thread::wait
-        }]]
-        set results [list]
-        foreach n {1 2 3} {
-            thread::send -async $worker [list work $n]
-            vwait ::answer
-            lappend results $::answer
-        }
-        # and a synchronous call the worker answers from its event loop
-        lappend results [thread::send $worker {expr {6 * 7}}]
-        thread::release $worker
-        puts $results
-    """, tmp_path)
-    assert out.strip() == "2 4 6 42"
 
 
 def test_nats_request_reply_under_both_notifiers(tmp_path, nats_server):
