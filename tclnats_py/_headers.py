@@ -10,9 +10,26 @@ when parsing; when encoding, those keys are ordinary header lines.
 
 from __future__ import annotations
 
+import codecs
+
 from ._errors import make_error
 
-__all__ = ["parse_headers", "encode_headers", "status_of"]
+__all__ = ["parse_headers", "encode_headers", "status_of", "TCL_UTF8"]
+
+
+def _tcl_undecodable(err: UnicodeDecodeError):
+    """Tcl's rule for bytes that are not UTF-8: such a byte is the character
+    of its value (``encoding convertfrom utf-8 \xe9`` is é), so nothing a
+    peer sends is lost or turned into U+FFFD."""
+    b, i = err.object, err.start
+    if b[i] == 0xED and i + 2 < len(b) and 0xA0 <= b[i + 1] <= 0xBF and 0x80 <= b[i + 2] <= 0xBF:
+        # an encoded surrogate (CESU-8, as Tcl 8.6 writes characters beyond the BMP)
+        return chr(0xD000 | (b[i + 1] & 0x3F) << 6 | (b[i + 2] & 0x3F)), i + 3
+    return chr(b[i]), i + 1
+
+
+TCL_UTF8 = "tclnats.tcl_utf8"   # the error handler's name, for bytes.decode
+codecs.register_error(TCL_UTF8, _tcl_undecodable)
 
 _PREFIX = b"NATS/1.0"
 
@@ -23,7 +40,7 @@ def parse_headers(block: bytes) -> dict[str, list[str]]:
     Raises ErrBadHeaderMsg for an unknown version line.  Lines without a colon
     are skipped, like the reference clients do.
     """
-    text = block.decode("utf-8", "replace")
+    text = block.decode("utf-8", TCL_UTF8)
     lines = text.split("\r\n")
     first = lines[0]
     parts = first.split(None, 2)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 
 from ._errors import NatsError, make_error
+from ._headers import TCL_UTF8
 
 __all__ = [
     "Parser", "MSG", "INFO", "PING", "PONG", "OK", "ERR",
@@ -122,8 +123,8 @@ class Parser:
                     else:
                         hdr = None
                         payload = bytes(buf[start:end])
-                    append((MSG, subject.decode("utf-8", "replace"), sid,
-                            reply.decode("utf-8", "replace") if reply is not None else None,
+                    append((MSG, subject.decode("utf-8", TCL_UTF8), sid,
+                            reply.decode("utf-8", TCL_UTF8) if reply is not None else None,
                             hdr, payload))
                     pos = end + 2
                     continue

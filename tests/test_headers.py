@@ -49,7 +49,7 @@ def test_unknown_version_line_is_err_bad_header_msg(block):
 
 
 def test_non_utf8_bytes_do_not_raise():
-    assert parse_headers(b"NATS/1.0\r\nK: \xff\r\n\r\n") == {"K": ["\ufffd"]}
+    assert parse_headers(b"NATS/1.0\r\nK: \xff\r\n\r\n") == {"K": ["\xff"]}   # Tcl: \xff is ÿ
 
 
 def test_encode_values_of_every_accepted_shape():
@@ -105,3 +105,18 @@ values = st.text(alphabet=st.characters(blacklist_characters="\r\n", blacklist_c
 @given(st.dictionaries(keys, st.lists(values, min_size=1, max_size=4), max_size=6))
 def test_property_encode_then_parse_round_trips(headers):
     assert parse_headers(encode_headers(headers)) == headers
+
+
+def test_bytes_that_are_not_utf8_decode_as_tcl_decodes_them():
+    """A peer (nats-tcl writes header values through a binary channel, one
+    byte per character) may send bytes that are not UTF-8: each such byte is
+    the character of its value, as Tcl's own decoding gives, never U+FFFD."""
+    import tkinter
+    from tclnats_py._tclcross import Interp
+    host = tkinter.Tcl()   # kept alive: the Interp only wraps its Tcl_Interp
+    tk = Interp.from_address(host.tk.interpaddr())
+    for raw in (b"caf\xe9", b"caf\xc3\xa9 \xff", b"\xc3", b"a\xe2\x82", b"\xed\xa0\x80x", b"ok"):
+        block = b"NATS/1.0\r\nK: " + raw + b"\r\n\r\n"
+        got = parse_headers(block)["K"][0]
+        assert "\ufffd" not in got
+        assert got == tk.call("encoding", "convertfrom", "utf-8", raw), raw
