@@ -46,10 +46,27 @@ def _tcl_quote(path: str) -> str:
     return "{" + path + "}" if any(c in path for c in " \t{}\\\"") else path
 
 
+def _initial_environment() -> dict:
+    """The environment this process was started with.  Python's start-up may
+    have changed os.environ (under LANG=C it sets LC_CTYPE=C.UTF-8, PEP 538);
+    tclsh must see what the user gave, as when it is started directly."""
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return dict(os.environ)
+    env = {}
+    for item in raw.split(b"\0"):
+        k, sep, v = item.partition(b"=")
+        if sep and k:
+            env[os.fsdecode(k)] = os.fsdecode(v)
+    return env
+
+
 def tcl_env(base: dict | None = None) -> dict:
     """An environment whose Tcl interpreters find tclnats_py's ``nats`` first."""
     from .tclbridge import tcl_library_dir
-    env = dict(os.environ if base is None else base)
+    env = dict(_initial_environment() if base is None else base)
     libdir = tcl_library_dir()
     rest = env.get("TCLLIBPATH", "")
     env["TCLLIBPATH"] = f"{_tcl_quote(libdir)} {rest}".strip()

@@ -20,6 +20,10 @@ Markers: slow, tcl, spark, fault.
 """
 
 import os
+import select
+import shutil
+import subprocess
+import time
 import sys
 
 import pytest
@@ -144,3 +148,45 @@ def creds_server(tmp_path):
     with NatsServer(config=op.config, jetstream=True) as srv:
         srv.auth = op
         yield srv, op.creds_path
+
+
+# -- an X display (Xvfb) for Tk ------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def x_display():
+    """An X display: our own Xvfb when installed, else $DISPLAY; skip when neither.
+
+    One per test session: Tk keeps its display connection open after the last
+    window is destroyed, and Xlib ends the process ("XIO: fatal IO error")
+    when a later test's event loop finds that connection closed."""
+    exe = shutil.which("Xvfb")
+    if exe is None:
+        if os.environ.get("DISPLAY"):
+            yield os.environ["DISPLAY"]
+            return
+        pytest.skip("no X display for tkinter.Tk(): Xvfb is not installed (apt-get install xvfb) "
+                    "and DISPLAY is not set")
+    rfd, wfd = os.pipe()
+    proc = subprocess.Popen([exe, "-displayfd", str(wfd), "-screen", "0", "800x600x24", "-nolisten", "tcp"],
+                            pass_fds=(wfd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(wfd)
+    number = b""
+    try:
+        deadline = time.monotonic() + 10
+        while not number.endswith(b"\n") and time.monotonic() < deadline:
+            ready, _, _ = select.select([rfd], [], [], 0.2)
+            if ready:
+                chunk = os.read(rfd, 16)
+                if not chunk:
+                    break
+                number += chunk
+        if not number.strip():
+            pytest.skip("Xvfb did not report a display number")
+        yield f":{number.decode().strip()}"
+    finally:
+        os.close(rfd)
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()

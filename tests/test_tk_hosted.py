@@ -9,10 +9,6 @@ needed) or a ``tkinter.Tk()`` (under Xvfb): Tcl code in that interpreter uses
 from __future__ import annotations
 
 import _tkinter
-import os
-import select
-import shutil
-import subprocess
 import time
 import tkinter
 
@@ -173,46 +169,6 @@ def test_status_trace_calls_python(nats_server):
 
 
 # ------------------------------------------------------------ tkinter.Tk() under Xvfb
-
-@pytest.fixture(scope="session")
-def x_display():
-    """An X display: our own Xvfb when installed, else $DISPLAY; skip when neither.
-
-    One per test session: Tk keeps its display connection open after the last
-    window is destroyed, and Xlib ends the process ("XIO: fatal IO error")
-    when a later test's event loop finds that connection closed."""
-    exe = shutil.which("Xvfb")
-    if exe is None:
-        if os.environ.get("DISPLAY"):
-            yield os.environ["DISPLAY"]
-            return
-        pytest.skip("no X display for tkinter.Tk(): Xvfb is not installed (apt-get install xvfb) "
-                    "and DISPLAY is not set")
-    rfd, wfd = os.pipe()
-    proc = subprocess.Popen([exe, "-displayfd", str(wfd), "-screen", "0", "800x600x24", "-nolisten", "tcp"],
-                            pass_fds=(wfd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(wfd)
-    number = b""
-    try:
-        deadline = time.monotonic() + 10
-        while not number.endswith(b"\n") and time.monotonic() < deadline:
-            ready, _, _ = select.select([rfd], [], [], 0.2)
-            if ready:
-                chunk = os.read(rfd, 16)
-                if not chunk:
-                    break
-                number += chunk
-        if not number.strip():
-            pytest.skip("Xvfb did not report a display number")
-        yield f":{number.decode().strip()}"
-    finally:
-        os.close(rfd)
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
 
 @pytest.fixture
 def tk_root(x_display):
