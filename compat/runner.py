@@ -1,11 +1,13 @@
 """Cross-implementation conformance runner: nats-tcl's own test suite, run
-with the original package under ``tclsh`` and with tclnats_py under
-``tclnats-tclsh``, compared test by test.
+with the original package under ``tclsh``, with tclnats_py under
+``tclnats-tclsh``, and with tclnats_py under the same stock ``tclsh`` (only
+tclnats_py's Tcl folder on TCLLIBPATH: its Tcl extension starts Python),
+compared test by test.
 
     tclnats-compat PATH_TO_NATS_TCL_CHECKOUT [-file GLOB ...]
-                   [--side original|tclnats|both] [--keep-logs DIR]
+                   [--side original|tclnats|extension|all] [--keep-logs DIR]
                    [--json REPORT.json] [--tclsh tclsh]
-                   [--tclnats-tclsh tclnats-tclsh] [--thread-nats original|tclnats]
+                   [--tclnats-tclsh tclnats-tclsh]
                    [--timeout SECONDS] [--no-netns] [--keep-workspace]
 
 The checkout is never modified.  Its ``tests/`` folder and its package files
@@ -23,10 +25,13 @@ gets what the suite expects from a developer's machine:
 
 Side ``original`` runs ``tclsh tests/all.tcl`` with TCLLIBPATH naming the
 workspace copy of the original package.  Side ``tclnats`` runs
-``tclnats-tclsh tests/all.tcl`` without the original package on TCLLIBPATH;
-only interpreters that tclnats_py does not host may fall back to it, through
-TCLNATS_THREAD_FALLBACK (``--thread-nats original``, the default).  Each side
-also sees TCLNATS_COMPAT_SIDE=<side>.
+``tclnats-tclsh tests/all.tcl`` and side ``extension`` runs the same
+``tclsh tests/all.tcl`` as the original side, both with only tclnats_py's
+Tcl folder on TCLLIBPATH: every interpreter the suite makes (Thread
+responders, child processes) loads tclnats_py; nothing falls back to the
+original.  Before a side runs, the runner prints which package and which
+file ``package require nats`` loads there, and the side fails if it is not
+the one it names.  Each side also sees TCLNATS_COMPAT_SIDE=<side>.
 
 The suite uses fixed ports (4222, 4223, 5222, 4248, 5248, 7422, 4111), so the
 sides run one after the other; as root with ``unshare`` available each side
@@ -61,7 +66,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)  # the folder from which ``import compat`` works
 
-SIDES = ("original", "tclnats")
+SIDES = ("original", "tclnats", "extension")
+OURS = ("tclnats", "extension")
 SUITE_PORTS = (4222, 4223, 5222, 4248, 5248, 7422, 4111)
 # package -> Debian package that provides it
 TCL_PACKAGES = {
@@ -229,21 +235,43 @@ def _tcl_list(*items) -> str:
     return " ".join("{" + i + "}" if re.search(r"[\s{}\\\"]", i) or not i else i for i in items)
 
 
-def side_env(side: str, paths: dict, thread_nats: str = "original", base: dict | None = None) -> dict:
+def side_env(side: str, paths: dict, base: dict | None = None) -> dict:
     """The environment one side runs in."""
     env = dict(os.environ if base is None else base)
     env["PATH"] = paths["bin"] + os.pathsep + env.get("PATH", os.defpath)
     # the suite's servers and the CLI stand-in use the default URL
     env.pop("NATS_URL", None)
     env.pop("TCLLIBPATH", None)
-    env.pop("TCLNATS_THREAD_FALLBACK", None)
     env["TCLNATS_COMPAT_SIDE"] = side
     if side == "original":
         env["TCLLIBPATH"] = _tcl_list(paths["original"])
-    elif thread_nats == "original":
-        # for interpreters that tclnats_py does not host (see tcl/pkgIndex.tcl)
-        env["TCLNATS_THREAD_FALLBACK"] = paths["original"]
+    else:
+        from tclnats_py.tclbridge import tcl_library_dir
+        env["TCLLIBPATH"] = _tcl_list(tcl_library_dir())
     return env
+
+
+PROVIDER_PROBE = """
+if {[catch {package require nats} err]} {
+    puts stderr $err
+    exit 1
+}
+if {[info exists ::tclnats::provider]} {
+    puts "[lindex $::tclnats::provider 0] [lindex $::tclnats::provider 1]"
+} else {
+    puts "other [package ifneeded nats [package present nats]]"
+}
+"""
+
+
+def provider(cmd: str, env: dict) -> str:
+    """Which package ``package require nats`` loads with this command and
+    environment: 'tclnats_py FILE' or 'other SCRIPT'."""
+    p = subprocess.run([cmd], input=PROVIDER_PROBE, capture_output=True, text=True, env=env, timeout=60)
+    out = p.stdout.strip()
+    if p.returncode != 0 or not out.startswith(("tclnats_py ", "other ")):
+        raise RuntimeError((p.stderr or p.stdout).strip()[:500] or f"exit code {p.returncode}")
+    return out
 
 
 def netns_prefix() -> list[str]:
@@ -385,7 +413,7 @@ def _kill_group(pgid: int) -> None:
         time.sleep(0.5)
 
 
-def run_side(side: str, cmd: str, paths: dict, globs, *, timeout: float, thread_nats: str,
+def run_side(side: str, cmd: str, paths: dict, globs, *, timeout: float,
              log_dir: str | None, netns: list[str], verbose: str = "pset",
              extra_args=(), progress=sys.stderr) -> dict:
     """Run the suite once; returns the side's results (see :func:`parse_tcltest`)."""
@@ -393,7 +421,7 @@ def run_side(side: str, cmd: str, paths: dict, globs, *, timeout: float, thread_
     if os.path.exists(os.path.dirname(suite)):
         shutil.rmtree(os.path.dirname(suite))
     shutil.copytree(paths["suite"], suite)
-    env = side_env(side, paths, thread_nats)
+    env = side_env(side, paths)
     argv = [cmd, "all.tcl", "-verbose", verbose]
     if globs:
         argv += ["-file", " ".join(globs)]
@@ -469,18 +497,21 @@ def run_side(side: str, cmd: str, paths: dict, globs, *, timeout: float, thread_
 # ------------------------------------------------------------------ reporting
 
 def compare(sides: dict) -> list[dict]:
-    """Tests whose outcome differs between two available sides."""
+    """Tests whose outcome differs between the first available side (the
+    original, when it ran) and each other available side."""
     names = [n for n in SIDES if n in sides and sides[n].get("available")]
-    if len(names) != 2:
+    if len(names) < 2:
         return []
-    a, b = names
+    a = names[0]
     differ = []
-    for f in sorted(set(sides[a]["files"]) | set(sides[b]["files"])):
-        ta = sides[a]["files"].get(f, {}).get("tests", {})
-        tb = sides[b]["files"].get(f, {}).get("tests", {})
-        for t in sorted(set(ta) | set(tb), key=_natural):
-            if ta.get(t) != tb.get(t):
-                differ.append({"file": f, "test": t, a: ta.get(t, "did not run"), b: tb.get(t, "did not run")})
+    for b in names[1:]:
+        for f in sorted(set(sides[a]["files"]) | set(sides[b]["files"])):
+            ta = sides[a]["files"].get(f, {}).get("tests", {})
+            tb = sides[b]["files"].get(f, {}).get("tests", {})
+            for t in sorted(set(ta) | set(tb), key=_natural):
+                if ta.get(t) != tb.get(t):
+                    differ.append({"file": f, "test": t, "sides": (a, b),
+                                   a: ta.get(t, "did not run"), b: tb.get(t, "did not run")})
     return differ
 
 
@@ -519,10 +550,9 @@ def format_table(sides: dict) -> str:
                 marks.append(f"{n}: file error")
             if c.get("no_result"):
                 marks.append(f"{n}: {c['no_result']} without result")
-        if len(names) == 2:
+        if len(names) >= 2:
             ta = sides[names[0]]["files"].get(f, {}).get("tests")
-            tb = sides[names[1]]["files"].get(f, {}).get("tests")
-            if ta != tb:
+            if any(sides[n]["files"].get(f, {}).get("tests") != ta for n in names[1:]):
                 marks.insert(0, "differs")
         out.append((row + ("  <- " + "; ".join(marks) if marks else "")).rstrip())
     out.append("-" * len(head2))
@@ -560,10 +590,10 @@ def print_report(sides: dict, summary: dict, stream) -> None:
         if tt:
             stream.write(f"tcltest's own count ({n}): Total {tt['total']} Passed {tt['passed']} "
                          f"Skipped {tt['skipped']} Failed {tt['failed']}  [{sides[n]['seconds']} s]\n")
-    if len(names) == 2:
-        a, b = names
+    if len(names) >= 2:
         stream.write(f"\ntests whose outcome differs: {len(summary['differ'])}\n")
         for d in summary["differ"]:
+            a, b = d["sides"]
             stream.write(f"  {d['file']:<24} {d['test']:<28} {a}: {d[a]:<12} {b}: {d[b]}\n")
     for n, tests in summary["failed"].items():
         if tests:
@@ -585,14 +615,13 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("checkout", help="a nats-tcl checkout (with tests/all.tcl and pkgIndex.tcl)")
     ap.add_argument("-file", "--file", dest="files", action="append", default=[], metavar="GLOB",
                     help="test files to run (glob, repeatable; default: all)")
-    ap.add_argument("--side", choices=("both",) + SIDES, default="both")
+    ap.add_argument("--side", choices=("all", "both") + SIDES, default="all",
+                    help="original, tclnats (tclnats-tclsh), extension (stock tclsh + tclnats_py's Tcl "
+                         "extension), or all (default; 'both' is the same)")
     ap.add_argument("--keep-logs", metavar="DIR", help="write each side's full output to DIR/<side>.log")
     ap.add_argument("--json", metavar="REPORT.json", help="write the report as JSON")
     ap.add_argument("--tclsh", default="tclsh", help="interpreter for the original side (tclsh)")
     ap.add_argument("--tclnats-tclsh", default=None, help="interpreter for the tclnats side (tclnats-tclsh)")
-    ap.add_argument("--thread-nats", choices=SIDES, default="original",
-                    help="package nats for interpreters that tclnats_py does not host, on the tclnats side "
-                         "(original: TCLNATS_THREAD_FALLBACK names the original package; tclnats: none)")
     ap.add_argument("--timeout", type=float, default=2400, help="seconds per side (2400)")
     ap.add_argument("--no-netns", action="store_true", help="do not give each side its own network namespace")
     ap.add_argument("--keep-workspace", action="store_true", help="keep the temporary workspace, print its path")
@@ -604,8 +633,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     checkout = os.path.abspath(args.checkout)
-    requested = SIDES if args.side == "both" else (args.side,)
-    commands = {"original": args.tclsh, "tclnats": args.tclnats_tclsh or find_tclnats_tclsh()}
+    requested = SIDES if args.side in ("all", "both") else (args.side,)
+    commands = {"original": args.tclsh, "tclnats": args.tclnats_tclsh or find_tclnats_tclsh(),
+                "extension": args.tclsh}
     out = sys.stdout
     ws = tempfile.mkdtemp(prefix="tclnats-compat-")
     try:
@@ -640,7 +670,22 @@ def main(argv=None) -> int:
                 sides[side] = {"available": False, "reason": f"{cmd} not found", "command": [cmd]}
                 print(f"{side}: {cmd} not found; side reported as unavailable", file=sys.stderr)
                 continue
-            env = side_env(side, paths, args.thread_nats)
+            env = side_env(side, paths)
+            try:
+                loaded = provider(resolved, env)
+            except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+                sides[side] = {"available": False, "reason": f"package require nats failed: {e}",
+                               "command": [cmd]}
+                print(f"{side}: package require nats failed with {cmd}: {e}", file=sys.stderr)
+                continue
+            out.write(f"{side}: {resolved} loads package nats from: {loaded}\n")
+            out.flush()
+            ours = loaded.startswith("tclnats_py ")
+            if ours != (side in OURS):
+                reason = f"package require nats loaded the wrong package: {loaded}"
+                sides[side] = {"available": False, "reason": reason, "command": [cmd]}
+                print(f"{side}: {reason}", file=sys.stderr)
+                continue
             try:
                 missing = check_tcl_packages(resolved, env)
             except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
@@ -654,13 +699,14 @@ def main(argv=None) -> int:
                 continue
             print(f"running {side} ({cmd}) on {len(files)} file(s)...", file=sys.stderr, flush=True)
             sides[side] = run_side(side, resolved, paths, args.files, timeout=args.timeout,
-                                   thread_nats=args.thread_nats, log_dir=args.keep_logs, netns=netns,
+                                   log_dir=args.keep_logs, netns=netns,
                                    verbose=args.verbose, extra_args=shlex.split(args.tcltest_args))
+            sides[side]["provider"] = loaded
         summary = summarize(sides, requested)
         print_report(sides, summary, out)
         if args.json:
             report = {"checkout": checkout, "nats_tcl_version": version, "files": files,
-                      "nats_server": paths["nats_server"], "thread_nats": args.thread_nats,
+                      "nats_server": paths["nats_server"],
                       "netns": bool(netns), "sides": {n: {k: v for k, v in s.items() if k != "tail"}
                                                       for n, s in sides.items()},
                       **summary}

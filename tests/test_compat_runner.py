@@ -90,33 +90,37 @@ def _side(files):
 def test_compare_table_and_summary():
     sides = {"original": _side({"a.test": {"a-1": "PASSED", "a-2": "PASSED"}, "b.test": {"b-1": "SKIPPED"}}),
              "tclnats": _side({"a.test": {"a-1": "PASSED", "a-2": "FAILED"}, "b.test": {"b-1": "SKIPPED"}})}
-    assert runner.compare(sides) == [{"file": "a.test", "test": "a-2", "original": "PASSED", "tclnats": "FAILED"}]
+    assert runner.compare(sides) == [{"file": "a.test", "test": "a-2", "sides": ("original", "tclnats"),
+                                      "original": "PASSED", "tclnats": "FAILED"}]
     table = runner.format_table(sides)
     rows = {line.split()[0]: line.split() for line in table.splitlines()[3:] if line and line[0] != "-"}
     assert rows["a.test"][:7] == ["a.test", "2", "0", "0", "1", "1", "0"]
     assert "differs" in rows["a.test"]
     assert rows["b.test"] == ["b.test", "0", "0", "1", "0", "0", "1"]
     assert rows["total"] == ["total", "2", "0", "1", "1", "1", "1"]
-    s = runner.summarize(sides, runner.SIDES)
+    s = runner.summarize(sides, ("original", "tclnats"))
     assert not s["ok"] and s["failed"] == {"original": [], "tclnats": ["a.test a-2"]}
     s = runner.summarize({"original": sides["original"]}, ("original",))
     assert s["ok"]
     s = runner.summarize({"original": sides["original"],
-                          "tclnats": {"available": False, "reason": "x not found"}}, runner.SIDES)
+                          "tclnats": {"available": False, "reason": "x not found"}}, ("original", "tclnats"))
     assert not s["ok"] and s["problems"] == ["tclnats: unavailable (x not found)"]
 
 
-def test_side_env_tcllibpath_and_thread_fallback():
+def test_side_env_tcllibpath():
+    """The original side sees the original package only; our sides see our Tcl
+    folder only: nothing falls back to the original."""
+    from tclnats_py.tclbridge import tcl_library_dir
     paths = {"bin": "/ws/bin", "original": "/ws/original"}
     base = {"PATH": "/usr/bin", "TCLLIBPATH": "/elsewhere", "NATS_URL": "nats://x:1"}
     orig = runner.side_env("original", paths, base=base)
     assert orig["TCLLIBPATH"] == "/ws/original" and orig["PATH"] == "/ws/bin:/usr/bin"
-    assert "NATS_URL" not in orig and "TCLNATS_THREAD_FALLBACK" not in orig
+    assert "NATS_URL" not in orig
     assert orig["TCLNATS_COMPAT_SIDE"] == "original"
-    tn = runner.side_env("tclnats", paths, "original", base=base)
-    assert "TCLLIBPATH" not in tn and tn["TCLNATS_THREAD_FALLBACK"] == "/ws/original"
-    tn = runner.side_env("tclnats", paths, "tclnats", base=base)
-    assert "TCLLIBPATH" not in tn and "TCLNATS_THREAD_FALLBACK" not in tn
+    for side in ("tclnats", "extension"):
+        env = runner.side_env(side, paths, base=base)
+        assert env["TCLLIBPATH"] == runner._tcl_list(tcl_library_dir())
+        assert env["TCLNATS_COMPAT_SIDE"] == side and "/ws/original" not in str(env)
     assert runner.side_env("original", {"bin": "b", "original": "/a b"}, base={})["TCLLIBPATH"] == "{/a b}"
 
 
@@ -140,8 +144,11 @@ def test_runner_both_sides_table_json_and_differences(tmp_path, capsys):
                         "--tclnats-tclsh", _fake_tclnats_tclsh(tmp_path)])
     printed = capsys.readouterr().out
     report = json.loads(out.read_text())
-    assert code == 1, printed  # alpha-3 fails on the tclnats side
+    assert code == 1, printed  # alpha-3 fails on the tclnats and extension sides
     orig, tn = report["sides"]["original"], report["sides"]["tclnats"]
+    ext = report["sides"]["extension"]   # stock tclsh with the real tclnats_py
+    assert ext["provider"].startswith("tclnats_py ") and ext["totals"] == tn["totals"]
+    assert "extension: " in printed and "loads package nats from: tclnats_py" in printed
     assert orig["totals"] == {"passed": 8, "failed": 0, "skipped": 1, "no_result": 0}, orig
     assert tn["totals"] == {"passed": 7, "failed": 1, "skipped": 1, "no_result": 0}, tn
     assert orig["files"]["alpha.test"]["tests"] == {f"alpha-{i}": "PASSED" for i in range(1, 6)}
@@ -149,16 +156,18 @@ def test_runner_both_sides_table_json_and_differences(tmp_path, capsys):
     assert orig["files"]["beta.test"]["tests"]["beta-1"] == "SKIPPED"
     assert orig["tcltest_totals"] == {"total": 9, "passed": 8, "skipped": 1, "failed": 0}
     assert tn["failing_files"] == ["alpha.test"]
-    assert report["differ"] == [{"file": "alpha.test", "test": "alpha-3", "original": "PASSED",
-                                 "tclnats": "FAILED"}]
-    assert report["failed"] == {"original": [], "tclnats": ["alpha.test alpha-3"]}
+    assert report["differ"] == [
+        {"file": "alpha.test", "test": "alpha-3", "sides": ["original", side], "original": "PASSED",
+         side: "FAILED"} for side in ("tclnats", "extension")]
+    assert report["failed"] == {"original": [], "tclnats": ["alpha.test alpha-3"],
+                                "extension": ["alpha.test alpha-3"]}
     assert report["ok"] is False and report["files"] == ["alpha.test", "beta.test"]
     rows = {line.split()[0]: line.split() for line in printed.splitlines()
             if re.match(r"^(\S+\.test|total)\s+\d", line)}
     assert rows["alpha.test"][:7] == ["alpha.test", "5", "0", "0", "4", "1", "0"]
-    assert rows["beta.test"] == ["beta.test", "3", "0", "1", "3", "0", "1"]
-    assert rows["total"] == ["total", "8", "0", "1", "7", "1", "1"]
-    assert "tests whose outcome differs: 1" in printed
+    assert rows["beta.test"] == ["beta.test", "3", "0", "1", "3", "0", "1", "3", "0", "1"]
+    assert rows["total"] == ["total", "8", "0", "1", "7", "1", "1", "7", "1", "1"]
+    assert "tests whose outcome differs: 2" in printed
     assert "alpha-3" in printed and "result: NOT OK" in printed
     assert "++++ alpha-1 PASSED" in (logs / "original.log").read_text()
     assert (logs / "tclnats.log").exists()
@@ -454,3 +463,20 @@ def test_helpers():
     assert natscli.parse_headers(["a:1", " a : 2", "b:x:y"]) == [("a", "1"), ("a", "2"), ("b", "x:y")]
     assert natscli.encode_headers([("a", "1"), ("a", "2")]) == b"NATS/1.0\r\na: 1\r\na: 2\r\n\r\n"
     assert natscli.expand_template(b"n={{Count}} {{ Cnt }} {{Nope}}", 3) == b"n=3 3 {{Nope}}"
+
+
+@needs_tclsh
+@pytest.mark.tcl
+def test_a_side_that_loads_the_wrong_package_fails(tmp_path):
+    """The tclnats side run by an interpreter that finds another nats first
+    (a checkout on TCLLIBPATH shadowing ours) is refused, not measured."""
+    shadow = tmp_path / "shadowed-tclsh"
+    lib = os.path.join(FIXTURE)   # the fixture's "original" package
+    shadow.write_text(f'#!/bin/sh\nTCLLIBPATH="{lib}" exec tclsh "$@"\n')
+    shadow.chmod(0o755)
+    out = tmp_path / "r.json"
+    code = runner.main([FIXTURE, "--side", "tclnats", "--tclnats-tclsh", str(shadow),
+                        "--json", str(out), "--no-netns"])
+    side = json.loads(out.read_text())["sides"]["tclnats"]
+    assert code == 1 and side["available"] is False
+    assert "loaded the wrong package" in side["reason"], side
