@@ -95,6 +95,7 @@ class _Bridge:
         tk.createcommand("::tclnats::_new_connection", self._new_connection)
         tk.createcommand("::tclnats::_parse_url", self._parse_url)
         tk.createcommand("::tclnats::_token", self._token)
+        tk.createcommand("::tclnats::python", self._python)
         for name in ("metadata", "make_stream_source", "make_subject_transform", "make_republish"):
             tk.createcommand(f"::tclnats::_{name}", getattr(self, "_" + name))
 
@@ -169,6 +170,12 @@ class _Bridge:
             return (1, "NATS ErrInvalidArg", str(e))
         self.conns[c.cmd] = c
         return (0, c.cmd)
+
+    def _python(self):
+        """``::tclnats::python``: which Python serves this interpreter."""
+        from . import _tclcross
+        return ("version", sys.version.split()[0], "executable", sys.executable, "prefix", sys.prefix,
+                "embedded", int(_tclcross.embedded()), "package", os.path.dirname(os.path.abspath(__file__)))
 
     def _token(self):
         from ._nuid import next_token
