@@ -73,7 +73,9 @@ oo::class create ::nats::jet_stream {
         my fetch {*}$args
     }
     method cancel_pull_request {fetchID} {
-        if {![info object isa object $fetchID] || ![info object isa typeof $fetchID ::nats::AsyncPullRequest]} {
+        # a fetch that has ended (its object goes away once its callbacks ran) is no longer valid
+        if {![info object isa object $fetchID] || ![info object isa typeof $fetchID ::nats::AsyncPullRequest]
+                || ![$fetchID active]} {
             throw [list NATS ErrInvalidArg] "Invalid fetch ID $fetchID"
         }
         $fetchID destroy
@@ -177,6 +179,9 @@ oo::class create ::nats::jet_stream {
     }
     destructor {
         catch {$Js cancel_pull_request $Rid}
+    }
+    method active {} {
+        ::tclnats::r [$Js pull_active $Rid]
     }
 }
 ::oo::class create ::nats::SyncPullRequest {

@@ -849,6 +849,12 @@ class JetStream:
         else:
             pull.tcl_obj = obj
 
+    def c_pull_active(self, rid):
+        """1 while the pull of this fetch ID goes on; 0 once it has ended (its
+        object is then about to go away, after callbacks already posted)."""
+        pull = self.pulls.get(int(rid))
+        return int(pull is not None and not pull.done)
+
     def c_cancel_pull_request(self, rid):
         """Stop a pull request (the fetch ID object is being destroyed)."""
         rid_i = int(rid)
