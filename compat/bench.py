@@ -1,8 +1,15 @@
-"""Side-by-side benchmark: the original nats-tcl under tclsh against tclnats_py
-under tclnats-tclsh, on one nats-server, in one run.
+"""Side-by-side benchmark: the original nats-tcl under stock tclsh against
+tclnats_py under the same stock tclsh (its Tcl extension loaded by ``package
+require nats``: the "stock tclsh + extension" column), on one nats-server, in
+one run.
 
     python -m compat.bench --nats-tcl PATH [--count N] [--rounds R] [--json out.json] [--short]
-                           [--tcl-notifier]
+                           [--launcher]
+
+``--launcher`` adds a column for ``tclnats-tclsh`` (the same tclsh, started
+through the launcher).  Before measuring, each side prints which package and
+which file ``package require nats`` loads, and the run stops if a side does
+not load the package it is meant to measure.
 
 Each side runs ``compat/bench_workload.tcl`` (same script, same server) and
 prints "figure value unit" lines; the sides take turns for R rounds and this
@@ -91,9 +98,7 @@ def main(argv=None) -> int:
     ap.add_argument("--tclnats-tclsh", default="tclnats-tclsh")
     ap.add_argument("--rounds", type=int, default=3,
                     help="runs per side, taken in turns; each figure is the median (the short form: 1)")
-    ap.add_argument("--tcl-notifier", action="store_true",
-                    help="also run tclnats-tclsh with Tcl's own notifier (TCLNATS_NOTIFIER=tcl), "
-                         "to show what the poll notifier contributes")
+    ap.add_argument("--launcher", action="store_true", help="also measure through tclnats-tclsh")
     ap.add_argument("figures", nargs="*", help=f"subset of {FIGURES}")
     args = ap.parse_args(argv)
     count = 5000 if args.short else args.count
@@ -103,13 +108,21 @@ def main(argv=None) -> int:
     proc, url = start_server(store)
     results = {}
     try:
+        from tclnats_py.tclbridge import tcl_library_dir
+        from compat.runner import _tcl_list, provider
         sides = []
         if args.nats_tcl:
             sides.append(("original", [args.tclsh], dict(os.environ, TCLLIBPATH=os.path.abspath(args.nats_tcl))))
-        env = {k: v for k, v in os.environ.items() if k not in ("TCLLIBPATH", "TCLNATS_NOTIFIER")}
-        sides.append(("tclnats", [args.tclnats_tclsh], env))
-        if args.tcl_notifier:
-            sides.append(("tclnats_tcl_notifier", [args.tclnats_tclsh], dict(env, TCLNATS_NOTIFIER="tcl")))
+        env = {k: v for k, v in os.environ.items() if k != "TCLLIBPATH"}
+        sides.append(("tclnats", [args.tclsh], dict(env, TCLLIBPATH=_tcl_list(tcl_library_dir()))))
+        if args.launcher:
+            sides.append(("tclnats_launcher", [args.tclnats_tclsh], env))
+        for name, cmd, side_env in sides:
+            exe = shutil.which(cmd[0]) or cmd[0]
+            loaded = provider(exe, side_env)
+            print(f"{name}: {exe} loads package nats from: {loaded}", flush=True)
+            if loaded.startswith("tclnats_py ") != (name != "original"):
+                raise SystemExit(f"compat.bench: side {name} loads the wrong package nats: {loaded}")
         # the sides take turns, so that a change in the machine's load during
         # the run reaches them alike; each figure is the median of the rounds
         runs = {name: [] for name, _, _ in sides}
@@ -130,9 +143,9 @@ def main(argv=None) -> int:
         shutil.rmtree(store, ignore_errors=True)
     orig = results.get("original", {})
     ours = results.get("tclnats", {})
-    slow = results.get("tclnats_tcl_notifier")
-    extra = f"{'tcl-notifier':>14}{'ratio':>8}" if slow is not None else ""
-    print(f"{'figure':<12}{'original':>14}{'tclnats_py':>14}{'ratio':>8}{extra}  unit   "
+    slow = results.get("tclnats_launcher")
+    extra = f"{'tclnats-tclsh':>14}{'ratio':>8}" if slow is not None else ""
+    print(f"{'figure':<12}{'original':>14}{'tclsh+ext':>14}{'ratio':>8}{extra}  unit   "
           f"(128-byte messages, count={count}, median of {rounds} round(s))")
     table = []
     for fig in FIGURES:
@@ -147,7 +160,7 @@ def main(argv=None) -> int:
         if slow is not None:
             s_val = slow.get(fig, (None, ""))[0]
             s_ratio = (s_val / o) if (o and s_val) else None
-            row.update(tclnats_tcl_notifier=s_val, ratio_tcl_notifier=s_ratio)
+            row.update(tclnats_launcher=s_val, ratio_launcher=s_ratio)
             line += (f"{(f'{s_val:,.0f}' if s_val else '-'):>14}"
                      f"{(f'{s_ratio:.2f}x' if s_ratio else '-'):>8}")
         table.append(row)

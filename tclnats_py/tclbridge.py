@@ -96,6 +96,8 @@ class _Bridge:
         tk.createcommand("::tclnats::_parse_url", self._parse_url)
         tk.createcommand("::tclnats::_token", self._token)
         tk.createcommand("::tclnats::python", self._python)
+        from ._tclcross import noop
+        tk.createcommand("::tclnats::_noop", noop)   # crossing-cost measurements
         for name in ("metadata", "make_stream_source", "make_subject_transform", "make_republish"):
             tk.createcommand(f"::tclnats::_{name}", getattr(self, "_" + name))
 
