@@ -38,6 +38,14 @@ namespace eval ::nats {
     namespace export connection msg header isotime_to_msec msec_to_isotime timestamp
 }
 
+# A synchronous call first waits for its reply on the connection's socket for
+# at most this many microseconds (0: wait in the event loop only; see
+# ::tclnats::_await and README "Where tclnats_py behaves differently")
+if {![info exists ::tclnats::await_us]} {
+    set ::tclnats::await_us 5000
+}
+array set ::tclnats::sockets {}
+
 # ::tclnats::r, which unpacks Python replies ({0 result} or {1 errorCode
 # message}), is defined by tclnats_py.tclbridge.install before this file loads
 
@@ -163,7 +171,7 @@ proc ::nats::_check_config {argList} {
 oo::class create ::nats::connection {
     variable config sock timers counters subscriptions requests serverPool outBuffer \
              requestsInboxPrefix pong ChildrenRef PingResult Py \
-             PendingBuf PendingCount FastSubj FastMax
+             PendingBuf PendingCount FastSubj FastMax AwaitSkip
     variable status last_error serverInfo
 
     constructor {{conn_name ""} args} {
@@ -185,6 +193,7 @@ oo::class create ::nats::connection {
         set PendingBuf ""
         set PendingCount 0
         set FastMax -1
+        set AwaitSkip {0 0}
         array set FastSubj {}
         nats::_parse_args $args {
             logger valid_str ""
@@ -461,6 +470,7 @@ oo::class create ::nats::connection {
         }
         # wait until the engine writes the outcome into requests($rid)
         set var [self namespace]::requests($rid)
+        my AwaitSocket $var
         while {[set $var] eq "pending"} {
             nats::_coroVwait $var
         }
@@ -473,9 +483,33 @@ oo::class create ::nats::connection {
 
     # wait for a request run by the Python side and return its result; the
     # result may be "continue with request N" (a follow-up request)
+    # A synchronous call's reply usually comes within a few ms: wait for it on
+    # the socket itself first (::tclnats::_await, at most ::tclnats::await_us),
+    # then in the event loop
+    # (::tclnats::sockets: the NATS sockets of this interpreter and their
+    # readable handlers).  When the reply did not come in time (a responder
+    # served by a timer or another thread), the next calls wait in the event
+    # loop only: 10, then 20, 40 ... up to 1000 calls while misses follow one
+    # another; a reply caught in time starts over.
+    method AwaitSocket {var} {
+        if {[lindex $AwaitSkip 0] > 0} {
+            lset AwaitSkip 0 [expr {[lindex $AwaitSkip 0] - 1}]
+            return
+        }
+        if {$::tclnats::await_us > 0 && $sock ne "" && [info coroutine] eq ""} {
+            if {[::tclnats::_await $var $::tclnats::await_us {*}[array get ::tclnats::sockets]]} {
+                set AwaitSkip {0 0}
+            } else {
+                set misses [lindex $AwaitSkip 1]
+                set AwaitSkip [list [expr {min(1000, 10 << $misses)}] [expr {min($misses + 1, 7)}]]
+            }
+        }
+    }
+
     method WaitRequest {rid} {
         while {1} {
             set var [self namespace]::requests($rid)
+            my AwaitSocket $var
             while {[info exists $var] && [set $var] eq "pending"} {
                 nats::_coroVwait $var
             }

@@ -605,6 +605,7 @@ class TclConnection:
             self.engine.socket_failed(str(err))
         else:
             tk.call("chan", "event", sock, "readable", ("::nats::_on_readable", self.cmd + "_rd"))
+            tk.call("set", f"::tclnats::sockets({sock})", ("::nats::_on_readable", self.cmd + "_rd"))
             self.engine.socket_connected()
         self.run()
 
@@ -708,6 +709,7 @@ class TclConnection:
         self.sock = ""
         data = self.engine.data_to_send()
         try:
+            tk.call("unset", "-nocomplain", f"::tclnats::sockets({sock})")
             tk.call("chan", "event", sock, "readable", "")
             tk.call("chan", "event", sock, "writable", "")
             if data:

@@ -23,6 +23,9 @@
 #include <Python.h>
 #include <tcl.h>
 #include <string.h>
+#include <errno.h>
+#include <poll.h>
+#include <time.h>
 
 #define TCLNATS_ASSOC "tclnats_py::interp"
 
@@ -257,6 +260,112 @@ to_obj(PyObject *v)
         Py_DECREF(s);
         return o;
     }
+}
+
+/* ------------------------------------------------------------ waiting for a reply */
+
+/*
+ * ::tclnats::_await varName budgetMicroseconds ?channel handler ...?
+ *
+ * A synchronous call is about to vwait on varName until its value is no
+ * longer "pending".  Its reply comes on one of this interpreter's NATS
+ * sockets (the responder may be another connection of the same
+ * interpreter): first wait for it here, for at most the budget, with
+ * poll(2) on those sockets (and Tcl's input buffers), running a socket's
+ * readable handler (a command prefix) whenever it has data.  Returns 1 when
+ * the variable is settled, 0 when the budget ran out or no channel is left
+ * (the caller then vwaits as usual, and every other event source is
+ * served).  With Tcl's threaded notifier each event-loop turn hands over to
+ * the notifier thread and back; a reply that arrives within the budget costs
+ * no turn.  An error in a handler is reported as a background error.
+ */
+#define AWAIT_MAX 64
+
+static int
+settled(Tcl_Interp *interp, Tcl_Obj *var)
+{
+    Tcl_Obj *v = Tcl_ObjGetVar2(interp, var, NULL, TCL_GLOBAL_ONLY);
+    return v == NULL || strcmp(Tcl_GetString(v), "pending") != 0;
+}
+
+static long long
+now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int
+AwaitCmd(ClientData unused, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
+{
+    Tcl_WideInt budget;
+    long long deadline;
+    int done = 0, npairs, i;
+
+    if (objc < 3 || (objc - 3) % 2 != 0) {
+        Tcl_WrongNumArgs(interp, 1, objv, "varName budgetMicroseconds ?channel handler ...?");
+        return TCL_ERROR;
+    }
+    if (Tcl_GetWideIntFromObj(interp, objv[2], &budget) != TCL_OK)
+        return TCL_ERROR;
+    npairs = (objc - 3) / 2;
+    if (npairs > AWAIT_MAX)
+        npairs = AWAIT_MAX;
+    deadline = now_us() + budget;
+    for (i = 3; i < objc; i++)
+        Tcl_IncrRefCount(objv[i]);
+    while (!(done = settled(interp, objv[1]))) {
+        struct pollfd pfd[AWAIT_MAX];
+        int which[AWAIT_MAX];
+        int n = 0, ready = -1, r;
+        long long left = deadline - now_us();
+        if (left <= 0)
+            break;
+        for (i = 0; i < npairs; i++) {
+            ClientData handle;
+            Tcl_Channel chan = Tcl_GetChannel(interp, Tcl_GetString(objv[3 + 2 * i]), NULL);
+            if (chan == NULL || Tcl_GetChannelHandle(chan, TCL_READABLE, &handle) != TCL_OK)
+                continue;
+            if (Tcl_InputBuffered(chan) > 0) {
+                ready = i;
+                break;
+            }
+            pfd[n].fd = (int)(intptr_t)handle;
+            pfd[n].events = POLLIN;
+            pfd[n].revents = 0;
+            which[n++] = i;
+        }
+        Tcl_ResetResult(interp);
+        if (ready < 0) {
+            struct timespec ts;
+            if (n == 0)
+                break;
+            ts.tv_sec = left / 1000000;
+            ts.tv_nsec = (left % 1000000) * 1000;
+            r = ppoll(pfd, n, &ts, NULL);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                break;
+            for (i = 0; i < n; i++) {
+                if (pfd[i].revents) {
+                    ready = which[i];
+                    break;
+                }
+            }
+            if (ready < 0)
+                break;
+        }
+        if (Tcl_EvalObjEx(interp, objv[4 + 2 * ready], TCL_EVAL_GLOBAL) != TCL_OK) {
+            Tcl_BackgroundException(interp, TCL_ERROR);
+            break;
+        }
+    }
+    for (i = 3; i < objc; i++)
+        Tcl_DecrRefCount(objv[i]);
+    Tcl_SetObjResult(interp, Tcl_NewBooleanObj(done));
+    return TCL_OK;
 }
 
 /* ------------------------------------------------------------ the Interp type */
@@ -645,6 +754,7 @@ interp_object(Tcl_Interp *interp)
     Py_INCREF(self);   /* held by the interpreter until it is deleted */
     Tcl_SetAssocData(interp, TCLNATS_ASSOC, NULL, self);
     Tcl_CallWhenDeleted(interp, interp_deleted, self);
+    Tcl_CreateObjCommand(interp, "::tclnats::_await", AwaitCmd, NULL, NULL);
     return self;
 }
 
