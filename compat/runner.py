@@ -268,7 +268,7 @@ def provider(cmd: str, env: dict) -> str:
     """Which package ``package require nats`` loads with this command and
     environment: 'tclnats_py FILE' or 'other SCRIPT'."""
     p = subprocess.run([cmd], input=PROVIDER_PROBE, capture_output=True, text=True, env=env, timeout=60)
-    out = p.stdout.strip()
+    out = " ".join(p.stdout.split())   # one line (an ifneeded script may span several)
     if p.returncode != 0 or not out.startswith(("tclnats_py ", "other ")):
         raise RuntimeError((p.stderr or p.stdout).strip()[:500] or f"exit code {p.returncode}")
     return out

@@ -256,6 +256,7 @@ class TclConnection:
         self.noted_mux = None        # the request inbox subscription Tcl was told of
         self.fast_max = -1
         self.fast_subjects: set = set()
+        self.ended_objs: list = []   # Tcl objects to destroy once the effects are done
         self.dead = False
         self.tk.createcommand(self.cmd, self.dispatch)
         self.tk.createcommand(self.cmd + "_ev", self.event)
@@ -408,6 +409,11 @@ class TclConnection:
         # handshake traffic goes out at once; user traffic waits for the flusher
         if self.sock and eng.status != CONNECTED and eng.want_write:
             self._write(eng.data_to_send())
+        if self.ended_objs:
+            # Tcl objects of operations that ended (a fetch ID)
+            ended, self.ended_objs = self.ended_objs, []
+            for obj in ended:
+                tk.call("catch", (obj, "destroy"))
 
     def _msg_value(self, msg: Msg, dictmsg: bool, sid):
         data = msg.data

@@ -1119,7 +1119,10 @@ class PullRequest:
             self.owner.pop(self.rid, None)
         if self.tcl_obj:
             obj, self.tcl_obj = self.tcl_obj, None
-            self.conn.tk.call("after", 0, ("catch", (obj, "destroy")))
+            # destroyed when the engine's effects of this event are done,
+            # before the callbacks they deliver run (nats-tcl's fetch ID is
+            # gone once the last callback of the fetch is called)
+            self.conn.ended_objs.append(obj)
 
     def on_msg(self, req, msg, out) -> bool:
         """One message of the pull; returns True when the pull is over."""
