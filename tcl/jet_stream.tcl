@@ -40,7 +40,11 @@ oo::class create ::nats::jet_stream {
     method timeout {} { return $Timeout }
 
     method publish {subject message args} {
-        my publish_msg [nats::msg create $subject -data $message] {*}$args
+        set rid [::tclnats::r [$Js publish $subject $message {*}$args]]
+        if {[::nats::_has_option $args -callback]} {
+            return $rid
+        }
+        ${ConnNs}::my WaitRequest $rid
     }
     method publish_msg {msg args} {
         set rid [::tclnats::r [$Js publish_msg $msg {*}$args]]

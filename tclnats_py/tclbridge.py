@@ -216,7 +216,6 @@ class _Op:
             if fn is None:
                 raise
             value = fn(e)
-        from .tcljs import Chain
         for fn in self.after:
             if isinstance(value, Chain):
                 break

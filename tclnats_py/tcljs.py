@@ -750,7 +750,21 @@ class JetStream:
             return post(resp) if post else tcl_value(resp)
         return self.conn.start_request(subject, data, timeout, finish, headers=headers)
 
+    def c_publish(self, subject, data, *args):
+        """``$js publish subject message ?options?`` without making a
+        nats::msg first (the common form of a JetStream publish)."""
+        return self._publish(subject, self.conn.payload_bytes(data), None, args)
+
     def c_publish_msg(self, msg, *args):
+        d = self.conn.dict_from_tcl(msg)
+        if "subject" not in d:
+            raise make_error("ErrInvalidArg", "Invalid message: a nats::msg with a subject expected")
+        headers = self.conn.headers_from_tcl(d.get("header", ""))
+        return self._publish(d.get("subject", ""), self.conn.payload_bytes(d.get("data", "")), headers, args)
+
+    def _publish(self, subject, data, headers, args):
+        if not args:
+            return self.publish_request(subject, data, headers, self.timeout, None)
         given = self.js.spec.pairs(args)
         opts = self.js.spec.build([("timeout", "pos_int", None), ("callback", "valid_str", None),
                                    ("stream", "valid_str", None)], given, strict=True)
@@ -760,14 +774,10 @@ class JetStream:
             raise make_error("ErrInvalidArg", f"Invalid value for the timeout option timeout : {given['timeout']}")
         if "stream" in opts:
             self.check_name("stream", opts["stream"])
-        d = self.conn.dict_from_tcl(msg)
-        if "subject" not in d:
-            raise make_error("ErrInvalidArg", "Invalid message: a nats::msg with a subject expected")
-        headers = self.conn.headers_from_tcl(d.get("header", "")) or {}
+        headers = dict(headers or {})
         if "stream" in opts:
             headers["Nats-Expected-Stream"] = [opts["stream"]]
-        data = self.conn.payload_bytes(d.get("data", ""))
-        return self.publish_request(d.get("subject", ""), data, headers or None,
+        return self.publish_request(subject, data, headers or None,
                                     opts.get("timeout", self.timeout), opts.get("callback"))
 
     # -------------------------------------------------------- acks
