@@ -662,6 +662,7 @@ class TclConnection:
 
     def e_flush(self):
         self.flush_id = ""
+        self.bridge.dirty.discard(self)
         tk = self.tk
         if self.tcl_pending:
             self.drain_tcl_pubs()
@@ -680,6 +681,10 @@ class TclConnection:
             self.tk.call("after", "cancel", self.flush_id)
             self.flush_id = ""
             self.tk.call("set", f"{self.ns}::timers(flush)", "")
+        self.bridge.dirty.discard(self)
+        # the posted flush would have taken the publishes framed in Tcl too
+        if self.tcl_pending:
+            self.drain_tcl_pubs()
         data = self.engine.data_to_send()
         if data:
             self._write(data)
