@@ -433,15 +433,18 @@ Interp_call(InterpObject *self, PyObject *args)
         }
         Tcl_IncrRefCount(objv[i]);
     }
-    Tcl_Preserve(interp);
+    /* no Tcl_Preserve: an interpreter cannot delete itself while it
+     * evaluates, and its deletion by another one is reported through
+     * interp_deleted before Tcl frees it */
     Py_BEGIN_ALLOW_THREADS
     code = Tcl_EvalObjv(interp, (int)n, objv, TCL_EVAL_DIRECT | TCL_EVAL_GLOBAL);
     Py_END_ALLOW_THREADS
-    if (code == TCL_ERROR)
+    if (self->deleted)
+        PyErr_SetString(TclError, "the Tcl interpreter was deleted during the call");
+    else if (code == TCL_ERROR)
         tcl_error(interp);
     else
         res = from_obj(interp, Tcl_GetObjResult(interp));
-    Tcl_Release(interp);
     for (i = 0; i < n; i++)
         Tcl_DecrRefCount(objv[i]);
 done:
