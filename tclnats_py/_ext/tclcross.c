@@ -193,6 +193,19 @@ str_to_obj(PyObject *s)
     }
 }
 
+/* Any other value: its str(), as tkinter does */
+static Tcl_Obj *
+via_str(PyObject *v)
+{
+    PyObject *s = PyObject_Str(v);
+    Tcl_Obj *o;
+    if (s == NULL)
+        return NULL;
+    o = str_to_obj(s);
+    Py_DECREF(s);
+    return o;
+}
+
 /* A Python value as a Tcl value, as tkinter converts call arguments. */
 static Tcl_Obj *
 to_obj(PyObject *v)
@@ -211,15 +224,7 @@ to_obj(PyObject *v)
             return NULL;
         if (!overflow)
             return Tcl_NewWideIntObj((Tcl_WideInt)x);
-        {
-            PyObject *s = PyObject_Str(v);
-            Tcl_Obj *o;
-            if (s == NULL)
-                return NULL;
-            o = str_to_obj(s);
-            Py_DECREF(s);
-            return o;
-        }
+        return via_str(v);   /* beyond 64 bits: Tcl reads it as a bignum */
     }
     if (PyFloat_Check(v))
         return Tcl_NewDoubleObj(PyFloat_AS_DOUBLE(v));
@@ -251,15 +256,7 @@ to_obj(PyObject *v)
         Py_DECREF(b);
         return o;
     }
-    {
-        PyObject *s = PyObject_Str(v);
-        Tcl_Obj *o;
-        if (s == NULL)
-            return NULL;
-        o = str_to_obj(s);
-        Py_DECREF(s);
-        return o;
-    }
+    return via_str(v);
 }
 
 /* ------------------------------------------------------------ waiting for a reply */
