@@ -67,58 +67,60 @@ set stream_config [dict create \
     num_replicas 1 duplicate_window 120000 discard new max_consumers 100 max_msgs 10000 \
     max_msgs_per_subject 1000 retention workqueue allow_direct true max_bytes 10000000 \
     max_age 3600000 allow_rollup_hdrs true deny_delete false metadata {owner parity}]
-call add_stream {$js add_stream MY_STREAM {*}$stream_config}
-call add_stream_2 {$js add_stream MY_STREAM_2 -subjects [list foo.*] -deny_purge true -compression s2}
-call add_stream_same_name {$js add_stream MY_STREAM -subjects [list foo.*] -deny_purge true}
+call add_stream {$js add_stream PARITY_ONE {*}$stream_config}
+call add_stream_2 {$js add_stream PARITY_TWO -subjects [list foo.*] -deny_purge true -compression s2}
+call add_stream_same_name {$js add_stream PARITY_ONE -subjects [list foo.*] -deny_purge true}
 call add_stream_overlap {$js add_stream BAD -subjects [list test.1 bla.*]}
-call stream_info {$js stream_info MY_STREAM}
-set new_config [dict get [$js stream_info MY_STREAM] config]
-dict set new_config duplicate_window 60000
-dict set new_config max_msgs_per_subject 500
-call update_stream_from_info {$js update_stream MY_STREAM {*}$new_config}
-set bad_config [dict get [$js stream_info MY_STREAM] config]
-dict set bad_config storage file
-call update_stream_non_editable {$js update_stream MY_STREAM {*}$bad_config}
-call update_stream_2 {$js update_stream MY_STREAM_2 -subjects [list foo.*] -deny_purge true -compression s2 \
+call stream_info {$js stream_info PARITY_ONE}
+# a config read back from the server, changed and given back whole
+set cfg_back [dict get [$js stream_info PARITY_ONE] config]
+dict set cfg_back max_msgs_per_subject 250
+dict set cfg_back duplicate_window 45000
+call update_stream_from_info {$js update_stream PARITY_ONE {*}$cfg_back}
+# the storage type cannot change: the server's error must reach Tcl alike
+set cfg_storage [dict get [$js stream_info PARITY_ONE] config]
+dict set cfg_storage storage file
+call update_stream_non_editable {$js update_stream PARITY_ONE {*}$cfg_storage}
+call update_stream_2 {$js update_stream PARITY_TWO -subjects [list foo.*] -deny_purge true -compression s2 \
     -metadata {NATS-version 2.10 artist Eivor} \
     -subject_transform [nats::make_subject_transform -src foo.* -dest "bar.{{wildcard(1)}}"]}
-call stream_info_2 {$js stream_info MY_STREAM_2}
+call stream_info_2 {$js stream_info PARITY_TWO}
 call stream_info_missing {$js stream_info NOSUCH}
 call publish_1 {$js publish test.1 "test msg 1"}
-call publish_2 {$js publish test.2 "test msg 2" -stream MY_STREAM}
+call publish_2 {$js publish test.2 "test msg 2" -stream PARITY_ONE}
 call publish_3 {$js publish foo.1 "foo msg 1"}
 set h [nats::msg create test.3 -data "with header"]
 nats::header set h h1 v1 h2 v2
 call publish_msg {$js publish_msg $h}
-call stream_info_after_publish {$js stream_info MY_STREAM}
+call stream_info_after_publish {$js stream_info PARITY_ONE}
 call stream_names {lsort [$js stream_names]}
 call stream_names_subject {$js stream_names -subject bar.1}
 call stream_names_none {$js stream_names -subject bla}
 
-call add_consumer {$js add_consumer MY_STREAM -name PULL_CONSUMER -ack_wait 10000 -max_deliver 5 \
+call add_consumer {$js add_consumer PARITY_ONE -name PULL_CONSUMER -ack_wait 10000 -max_deliver 5 \
     -filter_subject test.1 -max_ack_pending 20 -description "pull consumer"}
-call add_pull_consumer {$js add_pull_consumer MY_STREAM PULL_CONSUMER_2 -filter_subject test.2 \
+call add_pull_consumer {$js add_pull_consumer PARITY_ONE PULL_CONSUMER_2 -filter_subject test.2 \
     -inactive_threshold 60000 -max_waiting 8}
-call add_push_consumer {$js add_push_consumer MY_STREAM PUSH_CONSUMER PUSH_CONSUMER_SUBJECT \
+call add_push_consumer {$js add_push_consumer PARITY_ONE PUSH_CONSUMER PUSH_CONSUMER_SUBJECT \
     -filter_subject test.3 -idle_heartbeat 5000 -flow_control true}
-call add_consumer_bad {$js add_consumer MY_STREAM -name BAD_CONSUMER -filter_subject nothing.here}
-call update_consumer {$js update_consumer MY_STREAM -name PULL_CONSUMER -ack_wait 10000 -max_deliver 5 \
+call add_consumer_bad {$js add_consumer PARITY_ONE -name BAD_CONSUMER -filter_subject nothing.here}
+call update_consumer {$js update_consumer PARITY_ONE -name PULL_CONSUMER -ack_wait 10000 -max_deliver 5 \
     -filter_subject test.1 -max_ack_pending 30 -description "pull consumer v2"}
-call consumer_info {$js consumer_info MY_STREAM PULL_CONSUMER}
-call consumer_info_missing {$js consumer_info MY_STREAM NOSUCH}
-call consumer_names {lsort [$js consumer_names MY_STREAM]}
-call fetch {lmap m [$js fetch MY_STREAM PULL_CONSUMER -batch_size 1 -timeout 1000] {nats::msg data $m}}
-call consumer_info_after_fetch {$js consumer_info MY_STREAM PULL_CONSUMER}
-call delete_consumer {$js delete_consumer MY_STREAM PUSH_CONSUMER}
-call delete_consumer_missing {$js delete_consumer MY_STREAM BLA}
-call consumer_names_after_delete {lsort [$js consumer_names MY_STREAM]}
+call consumer_info {$js consumer_info PARITY_ONE PULL_CONSUMER}
+call consumer_info_missing {$js consumer_info PARITY_ONE NOSUCH}
+call consumer_names {lsort [$js consumer_names PARITY_ONE]}
+call fetch {lmap m [$js fetch PARITY_ONE PULL_CONSUMER -batch_size 1 -timeout 1000] {nats::msg data $m}}
+call consumer_info_after_fetch {$js consumer_info PARITY_ONE PULL_CONSUMER}
+call delete_consumer {$js delete_consumer PARITY_ONE PUSH_CONSUMER}
+call delete_consumer_missing {$js delete_consumer PARITY_ONE BLA}
+call consumer_names_after_delete {lsort [$js consumer_names PARITY_ONE]}
 
-call stream_msg_get {$js stream_msg_get MY_STREAM -last_by_subj test.3}
-call stream_msg_get_seq {$js stream_msg_get MY_STREAM -seq 2}
-call stream_msg_get_missing {$js stream_msg_get MY_STREAM -last_by_subj test.9}
-call stream_direct_get {$js stream_direct_get MY_STREAM -last_by_subj test.3}
-call stream_direct_get_seq {$js stream_direct_get MY_STREAM -seq 2}
-call stream_msg_delete {$js stream_msg_delete MY_STREAM -seq 2}
+call stream_msg_get {$js stream_msg_get PARITY_ONE -last_by_subj test.3}
+call stream_msg_get_seq {$js stream_msg_get PARITY_ONE -seq 2}
+call stream_msg_get_missing {$js stream_msg_get PARITY_ONE -last_by_subj test.9}
+call stream_direct_get {$js stream_direct_get PARITY_ONE -last_by_subj test.3}
+call stream_direct_get_seq {$js stream_direct_get PARITY_ONE -seq 2}
+call stream_msg_delete {$js stream_msg_delete PARITY_ONE -seq 2}
 
 $js add_stream SRC -subjects [list src.*] -storage memory
 $js publish src.1 a
@@ -133,9 +135,9 @@ call stream_info_aggregate {$js stream_info AGG}
 call add_stream_from_json {$js add_stream_from_json {{"name":"FROM_JSON","subjects":["fj.*"],"storage":"memory","max_age":60000000000}}}
 call add_consumer_from_json {$js add_consumer_from_json FROM_JSON FJC {{"durable_name":"FJC","ack_policy":"explicit","ack_wait":5000000000}}}
 
-call purge_filter {$js purge_stream MY_STREAM -filter test.1}
-call purge_all {$js purge_stream MY_STREAM}
-call purge_denied {$js purge_stream MY_STREAM_2}
+call purge_filter {$js purge_stream PARITY_ONE -filter test.1}
+call purge_all {$js purge_stream PARITY_ONE}
+call purge_denied {$js purge_stream PARITY_TWO}
 
 set kv [$js create_kv_bucket BUCKET -history 5 -ttl 3600000 -description "parity bucket" -max_value_size 1024]
 call kv_put {$kv put key1 value1}
@@ -156,8 +158,8 @@ call kv_stream_info {$js stream_info KV_BUCKET}
 call empty_kv_bucket {$js empty_kv_bucket BUCKET}
 call bind_missing {$js bind_kv_bucket NOSUCH}
 
-call delete_stream {$js delete_stream MY_STREAM_2}
-call delete_stream_missing {$js delete_stream MY_STREAM_2}
+call delete_stream {$js delete_stream PARITY_TWO}
+call delete_stream_missing {$js delete_stream PARITY_TWO}
 call delete_kv_bucket {$js delete_kv_bucket BUCKET}
 call account_info {$js account_info}
 
