@@ -101,6 +101,8 @@ str_from_obj(Tcl_Obj *obj)
     }
 }
 
+static PyObject *tuple_of(Tcl_Interp *interp, Tcl_Obj **items, int n, int as_str);
+
 /* A Tcl value as tkinter (wantobjects) gives it: bytes, bool, int, float,
  * tuple, else str. */
 static PyObject *
@@ -140,25 +142,33 @@ from_obj(Tcl_Interp *interp, Tcl_Obj *obj)
             return PyFloat_FromDouble(d);
     }
     if (t == t_list) {
-        int n, i;
+        int n;
         Tcl_Obj **items;
-        PyObject *tup;
         if (Tcl_ListObjGetElements(NULL, obj, &n, &items) != TCL_OK)
             return str_from_obj(obj);
-        tup = PyTuple_New(n);
-        if (tup == NULL)
-            return NULL;
-        for (i = 0; i < n; i++) {
-            PyObject *v = from_obj(interp, items[i]);
-            if (v == NULL) {
-                Py_DECREF(tup);
-                return NULL;
-            }
-            PyTuple_SET_ITEM(tup, i, v);
-        }
-        return tup;
+        return tuple_of(interp, items, n, 0);
     }
     return str_from_obj(obj);
+}
+
+/* Tcl list elements as a tuple: each converted by from_obj, or (as_str)
+ * always as str */
+static PyObject *
+tuple_of(Tcl_Interp *interp, Tcl_Obj **items, int n, int as_str)
+{
+    int i;
+    PyObject *tup = PyTuple_New(n);
+    if (tup == NULL)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        PyObject *v = as_str ? str_from_obj(items[i]) : from_obj(interp, items[i]);
+        if (v == NULL) {
+            Py_DECREF(tup);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tup, i, v);
+    }
+    return tup;
 }
 
 static Tcl_Obj *
@@ -247,13 +257,14 @@ to_obj(PyObject *v)
     if (PyByteArray_Check(v))
         return Tcl_NewByteArrayObj((const unsigned char *)PyByteArray_AS_STRING(v),
                                    (int)PyByteArray_GET_SIZE(v));
-    if (PyMemoryView_Check(v)) {
-        PyObject *b = PyBytes_FromObject(v);
+    if (PyObject_CheckBuffer(v)) {
+        /* a memoryview or another buffer: its bytes, read in place */
+        Py_buffer view;
         Tcl_Obj *o;
-        if (b == NULL)
+        if (PyObject_GetBuffer(v, &view, PyBUF_SIMPLE) != 0)
             return NULL;
-        o = to_obj(b);
-        Py_DECREF(b);
+        o = Tcl_NewByteArrayObj((const unsigned char *)view.buf, (int)view.len);
+        PyBuffer_Release(&view);
         return o;
     }
     return via_str(v);
@@ -615,7 +626,7 @@ static PyObject *
 Interp_splitlist(InterpObject *self, PyObject *arg)
 {
     Tcl_Obj *o;
-    int n, i;
+    int n;
     Tcl_Obj **items;
     PyObject *tup = NULL;
 
@@ -635,17 +646,7 @@ Interp_splitlist(InterpObject *self, PyObject *arg)
         tcl_error(self->interp);
         goto out;
     }
-    tup = PyTuple_New(n);
-    if (tup == NULL)
-        goto out;
-    for (i = 0; i < n; i++) {
-        PyObject *v = str_from_obj(items[i]);
-        if (v == NULL) {
-            Py_CLEAR(tup);
-            goto out;
-        }
-        PyTuple_SET_ITEM(tup, i, v);
-    }
+    tup = tuple_of(self->interp, items, n, 1);
 out:
     Tcl_DecrRefCount(o);
     return tup;
