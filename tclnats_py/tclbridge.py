@@ -47,8 +47,19 @@ READ_CHUNK = 256 * 1024
 
 
 def tcl_library_dir() -> str:
-    """Folder holding pkgIndex.tcl of ``package require nats``."""
-    from . import tcl as _tcl_pkg
+    """Folder holding pkgIndex.tcl of ``package require nats``.
+
+    Installed, it is the subpackage ``tclnats_py.tcl``; in a source checkout
+    imported from the repository's top (no install mapping), it is ``tcl/``
+    next to the package folder.
+    """
+    try:
+        from . import tcl as _tcl_pkg
+    except ImportError:
+        here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tcl")
+        if os.path.exists(os.path.join(here, "pkgIndex.tcl")):
+            return here
+        raise
     return os.path.dirname(os.path.abspath(_tcl_pkg.__file__))
 
 
