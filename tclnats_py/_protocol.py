@@ -49,86 +49,101 @@ class Parser:
     * ``("-ERR", text)`` (quotes stripped)
     """
 
-    __slots__ = ("_buf",)
+    __slots__ = ("_buf", "_need")
 
     def __init__(self) -> None:
-        self._buf = bytearray()
+        self._buf = bytearray()  # the unparsed tail of what was fed
+        self._need = 0  # the tail's length once the payload it waits for is complete
 
     def reset(self) -> None:
         self._buf.clear()
+        self._need = 0
 
     @property
     def buffered(self) -> int:
         return len(self._buf)
 
     def feed(self, data) -> list:
-        buf = self._buf
-        if data:
-            buf += data
+        # Parsing runs over one bytes object (its slices are the fields, one
+        # copy each); the tail is kept in a bytearray, and a payload arriving
+        # in many reads is only appended to until it is complete.
+        tail = self._buf
+        if tail:
+            if data:
+                tail += data
+            if len(tail) < self._need:
+                return []
+            buf = bytes(tail)
+        elif not data:
+            return []
+        else:
+            buf = data if type(data) is bytes else bytes(data)
+        self._need = 0
         ops: list = []
         append = ops.append
+        find = buf.find
         pos = 0
         n = len(buf)
         try:
             while pos < n:
-                eol = buf.find(b"\r\n", pos)
+                eol = find(b"\r\n", pos)
                 if eol < 0:
                     if n - pos > MAX_CONTROL_LINE:
                         raise make_error("ErrServer", "Maximum control line exceeded")
                     break
                 c = buf[pos]
                 if c == 77 or c == 109 or c == 72 or c == 104:  # M m H h: MSG / HMSG
-                    line = bytes(buf[pos:eol])
-                    args = line.split()
-                    op = args[0].upper()
+                    args = buf[pos:eol].split()
+                    na = len(args)
+                    op = args[0]
+                    if op != b"MSG" and op != b"HMSG":
+                        op = op.upper()
                     if op == b"MSG":
-                        na = len(args)
-                        if na == 4:
+                        if na == 5:
+                            subject, sid, reply, size = args[1], args[2], args[3], args[4]
+                        elif na == 4:
                             subject, sid, size = args[1], args[2], args[3]
                             reply = None
-                        elif na == 5:
-                            subject, sid, reply, size = args[1], args[2], args[3], args[4]
                         else:
-                            raise _proto_error(f"Invalid protocol {line[:200]!r}")
+                            raise _proto_error(f"Invalid protocol {buf[pos:eol][:200]!r}")
                         hsize = 0
                     elif op == b"HMSG":
-                        na = len(args)
                         if na == 5:
                             subject, sid, hsize, size = args[1], args[2], args[3], args[4]
                             reply = None
                         elif na == 6:
                             subject, sid, reply, hsize, size = args[1:6]
                         else:
-                            raise _proto_error(f"Invalid protocol {line[:200]!r}")
+                            raise _proto_error(f"Invalid protocol {buf[pos:eol][:200]!r}")
                         if not hsize.isdigit():  # int() would take "+1", "1_0", " 1"
-                            raise _proto_error(f"Invalid header size in {line[:200]!r}")
+                            raise _proto_error(f"Invalid header size in {buf[pos:eol][:200]!r}")
                         hsize = int(hsize)
                     else:
-                        raise _proto_error(f"Invalid protocol {line[:200]!r}")
+                        raise _proto_error(f"Invalid protocol {buf[pos:eol][:200]!r}")
                     if not (size.isdigit() and sid.isdigit()):  # ASCII digits only
-                        raise _proto_error(f"Invalid size or sid in {line[:200]!r}")
+                        raise _proto_error(f"Invalid size or sid in {buf[pos:eol][:200]!r}")
                     size = int(size)
-                    sid = int(sid)
                     if hsize > size:
-                        raise _proto_error(f"Invalid sizes in {line[:200]!r}")
+                        raise _proto_error(f"Invalid sizes in {buf[pos:eol][:200]!r}")
                     start = eol + 2
                     end = start + size
                     if end + 2 > n:
-                        break  # wait for the rest of the payload
+                        self._need = end + 2 - pos  # wait for the rest of the payload
+                        break
                     if buf[end] != 13 or buf[end + 1] != 10:
                         raise _proto_error("Message payload not terminated by CRLF")
                     if hsize:
-                        hdr = bytes(buf[start:start + hsize])
-                        payload = bytes(buf[start + hsize:end])
+                        hdr = buf[start:start + hsize]
+                        payload = buf[start + hsize:end]
                     else:
                         hdr = None
-                        payload = bytes(buf[start:end])
-                    append((MSG, subject.decode("utf-8", TCL_UTF8), sid,
+                        payload = buf[start:end]
+                    append((MSG, subject.decode("utf-8", TCL_UTF8), int(sid),
                             reply.decode("utf-8", TCL_UTF8) if reply is not None else None,
                             hdr, payload))
                     pos = end + 2
                     continue
-                line = bytes(buf[pos:eol])
+                line = buf[pos:eol]
                 pos = eol + 2
                 upper = line[:4].upper()
                 if upper == b"PING" and len(line) == 4:
@@ -156,8 +171,11 @@ class Parser:
             e.details["ops"] = ops
             raise
         finally:
-            if pos:
-                del buf[:pos]
+            if tail:
+                if pos:
+                    del tail[:pos]
+            elif pos < n:
+                tail += memoryview(buf)[pos:]
         return ops
 
 
