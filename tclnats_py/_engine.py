@@ -13,27 +13,28 @@ A driver talks to it in three directions:
   ``connection_lost``, ``tls_done``, ``tls_failed``, ``timer_fired``;
 * it takes the bytes to write with :meth:`data_to_send` (``want_write`` says
   whether there are any);
-* it drains :meth:`take` and carries out each *effect*, in order:
+* it drains :meth:`take` and carries out each *effect*, in order.  The
+  effects are the small types of :mod:`tclnats_py._effects`:
 
-  ``("open", server)``            open a TCP connection to server.host/port
-  ``("tls", server)``             upgrade the socket to TLS (then tls_done/failed)
-  ``("close",)``                  write what data_to_send() returns, then close
-  ``("timer", key, ms)``          call timer_fired(key) after ms (re-arm if set)
-  ``("cancel", key)``             forget that timer
-  ``("status", status)``          the connection status changed
-  ``("error", err_or_None)``      last_error changed (an async error, or cleared)
-  ``("info", dict)``              INFO from the server (handshake or update)
-  ``("log", level, text)``        a log line (debug/info/warn/error)
-  ``("msg", sub, msg)``           deliver msg to a user subscription
-  ``("sub_gone", sid)``           a subscription ended (max_msgs reached)
-  ``("subs_cleared",)``           every subscription is gone (connection closed)
-  ``("req_msg", req, msg)``       one reply of a gathering (max_msgs) request
-  ``("req", req, outcome)``       a request finished: "msg" (req.msg), "timeout",
+  ``Open(server)``                open a TCP connection to server.host/port
+  ``StartTls(server)``            upgrade the socket to TLS (then tls_done/failed)
+  ``Close()``                     write what data_to_send() returns, then close
+  ``StartTimer(key, ms)``         call timer_fired(key) after ms (re-arm if set)
+  ``CancelTimer(key)``            forget that timer
+  ``StatusChanged(status)``       the connection status changed
+  ``ErrorChanged(err_or_None)``   last_error changed (an async error, or cleared)
+  ``InfoReceived(dict)``          INFO from the server (handshake or update)
+  ``Log(level, text)``            a log line (debug/info/warn/error)
+  ``Deliver(sub, msg)``           deliver msg to a user subscription
+  ``SubGone(sid)``                a subscription ended (max_msgs reached)
+  ``SubsCleared()``               every subscription is gone (connection closed)
+  ``RequestReply(req, msg)``      one reply of a gathering (max_msgs) request
+  ``RequestDone(req, outcome)``   a request finished: "msg" (req.msg), "timeout",
                                   "no_responders", "lost" or "closed"
-  ``("pong", ping, ok)``          a ping finished: True, or False on timeout,
+  ``PingDone(ping, ok)``          a ping finished: True, or False on timeout,
                                   None when the connection closed first
-  ``("flush",)``                  bytes are waiting: schedule a write
-  ``("pong_rx",)``                a PONG arrived (any PONG; for tracing)
+  ``Flush()``                     bytes are waiting: schedule a write
+  ``PongReceived()``              a PONG arrived (any PONG; for tracing)
 
 Effects are collected, not called back, so the engine never re-enters the
 driver; a driver may call the engine while handling an effect and simply
@@ -46,6 +47,9 @@ import itertools
 import re
 
 from . import _protocol as P
+from ._effects import (CLOSE, FLUSH, PONG_RECEIVED, SUBS_CLEARED, CancelTimer, Deliver,
+                       ErrorChanged, InfoReceived, Log, Open, PingDone, RequestDone, RequestReply,
+                       StartTimer, StartTls, StatusChanged, SubGone)
 from ._errors import NatsError, make_error
 from ._headers import encode_headers, parse_headers
 from ._nuid import Nuid
@@ -228,28 +232,28 @@ class Engine:
         return int(self._clock())
 
     def _log(self, level: str, text: str) -> None:
-        self._fx.append(("log", level, text))
+        self._fx.append(Log(level, text))
 
     def _set_status(self, status: str) -> None:
         if status != self.status:
             self.status = status
-            self._fx.append(("status", status))
+            self._fx.append(StatusChanged(status))
 
     def _async_error(self, code: str, text: str) -> None:
         err = make_error(code, text)
         self.last_error = err
-        self._fx.append(("log", "warn", text))
-        self._fx.append(("error", err))
+        self._fx.append(Log("warn", text))
+        self._fx.append(ErrorChanged(err))
 
     def _clear_error(self) -> None:
         if self.last_error is not None:
             self.last_error = None
-            self._fx.append(("error", None))
+            self._fx.append(ErrorChanged(None))
 
     def _signal_flush(self) -> None:
         if not self._flush_signalled:
             self._flush_signalled = True
-            self._fx.append(("flush",))
+            self._fx.append(FLUSH)
 
     def _queue(self, data: bytes) -> None:
         """Queue user traffic; it reaches the wire only while connected."""
@@ -257,6 +261,26 @@ class Engine:
         self._out_size += len(data)
         if self.status == CONNECTED:
             self._signal_flush()
+
+    @property
+    def has_effects(self) -> bool:
+        """Whether :meth:`take` has effects to hand over."""
+        return bool(self._fx)
+
+    @property
+    def request_inbox(self):
+        """The subscription that gathers replies of requests (None until the
+        first request), and its subject prefix: ``(sub, prefix)``."""
+        return self._mux, self._mux_prefix
+
+    def pending_commands(self) -> list:
+        """The protocol commands waiting to be written, oldest first (a copy)."""
+        return list(self._out)
+
+    def host_port(self) -> str:
+        """``host:port`` of the current server ("?" without one)."""
+        s = self.pool.current
+        return f"{s.host}:{s.port}" if s else "?"
 
     @property
     def want_write(self) -> bool:
@@ -288,9 +312,6 @@ class Engine:
         self.stats["out_bytes"] += len(data)
         return data
 
-    def _host_port(self) -> str:
-        s = self.pool.current
-        return f"{s.host}:{s.port}" if s else "?"
 
     # ------------------------------------------------------------------ config
     def configure_servers(self, urls) -> None:
@@ -331,7 +352,7 @@ class Engine:
         if wait > 0:
             self._phase = _WAIT_RETRY
             self._log("debug", f"Waiting for {wait} ms before connecting to the next server")
-            self._fx.append(("timer", "reconnect", wait))
+            self._fx.append(StartTimer("reconnect", wait))
             return
         self._attempt(server)
 
@@ -340,10 +361,10 @@ class Engine:
         self._parser.reset()
         self._hs_out = []
         self._tls_done = False
-        self._fx.append(("timer", "connect", self.options.connect_timeout))
+        self._fx.append(StartTimer("connect", self.options.connect_timeout))
         self._log("info", f"Connecting to the server at {server.host}:{server.port}")
         self._socket_open = True
-        self._fx.append(("open", server))
+        self._fx.append(Open(server))
 
     def socket_connected(self) -> None:
         if self._phase == _OPENING:
@@ -353,22 +374,22 @@ class Engine:
         """The TCP connection attempt failed (refused, DNS, ...)."""
         if self._phase != _OPENING:
             return
-        self._fail("ErrConnectionRefused", f"Failed to connect to {self._host_port()}: {reason}")
+        self._fail("ErrConnectionRefused", f"Failed to connect to {self.host_port()}: {reason}")
 
     def connection_lost(self, reason: str | None = None) -> None:
         """The socket broke or reached EOF."""
         if not self._socket_open:
             return
         if reason:
-            text = f"Connection to {self._host_port()} broken - {reason}"
+            text = f"Connection to {self.host_port()} broken - {reason}"
         else:
-            text = f"Server {self._host_port()} closed the connection"
+            text = f"Server {self.host_port()} closed the connection"
         self._fail("ErrBrokenSocket", text)
 
     def write_failed(self, reason: str) -> None:
         if not self._socket_open:
             return
-        self._fail("ErrBrokenSocket", f"Failed to send data to {self._host_port()}: {reason}")
+        self._fail("ErrBrokenSocket", f"Failed to send data to {self.host_port()}: {reason}")
 
     def tls_done(self) -> None:
         if self._phase == _TLS:
@@ -377,7 +398,7 @@ class Engine:
 
     def tls_failed(self, reason: str) -> None:
         if self._phase == _TLS:
-            self._fail("ErrTLS", f"TLS handshake with server {self._host_port()} failed: {reason}")
+            self._fail("ErrTLS", f"TLS handshake with server {self.host_port()} failed: {reason}")
 
     def _fail(self, code: str, text: str) -> None:
         """A fatal async error: drop the socket and move on to the next server."""
@@ -398,11 +419,11 @@ class Engine:
         if self._socket_open:
             self._socket_open = False
             self._hs_out = []
-            self._fx.append(("close",))
+            self._fx.append(CLOSE)
         self._phase = _IDLE
         self._parser.reset()
-        self._fx.append(("cancel", "ping"))
-        self._fx.append(("cancel", "connect"))
+        self._fx.append(CancelTimer("ping"))
+        self._fx.append(CancelTimer("connect"))
         self._pending_pings = 0
 
     def _fail_pings(self, result) -> None:
@@ -412,8 +433,8 @@ class Engine:
         for p in pings:
             if p is not None and not p.done:
                 p.done = True
-                self._fx.append(("cancel", p))
-                self._fx.append(("pong", p, result))
+                self._fx.append(CancelTimer(p))
+                self._fx.append(PingDone(p, result))
 
     def _closed(self, reason: str | None) -> None:
         """Final cleanup: no more servers, or the user disconnected."""
@@ -425,9 +446,9 @@ class Engine:
         self._out = []
         self._out_size = 0
         self._flush_signalled = False
-        self._fx.append(("cancel", "reconnect"))
-        self._fx.append(("cancel", "connect"))
-        self._fx.append(("cancel", "ping"))
+        self._fx.append(CancelTimer("reconnect"))
+        self._fx.append(CancelTimer("connect"))
+        self._fx.append(CancelTimer("ping"))
         self._phase = _IDLE
         self._fail_pings(None)
         outcome = "lost" if self.last_error is not None else "closed"
@@ -436,14 +457,14 @@ class Engine:
         for r in reqs:
             if not r.done:
                 r.done = True
-                self._fx.append(("cancel", r))
-                self._fx.append(("req", r, outcome))
+                self._fx.append(CancelTimer(r))
+                self._fx.append(RequestDone(r, outcome))
         for s in self.subs.values():
             s.closed = True
         self.subs.clear()
         self._mux = None
         self._mux_prefix = ""
-        self._fx.append(("subs_cleared",))
+        self._fx.append(SUBS_CLEARED)
         self._set_status(CLOSED)
 
     def disconnect(self) -> None:
@@ -452,14 +473,14 @@ class Engine:
             return
         self._clear_error()
         if self._socket_open:
-            self._log("info", f"Closing connection to {self._host_port()}")
+            self._log("info", f"Closing connection to {self.host_port()}")
             if self.status == CONNECTED and self._out:
                 # the driver writes these before closing (data_to_send)
                 self._hs_out.extend(self._out)
             self._out = []
             self._out_size = 0
             self._socket_open = False
-            self._fx.append(("close",))
+            self._fx.append(CLOSE)
         self._parser.reset()
         self._closed(None)
 
@@ -467,7 +488,7 @@ class Engine:
     def timer_fired(self, key) -> None:
         if key == "connect":
             if self._phase in (_OPENING, _WAIT_INFO, _TLS, _WAIT_PONG):
-                self._fail("ErrConnectionTimeout", f"Connection timeout for {self._host_port()}")
+                self._fail("ErrConnectionTimeout", f"Connection timeout for {self.host_port()}")
         elif key == "ping":
             self._keepalive()
         elif key == "reconnect":
@@ -478,12 +499,12 @@ class Engine:
         elif isinstance(key, Ping):
             if not key.done:
                 key.done = True
-                self._fx.append(("pong", key, False))
+                self._fx.append(PingDone(key, False))
 
     def _keepalive(self) -> None:
         if self.status != CONNECTED:
             return
-        self._fx.append(("timer", "ping", self.options.ping_interval))
+        self._fx.append(StartTimer("ping", self.options.ping_interval))
         if self._pending_pings >= self.options.max_outstanding_pings:
             self._pending_pings = 0
             self._fail("ErrStaleConnection",
@@ -541,13 +562,13 @@ class Engine:
                 info = {k: v for k, v in info.items() if k != key}
         if self.status == CONNECTED or self._phase == _WAIT_PONG:
             self.server_info.update(info)
-            self._fx.append(("info", dict(self.server_info)))
+            self._fx.append(InfoReceived(dict(self.server_info)))
             urls = info.get("connect_urls") or ()
             for url in urls:
                 if isinstance(url, str) and self.pool.add_discovered(url) is not None:
                     self._log("debug", f"Added {url} to the server pool")
             if info.get("ldm"):
-                self._log("warn", f"Server {self._host_port()} entered lame duck mode")
+                self._log("warn", f"Server {self.host_port()} entered lame duck mode")
             return
         if self._phase != _WAIT_INFO:
             return
@@ -558,16 +579,16 @@ class Engine:
             if m:
                 info["version"] = m.group(0)
         self.server_info = info
-        self._fx.append(("info", dict(info)))
+        self._fx.append(InfoReceived(dict(info)))
         server = self.pool.current
         want_tls = self.options.secure or server.scheme == "tls"
         if info.get("tls_required") or (want_tls and info.get("tls_available")):
             self._phase = _TLS
             self._log("debug", "Performing TLS handshake...")
-            self._fx.append(("tls", server))
+            self._fx.append(StartTls(server))
             return
         if want_tls:
-            self._fail("ErrSecureConnWanted", f"Server {self._host_port()} does not provide TLS")
+            self._fail("ErrSecureConnWanted", f"Server {self.host_port()} does not provide TLS")
             return
         self._send_connect()
 
@@ -615,11 +636,11 @@ class Engine:
             return None
         creds = self.pool.credentials(o.user, o.password, o.token)
         if creds is None:
-            raise make_error("ErrAuthorization", f"No credentials known for NATS server at {self._host_port()}")
+            raise make_error("ErrAuthorization", f"No credentials known for NATS server at {self.host_port()}")
         return creds
 
     def _on_pong(self) -> None:
-        self._fx.append(("pong_rx",))
+        self._fx.append(PONG_RECEIVED)
         if self._phase == _WAIT_PONG:
             self._connected()
             return
@@ -631,15 +652,15 @@ class Engine:
                 break
             if not p.done:
                 p.done = True
-                self._fx.append(("cancel", p))
-                self._fx.append(("pong", p, True))
+                self._fx.append(CancelTimer(p))
+                self._fx.append(PingDone(p, True))
                 break
 
     def _connected(self) -> None:
         self._phase = _READY
-        self._fx.append(("cancel", "connect"))
+        self._fx.append(CancelTimer("connect"))
         self.pool.current_done(True, self._now())
-        self._log("info", f"Connected to the server at {self._host_port()}")
+        self._log("info", f"Connected to the server at {self.host_port()}")
         self._clear_error()
         self._pending_pings = 0
         self._pings = []
@@ -648,8 +669,8 @@ class Engine:
             for p in orphans:
                 if not p.done:
                     p.done = True
-                    self._fx.append(("cancel", p))
-                    self._fx.append(("pong", p, True))
+                    self._fx.append(CancelTimer(p))
+                    self._fx.append(PingDone(p, True))
         # restore subscriptions ahead of anything buffered meanwhile
         restore = []
         for s in self.subs.values():
@@ -664,7 +685,7 @@ class Engine:
         self._set_status(CONNECTED)
         if self._out:
             self._signal_flush()
-        self._fx.append(("timer", "ping", self.options.ping_interval))
+        self._fx.append(StartTimer("ping", self.options.ping_interval))
 
     def _on_err(self, text: str) -> None:
         low = text.lower().strip(" '")
@@ -702,14 +723,14 @@ class Engine:
             gone = True
         kind = sub.kind
         if kind == "user":
-            self._fx.append(("msg", sub, msg))
+            self._fx.append(Deliver(sub, msg))
             if gone:
-                self._fx.append(("sub_gone", sid))
+                self._fx.append(SubGone(sid))
         elif kind == "mux":
             self._on_mux_reply(msg)
         else:
             if gone:
-                self._fx.append(("sub_gone", sid))
+                self._fx.append(SubGone(sid))
             self._on_gather_reply(sub.request, msg, gone)
 
     # ------------------------------------------------------------------ API: checks
@@ -754,7 +775,7 @@ class Engine:
         self._out_size += len(data)
         if self.status == CONNECTED and not self._flush_signalled:
             self._flush_signalled = True
-            self._fx.append(("flush",))
+            self._fx.append(FLUSH)
 
     def publish_framed(self, data: bytes, count: int) -> None:
         """Queue ``count`` PUB commands already framed by the caller (the Tcl
@@ -834,7 +855,7 @@ class Engine:
 
     def request(self, subject: str, payload: bytes = b"", timeout: int = 0, headers=None,
                 max_msgs: int | None = None, handler=None, check_subject: bool = True) -> Request:
-        """Start a request; its end comes as a ``("req", req, outcome)`` effect.
+        """Start a request; its end comes as a ``RequestDone(req, outcome)`` effect.
 
         ``max_msgs`` None: a "new-style" request on the shared wildcard inbox,
         first reply only.  An int: an "old-style" request with its own inbox
@@ -866,14 +887,14 @@ class Engine:
                 raise
         self.requests[rid] = req
         if timeout:
-            self._fx.append(("timer", req, timeout))
+            self._fx.append(StartTimer(req, timeout))
         return req
 
     def _finish(self, req: Request, outcome: str) -> None:
         req.done = True
         self.requests.pop(req.id, None)
-        self._fx.append(("cancel", req))
-        self._fx.append(("req", req, outcome))
+        self._fx.append(CancelTimer(req))
+        self._fx.append(RequestDone(req, outcome))
 
     def _on_mux_reply(self, msg: Msg) -> None:
         # reply subjects are <prefix>.<request id>
@@ -894,7 +915,7 @@ class Engine:
         req.msgs.append(msg)
         if req.msg is None:
             req.msg = msg
-        self._fx.append(("req_msg", req, msg))
+        self._fx.append(RequestReply(req, msg))
         if msg.no_responders and len(req.msgs) == 1:
             self._drop_sub(req.sub)
             self._finish(req, "no_responders")
@@ -915,7 +936,7 @@ class Engine:
         self.subs.pop(sub.sid, None)
         if self.status == CONNECTED:
             self._queue(P.encode_unsub(sub.sid))
-        self._fx.append(("sub_gone", sub.sid))
+        self._fx.append(SubGone(sub.sid))
 
     def cancel_request(self, rid: int) -> None:
         req = self.requests.get(rid)
@@ -923,7 +944,7 @@ class Engine:
             raise make_error("ErrInvalidArg", f"Invalid request ID {rid}")
         req.done = True
         del self.requests[rid]
-        self._fx.append(("cancel", req))
+        self._fx.append(CancelTimer(req))
         self._drop_sub(req.sub)
         self._log("debug", f"Cancelled request {rid}")
 
@@ -938,5 +959,5 @@ class Engine:
         self._log("debug", "sending PING")
         self._queue(P.PING_BYTES)
         if timeout:
-            self._fx.append(("timer", p, timeout))
+            self._fx.append(StartTimer(p, timeout))
         return p

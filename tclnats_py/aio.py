@@ -41,6 +41,9 @@ import ssl
 import sys
 import time
 
+from ._effects import (CancelTimer, Close, Deliver, ErrorChanged, Flush, InfoReceived, Log, Open,
+                       PingDone, PongReceived, RequestDone, RequestReply, StartTimer, StartTls,
+                       StatusChanged, SubGone, SubsCleared, UnknownEffect)
 from ._engine import CLOSED, CONNECTED, RECONNECTING, Engine, Msg, Request
 from ._errors import NatsError, make_error
 from ._options import Options
@@ -606,21 +609,21 @@ class Client:
         fx = eng.take()
         while fx:
             for f in fx:
-                k = f[0]
-                if k == "msg":
-                    sub = f[1].handler
+                k = f.__class__
+                if k is Deliver:
+                    sub = f.sub.handler
                     if sub is not None:
-                        sub._deliver(f[2])
-                elif k == "flush":
+                        sub._deliver(f.msg)
+                elif k is Flush:
                     if self._flush_handle is None and not self._write_now:
                         self._flush_handle = self._loop.call_soon(self._flush_now)
-                elif k == "req":
-                    self._request_done(f[1], f[2])
-                elif k == "timer":
-                    key = f[1]
+                elif k is RequestDone:
+                    self._request_done(f.req, f.outcome)
+                elif k is StartTimer:
+                    key = f.key
                     if key.__class__ is Request:
                         # all request deadlines share one loop timer
-                        when = self._loop.time() + f[2] / 1000.0
+                        when = self._loop.time() + f.ms / 1000.0
                         self._deadlines[key] = when
                         if self._deadline_timer is None or when < self._deadline_at:
                             self._arm_deadlines(when)
@@ -628,43 +631,46 @@ class Client:
                     old = self._timers.pop(key, None)
                     if old is not None:
                         old.cancel()
-                    self._timers[key] = self._loop.call_later(f[2] / 1000.0, self._timer_fired, key)
-                elif k == "cancel":
-                    if f[1].__class__ is Request:
-                        self._deadlines.pop(f[1], None)
+                    self._timers[key] = self._loop.call_later(f.ms / 1000.0, self._timer_fired, key)
+                elif k is CancelTimer:
+                    if f.key.__class__ is Request:
+                        self._deadlines.pop(f.key, None)
                         continue
-                    h = self._timers.pop(f[1], None)
+                    h = self._timers.pop(f.key, None)
                     if h is not None:
                         h.cancel()
-                elif k == "pong":
-                    self._pong(f[1].handler, f[2])
-                elif k == "req_msg":
-                    h = f[1].handler
+                elif k is PingDone:
+                    self._pong(f.ping.handler, f.ok)
+                elif k is RequestReply:
+                    h = f.req.handler
                     if h.__class__ is _Gather:
-                        h.msgs.append(f[2])
-                elif k == "sub_gone":
-                    sub = self._subs.get(f[1])
+                        h.msgs.append(f.msg)
+                elif k is SubGone:
+                    sub = self._subs.get(f.sid)
                     if sub is not None:
                         sub._end()
-                elif k == "subs_cleared":
+                elif k is SubsCleared:
                     for sub in list(self._subs.values()):
                         sub._end()
-                elif k == "status":
-                    self._on_status(f[1])
-                elif k == "error":
-                    if f[1] is not None:
-                        self._report(f[1], logged=True)
-                elif k == "open":
-                    self._open(f[1])
-                elif k == "tls":
-                    self._spawn(self._start_tls(f[1], self._attempt))
-                elif k == "close":
+                elif k is StatusChanged:
+                    self._on_status(f.status)
+                elif k is ErrorChanged:
+                    if f.error is not None:
+                        self._report(f.error, logged=True)
+                elif k is Open:
+                    self._open(f.server)
+                elif k is StartTls:
+                    self._spawn(self._start_tls(f.server, self._attempt))
+                elif k is Close:
                     self._close_transport()
-                elif k == "log":
-                    lvl = _LEVELS.get(f[1], logging.INFO)
+                elif k is Log:
+                    lvl = _LEVELS.get(f.level, logging.INFO)
                     if _log.isEnabledFor(lvl):
-                        _log.log(lvl, f[2])
-                # "info" and "pong_rx": nothing to do; the engine keeps server_info
+                        _log.log(lvl, f.text)
+                elif k is InfoReceived or k is PongReceived:
+                    continue  # the engine keeps server_info; a PONG matters only to user pings (PingDone)
+                else:
+                    raise UnknownEffect(f)
             fx = eng.take()
         if self._transport is not None and eng.status != CONNECTED and eng.want_write:
             # handshake traffic (CONNECT, PING, PONG) goes out at once
@@ -938,7 +944,7 @@ class Client:
                 mp = info.get("max_payload") if info else None
                 if mp is None or len(data) <= mp:
                     eng.publish_framed(b"%s%d\r\n%s\r\n" % (head, len(data), data), 1)
-                    if eng._fx:
+                    if eng.has_effects:
                         self._run()
                     return
             else:
@@ -947,13 +953,13 @@ class Client:
                 if len(heads) >= 4096:
                     heads.clear()
                 heads[subject] = f"PUB {subject}  ".encode()  # nats-tcl's frame: an empty reply slot
-                if eng._fx:
+                if eng.has_effects:
                     self._run()
                 return
         if headers is not None:
             check_headers(headers)
         eng.publish(subject, data if data.__class__ is bytes else _to_bytes(data), reply, headers)
-        if eng._fx:
+        if eng.has_effects:
             self._run()
 
     def publish_msg(self, msg: Msg) -> None:

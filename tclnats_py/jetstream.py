@@ -317,7 +317,7 @@ class _AsyncPub:
             return fut
         self._send(token, subject, data, hdrs, fut, timeout)
         client = self.client
-        if client._engine._fx:
+        if client._engine.has_effects:
             client._run()
         return fut
 
@@ -359,7 +359,7 @@ class _AsyncPub:
         if self.inflight:
             self._arm(min(d for _, d in self.inflight.values()))
         client = self.client
-        if client._engine._fx:
+        if client._engine.has_effects:
             client._run()
 
     def _finish(self, fut, ack, err) -> None:

@@ -29,12 +29,15 @@ import time
 import traceback
 from ._tclcross import Interp, TclError
 
+from ._effects import (CancelTimer, Close, Deliver, ErrorChanged, Flush, InfoReceived, Log, Open,
+                       PingDone, PongReceived, RequestDone, RequestReply, StartTimer, StartTls,
+                       StatusChanged, SubGone, SubsCleared, UnknownEffect)
 from ._engine import CLOSED, CONNECTED, Engine, Msg, Request
 from ._errors import NatsError, make_error
 from ._options import OPTION_SPEC, Options, coerce
 from ._pool import parse_url
 from ._tlsname import check_server_name, is_ip_address
-from .tcljs import Chain, _RawJson, tcl_value
+from .tcljs import Chain, tcl_value
 
 __all__ = ["install", "tcl_library_dir", "TclConnection"]
 
@@ -148,33 +151,17 @@ class _Bridge:
         from .tcljs import metadata_from_reply
         return self._wrap(lambda: tuple(_flat(metadata_from_reply(reply, subject))))
 
-    def _json_from_spec(self, spec, args, post=None):
-        from .tcljs import Spec, _dumps
-        sp = Spec(self.tk)
-
-        def build():
-            given = sp.pairs(args)
-            if post:
-                post(given)
-            return _dumps(sp.build(spec, given, strict=True))
-        return self._wrap(build)
-
     def _make_stream_source(self, *args):
-        from .tcljs import EXTERNAL_SPEC, SOURCE_SPEC, Spec, _dumps
-
-        def ext(given):
-            e = {k: given.pop(k) for k in ("api", "deliver") if k in given}
-            if "api" in e:
-                given["external"] = _dumps(Spec(self.tk).build(EXTERNAL_SPEC, e, strict=True))
-        return self._json_from_spec(SOURCE_SPEC, args, ext)
+        from .tcljs import make_stream_source
+        return self._wrap(lambda: make_stream_source(self.tk, args))
 
     def _make_subject_transform(self, *args):
-        from .tcljs import TRANSFORM_SPEC
-        return self._json_from_spec(TRANSFORM_SPEC, args)
+        from .tcljs import make_subject_transform
+        return self._wrap(lambda: make_subject_transform(self.tk, args))
 
     def _make_republish(self, *args):
-        from .tcljs import REPUBLISH_SPEC
-        return self._json_from_spec(REPUBLISH_SPEC, args)
+        from .tcljs import make_republish
+        return self._wrap(lambda: make_republish(self.tk, args))
 
     def _new_connection(self, obj, ns, log_level):
         try:
@@ -295,8 +282,6 @@ class TclConnection:
             return (1, ("NATS", "ErrInternal"), f"{type(e).__name__}: {e}")
         if result.__class__ is Chain:
             return (2, result.rid)
-        if result.__class__ is _RawJson:
-            return (0, result.text)
         return (0, "" if result is None else result)
 
     def event(self, op, *args):
@@ -345,69 +330,71 @@ class TclConnection:
                 break
             deliveries = []
             for f in fx:
-                k = f[0]
-                if k == "msg":
-                    self._delivery(deliveries, f[1], f[2])
-                elif k == "flush":
+                k = f.__class__
+                if k is Deliver:
+                    self._delivery(deliveries, f.sub, f.msg)
+                elif k is Flush:
                     if eng.status == CONNECTED and not self.write_inline:
                         if not self.flush_id:
                             self.bridge.dirty.add(self)
                             self.flush_id = tk.call("after", 0, self.cmd + "_ev", "flush")
                             tk.call("set", f"{ns}::timers(flush)", self.flush_id)
-                elif k == "timer":
-                    self._start_timer(f[1], f[2])
-                elif k == "cancel":
-                    self._cancel_timer(f[1])
-                elif k == "sub_gone":
-                    tk.call("unset", "-nocomplain", f"{ns}::subscriptions({f[1]})")
-                elif k == "req":
-                    self._request_done(deliveries, f[1], f[2])
-                elif k == "req_msg":
-                    self._request_msg(deliveries, f[1], f[2])
-                elif k == "status":
+                elif k is StartTimer:
+                    self._start_timer(f.key, f.ms)
+                elif k is CancelTimer:
+                    self._cancel_timer(f.key)
+                elif k is SubGone:
+                    tk.call("unset", "-nocomplain", f"{ns}::subscriptions({f.sid})")
+                elif k is RequestDone:
+                    self._request_done(deliveries, f.req, f.outcome)
+                elif k is RequestReply:
+                    self._request_msg(deliveries, f.req, f.msg)
+                elif k is StatusChanged:
                     self._push_servers()
-                    tk.call("set", f"{ns}::status", f[1])
+                    tk.call("set", f"{ns}::status", f.status)
                     self._fast_path()
-                    if f[1] == CONNECTED and self.tcl_pending and not self.flush_id:
+                    if f.status == CONNECTED and self.tcl_pending and not self.flush_id:
                         # publishes queued in Tcl while reconnecting go out now
                         self.bridge.dirty.add(self)
                         self.flush_id = tk.call("after", 0, self.cmd + "_ev", "flush")
-                elif k == "error":
-                    err = f[1]
+                elif k is ErrorChanged:
+                    err = f.error
                     if err is None:
                         tk.call("set", f"{ns}::last_error", "")
                     else:
                         tk.call("set", f"{ns}::last_error",
                                 ("code", ("NATS", err.code), "errorMessage", str(err)))
-                elif k == "log":
-                    self._log(f[1], f[2])
-                elif k == "info":
+                elif k is Log:
+                    self._log(f.level, f.text)
+                elif k is InfoReceived:
                     # update the array in place: unsetting the whole variable
                     # would drop the user's traces on it (CoreAPI.md: trace
                     # serverInfo to learn e.g. of lame duck mode)
                     var = f"{ns}::serverInfo"
-                    info = f[1]
+                    info = f.info
                     for old in tk.splitlist(tk.call("array", "names", var)):
                         if old not in info:
                             tk.call("unset", f"{var}({old})")
                     tk.call("array", "set", var, tcl_value(info))
                     self._fast_path()
-                elif k == "pong_rx":
+                elif k is PongReceived:
                     tk.call("set", f"{ns}::pong", 1)
-                elif k == "pong":
-                    p = f[1]
-                    res = {True: 1, False: 0, None: "closed"}[f[2]]
+                elif k is PingDone:
+                    p = f.ping
+                    res = {True: 1, False: 0, None: "closed"}[f.ok]
                     tk.call("set", f"{ns}::PingResult({p.id})", res)
-                elif k == "subs_cleared":
+                elif k is SubsCleared:
                     tk.call("array", "unset", f"{ns}::subscriptions")
                     tk.call("set", f"{ns}::requestsInboxPrefix", "")
                     self.noted_mux = None
-                elif k == "open":
-                    self._open(f[1])
-                elif k == "tls":
-                    self._starttls(f[1])
-                elif k == "close":
+                elif k is Open:
+                    self._open(f.server)
+                elif k is StartTls:
+                    self._starttls(f.server)
+                elif k is Close:
                     self._close()
+                else:
+                    raise UnknownEffect(f)
             if deliveries:
                 if collect is not None:
                     collect.extend(deliveries)
@@ -867,7 +854,7 @@ class TclConnection:
         creds = self.engine.pool.credentials(o.user, o.password, o.token)
         if creds is None:
             raise make_error("ErrAuthorization",
-                             f"No credentials known for NATS server at {self.engine._host_port()}")
+                             f"No credentials known for NATS server at {self.engine.host_port()}")
         return tuple(_flat(creds))
 
     def c_pool_var(self, name):
@@ -916,7 +903,7 @@ class TclConnection:
                 if subj and subj not in fast and not subj.startswith("_INBOX."):
                     fast.add(subj)
                     self.tk.call("set", f"{self.ns}::FastSubj({subj})", 1)
-        if eng._fx:
+        if eng.has_effects:
             self.run()
 
     def c_pending(self):
@@ -983,13 +970,13 @@ class TclConnection:
         self.run()
 
     def _note_internal_subs(self, req):
-        eng = self.engine
-        if eng._mux is not None and eng._mux is not self.noted_mux:
-            self.noted_mux = eng._mux
-            self.tk.call("set", f"{self.ns}::requestsInboxPrefix", eng._mux_prefix)
-            if not self.tk.call("info", "exists", f"{self.ns}::subscriptions({eng._mux.sid})"):
-                self.tk.call("set", f"{self.ns}::subscriptions({eng._mux.sid})",
-                             ("subj", eng._mux.subject, "queue", ""))
+        mux, prefix = self.engine.request_inbox
+        if mux is not None and mux is not self.noted_mux:
+            self.noted_mux = mux
+            self.tk.call("set", f"{self.ns}::requestsInboxPrefix", prefix)
+            if not self.tk.call("info", "exists", f"{self.ns}::subscriptions({mux.sid})"):
+                self.tk.call("set", f"{self.ns}::subscriptions({mux.sid})",
+                             ("subj", mux.subject, "queue", ""))
         if req.sub is not None:
             self.tk.call("set", f"{self.ns}::subscriptions({req.sub.sid})",
                          ("subj", req.sub.subject, "queue", ""))
@@ -1146,7 +1133,7 @@ class TclConnection:
 
     def c_out_buffer(self, *_trace):
         """Read trace of outBuffer: show the pending protocol commands."""
-        chunks = self.engine._out
+        chunks = self.engine.pending_commands()
         self.tk.call("set", f"{self.ns}::outBuffer", tuple(chunks))
 
     def c_check_subject(self, subject, mode):

@@ -16,122 +16,10 @@ import nkeys
 import pytest
 
 from tclnats_py import CLOSED, CONNECTED, CONNECTING, RECONNECTING, Engine, Msg, NatsError, Options
+from tclnats_py._effects import (Deliver, Flush, InfoReceived, Log, Open, PingDone, RequestDone, RequestReply,
+                                 StartTimer, StartTls, StatusChanged, SubGone, SubsCleared)
 
-INFO = {"server_id": "S1", "version": "2.15.1-binary", "proto": 1, "max_payload": 1024, "headers": True}
-
-
-def info_line(**extra):
-    d = dict(INFO)
-    d.update(extra)
-    return b"INFO " + json.dumps(d).encode() + b"\r\n"
-
-
-class FakeDriver:
-    """Carries out effects like a real driver, records them for the tests."""
-
-    def __init__(self, engine):
-        self.e = engine
-        self.now = 1_000_000
-        engine._clock = lambda: self.now
-        self.timers = {}      # key -> due time (ms)
-        self.fx = []          # every effect seen
-        self.opened = []      # servers we were asked to open
-        self.closes = 0
-        self.wire = b""       # everything written
-        self.socket = False
-
-    def pump(self):
-        while True:
-            fx = self.e.take()
-            if not fx:
-                return
-            for f in fx:
-                self.fx.append(f)
-                k = f[0]
-                if k == "timer":
-                    self.timers[f[1]] = self.now + f[2]
-                elif k == "cancel":
-                    self.timers.pop(f[1], None)
-                elif k == "open":
-                    self.opened.append(f[1])
-                    self.socket = True
-                elif k == "close":
-                    self.wire += self.e.data_to_send()
-                    self.closes += 1
-                    self.socket = False
-
-    def take_wire(self) -> bytes:
-        """What the engine wants written now (plus what a close flushed)."""
-        self.pump()
-        data = self.wire + self.e.data_to_send()
-        self.wire = b""
-        self.pump()
-        return data
-
-    def advance(self, ms):
-        """Let ms pass, firing due timers in order."""
-        end = self.now + ms
-        while True:
-            self.pump()
-            due = [(t, i, k) for i, (k, t) in enumerate(self.timers.items()) if t <= end]
-            if not due:
-                break
-            t, _, key = min(due, key=lambda x: (x[0], x[1]))
-            self.now = max(self.now, t)
-            del self.timers[key]
-            self.e.timer_fired(key)
-        self.now = end
-        self.pump()
-
-    def feed(self, data: bytes):
-        self.e.receive_data(data)
-        self.pump()
-
-    # ------------------------------------------------------------ handshake helpers
-    def accept(self, info=None, pong=True):
-        """Complete a handshake on the socket just opened; returns the CONNECT params."""
-        self.e.socket_connected()
-        self.pump()
-        self.feed(info if info is not None else info_line())
-        out = self.take_wire()
-        assert out.startswith(b"CONNECT "), out
-        line, _, rest = out.partition(b"\r\n")
-        assert rest.startswith(b"PING\r\n")
-        if pong:
-            self.feed(b"PONG\r\n")
-        return json.loads(line[8:])
-
-    def refuse(self):
-        self.e.socket_failed("Connection refused")
-        self.pump()
-
-    def kinds(self, kind):
-        return [f for f in self.fx if f[0] == kind]
-
-    def statuses(self):
-        return [f[1] for f in self.kinds("status")]
-
-    def errors(self):
-        return [f[1].code for f in self.kinds("error") if f[1] is not None]
-
-
-def make(servers=("nats://h1:4222",), **opts):
-    opts.setdefault("randomize", False)
-    e = Engine(Options(**opts), lang="python", version="9.9")
-    e.configure_servers(list(servers))
-    d = FakeDriver(e)
-    return e, d
-
-
-def connected(servers=("nats://h1:4222",), info=None, **opts):
-    e, d = make(servers, **opts)
-    e.connect()
-    d.pump()
-    d.accept(info)
-    assert e.status == CONNECTED
-    d.take_wire()
-    d.fx.clear()
-    return e, d
+from tests.fake_driver import INFO, FakeDriver, connected, info_line, make  # noqa: F401
 
 
 # ====================================================================== handshake
@@ -147,7 +35,7 @@ def test_handshake_step_by_step():
     assert d.take_wire() == b""  # nothing before INFO
     e.socket_connected()
     d.feed(info_line())
-    assert d.kinds("info")[-1][1]["server_id"] == "S1"
+    assert d.kinds(InfoReceived)[-1].info["server_id"] == "S1"
     assert e.server_info["version"] == "2.15.1"  # suffix cut, as nats-tcl does
     out = d.take_wire()
     assert out.startswith(b"CONNECT {") and out.endswith(b"}\r\nPING\r\n")
@@ -331,7 +219,7 @@ def test_tls_required_by_the_server_upgrades_before_connect():
     d.pump()
     e.socket_connected()
     d.feed(info_line(tls_required=True))
-    assert [f[1].host for f in d.kinds("tls")] == ["h1"]
+    assert [f.server.host for f in d.kinds(StartTls)] == ["h1"]
     assert d.take_wire() == b""  # no CONNECT before the TLS handshake
     e.tls_done()
     out = d.take_wire()
@@ -347,7 +235,7 @@ def test_client_wanted_tls_uses_tls_available(url, opts):
     d.pump()
     e.socket_connected()
     d.feed(info_line(tls_available=True))
-    assert len(d.kinds("tls")) == 1
+    assert len(d.kinds(StartTls)) == 1
 
 
 @pytest.mark.parametrize("url,opts", [("tls://h1", {}), ("nats://h1", {"secure": True})])
@@ -404,11 +292,11 @@ def test_flush_effect_once_per_batch_of_writes():
     e, d = connected()
     for i in range(100):
         e.publish("x", b"%d" % i)
-    assert [f[0] for f in e.take()] == ["flush"]
+    assert e.take() == [Flush()]
     out = e.data_to_send()
     assert out.count(b"PUB x ") == 100
     e.publish("x", b"again")
-    assert [f[0] for f in e.take()] == ["flush"]  # a new batch, a new signal
+    assert e.take() == [Flush()]  # a new batch, a new signal
     assert e.pending_chunks == 1 and e.pending_bytes == len(b"PUB x  5\r\nagain\r\n")
 
 
@@ -443,10 +331,10 @@ def test_msg_delivery_and_stats():
     d.take_wire()
     d.feed(b"MSG a.b %d r.1 5\r\nhello\r\nHMSG a.c %d 18 20\r\nNATS/1.0\r\nK: v\r\n\r\nhi\r\n"
            % (sub.sid, sub.sid))
-    msgs = [f for f in d.fx if f[0] == "msg"]
-    assert [(f[1] is sub, f[2].subject, f[2].reply, f[2].data, f[2].headers) for f in msgs] == [
+    msgs = d.kinds(Deliver)
+    assert [(f.sub is sub, f.msg.subject, f.msg.reply, f.msg.data, f.msg.headers) for f in msgs] == [
         (True, "a.b", "r.1", b"hello", None), (True, "a.c", None, b"hi", {"K": ["v"]})]
-    assert msgs[0][2].sid == sub.sid and sub.handler == "H"
+    assert msgs[0].msg.sid == sub.sid and sub.handler == "H"
     assert e.stats["in_msgs"] == 2 and sub.received == 2
     e.publish("o", b"123")
     d.take_wire()
@@ -460,13 +348,13 @@ def test_msg_class_is_the_drivers_choice():
     e.msg_class = MyMsg
     sub = e.subscribe("a")
     d.feed(b"MSG a %d 1\r\nx\r\n" % sub.sid)
-    assert type(d.kinds("msg")[0][2]) is MyMsg
+    assert type(d.kinds(Deliver)[0].msg) is MyMsg
 
 
 def test_message_for_an_unknown_sid_is_dropped():
     e, d = connected()
     d.feed(b"MSG a 99 1\r\nx\r\n")
-    assert d.kinds("msg") == [] and e.status == CONNECTED
+    assert d.kinds(Deliver) == [] and e.status == CONNECTED
 
 
 def test_bad_header_block_reports_err_bad_header_msg_and_delivers_the_body():
@@ -474,7 +362,7 @@ def test_bad_header_block_reports_err_bad_header_msg_and_delivers_the_body():
     sub = e.subscribe("a")
     d.feed(b"HMSG a %d 10 14\r\nHTTP/1.1\r\nbody\r\n" % sub.sid)
     assert d.errors() == ["ErrBadHeaderMsg"] and e.status == CONNECTED
-    m = d.kinds("msg")[0][2]
+    m = d.kinds(Deliver)[0].msg
     assert m.data == b"body" and m.headers is None
 
 
@@ -483,8 +371,8 @@ def test_max_msgs_auto_unsubscribes():
     sub = e.subscribe("a", max_msgs=2)
     assert d.take_wire() == b"SUB a  %d\r\nUNSUB %d 2\r\n" % (sub.sid, sub.sid)
     d.feed(b"MSG a %d 1\r\n1\r\n" % sub.sid * 3)
-    assert len(d.kinds("msg")) == 2
-    assert d.kinds("sub_gone") == [("sub_gone", sub.sid)]
+    assert len(d.kinds(Deliver)) == 2
+    assert d.kinds(SubGone) == [SubGone(sub.sid)]
     assert sub.closed and sub.sid not in e.subs
 
 
@@ -512,11 +400,11 @@ def test_drain_unsubs_but_keeps_delivering_until_unsubscribed():
     e.drain(sub.sid)
     assert d.take_wire() == b"UNSUB %d\r\n" % sub.sid
     d.feed(b"MSG a %d 1\r\nx\r\n" % sub.sid)  # was already on its way
-    assert len(d.kinds("msg")) == 1
+    assert len(d.kinds(Deliver)) == 1
     assert e.unsubscribe(sub.sid) is True
     assert d.take_wire() == b""  # the UNSUB went out already
     d.feed(b"MSG a %d 1\r\ny\r\n" % sub.sid)
-    assert len(d.kinds("msg")) == 1
+    assert len(d.kinds(Deliver)) == 1
 
 
 def test_draining_subscription_is_not_restored_after_reconnect():
@@ -592,8 +480,8 @@ def test_max_reconnect_attempts_then_closed_and_requests_lost():
     assert e.status == CLOSED
     assert len(d.opened) == 4  # the first connection + 3 attempts
     assert e.last_error.code == "ErrConnectionRefused"
-    assert d.kinds("req")[-1] == ("req", req, "lost")  # nats-tcl: ErrTimeout for a sync request
-    assert ("subs_cleared",) in d.fx and e.subs == {}
+    assert d.kinds(RequestDone)[-1] == RequestDone(req, "lost")  # nats-tcl: ErrTimeout for a sync request
+    assert SubsCleared() in d.fx and e.subs == {}
 
 
 def test_max_reconnect_attempts_minus_one_keeps_trying():
@@ -633,7 +521,7 @@ def test_ill_typed_info_fields_are_ignored():
 def test_lame_duck_mode_is_logged():
     e, d = connected()
     d.feed(info_line(ldm=True))
-    assert any("lame duck" in f[2] for f in d.kinds("log"))
+    assert any("lame duck" in f.text for f in d.kinds(Log))
     assert e.status == CONNECTED
 
 
@@ -647,8 +535,8 @@ def test_disconnect_flushes_cancels_and_closes():
     out = d.take_wire()
     assert out.endswith(b"PUB last  5\r\nwords\r\n")  # written before the close
     assert d.closes == 1 and e.status == CLOSED and e.last_error is None
-    assert ("req", req, "closed") in d.fx and ("pong", ping, None) in d.fx
-    assert sub.closed and ("subs_cleared",) in d.fx
+    assert RequestDone(req, "closed") in d.fx and PingDone(ping, None) in d.fx
+    assert sub.closed and SubsCleared() in d.fx
     assert not d.timers
     e.disconnect()  # no-op when closed
     assert d.closes == 1
@@ -683,7 +571,7 @@ def test_reconnect_after_closed_needs_connect_again():
 # ====================================================================== requests
 
 def mux_reply(e, req, data=b"ok"):
-    return b"MSG %s %d %d\r\n%s\r\n" % (req.reply.encode(), e._mux.sid, len(data), data)
+    return b"MSG %s %d %d\r\n%s\r\n" % (req.reply.encode(), e.request_inbox[0].sid, len(data), data)
 
 
 def test_new_style_request_shares_one_inbox_subscription():
@@ -696,7 +584,7 @@ def test_new_style_request_shares_one_inbox_subscription():
     assert out.count(b"SUB ") == 1 and out.startswith(b"SUB %s.*  " % prefix.encode())
     assert b"PUB svc %s 1\r\na\r\n" % r1.reply.encode() in out
     d.feed(mux_reply(e, r2, b"B") + mux_reply(e, r1, b"A"))
-    assert [(f[1], f[2], f[1].msg.data) for f in d.kinds("req")] == [(r2, "msg", b"B"), (r1, "msg", b"A")]
+    assert [(f.req, f.outcome, f.req.msg.data) for f in d.kinds(RequestDone)] == [(r2, "msg", b"B"), (r1, "msg", b"A")]
     assert "r1" not in d.timers and r1 not in d.timers and not e.requests
 
 
@@ -704,23 +592,23 @@ def test_request_timeout_then_late_reply_is_ignored():
     e, d = connected()
     req = e.request("svc", b"", timeout=500)
     d.advance(500)
-    assert d.kinds("req") == [("req", req, "timeout")]
+    assert d.kinds(RequestDone) == [RequestDone(req, "timeout")]
     d.feed(mux_reply(e, req))
-    assert len(d.kinds("req")) == 1
+    assert len(d.kinds(RequestDone)) == 1
 
 
 def test_request_without_timeout_waits():
     e, d = connected(ping_interval=10**8)
     req = e.request("svc", b"", timeout=0)
     d.advance(10**7)
-    assert d.kinds("req") == [] and req.id in e.requests
+    assert d.kinds(RequestDone) == [] and req.id in e.requests
 
 
 def test_request_no_responders():
     e, d = connected()
     req = e.request("nobody", b"", timeout=1000)
-    d.feed(b"HMSG %s %d 16 16\r\nNATS/1.0 503\r\n\r\n\r\n" % (req.reply.encode(), e._mux.sid))
-    (_, r, outcome), = d.kinds("req")
+    d.feed(b"HMSG %s %d 16 16\r\nNATS/1.0 503\r\n\r\n\r\n" % (req.reply.encode(), e.request_inbox[0].sid))
+    (r, outcome), = d.kinds(RequestDone)
     assert r is req and outcome == "no_responders" and req.msg.no_responders
 
 
@@ -734,7 +622,7 @@ def test_request_continues_across_a_reconnect():
     out = d.take_wire()
     assert b"SUB %s.*" % req.reply.rpartition(".")[0].encode() in out  # the inbox is restored
     d.feed(mux_reply(e, req))
-    assert d.kinds("req") == [("req", req, "msg")]
+    assert d.kinds(RequestDone) == [RequestDone(req, "msg")]
 
 
 def test_request_closed_by_disconnect():
@@ -742,7 +630,7 @@ def test_request_closed_by_disconnect():
     req = e.request("svc", b"", timeout=10_000)
     e.disconnect()
     d.pump()
-    assert d.kinds("req") == [("req", req, "closed")]
+    assert d.kinds(RequestDone) == [RequestDone(req, "closed")]
 
 
 def test_request_bad_input():
@@ -763,7 +651,7 @@ def test_cancel_request():
     e.cancel_request(req.id)
     assert d.take_wire() == b"UNSUB %d\r\n" % req.sub.sid
     d.advance(2000)
-    assert d.kinds("req") == []
+    assert d.kinds(RequestDone) == []
     with pytest.raises(NatsError) as err:
         e.cancel_request(req.id)
     assert err.value.code == "ErrInvalidArg"
@@ -780,8 +668,8 @@ def test_gathering_request_collects_max_msgs_replies():
     assert out.startswith(b"SUB %s  %d\r\nUNSUB %d 3\r\nPUB svc %s 1\r\nq\r\n"
                           % (req.reply.encode(), req.sub.sid, req.sub.sid, req.reply.encode()))
     d.feed(gather_reply(req, b"1") + gather_reply(req, b"2") + gather_reply(req, b"3"))
-    assert [f[2].data for f in d.kinds("req_msg")] == [b"1", b"2", b"3"]
-    assert d.kinds("req") == [("req", req, "msg")]
+    assert [f.msg.data for f in d.kinds(RequestReply)] == [b"1", b"2", b"3"]
+    assert d.kinds(RequestDone) == [RequestDone(req, "msg")]
     assert [m.data for m in req.msgs] == [b"1", b"2", b"3"] and req.sub.closed
 
 
@@ -791,7 +679,7 @@ def test_gathering_request_timeout_keeps_what_came():
     d.take_wire()
     d.feed(gather_reply(req, b"only"))
     d.advance(1000)
-    assert d.kinds("req") == [("req", req, "timeout")] and [m.data for m in req.msgs] == [b"only"]
+    assert d.kinds(RequestDone) == [RequestDone(req, "timeout")] and [m.data for m in req.msgs] == [b"only"]
     assert d.take_wire() == b"UNSUB %d\r\n" % req.sub.sid
 
 
@@ -800,7 +688,7 @@ def test_gathering_request_no_responders():
     req = e.request("svc", b"q", timeout=1000, max_msgs=5)
     d.take_wire()
     d.feed(b"HMSG %s %d 16 16\r\nNATS/1.0 503\r\n\r\n\r\n" % (req.reply.encode(), req.sub.sid))
-    assert d.kinds("req") == [("req", req, "no_responders")]
+    assert d.kinds(RequestDone) == [RequestDone(req, "no_responders")]
 
 
 def test_gathering_request_lost_when_the_connection_is_gone():
@@ -809,7 +697,7 @@ def test_gathering_request_lost_when_the_connection_is_gone():
     e.connection_lost(None)
     d.pump()
     d.refuse()
-    assert e.status == CLOSED and d.kinds("req") == [("req", req, "lost")]
+    assert e.status == CLOSED and d.kinds(RequestDone) == [RequestDone(req, "lost")]
 
 
 # ====================================================================== pings
@@ -833,14 +721,14 @@ def test_user_ping_pong_timeout_and_close():
     p1 = e.ping(timeout=1000)
     assert d.take_wire() == b"PING\r\n"
     d.feed(b"PONG\r\n")
-    assert d.kinds("pong") == [("pong", p1, True)]
+    assert d.kinds(PingDone) == [PingDone(p1, True)]
     p2 = e.ping(timeout=1000)
     d.advance(1000)
-    assert d.kinds("pong")[-1] == ("pong", p2, False)
+    assert d.kinds(PingDone)[-1] == PingDone(p2, False)
     p3 = e.ping(timeout=1000)
     e.disconnect()
     d.pump()
-    assert d.kinds("pong")[-1] == ("pong", p3, None)
+    assert d.kinds(PingDone)[-1] == PingDone(p3, None)
     with pytest.raises(NatsError) as err:
         e.ping(timeout=-1)
     assert err.value.code == "ErrConnectionClosed"
@@ -852,11 +740,11 @@ def test_pongs_answer_pings_in_order_keepalive_included():
     d.advance(1000)  # keep-alive PING after p1
     p2 = e.ping(timeout=0)
     d.feed(b"PONG\r\n")
-    assert [f[1] for f in d.kinds("pong")] == [p1]
+    assert [f.ping for f in d.kinds(PingDone)] == [p1]
     d.feed(b"PONG\r\n")  # the keep-alive's
-    assert [f[1] for f in d.kinds("pong")] == [p1]
+    assert [f.ping for f in d.kinds(PingDone)] == [p1]
     d.feed(b"PONG\r\n")
-    assert [f[1] for f in d.kinds("pong")] == [p1, p2]
+    assert [f.ping for f in d.kinds(PingDone)] == [p1, p2]
 
 
 def test_ping_in_flight_is_answered_by_the_next_server():
@@ -865,7 +753,7 @@ def test_ping_in_flight_is_answered_by_the_next_server():
     e.connection_lost(None)
     d.pump()
     d.accept()
-    assert d.kinds("pong") == [("pong", p, True)]
+    assert d.kinds(PingDone) == [PingDone(p, True)]
 
 
 # ====================================================================== -ERR and bad input
@@ -905,7 +793,7 @@ def test_garbage_is_err_protocol_after_handling_what_came_before():
     e, d = connected(reconnect_time_wait=0)
     sub = e.subscribe("a")
     d.feed(b"MSG a %d 1\r\nx\r\nNONSENSE\r\nMSG a %d 1\r\ny\r\n" % (sub.sid, sub.sid))
-    assert [f[2].data for f in d.kinds("msg")] == [b"x"]
+    assert [f.msg.data for f in d.kinds(Deliver)] == [b"x"]
     assert d.errors() == ["ErrProtocol"] and e.status == RECONNECTING
 
 
@@ -934,3 +822,187 @@ def test_write_failed_is_err_broken_socket():
     d.pump()
     assert d.errors() == ["ErrBrokenSocket"] and "EPIPE" in str(e.last_error)
     assert e.status == RECONNECTING
+
+
+# ====================================================================== the engine alone
+# (no driver: effects taken with e.take(), the clock a counter)
+
+FLOW_INFO = b'INFO {"server_id":"s","version":"2.15.1-binary","max_payload":64,"headers":true,"proto":1}\r\n'
+
+
+class Clock:
+    def __init__(self):
+        self.t = 1000
+
+    def __call__(self):
+        return self.t
+
+
+def connected_engine(**opts):
+    clock = Clock()
+    e = Engine(Options(**opts), clock=clock, lang="test")
+    e.configure_servers(["nats://a:4222"])
+    e.connect()
+    fx = e.take()
+    assert StatusChanged(CONNECTING) in fx and any(f.__class__ is Open for f in fx)
+    e.socket_connected()
+    e.receive_data(FLOW_INFO)
+    out = e.data_to_send()
+    assert out.startswith(b"CONNECT ") and out.endswith(b"PING\r\n")
+    e.receive_data(b"PONG\r\n")
+    assert e.status == CONNECTED
+    e.take()
+    return e, clock
+
+
+def test_handshake_connect_fields_and_version_suffix():
+    e = Engine(Options(name="n1", user="u", password="p"), lang="Tcl", version="3.2.1")
+    e.configure_servers(["nats://h"])
+    e.connect()
+    e.socket_connected()
+    e.receive_data(FLOW_INFO.replace(b'"proto":1', b'"proto":1,"auth_required":true'))
+    line = e.data_to_send().split(b"\r\n")[0]
+    params = json.loads(line[len(b"CONNECT "):])
+    assert list(params)[:8] == ["verbose", "pedantic", "tls_required", "name", "lang", "version",
+                                "protocol", "echo"]
+    assert params["name"] == "n1" and params["lang"] == "Tcl" and params["headers"] is True
+    assert params["user"] == "u" and params["pass"] == "p"
+    assert e.server_info["version"] == "2.15.1"
+
+
+def test_publish_checks():
+    e, _ = connected_engine()
+    with pytest.raises(NatsError) as err:
+        e.publish("a b", b"")
+    assert err.value.code == "ErrBadSubject"
+    with pytest.raises(NatsError) as err:
+        e.publish("big", b"x" * 65)
+    assert err.value.code == "ErrMaxPayload"
+    with pytest.raises(NatsError) as err:
+        e.subscribe("q.*", queue="bad.queue")
+    assert err.value.code == "ErrBadQueueName"
+    with pytest.raises(NatsError) as err:
+        e.unsubscribe(99)
+    assert err.value.code == "ErrBadSubscription"
+    # nothing of the failed calls reached the wire
+    assert e.data_to_send() == b""
+
+
+def test_buffered_while_connecting_then_subs_first():
+    e = Engine(Options(), clock=Clock())
+    e.configure_servers(["nats://a"])
+    e.connect()
+    e.publish("x", b"1")
+    e.subscribe("y", max_msgs=3)
+    e.socket_connected()
+    e.receive_data(FLOW_INFO)
+    assert b"PUB" not in e.data_to_send()  # only the handshake before PONG
+    e.receive_data(b"PONG\r\n")
+    assert e.data_to_send() == b"SUB y  1\r\nUNSUB 1 3\r\nPUB x  1\r\n1\r\n"
+
+
+def test_max_msgs_and_restore_with_remaining_count():
+    e, clock = connected_engine(reconnect_time_wait=100)
+    sub = e.subscribe("s", max_msgs=3)
+    e.data_to_send()
+    e.receive_data(b"MSG s 1 1\r\na\r\n")
+    assert sub.received == 1
+    e.connection_lost("reset")
+    fx = e.take()
+    assert StatusChanged(RECONNECTING) in fx and e.last_error.code == "ErrBrokenSocket"
+    e.socket_connected()
+    e.receive_data(FLOW_INFO)
+    e.data_to_send()
+    e.receive_data(b"PONG\r\n")
+    assert e.data_to_send() == b"SUB s  1\r\nUNSUB 1 2\r\n"
+    e.receive_data(b"MSG s 1 1\r\nb\r\nMSG s 1 1\r\nc\r\n")
+    assert 1 not in e.subs
+    assert SubGone(1) in e.take()
+
+
+def test_request_outcomes():
+    e, _ = connected_engine()
+    r1 = e.request("svc", b"q", timeout=500)
+    out = e.data_to_send()
+    assert out.startswith(b"SUB _INBOX.") and b"PUB svc _INBOX." in out
+    prefix = e.request_inbox[1]
+    e.receive_data(f"MSG {prefix}.{r1.id} 1 2\r\nok\r\n".encode())
+    assert RequestDone(r1, "msg") in e.take() and r1.msg.data == b"ok"
+    r2 = e.request("nobody", b"", timeout=500)
+    e.receive_data(f"HMSG {prefix}.{r2.id} 1 16 16\r\nNATS/1.0 503\r\n\r\n\r\n".encode())
+    assert RequestDone(r2, "no_responders") in e.take()
+    r3 = e.request("slow", b"", timeout=500)
+    e.timer_fired(r3)
+    assert RequestDone(r3, "timeout") in e.take()
+    r4 = e.request("x", b"", timeout=0)
+    e.disconnect()
+    assert RequestDone(r4, "closed") in e.take() and e.status == CLOSED
+
+
+def test_gather_request():
+    e, _ = connected_engine()
+    r = e.request("many", b"", timeout=1000, max_msgs=2)
+    inbox = r.reply
+    e.receive_data(f"MSG {inbox} {r.sub.sid} 1\r\na\r\nMSG {inbox} {r.sub.sid} 1\r\nb\r\n".encode())
+    fx = e.take()
+    assert [f.__class__ for f in fx if f.__class__ in (RequestReply, RequestDone)] == [
+        RequestReply, RequestReply, RequestDone]
+    assert [m.data for m in r.msgs] == [b"a", b"b"]
+
+
+def test_lost_connection_fails_requests_as_lost():
+    e, clock = connected_engine(max_reconnect_attempts=1)
+    r = e.request("x", b"", timeout=0)
+    e.connection_lost(None)  # one more try of the same server...
+    e.socket_failed("refused")  # ...fails, and it leaves the pool
+    fx = e.take()
+    assert RequestDone(r, "lost") in fx and e.status == CLOSED
+
+
+def test_stale_connection_after_unanswered_pings():
+    e, _ = connected_engine(max_outstanding_pings=2)
+    e.timer_fired("ping")
+    e.timer_fired("ping")
+    assert e.data_to_send() == b"PING\r\nPING\r\n"
+    e.timer_fired("ping")
+    assert e.last_error.code == "ErrStaleConnection" and e.status == RECONNECTING
+
+
+def test_reconnect_wait_and_attempts():
+    e, clock = connected_engine(reconnect_time_wait=2000, max_reconnect_attempts=2)
+    e.connection_lost(None)
+    assert [f for f in e.take() if f.__class__ is Open]  # first retry at once
+    e.socket_failed("refused")
+    fx = e.take()
+    assert StartTimer("reconnect", 2000) in fx
+    clock.t += 2000
+    e.timer_fired("reconnect")
+    e.socket_failed("refused")
+    fx = e.take()
+    assert e.status == CLOSED and StatusChanged(CLOSED) in fx
+
+
+def test_err_mapping_alone():
+    e, _ = connected_engine()
+    e.receive_data(b"-ERR 'Permissions Violation for Subscription to \"a\"'\r\n")
+    assert e.last_error.code == "ErrPermissions" and e.status == CONNECTED
+    e.receive_data(b"-ERR 'Authorization Violation'\r\n")
+    assert e.last_error.code == "ErrAuthorization" and e.status == RECONNECTING
+
+
+def test_discovered_servers_from_info():
+    e, _ = connected_engine()
+    e.receive_data(b'INFO {"connect_urls":["10.0.0.2:4222","10.0.0.3:5222"]}\r\n')
+    hosts = [(s.host, s.port, s.discovered) for s in e.pool.servers]
+    assert ("10.0.0.2", 4222, True) in hosts and ("10.0.0.3", 5222, True) in hosts
+
+
+def test_bad_header_still_delivers_body():
+    e, _ = connected_engine()
+    e.subscribe("h")
+    e.take()
+    e.receive_data(b"HMSG h 1 12 14\r\nNATS/2.0\r\n\r\nhi\r\n")
+    fx = e.take()
+    msgs = [f for f in fx if f.__class__ is Deliver]
+    assert msgs and msgs[0].msg.data == b"hi"
+    assert e.last_error.code == "ErrBadHeaderMsg" and e.status == CONNECTED
