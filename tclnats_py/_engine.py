@@ -57,7 +57,7 @@ from ._options import Options
 from ._pool import NoServers, ServerPool
 from ._subjects import valid_queue, valid_subject, valid_wildcard_subject
 
-__all__ = ["Engine", "Msg", "Subscription", "Request", "Ping",
+__all__ = ["Engine", "Msg", "Subscription", "Request", "Ping", "connect_params",
            "CLOSED", "CONNECTING", "CONNECTED", "RECONNECTING"]
 
 CLOSED, CONNECTING, CONNECTED, RECONNECTING = "closed", "connecting", "connected", "reconnecting"
@@ -178,6 +178,27 @@ _ERR_MAP = (
 _INVALID_SUBJECT = re.compile(r"^invalid .*subject")
 # INFO fields the engine computes with, and the JSON types they must have
 _INFO_TYPES = (("max_payload", int), ("connect_urls", list), ("nonce", str))
+
+
+def connect_params(options: Options, info: dict, auth: dict | None = None, *, lang: str = "python",
+                   version: str = "0.1.0", tls_done: bool = False) -> dict:
+    """The fields of the CONNECT answering a server's INFO (encode with
+    ``_protocol.encode_connect``): the options' flags and name, this client's
+    lang and version, headers and no_responders when the server has headers,
+    then ``auth`` (user/pass, auth_token, jwt/sig or nkey/sig) when given.
+    The engine sends this; so does the Spark reader's blocking connection."""
+    o = options
+    params = {
+        "verbose": bool(o.verbose), "pedantic": bool(o.pedantic),
+        "tls_required": tls_done, "name": o.name or "",
+        "lang": lang, "version": version, "protocol": 1, "echo": bool(o.echo),
+    }
+    if info.get("headers"):
+        params["headers"] = True
+        params["no_responders"] = True
+    if auth:
+        params.update(auth)
+    return params
 
 
 class Engine:
@@ -593,23 +614,13 @@ class Engine:
         self._send_connect()
 
     def _send_connect(self) -> None:
-        o = self.options
-        info = self.server_info
-        params = {
-            "verbose": bool(o.verbose), "pedantic": bool(o.pedantic),
-            "tls_required": self._tls_done, "name": o.name or "",
-            "lang": self.lang, "version": self.version, "protocol": 1, "echo": bool(o.echo),
-        }
-        if info.get("headers"):
-            params["headers"] = True
-            params["no_responders"] = True
         try:
-            auth = self._auth_params(info)
+            auth = self._auth_params(self.server_info)
         except NatsError as e:
             self._fail(e.code, str(e))
             return
-        if auth:
-            params.update(auth)
+        params = connect_params(self.options, self.server_info, auth, lang=self.lang, version=self.version,
+                                tls_done=self._tls_done)
         self._hs_out.append(P.encode_connect(params))
         self._hs_out.append(P.PING_BYTES)
         self._phase = _WAIT_PONG
