@@ -57,7 +57,7 @@ from ._options import Options
 from ._pool import NoServers, ServerPool
 from ._subjects import valid_queue, valid_subject, valid_wildcard_subject
 
-__all__ = ["Engine", "Msg", "Subscription", "Request", "Ping", "connect_params",
+__all__ = ["Engine", "Msg", "Subscription", "Request", "Ping", "connect_params", "server_error",
            "CLOSED", "CONNECTING", "CONNECTED", "RECONNECTING"]
 
 CLOSED, CONNECTING, CONNECTED, RECONNECTING = "closed", "connecting", "connected", "reconnecting"
@@ -176,6 +176,21 @@ _ERR_MAP = (
     ("permissions violation", "ErrPermissions", False),
 )
 _INVALID_SUBJECT = re.compile(r"^invalid .*subject")
+
+
+def server_error(text: str) -> tuple[NatsError, bool]:
+    """The error for the text of a ``-ERR`` (CoreAPI.md's table of
+    asynchronous errors) and whether it ends the connection: ErrServer
+    (fatal) for a text the table does not know."""
+    low = text.lower().strip(" '")
+    for prefix, code, fatal in _ERR_MAP:
+        if low.startswith(prefix):
+            return make_error(code, low), fatal
+    if _INVALID_SUBJECT.match(low):
+        return make_error("ErrBadSubject", low), False
+    return make_error("ErrServer", low), True
+
+
 # INFO fields the engine computes with, and the JSON types they must have
 _INFO_TYPES = (("max_payload", int), ("connect_urls", list), ("nonce", str))
 
@@ -699,18 +714,11 @@ class Engine:
         self._fx.append(StartTimer("ping", self.options.ping_interval))
 
     def _on_err(self, text: str) -> None:
-        low = text.lower().strip(" '")
-        for prefix, code, fatal in _ERR_MAP:
-            if low.startswith(prefix):
-                if fatal:
-                    self._fail(code, low)
-                else:
-                    self._async_error(code, low)
-                return
-        if _INVALID_SUBJECT.match(low):
-            self._async_error("ErrBadSubject", low)
-            return
-        self._fail("ErrServer", low)
+        err, fatal = server_error(text)
+        if fatal:
+            self._fail(err.code, err.message)
+        else:
+            self._async_error(err.code, err.message)
 
     def _on_msg(self, op) -> None:
         _, subject, sid, reply, hdr, payload = op
