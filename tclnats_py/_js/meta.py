@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .._errors import make_error
 
-__all__ = ["parse_metadata", "is_js_reply", "metadata_from_reply"]
+__all__ = ["parse_metadata", "is_js_reply", "metadata_from_reply", "seq_time_pending"]
 
 
 def is_js_reply(reply) -> bool:
@@ -29,6 +29,18 @@ def _tokens(reply: str, subject: str):
         if len(t) >= 11:
             return t[2], t[4:11]
     raise make_error("ErrNotJSMessage", f"Message with subject {subject} is not a JetStream message")
+
+
+def seq_time_pending(reply: str, subject: str = "") -> tuple[str, str, str]:
+    """The stream sequence, the time (ns) and the pending count of a
+    ``$JS.ACK`` reply, as the digit strings of the subject: what a bulk
+    reader keeps of each message, without building the metadata dict.
+    ErrNotJSMessage for any other reply (the digits are not checked)."""
+    t = reply.split(".") if reply else ()
+    if len(t) == 9 and t[0] == "$JS" and t[1] == "ACK":
+        return t[5], t[7], t[8]
+    _, t = _tokens(reply, subject)
+    return t[3], t[5], t[6]
 
 
 def parse_metadata(reply: str, subject: str = "") -> dict:
