@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 
 from ._errors import make_error
+from ._validate import header_name_error, header_value_error
 
 __all__ = ["parse_headers", "encode_headers", "status_of", "TCL_UTF8"]
 
@@ -72,18 +73,20 @@ def encode_headers(headers) -> bytes:
     """Encode a mapping of key -> value or list of values, ending with a blank line."""
     out = ["NATS/1.0\r\n"]
     for k, vals in headers.items():
-        k = str(k).strip()
-        if not k:
-            continue
+        why = header_name_error(k)
+        if why is not None:
+            raise make_error("ErrInvalidArg", f"Invalid headers: {why}")
         if isinstance(vals, (str, bytes, int, float)):
             vals = (vals,)
         for v in vals:
             if isinstance(v, bytes):
                 v = v.decode("utf-8", "replace")
-            v = str(v).strip()
-            if "\r" in v or "\n" in v or "\r" in k or "\n" in k or ":" in k:
-                raise make_error("ErrInvalidArg", f"Invalid header {k}")
-            out.append(f"{k}: {v}\r\n")
+            elif v.__class__ is not str:
+                v = str(v)  # numbers, as their text
+            why = header_value_error(k, v)
+            if why is not None:
+                raise make_error("ErrInvalidArg", f"Invalid headers: {why}")
+            out.append(f"{k}: {v.strip()}\r\n")
     out.append("\r\n")
     return "".join(out).encode("utf-8")
 

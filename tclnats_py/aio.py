@@ -61,95 +61,9 @@ _DRIVER_KW = ("error_cb", "status_cb", "disconnected_cb", "reconnected_cb", "clo
               "reconnect_delay", "tls", "tls_ca", "tls_cert", "tls_key", "tls_hostname", "tls_verify")
 
 
-# ---------------------------------------------------------------- argument checks
-# The rules of the Python face for arguments (the engine checks subjects and
-# queue groups itself, with nats-tcl's rules): a wrong type or value raises
-# the documented code before anything is queued for the wire.
-#   payloads   bytes, bytearray, memoryview, str (UTF-8) or None (empty), else ErrInvalidArg
-#   timeouts   seconds, a finite int/float >= 0 (None: the default), else ErrBadTimeout;
-#              more than MAX_TIMEOUT (about 31 years) counts as MAX_TIMEOUT
-#   counts     ints (not bool) in range, else ErrInvalidArg
-#   headers    None, or a mapping of header name -> str/bytes value or a list/tuple of them;
-#              names without whitespace, ":" or control characters; values without CR/LF;
-#              else ErrInvalidArg
-
-_NUMBER = (int, float)
-MAX_TIMEOUT = 1e9  # seconds; in ns it still fits the server's int64 durations
-
-
-def _to_bytes(data) -> bytes:
-    if data.__class__ is bytes:
-        return data
-    if data is None:
-        return b""
-    if isinstance(data, str):
-        return data.encode()
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        return bytes(data)
-    raise make_error("ErrInvalidArg", f"Invalid payload of type {type(data).__name__}: bytes or str expected")
-
-
-def check_timeout(timeout, default=None, what: str = "timeout"):
-    """``timeout`` (seconds) checked: a finite number >= 0; None -> ``default``."""
-    if timeout is None:
-        return default
-    if timeout.__class__ not in _NUMBER and (isinstance(timeout, bool) or not isinstance(timeout, _NUMBER)):
-        raise make_error("ErrBadTimeout", f"Invalid {what} {timeout!r}")
-    if not (0 <= timeout < float("inf")):  # also false for NaN
-        raise make_error("ErrBadTimeout", f"Invalid {what} {timeout!r}")
-    return timeout if timeout <= MAX_TIMEOUT else MAX_TIMEOUT
-
-
-def check_seconds(name: str, value, allow_none: bool = True):
-    """A duration option that is not a timeout (ttl, nak delay): a finite
-    number >= 0, else ErrInvalidArg."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, _NUMBER) or not (0 <= value < float("inf")):
-        raise make_error("ErrInvalidArg", f"Invalid value for {name}: {value!r}")
-    return value
-
-
-def check_int(name: str, value, minimum: int = 0, maximum: int | None = None, allow_none: bool = False):
-    """An int option (bool is not one) within [minimum, maximum]."""
-    if value is None and allow_none:
-        return None
-    if value.__class__ is not int and (isinstance(value, bool) or not isinstance(value, int)) \
-            or value < minimum or (maximum is not None and value > maximum):
-        raise make_error("ErrInvalidArg", f"Invalid value for {name}: {value!r}")
-    return value
-
-
-def check_str(name: str, value, allow_none: bool = True, allow_empty: bool = True):
-    """A free-text string option."""
-    if value is None and allow_none:
-        return None
-    if not isinstance(value, str) or (not value and not allow_empty):
-        raise make_error("ErrInvalidArg", f"Invalid value for {name}: {value!r}")
-    return value
-
-
-def _bad_header(msg: str):
-    return make_error("ErrInvalidArg", f"Invalid headers: {msg}")
-
-
-def check_headers(headers):
-    """Headers as the engine takes them (see the rules above); None stays None."""
-    if headers is None:
-        return None
-    if not hasattr(headers, "items") or isinstance(headers, (str, bytes)):
-        raise _bad_header(f"a mapping expected, not {type(headers).__name__}")
-    for k, vals in headers.items():
-        if not isinstance(k, str) or not k or not k.isprintable() or any(ch in k for ch in " :\t"):
-            raise _bad_header(f"invalid name {k!r}")
-        for v in (vals if isinstance(vals, (list, tuple)) else (vals,)):
-            if isinstance(v, bytes):
-                v = v.decode("utf-8", "replace")
-            if not isinstance(v, str):
-                raise _bad_header(f"value of {k} must be str or bytes, not {type(v).__name__}")
-            if "\r" in v or "\n" in v:
-                raise _bad_header(f"value of {k} contains a line break")
-    return headers
+# argument checks: the rules both faces share live in _validate
+from ._validate import (MAX_TIMEOUT, _to_bytes, check_headers, check_int, check_seconds,  # noqa: E402,F401
+                        check_str, check_timeout)
 
 
 def _check_msg(msg) -> Msg:

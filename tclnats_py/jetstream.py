@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, fields
 
 from ._engine import Msg
 from ._errors import NatsError, error_class, make_error
-from .aio import _to_bytes, check_headers, check_int, check_seconds, check_str, check_timeout
+from ._validate import _to_bytes, check_headers, check_int, check_seconds, check_str, check_timeout
 from ._js import config as _cfg
 from ._js import ordered as _ordered
 from ._js.ack import ACK, WPI, AckState, ack_subject, nak_payload, term_payload

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from ._errors import NatsError, make_error
 from ._js import kv as _kv
-from .aio import check_seconds, check_timeout
+from ._validate import check_seconds, check_timeout
 
 __all__ = ["KeyValue", "KvEntry", "KvStatus", "KvWatcher", "kv_origin"]
 

@@ -22,7 +22,7 @@ from ._errors import NatsError, make_error
 from ._js import objstore as _obj
 from ._js.publish import parse_ack
 from ._nuid import next_token
-from .aio import check_headers, check_int, check_seconds, check_str
+from ._validate import check_headers, check_int, check_seconds, check_str
 from .jetstream import Info
 
 __all__ = ["ObjectStore", "ObjectInfo", "ObjectWatcher"]

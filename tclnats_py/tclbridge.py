@@ -37,6 +37,7 @@ from ._errors import NatsError, make_error
 from ._options import OPTION_SPEC, Options, coerce
 from ._pool import parse_url
 from ._tlsname import check_server_name, is_ip_address
+from ._validate import header_name_error, header_value_error
 from .tcljs import Chain, tcl_value
 
 __all__ = ["install", "tcl_library_dir", "TclConnection"]
@@ -941,11 +942,14 @@ class TclConnection:
         out = {}
         for i in range(0, len(items), 2):
             key = str(items[i])
-            if not key or not key.isprintable() or any(ch in key for ch in " :\t"):
-                raise make_error("ErrInvalidArg", f"Invalid header name {key!r}")
+            why = header_name_error(key)
             vals = [str(v) for v in self.tk.splitlist(items[i + 1])]
-            if any("\r" in v or "\n" in v for v in vals):
-                raise make_error("ErrInvalidArg", f"Invalid value of header {key}: it contains a line break")
+            for v in vals:
+                if why is not None:
+                    break
+                why = header_value_error(key, v)
+            if why is not None:
+                raise make_error("ErrInvalidArg", f"Invalid headers: {why}")
             out[key] = vals
         return out
 
