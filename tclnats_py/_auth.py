@@ -11,9 +11,9 @@ from __future__ import annotations
 import base64
 import re
 
-from ._errors import make_error
+from ._errors import NatsError, make_error
 
-__all__ = ["load_creds", "sign_nonce", "nkey_public"]
+__all__ = ["load_creds", "sign_nonce", "nkey_public", "read_seed", "read_credentials"]
 
 _JWT_BLOCK = re.compile(
     r"-{3,}[^\n]*BEGIN NATS USER JWT[^\n]*-{3,}\s*\n(?P<jwt>[^\n-][^\n]*)\n", re.S)
@@ -71,3 +71,20 @@ def read_seed(value: str) -> bytes:
     except OSError as e:
         raise make_error("ErrAuthorization", f"Cannot read NKey seed file {v}: {e.strerror}") from None
     raise make_error("ErrAuthorization", f"No NKey seed found in {v}")
+
+
+def read_credentials(options):
+    """What a driver reads before it opens a socket (the engine reads no
+    file): ``(jwt, seed)`` from the ``creds`` file, ``(None, seed)`` from
+    ``nkey_seed``, or None when neither option is set.  A file that cannot
+    be read or parsed gives its ErrAuthorization error as the value, for the
+    engine to report when the server asks for credentials; files are read at
+    every connection attempt, so a rotated creds file is picked up."""
+    try:
+        if options.creds:
+            return load_creds(options.creds)
+        if options.nkey_seed:
+            return None, read_seed(options.nkey_seed)
+    except NatsError as e:
+        return e
+    return None

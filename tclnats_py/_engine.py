@@ -237,6 +237,7 @@ class Engine:
         # (same constructor) to add methods such as respond()
         self.msg_class = Msg
         self._fx: list = []
+        self._credentials = None         # set_credentials(): what the driver read
         self._parser = P.Parser()
         self._phase = _IDLE
         self._out: list[bytes] = []      # user traffic; flushed only when connected
@@ -644,17 +645,16 @@ class Engine:
     def _auth_params(self, info: dict):
         o = self.options
         nonce = info.get("nonce")
-        if o.creds:
-            from ._auth import load_creds, sign_nonce
-            jwt, seed = load_creds(o.creds)
-            p = {"jwt": jwt}
-            if nonce:
-                p["sig"] = sign_nonce(seed, nonce)
-            return p
-        if o.nkey_seed:
-            from ._auth import nkey_public, read_seed, sign_nonce
-            seed = read_seed(o.nkey_seed)
-            p = {"nkey": nkey_public(seed)}
+        if o.creds or o.nkey_seed:
+            c = self._credentials
+            if isinstance(c, NatsError):
+                raise c
+            if c is None:
+                raise make_error("ErrAuthorization", "The credentials of the creds/nkey_seed option were not "
+                                 "read (a driver calls set_credentials before it opens a socket)")
+            from ._auth import nkey_public, sign_nonce
+            jwt, seed = c
+            p = {"jwt": jwt} if jwt else {"nkey": nkey_public(seed)}
             if nonce:
                 p["sig"] = sign_nonce(seed, nonce)
             return p
@@ -664,6 +664,13 @@ class Engine:
         if creds is None:
             raise make_error("ErrAuthorization", f"No credentials known for NATS server at {self.host_port()}")
         return creds
+
+    def set_credentials(self, value) -> None:
+        """The driver's reading of the ``creds``/``nkey_seed`` files, given
+        before each socket it opens: what :func:`tclnats_py._auth.read_credentials`
+        returns (``(jwt_or_None, seed)``, None, or the NatsError of a file that
+        could not be read, reported when the server asks for credentials)."""
+        self._credentials = value
 
     def _on_pong(self) -> None:
         self._fx.append(PONG_RECEIVED)

@@ -11,6 +11,7 @@ No clock inside: callers pass ``now`` in milliseconds.
 
 from __future__ import annotations
 
+import ipaddress
 import random
 import re
 from urllib.parse import unquote
@@ -98,6 +99,15 @@ def parse_url(url: str) -> Server:
     return s
 
 
+def is_ip_address(host: str) -> bool:
+    """Whether ``host`` is an IPv4 or IPv6 address (brackets allowed)."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
 class NoServers(Exception):
     """Raised by next_server when the pool has nobody left to try."""
 
@@ -176,6 +186,21 @@ class ServerPool:
         else:
             s.reconnects += 1
             s.last_attempt = now
+
+    def tls_name(self, server: Server, override: str | None = None) -> str:
+        """The name ``server``'s certificate must carry, for both faces: the
+        user's ``override`` (Tcl: -servername; Python: tls_hostname) when
+        given; else the host we connect to, except that a server learnt from
+        INFO connect_urls by IP address is checked against the host name of
+        a server the user configured (as nats.go does: a cluster announces
+        addresses, its certificates name hosts)."""
+        if override:
+            return override
+        if server.discovered and is_ip_address(server.host):
+            for s in self.servers:
+                if not s.discovered and not is_ip_address(s.host):
+                    return s.host
+        return server.host
 
     def credentials(self, user: str, password: str, token: str):
         """Credentials for the current server: URL ones first, then the defaults."""

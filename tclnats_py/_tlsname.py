@@ -20,6 +20,8 @@ import os
 import ssl
 import tempfile
 
+from ._pool import is_ip_address
+
 from ._errors import make_error
 
 __all__ = ["names_in", "host_matches", "check_server_name", "is_ip_address"]
@@ -57,10 +59,6 @@ def _ip(text: str):
         return ipaddress.ip_address(text.strip("[]"))
     except ValueError:
         return None
-
-
-def is_ip_address(host: str) -> bool:
-    return _ip(host) is not None
 
 
 def _dns_match(pattern: str, host: str) -> bool:

@@ -46,6 +46,7 @@ from ._effects import (CancelTimer, Close, Deliver, ErrorChanged, Flush, InfoRec
                        StatusChanged, SubGone, SubsCleared, UnknownEffect)
 from ._engine import CLOSED, CONNECTED, RECONNECTING, Engine, Msg, Request
 from ._errors import NatsError, make_error
+from ._auth import read_credentials
 from ._options import Options
 
 __all__ = ["Client", "Subscription", "connect", "DEFAULT_SERVER"]
@@ -649,6 +650,7 @@ class Client:
             _call_user(self, self._closed_cb)
 
     def _open(self, server) -> None:
+        self._engine.set_credentials(read_credentials(self._engine.options))
         self._attempt += 1
         attempt = self._attempt
 
@@ -683,7 +685,7 @@ class Client:
         eng = self._engine
         try:
             ctx = self._ssl_context()
-            hostname = self._tls_opts["tls_hostname"] or server.host
+            hostname = self._engine.pool.tls_name(server, self._tls_opts["tls_hostname"])
             new = await self._loop.start_tls(transport, transport.get_protocol(), ctx, server_hostname=hostname)
         except Exception as e:  # ssl.SSLError (verification...), OSError, ValueError (bad context)
             if attempt == self._attempt:

@@ -32,11 +32,12 @@ from ._tclcross import Interp, TclError
 from ._effects import (CancelTimer, Close, Deliver, ErrorChanged, Flush, InfoReceived, Log, Open,
                        PingDone, PongReceived, RequestDone, RequestReply, StartTimer, StartTls,
                        StatusChanged, SubGone, SubsCleared, UnknownEffect)
+from ._auth import read_credentials
 from ._engine import CLOSED, CONNECTED, Engine, Msg, Request
 from ._errors import NatsError, make_error
 from ._options import OPTION_SPEC, Options, coerce
 from ._pool import parse_url
-from ._tlsname import check_server_name, is_ip_address
+from ._tlsname import check_server_name
 from ._validate import header_name_error, header_value_error
 from .tcljs import Chain, tcl_value
 
@@ -582,6 +583,7 @@ class TclConnection:
 
     # ------------------------------------------------------------ socket
     def _open(self, server):
+        self.engine.set_credentials(read_credentials(self.engine.options))
         tk = self.tk
         try:
             sock = tk.call("socket", "-async", server.host, server.port)
@@ -751,7 +753,8 @@ class TclConnection:
             given = dict(zip(*[iter(tk.splitlist(merged))] * 2))
             if tk.getboolean(given.get("-require", 1)):
                 status = dict(zip(*[iter(tk.splitlist(tk.call("tls::status", sock)))] * 2))
-                check_server_name(str(status.get("certificate", "")), self._tls_name(server, given))
+                check_server_name(str(status.get("certificate", "")),
+                                  self.engine.pool.tls_name(server, str(given.get("-servername") or "")))
         except TclError as e:
             self.engine.tls_failed(str(e))
             return
@@ -759,21 +762,6 @@ class TclConnection:
             self.engine.tls_failed(str(e))
             return
         self.engine.tls_done()
-
-    def _tls_name(self, server, given: dict) -> str:
-        """The name the server's certificate must carry: -servername when
-        given; else the host we connected to, except that a server learnt
-        from INFO connect_urls by IP address is checked against the host
-        name of a server the user configured (as nats.go does: a cluster
-        announces addresses, its certificates name hosts)."""
-        name = str(given.get("-servername") or "")
-        if name:
-            return name
-        if server.discovered and is_ip_address(server.host):
-            for s in self.engine.pool.servers:
-                if not s.discovered and not is_ip_address(s.host):
-                    return s.host
-        return server.host
 
     # ------------------------------------------------------------ API from Tcl
     def c_configure(self, *args):

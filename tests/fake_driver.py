@@ -10,6 +10,7 @@ conversation with a server: ``d.feed(b"MSG ...")``, ``d.take_wire()``,
 import json
 
 from tclnats_py import Engine, Options
+from tclnats_py._auth import read_credentials
 from tclnats_py._effects import (EFFECTS, CancelTimer, Close, ErrorChanged, Open, StartTimer,
                                  StatusChanged, UnknownEffect)
 
@@ -51,6 +52,8 @@ class FakeDriver:
                 elif k is CancelTimer:
                     self.timers.pop(f.key, None)
                 elif k is Open:
+                    # the driver reads the credential files, not the engine
+                    self.e.set_credentials(read_credentials(self.e.options))
                     self.opened.append(f.server)
                     self.socket = True
                 elif k is Close:

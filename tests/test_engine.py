@@ -1006,3 +1006,40 @@ def test_bad_header_still_delivers_body():
     msgs = [f for f in fx if f.__class__ is Deliver]
     assert msgs and msgs[0].msg.data == b"hi"
     assert e.last_error.code == "ErrBadHeaderMsg" and e.status == CONNECTED
+
+
+def test_engine_reads_no_credential_file(tmp_path, monkeypatch):
+    """The creds file is the driver's to read (before each socket); an engine
+    left without it says so, and never opens the file itself."""
+    import builtins
+    creds = tmp_path / "u.creds"
+    creds.write_text("not read")
+    e = Engine(Options(creds=str(creds), randomize=False), lang="python", version="9.9")
+    e.configure_servers(["nats://h1:4222"])
+    opened = []
+    real_open = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda *a, **k: opened.append(a) or real_open(*a, **k))
+    e.connect()
+    e.take()
+    e.socket_connected()
+    e.receive_data(info_line(auth_required=True, nonce="abc"))
+    assert opened == [] and e.last_error.code == "ErrAuthorization"
+    assert "set_credentials" in str(e.last_error)
+
+
+def test_creds_file_is_read_again_at_each_connection(tmp_path):
+    seed = nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER)
+    creds = tmp_path / "u.creds"
+
+    def write(jwt):
+        creds.write_text("-----BEGIN NATS USER JWT-----\n" + jwt + "\n------END NATS USER JWT------\n\n"
+                         "-----BEGIN USER NKEY SEED-----\n" + seed.decode() + "\n------END USER NKEY SEED------\n")
+    write("first.jwt.x")
+    e, d = make(creds=str(creds), reconnect_time_wait=0)
+    e.connect()
+    d.pump()
+    assert d.accept(info_line(auth_required=True, nonce="a"))["jwt"] == "first.jwt.x"
+    write("rotated.jwt.y")
+    e.connection_lost("reset")
+    d.pump()
+    assert d.accept(info_line(auth_required=True, nonce="b"))["jwt"] == "rotated.jwt.y"

@@ -218,3 +218,20 @@ def test_empty_pool():
     with pytest.raises(NoServers):
         p.next_server(False, 60, never, 0)
     p.current_done(False, 0)  # no-op
+
+
+def test_tls_name_rule_for_both_faces():
+    from tclnats_py._pool import ServerPool
+    pool = ServerPool()
+    pool.set_servers(["tls://nats.example.com:4222"], randomize=False)
+    learnt = pool.add_discovered("10.0.0.7:4222")
+    named = pool.add_discovered("node2.example.com:4222")
+    configured = pool.servers[-1]
+    assert pool.tls_name(configured) == "nats.example.com"
+    assert pool.tls_name(learnt) == "nats.example.com"       # an address learnt from INFO
+    assert pool.tls_name(named) == "node2.example.com"       # a name learnt from INFO is its own
+    assert pool.tls_name(learnt, "override.example") == "override.example"
+    ip_only = ServerPool()
+    ip_only.set_servers(["tls://127.0.0.1:4222"], randomize=False)
+    ip_learnt = ip_only.add_discovered("10.0.0.8:4222")
+    assert ip_only.tls_name(ip_learnt) == "10.0.0.8"          # no configured name to fall back on

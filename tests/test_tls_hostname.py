@@ -169,3 +169,46 @@ def test_tcl_face_checks_a_discovered_address_against_the_configured_name(pki):
             tk.eval("$c destroy")
         for n in nodes:
             n.cleanup()
+
+
+def test_python_face_checks_a_discovered_address_against_the_configured_name(pki):
+    """The same rule on the Python face (it lives in the server pool): after
+    failing over to a cluster member known only by its address, the
+    certificate is checked against the configured host name."""
+    import ssl
+    ca_path, server_with = pki
+    paths = server_with(["localhost"], "pycluster-localhost")
+    cports = [free_port(), free_port()]
+    nodes = [NatsServer(config=C.tls_config(paths), tls=True, name=f"pytls{i}",
+                        args=["--cluster_name", "pytlsname", "--cluster", f"nats://127.0.0.1:{cp}",
+                              "--routes", ",".join(f"nats://127.0.0.1:{p}" for p in cports if p != cp)])
+             for i, cp in enumerate(cports)]
+
+    async def go():
+        ctx = ssl.create_default_context(cafile=ca_path)
+        nc = await tclnats_py.connect(f"tls://localhost:{nodes[0].port}", tls=ctx, connect_timeout=2000,
+                                      reconnect_time_wait=100, max_reconnect_attempts=20)
+        try:
+            for _ in range(250):
+                if any(s["port"] == nodes[1].port for s in nc.all_servers):
+                    break
+                await asyncio.sleep(0.02)
+            else:
+                raise AssertionError(f"member not discovered: {nc.all_servers}")
+            nodes[0].stop()
+            for _ in range(500):
+                if nc.is_connected and nc.current_server == ("127.0.0.1", nodes[1].port):
+                    break
+                await asyncio.sleep(0.02)
+            else:
+                raise AssertionError((nc.status, nc.current_server, nc.last_error))
+            await nc.flush(timeout=2)
+        finally:
+            await nc.close()
+    try:
+        for n in nodes:
+            n.start()
+        asyncio.run(go())
+    finally:
+        for n in nodes:
+            n.cleanup()
