@@ -44,8 +44,9 @@ from ._js import ordered as _ordered
 from ._js.ack import ACK, WPI, AckState, ack_subject, nak_payload, term_payload
 from ._js.api import Batch, JsApi, Publish, Request, StoredMsg, advance, api_call
 from ._js.meta import parse_metadata
-from ._js.publish import parse_ack, parse_ack_fast, publish_headers
+from ._js.publish import AsyncPublisher, parse_ack, parse_ack_fast, publish_headers
 from ._js.pull import Consume, Fetch
+from ._protocol import encode_pub
 
 __all__ = ["new", "JetStream", "Stream", "Consumer", "JsMsg", "StoredMsg", "Info", "StreamInfo", "ConsumerInfo",
            "PubAck", "StreamConfig", "ConsumerConfig", "ConsumeContext", "MessagesContext", "OrderedConsumer",
@@ -273,72 +274,61 @@ def _merge(cls, config, kw):
 
 
 class _AsyncPub:
-    """publish_async's state on one connection: the futures of publishes in
-    flight by reply token, the ones waiting for room, and one timer.
+    """publish_async's driver on one connection: the engine's
+    :class:`~tclnats_py._js.publish.AsyncPublisher` keeps what is in flight
+    and queued, by reply subject; this keeps the futures and one loop timer.
 
     Its reply subscription is an engine subscription whose handler is this
     object: the driver hands it each ack as it parses the socket's bytes
     (``_deliver``), so all the acks of one read resolve their futures in one
-    pass, with no queue or task between.  Plain acks are parsed without json
-    (``parse_ack_fast``).  PUBs are framed here (the reply subject is ours,
-    so it needs no check) and queued with one engine call each; they leave
-    with the connection's next coalesced write.  Deadlines share a single
-    timer, armed for the earliest one."""
+    pass, with no queue or task between.  PUBs without headers are framed
+    here with the engine's encoder (the reply subject is ours, so it needs
+    no check) and queued with one engine call each; they leave with the
+    connection's next coalesced write.  Deadlines share a single timer,
+    armed for the earliest one."""
 
     def __init__(self, js: "JetStream", old: "_AsyncPub | None"):
         self.js = js
         self.client = client = js.client
         self.loop = asyncio.get_running_loop()
-        self.max = js._ap_max
-        self.inbox = client.new_inbox()
-        self.prefix_len = len(self.inbox) + 1
-        self.inflight: dict = {}            # token -> (future, deadline)
-        self.queued: collections.deque = collections.deque()  # (token, subject, data, hdrs, fut, timeout)
+        self.core = AsyncPublisher(client.new_inbox(), js._ap_max)
         self.futures: set = old.futures if old is not None else set()
         self.idle_waiters: list = old.idle_waiters if old is not None else []
-        self.next = 0
         self.timer = None
         self.timer_at = 0.0
-        eng = client._engine
-        self.sub = eng.subscribe(self.inbox + ".*", handler=self)
+        self.sub = client._engine.subscribe(self.core.subscription_subject, handler=self)
         client._run()
         if old is not None:
             # its subscription ended (the connection closed): what it still had fails now
-            err = make_error("ErrConnectionClosed", "Connection closed")
-            old._fail_all(err)
+            old._fail_all(make_error("ErrConnectionClosed", "Connection closed"))
 
     def add(self, subject, data, hdrs, timeout):
         fut = self.loop.create_future()
         self.futures.add(fut)
-        self.next += 1
-        token = str(self.next)
-        if len(self.inflight) >= self.max:
-            self.queued.append((token, subject, data, hdrs, fut, timeout))
-            return fut
-        self._send(token, subject, data, hdrs, fut, timeout)
-        client = self.client
-        if client._engine.has_effects:
-            client._run()
+        now = self.loop.time()
+        reply = self.core.add(subject, data, hdrs, fut, timeout, now)
+        if reply is not None:
+            self._send(reply, subject, data, hdrs, now + timeout)
+            client = self.client
+            if client._engine.has_effects:
+                client._run()
         return fut
 
-    def _send(self, token, subject, data, hdrs, fut, timeout) -> None:
+    def _send(self, reply, subject, data, hdrs, deadline) -> None:
         eng = self.client._engine
         try:
-            info = eng.server_info
-            mp = info.get("max_payload") if info else None
-            if mp is not None and len(data) > mp:
-                raise make_error("ErrMaxPayload", f"Maximum size of NATS message is {mp}")
             if hdrs is None:
-                frame = b"PUB %s %s.%s %d\r\n%s\r\n" % (subject.encode(), self.inbox.encode(), token.encode(),
-                                                        len(data), data)
-                eng.publish_framed(frame, 1)
+                mp = eng.server_info.get("max_payload")
+                if mp is not None and len(data) > mp:
+                    raise make_error("ErrMaxPayload", f"Maximum size of NATS message is {mp}")
+                eng.publish_framed(encode_pub(subject, reply, data), 1)
             else:
-                eng.publish(subject, data, f"{self.inbox}.{token}", hdrs, False)
+                eng.publish(subject, data, reply, hdrs, False)
         except NatsError as e:
-            self._finish(fut, None, e)
+            fut = self.core.forget(reply)
+            if fut is not None:
+                self._finish(fut, None, e)
             return
-        deadline = self.loop.time() + timeout
-        self.inflight[token] = (fut, deadline)
         if self.timer is None or deadline < self.timer_at:
             self._arm(deadline)
 
@@ -351,13 +341,12 @@ class _AsyncPub:
     def _expire(self) -> None:
         self.timer = None
         now = self.loop.time()
-        late = [t for t, (_, d) in self.inflight.items() if d <= now]
-        for t in late:
-            fut, _ = self.inflight.pop(t)
-            self._finish(fut, None, make_error("ErrTimeout", "Timeout waiting for a publish ack"))
+        for fut, err in self.core.expire(now):
+            self._finish(fut, None, err)
         self._refill()
-        if self.inflight:
-            self._arm(min(d for _, d in self.inflight.values()))
+        nxt = self.core.next_deadline()
+        if nxt is not None and (self.timer is None or nxt < self.timer_at):
+            self._arm(nxt)
         client = self.client
         if client._engine.has_effects:
             client._run()
@@ -379,33 +368,24 @@ class _AsyncPub:
             fut.exception()  # retrieved: failures are the caller's to look at
 
     def _refill(self) -> None:
-        q = self.queued
-        while q and len(self.inflight) < self.max:
-            self._send(*q.popleft())
+        for reply, subject, data, hdrs, deadline in self.core.refill(self.loop.time()):
+            self._send(reply, subject, data, hdrs, deadline)
 
     def _deliver(self, msg) -> None:
         """An ack (the driver calls this for each message of the subscription)."""
-        entry = self.inflight.pop(msg.subject[self.prefix_len:], None)
-        if entry is None:
+        out = self.core.on_reply(msg)
+        if out is None:
             return  # a late reply to a publish that timed out
-        try:
-            ack = parse_ack_fast(msg)
-        except NatsError as e:
-            self._finish(entry[0], None, e)
-        else:
-            self._finish(entry[0], ack, None)
-        if self.queued:
+        self._finish(*out)
+        if self.core.queued:
             self._refill()
 
     def _fail_all(self, err) -> None:
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        for fut, _ in self.inflight.values():
+        for fut in self.core.fail_all(err):
             self._finish(fut, None, err)
-        self.inflight.clear()
-        while self.queued:
-            self._finish(self.queued.popleft()[4], None, err)
 
 
 def _check_publish(client, subject, headers, msg_id=None, expected_stream=None, expected_last_seq=None,

@@ -331,22 +331,28 @@ def test_publish_headers_and_acks():
 def test_async_publisher_holds_back_and_times_out():
     ap = publish.AsyncPublisher("_INBOX.P", max_pending=2)
     assert ap.subscription_subject == "_INBOX.P.*"
-    p1, s1 = ap.add("s.a", b"1", None, "h1")
-    p2, s2 = ap.add("s.a", b"2", None, "h2")
-    p3, s3 = ap.add("s.a", b"3", {"K": ["v"]}, "h3")
-    assert s1.reply == "_INBOX.P.1" and s2 is not None and s3 is None and ap.pending == 3 and ap.inflight == 2
-    ev = ap.on_reply(jmsg({"stream": "S", "seq": 1}, "_INBOX.P.1"))
-    assert ev[0] == ("ack", "h1", {"stream": "S", "seq": 1}) and ev[1][0] == "send" and ev[1][1] == p3
-    assert ev[1][2].headers == {"K": ["v"]} and ev[1][2].reply == "_INBOX.P.3"
-    ev = ap.on_timeout(p2)
-    assert ev[0][0] == "error" and ev[0][1] == "h2" and ev[0][2].code == "ErrTimeout"
-    assert ap.on_reply(jmsg({"stream": "S", "seq": 2}, "_INBOX.P.2")) == []  # late
-    ev = ap.on_reply(api_error(400, 10071, "wrong"))
-    assert ev == []  # not a reply subject of ours
-    ev = ap.on_reply(status(503, subject="_INBOX.P.3"))
-    assert ev[0][0] == "error" and ev[0][2].code == "ErrNoResponders" and ap.pending == 0
-    ap.add("s", b"", None, "h4")
-    assert [e[1] for e in ap.fail_all(err("ErrConnectionClosed"))] == ["h4"]
+    r1 = ap.add("s.a", b"1", None, "h1", 5, now=100)
+    r2 = ap.add("s.a", b"2", None, "h2", 3, now=100)
+    r3 = ap.add("s.a", b"3", {"K": ["v"]}, "h3", 5, now=100)
+    assert (r1, r2, r3) == ("_INBOX.P.1", "_INBOX.P.2", None) and ap.pending == 3
+    assert ap.next_deadline() == 103
+    assert ap.on_reply(jmsg({"stream": "S", "seq": 1}, r1)) == ("h1", {"stream": "S", "seq": 1}, None)
+    assert ap.refill(now=101) == [("_INBOX.P.3", "s.a", b"3", {"K": ["v"]}, 106)]
+    assert ap.expire(now=102) == []
+    (h, e), = ap.expire(now=103)
+    assert h == "h2" and e.code == "ErrTimeout"
+    assert ap.on_reply(jmsg({"stream": "S", "seq": 2}, r2)) is None           # late
+    h, ack_, e = ap.on_reply(status(503, subject="_INBOX.P.3"))
+    assert h == "h3" and ack_ is None and e.code == "ErrNoResponders" and ap.pending == 0
+    assert ap.next_deadline() is None
+    r5 = ap.add("s", b"", None, "h5", 5, now=200)
+    assert ap.forget(r5) == "h5" and ap.forget(r5) is None                    # a send that failed
+    ap.add("s", b"", None, "h6", 5, now=200)
+    ap.add("s", b"", None, "h7", 5, now=200)
+    ap.add("s", b"", None, "h8", 5, now=200)                                 # queued
+    assert ap.fail_all(err("ErrConnectionClosed")) == ["h6", "h7", "h8"] and ap.pending == 0
+    with pytest.raises(NatsError):
+        publish.AsyncPublisher("_INBOX.Q", max_pending=0)
 
 
 # ------------------------------------------------------------------ ack, meta

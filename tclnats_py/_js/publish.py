@@ -7,10 +7,7 @@ ErrNoResponders, as nats-tcl raises it.
 
 :func:`publish` is the operation for one publish; :class:`AsyncPublisher`
 is the state of many publishes in flight on one wildcard reply subject
-(nats.go's PublishAsync): the driver subscribes to ``inbox + ".*"`` once,
-sends what :meth:`AsyncPublisher.add` returns, feeds replies to
-:meth:`~AsyncPublisher.on_reply` and timeouts to
-:meth:`~AsyncPublisher.on_timeout`.
+(nats.go's PublishAsync), driven by the asyncio face's ``publish_async``.
 """
 
 from __future__ import annotations
@@ -109,27 +106,40 @@ def publish(subject: str, payload: bytes = b"", headers=None, timeout: int | Non
 
 
 class AsyncPublisher:
-    """Publishes in flight, each waiting for its ack on ``<inbox>.<id>``.
+    """Publishes in flight, each waiting for its ack on ``<inbox>.<id>``
+    (nats.go's PublishAsync), with at most ``max_pending`` in flight.
 
-    ``add`` returns ``(pid, step)``: the step (a Publish with the reply
-    subject set) to send now, or None when ``max_pending`` acks are already
-    outstanding; the publish is then queued and comes back as a step from a
-    later ``on_reply``/``on_timeout`` (so a producer faster than the server
-    is held back without losing anything).  ``handle`` is the driver's own
-    object (a future, a Tcl callback) handed back with the outcome.
+    Sans-IO: times (``now``, ``timeout``, deadlines) are numbers on the
+    driver's clock, in one unit of its choosing.  The driver subscribes to
+    :attr:`subscription_subject` once, and:
 
-    Outcomes are events: ``("ack", handle, pub_ack)``, ``("error", handle,
-    err)``, and ``("send", pid, step)`` for a queued publish now due.
+    * ``reply = add(subject, payload, headers, handle, timeout, now)``: publish
+      with ``reply`` now, or, when ``max_pending`` acks are outstanding, it
+      returns None and the publish waits in a queue (a producer faster than
+      the server is held back without losing anything);
+    * ``on_reply(msg)`` for each message of the subscription: ``(handle,
+      pub_ack, None)`` or ``(handle, None, error)``; None for a late reply;
+    * after either, ``refill(now)`` while :attr:`queued` is not empty: the
+      queued publishes now due, as ``(reply, subject, payload, headers, deadline)``;
+    * ``expire(now)`` when its timer for :meth:`next_deadline` fires: the
+      ``(handle, ErrTimeout)`` of each publish past its deadline;
+    * ``forget(reply)`` when sending failed (the handle back, to fail it);
+    * ``fail_all(err)`` when the connection closed: every handle left.
+
+    ``handle`` is the driver's own object (a future, a Tcl callback).
     """
 
+    __slots__ = ("inbox", "prefix_len", "max_pending", "inflight", "queued", "_next")
+
     def __init__(self, inbox: str, max_pending: int = 4000):
-        if max_pending < 1:
-            raise make_error("ErrInvalidArg", f"Invalid max_pending {max_pending}")
+        if max_pending.__class__ is not int or max_pending < 1:
+            raise make_error("ErrInvalidArg", f"Invalid max_pending {max_pending!r}")
         self.inbox = inbox
+        self.prefix_len = len(inbox) + 1
         self.max_pending = max_pending
+        self.inflight: dict = {}                          # id -> (handle, deadline)
+        self.queued: collections.deque = collections.deque()  # (id, subject, payload, headers, handle, timeout)
         self._next = 0
-        self._inflight: dict[str, object] = {}          # pid -> handle
-        self._queued: collections.deque = collections.deque()  # (pid, step, handle)
 
     @property
     def subscription_subject(self) -> str:
@@ -138,62 +148,58 @@ class AsyncPublisher:
     @property
     def pending(self) -> int:
         """Publishes not finished yet (in flight or queued)."""
-        return len(self._inflight) + len(self._queued)
+        return len(self.inflight) + len(self.queued)
 
-    @property
-    def inflight(self) -> int:
-        return len(self._inflight)
-
-    def add(self, subject: str, payload: bytes = b"", headers=None, handle=None):
+    def add(self, subject: str, payload: bytes, headers, handle, timeout, now):
         self._next += 1
         pid = str(self._next)
-        step = Publish(subject, payload, f"{self.inbox}.{pid}", headers)
-        if len(self._inflight) >= self.max_pending:
-            self._queued.append((pid, step, handle))
-            return pid, None
-        self._inflight[pid] = handle
-        return pid, step
+        if len(self.inflight) >= self.max_pending:
+            self.queued.append((pid, subject, payload, headers, handle, timeout))
+            return None
+        self.inflight[pid] = (handle, now + timeout)
+        return self.inbox + "." + pid
 
-    def handle_of(self, pid: str):
-        """The handle of a publish in flight (None if it is not)."""
-        return self._inflight.get(pid)
+    def forget(self, reply: str):
+        """A publish that could not be sent leaves; its handle, or None."""
+        entry = self.inflight.pop(reply[self.prefix_len:], None)
+        return None if entry is None else entry[0]
 
-    def _refill(self, events: list) -> None:
-        while self._queued and len(self._inflight) < self.max_pending:
-            pid, step, handle = self._queued.popleft()
-            self._inflight[pid] = handle
-            events.append(("send", pid, step))
-
-    def on_reply(self, msg) -> list:
-        """A message on the reply subscription."""
-        pid = msg.subject.rpartition(".")[2]
-        handle = self._inflight.pop(pid, None) if pid in self._inflight else _MISSING
-        events: list = []
-        if handle is _MISSING:
-            return events  # a late reply to a timed-out publish
+    def on_reply(self, msg):
+        entry = self.inflight.pop(msg.subject[self.prefix_len:], None)
+        if entry is None:
+            return None  # a late reply to a publish that timed out, or not ours
         try:
-            events.append(("ack", handle, parse_ack(msg)))
+            return entry[0], parse_ack_fast(msg), None
         except NatsError as e:
-            events.append(("error", handle, e))
-        self._refill(events)
-        return events
+            return entry[0], None, e
 
-    def on_timeout(self, pid: str) -> list:
-        """The driver's timer for ``pid`` fired (armed when its step was sent)."""
-        events: list = []
-        if pid in self._inflight:
-            handle = self._inflight.pop(pid)
-            events.append(("error", handle, make_error("ErrTimeout", "Timeout waiting for a publish ack")))
-            self._refill(events)
-        return events
+    def refill(self, now) -> list:
+        sends = []
+        q = self.queued
+        inflight = self.inflight
+        while q and len(inflight) < self.max_pending:
+            pid, subject, payload, headers, handle, timeout = q.popleft()
+            deadline = now + timeout
+            inflight[pid] = (handle, deadline)
+            sends.append((self.inbox + "." + pid, subject, payload, headers, deadline))
+        return sends
+
+    def next_deadline(self):
+        """The earliest deadline of a publish in flight, None without one."""
+        if not self.inflight:
+            return None
+        return min(d for _, d in self.inflight.values())
+
+    def expire(self, now) -> list:
+        late = [pid for pid, (_, d) in self.inflight.items() if d <= now]
+        out = []
+        for pid in late:
+            out.append((self.inflight.pop(pid)[0], make_error("ErrTimeout", "Timeout waiting for a publish ack")))
+        return out
 
     def fail_all(self, err: NatsError) -> list:
-        """Everything still pending fails with ``err`` (the connection closed)."""
-        events = [("error", h, err) for h in self._inflight.values()]
-        events += [("error", h, err) for _, _, h in self._queued]
-        self._inflight.clear()
-        self._queued.clear()
-        return events
-
-
-_MISSING = object()
+        """Everything still pending leaves: the handles, to fail with ``err``."""
+        handles = [h for h, _ in self.inflight.values()] + [q[4] for q in self.queued]
+        self.inflight.clear()
+        self.queued.clear()
+        return handles
