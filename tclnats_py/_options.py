@@ -44,33 +44,31 @@ OPTION_SPEC: dict[str, tuple[str, object]] = {
     "pending_bytes_limit": ("int", 64 * 1024 * 1024),
 }
 
-_BOOL_WORDS = {
-    "1": True, "0": False, "true": True, "false": False, "yes": True, "no": False,
-    "on": True, "off": False,
-}
+_BOOL_WORDS = ("true", "false", "yes", "no", "on", "off")
 
 
 def to_bool(value) -> bool | None:
-    """Tcl's notion of a boolean (``string is boolean -strict``), or None."""
-    if isinstance(value, bool):
+    """The one boolean rule of both faces: what Tcl's ``string is boolean
+    -strict`` accepts (nats-tcl checks every bool option with it), or None.
+
+    ``0`` and ``1``; ``true false yes no on off`` in any case, or a unique
+    prefix of one (``t``, ``fa``, ``y``, ``n``, ``of``; not ``o``).  No
+    other number (``2``, ``2.5``, ``0x1``), no white space, not empty.
+    Python values: True/False, and the ints 0 and 1.
+    """
+    if value is True or value is False:
         return value
-    if isinstance(value, (int, float)):
-        return bool(value)
+    if isinstance(value, int):
+        return bool(value) if value in (0, 1) else None
     if not isinstance(value, str):
         return None
-    v = value.strip().lower()
-    if v in _BOOL_WORDS:
-        return _BOOL_WORDS[v]
-    # Tcl accepts unique prefixes: t, tr, f, fa, y, n, ... (not "o")
-    for word, b in (("true", True), ("false", False), ("yes", True), ("no", False)):
-        if v and word.startswith(v):
-            return b
-    if v in ("of",):
-        return False
-    try:
-        return float(v) != 0  # Tcl: any number is a boolean
-    except ValueError:
+    if value == "1" or value == "0":
+        return value == "1"
+    v = value.lower()
+    hits = [w for w in _BOOL_WORDS if v and w.startswith(v)]
+    if len(hits) != 1:
         return None
+    return hits[0] in ("true", "yes", "on")
 
 
 def _to_int(value) -> int | None:

@@ -393,22 +393,23 @@ def test_update_stream_with_stream_info_config_python(fresh_server):
 
 
 def test_field_shapes_learnt_from_replies():
-    """A field only a newer server knows: its shape comes from the reply, so
-    its Tcl value converts back to the same JSON (no server needed: this is
-    the conversion alone)."""
+    """A field only a newer server knows: its JSON type comes from the reply
+    (_js.config.learn_stream_fields), so its Tcl value converts back to the
+    same JSON (no server needed: this is the conversion alone)."""
     from tclnats_py import tcljs
+    from tclnats_py._js import config
     tk = tkinter.Tcl()
-    spec = tcljs.Spec(tk)
+    args = tcljs.TclArgs(tk)
     name = "future_field_for_test"
-    assert name not in tcljs.STREAM_FIELD_SHAPES
+    assert name not in config.STREAM_FIELD_TYPES
     value = {"limits": {"n": 5, "on": True, "ratio": 1.5e-3}, "tags": ["a b", "c"], "mode": "fast", "none": None}
     try:
-        tcljs.stream_config_reply({name: value, "max_age": 2_000_000})
+        config.learn_stream_fields({name: value, "max_age": 2_000_000})
         tcl_text = tk.call("list", *tcljs.tcl_value({name: value}))  # as the Tcl caller holds it
         back = tk.splitlist(tcl_text)[1]
-        assert spec.from_tcl(name, back, tcljs.STREAM_FIELD_SHAPES[name]) == value
+        assert args.from_tcl(name, back, config.STREAM_FIELD_TYPES[name]) == value
         with pytest.raises(Exception) as e:
-            spec.from_tcl(name, "limits {n x}", tcljs.STREAM_FIELD_SHAPES[name])
+            args.from_tcl(name, "limits {n x}", config.STREAM_FIELD_TYPES[name])
         assert getattr(e.value, "code", None) == "ErrInvalidArg"
     finally:
-        tcljs.STREAM_FIELD_SHAPES.pop(name, None)
+        config.STREAM_FIELD_TYPES.pop(name, None)

@@ -27,7 +27,7 @@ from .._subjects import valid_subject, valid_token, valid_wildcard_subject
 __all__ = [
     "DEFAULT_API_PREFIX", "api_prefix", "JsApi", "Request", "Publish", "Batch", "advance", "run_sync",
     "check_js_error", "error_from_api", "parse_json", "api_call", "ns2ms", "ms2ns", "iso_to_ms",
-    "ms_to_iso", "filename_safe", "check_name", "StoredMsg", "JS_ERRORS",
+    "ms_to_iso", "filename_safe", "check_name", "StoredMsg", "JS_ERRORS", "JsonFloat", "loads",
 ]
 
 DEFAULT_API_PREFIX = "$JS.API"
@@ -178,6 +178,24 @@ def check_js_error(resp) -> None:
         raise error_from_api(err)
 
 
+class JsonFloat(float):
+    """A JSON number with a fraction or exponent that remembers how the
+    server wrote it (``text``): a float to Python, and shown as written
+    where a face prints JSON values (Tcl: ``1e-3`` stays ``1e-3``)."""
+
+    __slots__ = ("text",)
+
+    def __new__(cls, text):
+        obj = super().__new__(cls, text)
+        obj.text = text
+        return obj
+
+
+def loads(data):
+    """JSON of an API reply, numbers with a fraction as :class:`JsonFloat`."""
+    return json.loads(data, parse_float=JsonFloat)
+
+
 def parse_json(msg) -> dict:
     """The JSON body of an API reply Msg, checked.
 
@@ -193,7 +211,7 @@ def parse_json(msg) -> dict:
                                                err_code=None, errorcode=("NATS", "ErrJSResponse", msg.status, 0))
         return {}
     try:
-        resp = json.loads(msg.data)
+        resp = loads(msg.data)
     except ValueError:
         raise make_error("ErrJSResponse", f"Invalid JSON reply: {msg.data[:80]!r}") from None
     if not isinstance(resp, dict):
@@ -203,16 +221,29 @@ def parse_json(msg) -> dict:
     return resp
 
 
-def api_call(req: Request):
-    """Operation: one API request, its reply decoded and checked.  A core
-    no-responders is ErrJetStreamNotEnabled (nobody serves this API prefix)."""
+def _api_reply(req: Request):
+    """Operation: the reply Msg of an API request.  A core no-responders is
+    ErrJetStreamNotEnabled (nobody serves this API prefix)."""
     try:
-        reply = yield req
+        return (yield req)
     except NatsError as e:
         if e.code == "ErrNoResponders":
             raise make_error("ErrJetStreamNotEnabled", "JetStream is not enabled in the server") from None
         raise
-    return parse_json(reply)
+
+
+def api_call(req: Request):
+    """Operation: one API request, its reply decoded and checked."""
+    return parse_json((yield from _api_reply(req)))
+
+
+def api_call_text(req: Request):
+    """Operation: one API request whose result is the reply's JSON text as
+    the server sent it, once checked for an error (nats-tcl's
+    ``*_from_json`` methods)."""
+    reply = yield from _api_reply(req)
+    parse_json(reply)
+    return reply.data.decode("utf-8", "replace")
 
 
 # ---------------------------------------------------------------- units
@@ -398,6 +429,16 @@ class JsApi:
         return (yield from self.call("INFO"))
 
     # -------------------------------------------------------- streams
+    def stream_create_json(self, config_json: str):
+        """Operation: create a stream from its config as JSON text; the
+        reply's JSON text."""
+        try:
+            name = json.loads(config_json)["name"]
+        except (ValueError, KeyError, TypeError):
+            raise make_error("ErrInvalidArg", "Invalid stream configuration JSON") from None
+        check_name("stream", name)
+        return (yield from api_call_text(self.request(f"STREAM.CREATE.{name}", config_json.encode())))
+
     def stream_create(self, config: dict):
         name = check_name("stream", config.get("name"))
         return (yield from self.call(f"STREAM.CREATE.{name}", config))
@@ -446,6 +487,8 @@ class JsApi:
                 return out
 
     def stream_names(self, subject: str | None = None) -> list:
+        if subject is not None and not valid_wildcard_subject(subject):
+            raise make_error("ErrBadSubject", f"Invalid subject {subject}")
         return (yield from self._paged("STREAM.NAMES", "streams", _opt(subject=subject)))
 
     def stream_list(self, subject: str | None = None) -> list:
@@ -525,6 +568,21 @@ class JsApi:
         if action and (server_version is None or _version(server_version) >= (2, 10)):
             body["action"] = action
         return self.request(tail, body, check_subject=check)
+
+    def consumer_create_json(self, stream: str, durable: str, config_json: str):
+        """Operation: create the durable consumer ``durable`` from its config
+        as JSON text (sent as it is); the reply's JSON text."""
+        check_name("stream", stream)
+        check_name("consumer", durable)
+        try:
+            ok = isinstance(json.loads(config_json), dict)
+        except (ValueError, TypeError):
+            ok = False
+        if not ok:
+            raise make_error("ErrInvalidArg", "Invalid consumer configuration JSON")
+        payload = '{"stream_name":' + json.dumps(stream) + ',"config":' + config_json + "}"
+        return (yield from api_call_text(self.request(f"CONSUMER.DURABLE.CREATE.{stream}.{durable}",
+                                                      payload.encode())))
 
     def consumer_create(self, stream: str, config: dict, action: str | None = "create", **kw):
         return (yield from api_call(self.consumer_create_request(stream, config, action, **kw)))

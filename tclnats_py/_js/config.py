@@ -5,10 +5,11 @@ A spec row is ``(name, type, default)``; types are nats-tcl's:
 
 ``valid_str``  non-empty string         ``str``       any string
 ``int``        integer                  ``pos_int``   integer >= 0
-``bool``       boolean (Tcl spellings accepted: 1/0, true/false, yes/no, on/off)
+``replicas``   num_replicas: an integer 0..5 (see :func:`check_replicas`)
+``bool``       boolean: ``_options.to_bool``, Tcl's ``string is boolean -strict``
 ``list``       non-empty list of strings (a single string is a one-item list)
 ``metadata``   non-empty dict of strings (ADR-33)
-``ns``         a duration in the caller's unit, sent as nanoseconds
+``ns``         a duration >= 0 in the caller's unit, sent as nanoseconds
 ``ns_list``    a list of such durations (consumer ``backoff``)
 ``json``       a dict, or its JSON text (mirror, subject_transform, republish ...)
 ``json_list``  a non-empty list of those (sources)
@@ -17,22 +18,26 @@ A spec row is ``(name, type, default)``; types are nats-tcl's:
 :func:`build` takes an options dict (keys with or without nats-tcl's
 leading ``-``) and a unit for durations: ``"ms"`` for Tcl, ``"s"`` for the
 Python face, ``"ns"`` for wire values.  Values may be strings, as Tcl hands
-them over.  Errors are ErrInvalidArg with nats-tcl's messages.
+them over.  Errors are ErrInvalidArg with nats-tcl's messages.  Integers
+and durations must fit the server's int64 (ns for durations).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from .._errors import make_error
+from .._options import to_bool
+from .._subjects import valid_queue, valid_subject, valid_wildcard_subject
 from .api import check_name, ns2ms
 
 __all__ = [
     "STREAM_SPEC", "CONSUMER_SPEC", "STREAM_EXTRA_SPEC", "CONSUMER_EXTRA_SPEC", "STREAM_DURATIONS",
     "CONSUMER_DURATIONS", "build", "stream_config", "consumer_config", "make_stream_source",
     "make_subject_transform", "make_republish", "stream_reply_to_ms", "consumer_reply_to_ms", "to_bool",
-    "duration_ns", "from_ns",
+    "duration_ns", "from_ns", "check_replicas", "STREAM_FIELD_TYPES", "learn_stream_fields", "MAX_REPLICAS",
 ]
 
 # add_stream (the field order of nats.go's stream_config.go, as nats-tcl keeps it)
@@ -49,7 +54,7 @@ STREAM_SPEC = (
     ("max_msgs_per_subject", "int", None),
     ("max_msg_size", "int", None),
     ("storage", ("enum", "memory", "file"), "file"),
-    ("num_replicas", "int", None),
+    ("num_replicas", "replicas", None),
     ("no_ack", "bool", None),
     ("duplicate_window", "ns", None),
     ("mirror", "json", None),
@@ -99,7 +104,7 @@ CONSUMER_SPEC = (
     ("deliver_subject", "valid_str", None),
     ("deliver_group", "valid_str", None),
     ("inactive_threshold", "ns", None),
-    ("num_replicas", "int", None),
+    ("num_replicas", "replicas", None),
     ("mem_storage", "bool", None),
     ("metadata", "metadata", None),
 )
@@ -117,35 +122,109 @@ CONSUMER_EXTRA_SPEC = (
 STREAM_DURATIONS = ("duplicate_window", "max_age")
 CONSUMER_DURATIONS = ("ack_wait", "idle_heartbeat", "inactive_threshold")
 
-_UNITS = {"ns": 1, "ms": 1_000_000, "s": 1_000_000_000}
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
-_INT = re.compile(r"^[-+]?\d+$")
+# ------------------------------------------------------------ fields beyond the tables
+# A stream config read from the server holds fields STREAM_SPEC does not list
+# (consumer_limits, allow_msg_ttl ... and whatever newer servers add).  Given
+# back in a create/update they go to the server as they came, so a face whose
+# values carry no JSON type (Tcl: every value is a string) needs each field's
+# type: a JSON value standing for it ({} object with its fields, [x] array of
+# x, False boolean, 0 integer, 0.0 number, "" string).  These are nats-server
+# 2.15's; learn_stream_fields widens them with every stream config a server
+# returns.  Values are in wire units (ns).
+_TRANSFORM_TYPE = {"src": "", "dest": ""}
+_SOURCE_TYPE = {"name": "", "opt_start_seq": 0, "opt_start_time": "", "filter_subject": "",
+                "subject_transforms": [_TRANSFORM_TYPE], "external": {"api": "", "deliver": ""}}
+STREAM_FIELD_TYPES = {
+    "mirror": _SOURCE_TYPE, "sources": [_SOURCE_TYPE], "subject_transform": _TRANSFORM_TYPE,
+    "republish": {"src": "", "dest": "", "headers_only": False},
+    "placement": {"cluster": "", "tags": [""], "preferred": ""},
+    "consumer_limits": {"inactive_threshold": 0, "max_ack_pending": 0},
+    "template_owner": "", "allow_msg_ttl": False, "subject_delete_marker_ttl": 0, "allow_msg_counter": False,
+    "allow_atomic": False, "allow_msg_schedules": False, "persist_mode": "", "allow_batched": False,
+    # the nested objects of make_stream_source
+    "external": _SOURCE_TYPE["external"], "subject_transforms": [_TRANSFORM_TYPE],
+}
+_UNTYPED = object()
+_MAP_FIELDS = frozenset({"metadata"})   # maps, not objects: no fields to learn
 
 
-def to_bool(v):
-    """A Python or Tcl boolean, or None when ``v`` is not one."""
+def _type_of(v):
+    if isinstance(v, dict):
+        return {k: _type_of(x) for k, x in v.items()}
+    if isinstance(v, list):
+        elem = _UNTYPED
+        for x in v:
+            elem = _widen(elem, x)
+        return [] if elem is _UNTYPED else [elem]
     if isinstance(v, bool):
-        return v
+        return False
     if isinstance(v, int):
-        return v != 0
+        return 0
+    if isinstance(v, float):
+        return 0.0
     if isinstance(v, str):
-        s = v.strip().lower()
-        if s in _TRUE:
-            return True
-        if s in _FALSE:
-            return False
+        return ""
     return None
+
+
+def _widen(old, v):
+    """The type ``old`` widened by the JSON value ``v`` (object fields are added)."""
+    if old is _UNTYPED or old is None:
+        return _type_of(v)
+    if v is None:
+        return old
+    if isinstance(old, dict) and isinstance(v, dict):
+        out = dict(old)
+        for k, x in v.items():
+            out[k] = _widen(out.get(k, _UNTYPED), x)
+        return out
+    if isinstance(old, list) and isinstance(v, list):
+        elem = old[0] if old else _UNTYPED
+        for x in v:
+            elem = _widen(elem, x)
+        return [] if elem is _UNTYPED else [elem]
+    new = _type_of(v)
+    return old if type(new) is type(old) else new
+
+
+def learn_stream_fields(cfg: dict) -> None:
+    """Widen STREAM_FIELD_TYPES with a stream config from the server."""
+    for k, v in cfg.items():
+        if k not in _MAP_FIELDS:
+            STREAM_FIELD_TYPES[k] = _widen(STREAM_FIELD_TYPES.get(k, _UNTYPED), v)
+
+
+_UNITS = {"ns": 1, "ms": 1_000_000, "s": 1_000_000_000}
+_INT = re.compile(r"^[-+]?\d+$")
+# the server's integers and durations (ns) are int64; sequences are uint64
+INT64_MAX = (1 << 63) - 1
+UINT64_MAX = (1 << 64) - 1
+# num_replicas: the server keeps at most 5 copies; 0 is its default (1 for a
+# stream, the stream's own for a consumer)
+MAX_REPLICAS = 5
 
 
 def _to_int(v):
     if isinstance(v, bool):
         return None
     if isinstance(v, int):
-        return v
-    if isinstance(v, str) and _INT.match(v.strip()):
-        return int(v)
-    return None
+        i = v
+    elif isinstance(v, str) and _INT.match(v.strip()):
+        i = int(v)
+    else:
+        return None
+    return i if abs(i) <= INT64_MAX else None
+
+
+def check_replicas(v, name: str = "num_replicas") -> int:
+    """The one num_replicas rule of both faces (streams, consumers, KV and
+    Object Store buckets): an integer from 0 to MAX_REPLICAS, 0 meaning the
+    server's default.  Anything else is ErrInvalidArg before a request goes
+    out (the server would refuse a negative count or more than 5)."""
+    i = _to_int(v)
+    if i is None or not 0 <= i <= MAX_REPLICAS:
+        raise _bad("replicas", name, v)
+    return i
 
 
 def duration_ns(v, unit: str = "ms") -> int:
@@ -156,8 +235,13 @@ def duration_ns(v, unit: str = "ms") -> int:
         v = float(v) if not _INT.match(v.strip()) else int(v)
     if not isinstance(v, (int, float)):
         raise ValueError(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError(v)
     mult = _UNITS[unit]
-    return v * mult if isinstance(v, int) else int(round(v * mult))
+    ns = v * mult if isinstance(v, int) else int(round(v * mult))
+    if not 0 <= ns <= INT64_MAX:   # also false for NaN
+        raise ValueError(v)
+    return ns
 
 
 def from_ns(v, unit: str = "s"):
@@ -205,6 +289,8 @@ def _format(name, typ, val, unit):
         if i is None or (typ == "pos_int" and i < 0):
             raise _bad(typ, name, val)
         return i
+    if typ == "replicas":
+        return check_replicas(val, name)
     if typ == "bool":
         b = to_bool(val)
         if b is None:
@@ -283,7 +369,11 @@ def stream_config(name: str, options: dict, *, unit: str = "ms", extended: bool 
     opts.pop("-name", None)
     opts["name"] = name
     spec = STREAM_SPEC + STREAM_EXTRA_SPEC if extended else STREAM_SPEC
-    return build(spec, opts, unit=unit, strict=strict)
+    cfg = build(spec, opts, unit=unit, strict=strict)
+    for subject in cfg.get("subjects") or ():
+        if not valid_wildcard_subject(subject):
+            raise make_error("ErrInvalidArg", f"Invalid subject {subject}")
+    return cfg
 
 
 def consumer_config(options: dict, *, unit: str = "ms", extended: bool = False, strict: bool = True,
@@ -298,6 +388,13 @@ def consumer_config(options: dict, *, unit: str = "ms", extended: bool = False, 
             check_name("consumer", cfg[k])
     if cfg.get("filter_subject") and cfg.get("filter_subjects"):
         raise make_error("ErrInvalidArg", "filter_subject and filter_subjects are mutually exclusive")
+    for subject in [cfg.get("filter_subject")] + list(cfg.get("filter_subjects") or ()):
+        if subject is not None and not valid_wildcard_subject(subject):
+            raise make_error("ErrInvalidArg", f"Invalid filter subject {subject}")
+    if cfg.get("deliver_subject") is not None and not valid_subject(cfg["deliver_subject"]):
+        raise make_error("ErrInvalidArg", f"Invalid deliver subject {cfg['deliver_subject']}")
+    if cfg.get("deliver_group") is not None and not valid_queue(cfg["deliver_group"]):
+        raise make_error("ErrInvalidArg", f"Invalid deliver group {cfg['deliver_group']}")
     return cfg
 
 
@@ -318,12 +415,13 @@ def make_republish(src: str, dest: str, headers_only: bool = False) -> dict:
 
 def make_stream_source(name: str, opt_start_seq: int | None = None, opt_start_time: str | None = None,
                        filter_subject: str | None = None, subject_transforms=None, api: str | None = None,
-                       deliver: str | None = None, domain: str | None = None) -> dict:
+                       deliver: str | None = None, domain: str | None = None, external=None) -> dict:
     """nats::make_stream_source: a mirror or one of the sources of a stream.
 
     A stream in another domain or account is reached through ``api`` (its
     API prefix, e.g. ``$JS.hub.API``; ``domain`` is the shorthand) and maybe
-    ``deliver`` (the delivery subject prefix): the ``external`` object.
+    ``deliver`` (the delivery subject prefix): the ``external`` object,
+    which may also be given whole (a dict or its JSON) as ``external``.
     """
     if not name:
         _required("name")
@@ -335,7 +433,11 @@ def make_stream_source(name: str, opt_start_seq: int | None = None, opt_start_ti
             ("filter_subject", "valid_str", None), ("subject_transforms", "json_list", None))
     src = build(spec, {"name": name, "opt_start_seq": opt_start_seq, "opt_start_time": opt_start_time,
                        "filter_subject": filter_subject, "subject_transforms": subject_transforms})
-    if api is not None:
+    if external is not None:
+        if api is not None or deliver is not None:
+            raise make_error("ErrInvalidArg", "-external excludes -api and -deliver")
+        src["external"] = _json("external", external, "json")
+    elif api is not None:
         ext = {"api": _format("api", "valid_str", api, "ms")}
         if deliver is not None:
             ext["deliver"] = _format("deliver", "valid_str", deliver, "ms")

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 
 from .._errors import NatsError, make_error
-from .api import JsApi, iso_to_ms, ns2ms
-from .config import STREAM_DURATIONS, make_stream_source, make_subject_transform
+from .api import JsApi, check_name, iso_to_ms, ns2ms
+from .config import STREAM_DURATIONS, check_replicas, make_stream_source, make_subject_transform
 from .meta import parse_metadata
 from .api import Request
 from .publish import parse_ack, publish_headers
@@ -29,7 +29,7 @@ __all__ = [
     "KV_OPERATION", "PUT", "DEL", "PURGE", "check_bucket", "check_key", "check_key_pattern", "stream_name",
     "operation_of", "bucket_config", "make_origin", "origin_to_source", "origin_to_mirror", "Entry", "Bucket",
     "bind", "create_bucket", "delete_bucket", "bucket_names", "empty_bucket", "status", "status_to_ms",
-    "Watcher", "kv_stream_config", "kv_operation", "is_not_found",
+    "Watcher", "kv_stream_config", "kv_operation", "is_not_found", "mirror_bucket",
 ]
 
 KV_OPERATION = "KV-Operation"
@@ -77,6 +77,14 @@ def stream_name(bucket: str) -> str:
     return f"KV_{bucket}"
 
 
+def mirror_bucket(mirror_stream: str) -> str:
+    """The bucket a KV mirror copies, from its mirror's stream name: the
+    ``KV_`` prefix is dropped when it is there, the name kept whole when it
+    is not (nats.go's TrimPrefix; nats-tcl drops three characters always,
+    which differs only for a mirror of a stream that is not a bucket)."""
+    return mirror_stream[3:] if mirror_stream.startswith("KV_") else mirror_stream
+
+
 def operation_of(headers) -> str:
     """PUT, DEL or PURGE; limit markers (ADR-48) count as PURGE/DEL."""
     if headers:
@@ -101,6 +109,8 @@ def make_origin(bucket: str, stream: str | None = None, keys=None, domain: str |
                 api: str | None = None, deliver: str | None = None) -> dict:
     """nats::make_kv_origin: where an aggregate or mirror takes its data."""
     check_bucket(bucket)
+    if stream is not None:
+        check_name("stream", stream)
     if domain is not None:
         if api is not None:
             raise make_error("ErrInvalidArg", "-domain and -api are mutually exclusive")
@@ -160,8 +170,8 @@ def bucket_config(bucket: str, *, history: int = 1, ttl_ms: int | None = None, m
             raise make_error("ErrInvalidArg", f"Invalid value for the pos_int option {name} : {v}")
     if history < 1 or history > 64:
         raise make_error("ErrInvalidArg", "History must be between 1 and 64")
-    if num_replicas is not None and num_replicas < 1:
-        raise make_error("ErrInvalidArg", f"Invalid value for the pos_int option num_replicas : {num_replicas}")
+    if num_replicas is not None:
+        check_replicas(num_replicas)
     if storage not in ("memory", "file"):
         raise make_error("ErrInvalidArg", f"Invalid value for the enum storage : {storage}; allowed values: memory file")
     if compression is not None and compression not in ("none", "s2"):
@@ -256,7 +266,7 @@ class Bucket:
         self.use_direct = bool(stream_config.get("allow_direct"))
         mirror = stream_config.get("mirror") or {}
         if mirror.get("name"):
-            origin = mirror["name"][3:] if mirror["name"].startswith("KV_") else mirror["name"]
+            origin = mirror_bucket(mirror["name"])
             self.write_prefix = f"$KV.{origin}"
             ext_api = (mirror.get("external") or {}).get("api")
             if ext_api:
@@ -357,9 +367,15 @@ class Bucket:
 
     def delete(self, key: str, revision: int | None = None):
         """Operation: a DEL marker (history kept); with ``revision`` only if
-        it is still the latest."""
+        it is still the latest.
+
+        Revision 0 is no expectation, the same as none (nats-tcl sends the
+        header only for ``$revision > 0``; nats.go's LastRevision(0) sets
+        none either).  Unlike ``update``, where 0 means "the key must not
+        exist", a delete of a key that does not exist is harmless, so 0 has
+        nothing to guard.  A negative revision is ErrInvalidArg."""
         check_key(key)
-        if revision is not None and (isinstance(revision, bool) or not isinstance(revision, int) or revision < 1):
+        if revision is not None and (isinstance(revision, bool) or not isinstance(revision, int) or revision < 0):
             raise make_error("ErrInvalidArg", f"Invalid revision {revision}")
         hdrs = {KV_OPERATION: [DEL]}
         if revision:
@@ -473,7 +489,7 @@ def status(bucket: str, info: dict) -> dict:
           "is_compressed": config.get("compression", "none") not in ("none", None)}
     mirror = config.get("mirror") or {}
     if mirror.get("name"):
-        st["mirror_name"] = mirror["name"][3:] if mirror["name"].startswith("KV_") else mirror["name"]
+        st["mirror_name"] = mirror_bucket(mirror["name"])
         ext = (mirror.get("external") or {}).get("api", "")
         parts = ext.split(".") if ext else []
         if len(parts) == 3 and parts[2] == "API":

@@ -15,7 +15,9 @@ digest is ``SHA-256=<base64url(sha256)>``.  Links are infos whose
   delivers (count, size, digest).
 * operations (generators, see the package docstring): ``info``,
   ``delete``, ``add_link``, ``add_bucket_link``, ``update_meta``, ``seal``,
-  ``create_bucket``, ``bind``, ``delete_bucket``, ``bucket_names``.
+  ``create_bucket``, ``bind``, ``delete_bucket``, ``bucket_names``, and
+  ``put``, ``get``, ``list_infos`` one request at a time (for drivers that
+  run operations step by step; the asyncio face streams chunks instead).
 * :class:`Watcher`: infos from an ordered consumer on the meta subjects,
   with End Of Initial Data like KV watchers.
 
@@ -34,6 +36,7 @@ import re
 
 from .._errors import NatsError, make_error
 from .api import JsApi, Request
+from .config import check_replicas
 from .meta import parse_metadata
 from .publish import parse_ack
 
@@ -41,7 +44,7 @@ __all__ = ["DEFAULT_CHUNK_SIZE", "check_bucket", "check_name", "stream_name", "b
            "meta_subject", "chunk_subject", "meta_filter", "Digest", "digest_of", "digest_bytes", "Put", "Get",
            "info_from_meta", "meta_payload", "info", "delete", "add_link", "add_bucket_link", "update_meta",
            "seal", "create_bucket", "bind", "delete_bucket", "bucket_names", "status", "Watcher",
-           "purge_chunks", "ROLLUP_HEADERS", "link_of"]
+           "purge_chunks", "ROLLUP_HEADERS", "link_of", "put", "get", "list_infos"]
 
 DEFAULT_CHUNK_SIZE = 128 * 1024
 ROLLUP_HEADERS = {"Nats-Rollup": ["sub"]}
@@ -69,6 +72,7 @@ def bucket_config(bucket: str, *, description=None, ttl_ns=None, max_bytes=None,
                   num_replicas: int = 1, compression: bool = False, metadata=None, placement=None) -> dict:
     """The stream config (wire units) of an object store bucket."""
     check_bucket(bucket)
+    check_replicas(num_replicas)
     if storage not in ("memory", "file"):
         raise make_error("ErrInvalidArg", f"Invalid value for the enum storage : {storage}; allowed values: memory file")
     cfg = {"name": stream_name(bucket), "description": description,
@@ -357,6 +361,88 @@ def delete(api: JsApi, bucket: str, name: str, direct: bool = True):
     if obj.get("nuid") and not link_of(obj):
         yield from purge_chunks(api, bucket, obj["nuid"])
     return gone
+
+
+def put(api: JsApi, bucket: str, name: str, data: bytes, nuid: str, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
+        description=None, headers=None, metadata=None, direct: bool = True):
+    """Operation: store ``data`` as ``name`` (chunks one acked publish at a
+    time, then the meta); the ObjectInfo.  The chunks of the version it
+    replaces are purged after; its own are purged if anything fails."""
+    writer = Put(bucket, name, nuid, chunk_size=chunk_size, description=description, headers=headers,
+                 metadata=metadata)
+    try:
+        old = yield from info(api, bucket, name, show_deleted=True, direct=direct)
+    except NatsError as e:
+        if e.code != "ErrObjectNotFound":
+            raise
+        old = None
+    writer.previous(old)
+    try:
+        for chunk in writer.feed(data) + writer.finish():
+            parse_ack((yield Request(writer.chunk_subject, chunk)))
+        parse_ack((yield writer.meta_step()))
+    except NatsError:
+        yield from purge_chunks(api, bucket, nuid)
+        raise
+    if writer.old_nuid:
+        yield from purge_chunks(api, bucket, writer.old_nuid)
+    return writer.info
+
+
+def _stored_after(api: JsApi, bucket: str, seq: int, subject: str):
+    """Operation: the first message on ``subject`` from ``seq`` on, or None."""
+    try:
+        return (yield from api.msg_get(stream_name(bucket), seq=seq, next_by_subj=subject))
+    except NatsError as e:
+        if e.code == "ErrMsgNotFound":
+            return None
+        raise _not_found(e, bucket) from None
+
+
+def get(api: JsApi, bucket: str, name: str, direct: bool = True):
+    """Operation: the bytes of ``name``, a link to an object followed (in
+    any bucket), the digest checked; chunks read one STREAM.MSG.GET at a
+    time.  ErrObjectNotFound, ErrDigestMismatch, ErrInvalidArg for a link
+    to a whole bucket."""
+    obj = yield from info(api, bucket, name, direct=direct)
+    link = link_of(obj)
+    if link:
+        if not link.get("name"):
+            raise make_error("ErrInvalidArg", f"{name} links to a whole bucket")
+        obj = yield from info(api, link["bucket"], link["name"], direct=direct)
+        if link_of(obj):
+            raise make_error("ErrInvalidArg", "Cannot follow a link to a link")
+    reader = Get(obj)
+    data = bytearray()
+    seq = 1
+    while not reader.done:
+        msg = yield from _stored_after(api, obj["bucket"], seq, reader.filter_subject)
+        if msg is None:
+            raise make_error("ErrBadObjectMeta", f"Object {name}: {reader.chunks} chunks of "
+                                                 f"{reader.expected_chunks}")
+        data += reader.on_chunk(msg)
+        seq = msg.seq + 1
+    reader.check()
+    return bytes(data)
+
+
+def list_infos(api: JsApi, bucket: str, show_deleted: bool = False):
+    """Operation: the ObjectInfo of every object in stream order (the meta
+    subjects keep only their latest message: they are rolled up)."""
+    check_bucket(bucket)
+    out = []
+    seq = 1
+    while True:
+        msg = yield from _stored_after(api, bucket, seq, meta_filter(bucket))
+        if msg is None:
+            return out
+        seq = msg.seq + 1
+        try:
+            obj = info_from_meta(msg.data, msg.time)
+        except NatsError:
+            continue  # not an info: skip it
+        if show_deleted or not obj.get("deleted"):
+            out.append(obj)
 
 
 def _check_link_name(api, bucket, name, direct):

@@ -32,6 +32,7 @@ Driver contract for :class:`OrderedConsumer`:
 from __future__ import annotations
 
 from .._errors import NatsError, make_error
+from .._subjects import valid_wildcard_subject
 from .api import check_name
 from .meta import parse_metadata
 
@@ -63,6 +64,9 @@ class OrderedConsumer:
                                               f"allowed values: {' '.join(DELIVER_POLICIES)}")
         if filter_subject and filter_subjects:
             raise make_error("ErrInvalidArg", "filter_subject and filter_subjects are mutually exclusive")
+        for subject in [filter_subject] + list(filter_subjects or ()):
+            if subject is not None and not valid_wildcard_subject(subject):
+                raise make_error("ErrInvalidArg", f"Invalid filter subject {subject}")
         if isinstance(idle_heartbeat_ms, bool) or not isinstance(idle_heartbeat_ms, int) or idle_heartbeat_ms <= 0:
             raise make_error("ErrInvalidArg", f"Invalid value for the ns option idle_heartbeat : {idle_heartbeat_ms}")
         self.stream = stream

@@ -127,8 +127,12 @@ def pull_request_body(batch: int | None = 1, expires_ns: int | None = None, no_w
     return json.dumps(body, separators=(",", ":")).encode()
 
 
+# the server keeps a pull request's batch in an int32
+MAX_BATCH = (1 << 31) - 1
+
+
 def _pos(name, v, allow_zero=False):
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0 or (v == 0 and not allow_zero):
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0 or (v == 0 and not allow_zero) or v > MAX_BATCH:
         raise make_error("ErrInvalidArg", f"Invalid value for the pos_int option {name} : {v}")
     return v
 
