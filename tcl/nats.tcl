@@ -870,21 +870,3 @@ proc ::nats::_parse_args {argList spec {doConfig 0}} {
         throw {NATS ErrInvalidArg} "Unknown option [lindex [dict keys $given] 0]"
     }
 }
-
-# convert nanoseconds to milliseconds in place, for the named keys of a dict variable
-proc ::nats::_ns2ms {dictVar args} {
-    upvar 1 $dictVar d
-    foreach key $args {
-        if {[dict exists $d $key]} {
-            dict set d $key [expr {[dict get $d $key] / 1000000}]
-        }
-    }
-}
-proc ::nats::_ms2ns {dictVar args} {
-    upvar 1 $dictVar d
-    foreach key $args {
-        if {[dict exists $d $key]} {
-            dict set d $key [expr {entier([dict get $d $key] * 1000000)}]
-        }
-    }
-}
