@@ -449,30 +449,7 @@ proc ::nats::make_republish {args} {
     ::tclnats::r [::tclnats::_make_republish {*}$args]
 }
 proc ::nats::make_kv_origin {args} {
-    nats::_parse_args $args {
-        stream  valid_str null
-        bucket  valid_str null
-        keys    str null
-        api     valid_str null
-        deliver valid_str null
-        domain  valid_str null
-    }
-    if {![info exists bucket]} {
-        throw {NATS ErrInvalidArg} "Option bucket is required"
-    }
-    if {[info exists domain]} {
-        if {[info exists api]} {
-            throw [list NATS ErrInvalidArg] "-domain and -api are mutually exclusive"
-        }
-        set api "\$JS.$domain.API"
-    }
-    set origin [dict create]
-    foreach name {stream bucket keys api deliver} {
-        if {[info exists $name]} {
-            dict set origin $name [set $name]
-        }
-    }
-    return $origin
+    ::tclnats::r [::tclnats::_make_kv_origin {*}$args]
 }
 namespace eval ::nats {
     namespace export metadata make_stream_source make_subject_transform make_republish make_kv_origin

@@ -114,7 +114,8 @@ class _Bridge:
         tk.createcommand("::tclnats::python", self._python)
         from ._tclcross import noop
         tk.createcommand("::tclnats::_noop", noop)   # crossing-cost measurements
-        for name in ("metadata", "make_stream_source", "make_subject_transform", "make_republish"):
+        for name in ("metadata", "make_stream_source", "make_subject_transform", "make_republish",
+                     "make_kv_origin"):
             tk.createcommand(f"::tclnats::_{name}", getattr(self, "_" + name))
 
     def dispose(self):
@@ -164,6 +165,10 @@ class _Bridge:
     def _make_republish(self, *args):
         from .tcljs import make_republish
         return self._wrap(lambda: make_republish(self.tk, args))
+
+    def _make_kv_origin(self, *args):
+        from .tcljs import make_kv_origin
+        return self._wrap(lambda: make_kv_origin(self.tk, args))
 
     def _new_connection(self, obj, ns, log_level):
         try:

@@ -39,7 +39,7 @@ from ._js.publish import ack_error_dict, parse_ack_fast, publish_headers
 from ._js.pull import Fetch
 
 __all__ = ["JsBridge", "Chain", "metadata_from_reply", "tcl_value", "make_stream_source",
-           "make_subject_transform", "make_republish"]
+           "make_subject_transform", "make_republish", "make_kv_origin"]
 
 
 class Chain:
@@ -253,6 +253,8 @@ _SOURCE_OPTIONS = (("name", "valid_str", None), ("opt_start_seq", "pos_int", Non
                    ("opt_start_time", "valid_str", None), ("filter_subject", "valid_str", None),
                    ("external", "json", None), ("subject_transforms", "json_list", None),
                    ("api", "valid_str", None), ("deliver", "valid_str", None))
+_ORIGIN_OPTIONS = (("stream", "valid_str", None), ("bucket", "valid_str", None), ("keys", "str", None),
+                   ("api", "valid_str", None), ("deliver", "valid_str", None), ("domain", "valid_str", None))
 _TRANSFORM_OPTIONS = (("src", "valid_str", None), ("dest", "valid_str", None))
 _REPUBLISH_OPTIONS = (("src", "valid_str", None), ("dest", "valid_str", None), ("headers_only", "bool", False))
 
@@ -276,6 +278,16 @@ def make_stream_source(tk, args) -> str:
 def make_subject_transform(tk, args) -> str:
     o = TclArgs(tk).build(_TRANSFORM_OPTIONS, args)
     return _dumps(_cfg.make_subject_transform(o.get("src"), o.get("dest")))
+
+
+def make_kv_origin(tk, args):
+    """nats::make_kv_origin: the origin dict of an aggregate or mirror."""
+    o = TclArgs(tk).build(_ORIGIN_OPTIONS, args)
+    if "bucket" not in o:
+        raise make_error("ErrInvalidArg", "Option bucket is required")
+    if "keys" in o:
+        o["keys"] = [str(k) for k in TclArgs(tk).splitlist("keys", o["keys"])]
+    return tcl_value(_kv.make_origin(**o))
 
 
 def make_republish(tk, args) -> str:

@@ -183,3 +183,14 @@ def test_tcl_make_stream_source_uses_config(tk):
     assert _code(lambda: tcljs.make_stream_source(tk, ("-opt_start_seq", "3"))) == "ErrInvalidArg"
     assert json.loads(tcljs.make_republish(tk, ("-src", "a", "-dest", "b"))) == \
         {"src": "a", "dest": "b", "headers_only": False}
+
+
+def test_tcl_make_kv_origin_uses_kv(tk):
+    """nats::make_kv_origin is _js.kv.make_origin with Tcl arguments: -domain
+    becomes the origin's API prefix there, not in Tcl."""
+    o = tcljs.make_kv_origin(tk, ("-bucket", "B", "-keys", "a.> b", "-domain", "hub"))
+    assert o == ("bucket", "B", "keys", ("a.>", "b"), "api", "$JS.hub.API")
+    assert _code(lambda: tcljs.make_kv_origin(tk, ("-keys", "x"))) == "ErrInvalidArg"
+    assert _code(lambda: tcljs.make_kv_origin(tk, ("-bucket", "B", "-domain", "h", "-api", "$JS.x.API"))) \
+        == "ErrInvalidArg"
+    assert _code(lambda: tcljs.make_kv_origin(tk, ("-bucket", "a.b"))) == "ErrInvalidArg"
