@@ -6,8 +6,8 @@ The asyncio face: ``await tclnats_py.connect(...)`` (see tclnats_py.aio),
 ``package require nats``.  Errors are classes named by code (ErrTimeout ...).
 """
 
-from ._errors import *  # noqa: F401,F403  error classes named by code
-from ._errors import CODES, NatsError, error_class
+from ._errors import *  # noqa: F401,F403  every error class (one per code) and the families
+from ._errors import __all__ as _error_names
 from ._engine import CLOSED, CONNECTED, CONNECTING, RECONNECTING, Engine, Msg
 from ._options import Options
 
@@ -17,5 +17,5 @@ TCL_API_VERSION = "3.2.1"
 
 from .aio import Client, Subscription, connect  # noqa: E402  the asyncio face
 
-__all__ = ["NatsError", "error_class", "Engine", "Msg", "Options", "Client", "Subscription", "connect",
-           "CLOSED", "CONNECTING", "CONNECTED", "RECONNECTING", "TCL_API_VERSION", *CODES]
+__all__ = ["Engine", "Msg", "Options", "Client", "Subscription", "connect",
+           "CLOSED", "CONNECTING", "CONNECTED", "RECONNECTING", "TCL_API_VERSION", *_error_names]

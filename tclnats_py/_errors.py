@@ -1,26 +1,54 @@
-"""Error codes shared by the Tcl and the Python face.
+"""Every error of tclnats_py, written out: one class per nats-tcl error code.
 
-Every error raised or reported by the engine carries a ``code`` that is one of
-nats-tcl's documented names (CoreAPI.md "Error Handling", JsAPI.md, KvAPI.md).
-The Tcl face throws ``{NATS <code>}`` with the same message; the Python face
-raises the subclass of :class:`NatsError` registered for the code, so
-``except tclnats_py.ErrTimeout`` and ``err.code == "ErrTimeout"`` both work.
+Each class carries ``code``, one of nats-tcl's documented names (CoreAPI.md
+"Error Handling", JsAPI.md, KvAPI.md) or a tclnats_py addition.  The Tcl face
+throws ``{NATS <code>}`` with the same message; the Python face raises the
+class, so ``except tclnats_py.ErrTimeout`` and ``err.code == "ErrTimeout"``
+both work.  :func:`error_class` is the code -> class lookup.
+
+The classes come in families, by what a caller can do about them::
+
+    NatsError                          code; details (extra fields)
+    ├── ArgumentError                  a call's argument is wrong
+    ├── ConnectionFailure              the connection failed, closed or broke
+    ├── AuthError                      the server refused credentials or a permission
+    ├── ErrTimeout                     also a TimeoutError (asyncio.TimeoutError)
+    ├── ErrNoResponders
+    └── JetStreamError                 err_code: JetStream's own code, or None
+        ├── APIError                   an API reply's error: api_code, err_code, description
+        ├── KeyValueError
+        └── ObjectStoreError
 """
 
 from __future__ import annotations
 
-__all__ = ["NatsError", "error_class", "make_error", "ASYNC_FATAL"]
+__all__ = [
+    "NatsError", "ArgumentError", "ConnectionFailure", "AuthError", "JetStreamError", "APIError",
+    "KeyValueError", "ObjectStoreError", "ERRORS", "CODES", "ASYNC_FATAL", "error_class", "make_error",
+    # one class per code
+    "ErrAccountAuthExpired", "ErrAuthExpired", "ErrAuthRevoked", "ErrAuthorization", "ErrBadHeaderMsg",
+    "ErrBadObjectMeta", "ErrBadQueueName", "ErrBadRequest", "ErrBadSubject", "ErrBadSubscription",
+    "ErrBadTimeout", "ErrBrokenSocket", "ErrBucketNotFound", "ErrConnectionClosed", "ErrConnectionRefused",
+    "ErrConnectionTimeout", "ErrConsumerDeleted", "ErrConsumerLeadershipChanged", "ErrConsumerNotActive",
+    "ErrConsumerNotFound", "ErrConsumerSequenceMismatch", "ErrConsumerStopped", "ErrDigestMismatch",
+    "ErrHeadersNotSupported", "ErrInvalidArg", "ErrInvalidKey", "ErrJSResponse", "ErrJetStreamNotEnabled",
+    "ErrJetStreamNotEnabledForAccount", "ErrKeyExists", "ErrKeyNotFound", "ErrMaxPayload", "ErrMsgNotFound",
+    "ErrNoHeartbeat", "ErrNoMessages", "ErrNoResponders", "ErrNoServers", "ErrNotJSMessage",
+    "ErrNotPullConsumer", "ErrObjectNotFound", "ErrPermissions", "ErrProtocol", "ErrPullRequestLimit",
+    "ErrSecureConnWanted", "ErrServer", "ErrServerShutdown", "ErrSlowConsumer", "ErrStaleConnection",
+    "ErrStreamNotFound", "ErrTLS", "ErrTimeout", "ErrWrongLastSequence",
+]
 
 
 class NatsError(Exception):
-    """Base class; ``code`` is the nats-tcl error code, ``args[0]`` the message."""
+    """Base class; ``code`` is the nats-tcl error code, ``args[0]`` the
+    message, ``details`` the extra fields some errors carry."""
 
     code = "ErrNats"
 
     def __init__(self, message: str = "", **details):
         super().__init__(message)
         self.message = message
-        # extra fields, e.g. JetStream API errors carry code/err_code
         self.details = details
 
     def __str__(self) -> str:
@@ -30,37 +58,307 @@ class NatsError(Exception):
         return f"{type(self).__name__}({self.message!r})"
 
 
-_registry: dict[str, type[NatsError]] = {}
+# ---------------------------------------------------------------- families
+class ArgumentError(NatsError):
+    """A call's argument is wrong; nothing was sent."""
+
+
+class ConnectionFailure(NatsError):
+    """The connection failed, closed or broke (most of nats-tcl's asynchronous errors)."""
+
+
+class AuthError(NatsError):
+    """The server refused the credentials, or a permission."""
+
+
+class JetStreamError(NatsError):
+    """A JetStream, Key-Value or Object Store error."""
+
+    @property
+    def err_code(self) -> int | None:
+        """JetStream's own error code (10059 ...) when the server sent one."""
+        return self.details.get("err_code")
+
+
+class APIError(JetStreamError):
+    """The error object of a JetStream API reply (``{"code": 404, "err_code":
+    10059, "description": ...}``), mapped to a code by ``_js.api.error_from_api``."""
+
+    @property
+    def api_code(self) -> int | None:
+        """The reply's HTTP-like code (400, 404, 503 ...)."""
+        return self.details.get("api_code", self.details.get("code"))
+
+    @property
+    def description(self) -> str:
+        """The server's description of the error."""
+        return self.details.get("description", self.message)
+
+
+class KeyValueError(JetStreamError):
+    """A Key-Value bucket error."""
+
+
+class ObjectStoreError(JetStreamError):
+    """An Object Store error."""
+
+
+# ---------------------------------------------------------------- core, synchronous (CoreAPI.md)
+class ErrConnectionClosed(ConnectionFailure):
+    code = "ErrConnectionClosed"
+
+
+class ErrNoServers(ConnectionFailure):
+    code = "ErrNoServers"
+
+
+class ErrInvalidArg(ArgumentError):
+    code = "ErrInvalidArg"
+
+
+class ErrBadSubject(ArgumentError):
+    code = "ErrBadSubject"
+
+
+class ErrBadQueueName(ArgumentError):
+    code = "ErrBadQueueName"
+
+
+class ErrBadTimeout(ArgumentError):
+    code = "ErrBadTimeout"
+
+
+class ErrMaxPayload(ArgumentError):
+    code = "ErrMaxPayload"
+
+
+class ErrBadSubscription(ArgumentError):
+    code = "ErrBadSubscription"
+
+
+class ErrHeadersNotSupported(ArgumentError):
+    code = "ErrHeadersNotSupported"
+
+
+class ErrTimeout(NatsError, TimeoutError):
+    """A request, flush or fetch got no answer in time; ``except TimeoutError`` catches it too."""
+
+    code = "ErrTimeout"
+
+
+class ErrNoResponders(NatsError):
+    code = "ErrNoResponders"
+
+
+# ---------------------------------------------------------------- core, asynchronous (CoreAPI.md)
+class ErrBrokenSocket(ConnectionFailure):
+    code = "ErrBrokenSocket"
+
+
+class ErrTLS(ConnectionFailure):
+    code = "ErrTLS"
+
+
+class ErrStaleConnection(ConnectionFailure):
+    code = "ErrStaleConnection"
+
+
+class ErrConnectionRefused(ConnectionFailure):
+    code = "ErrConnectionRefused"
+
+
+class ErrSecureConnWanted(ConnectionFailure):
+    code = "ErrSecureConnWanted"
+
+
+class ErrConnectionTimeout(ConnectionFailure):
+    code = "ErrConnectionTimeout"
+
+
+class ErrBadHeaderMsg(ConnectionFailure):
+    code = "ErrBadHeaderMsg"
+
+
+class ErrServer(ConnectionFailure):
+    code = "ErrServer"
+
+
+class ErrProtocol(ConnectionFailure):
+    code = "ErrProtocol"
+
+
+class ErrSlowConsumer(ConnectionFailure):
+    code = "ErrSlowConsumer"
+
+
+class ErrPermissions(AuthError):
+    code = "ErrPermissions"
+
+
+class ErrAuthorization(AuthError):
+    code = "ErrAuthorization"
+
+
+class ErrAuthExpired(AuthError):
+    code = "ErrAuthExpired"
+
+
+class ErrAuthRevoked(AuthError):
+    code = "ErrAuthRevoked"
+
+
+class ErrAccountAuthExpired(AuthError):
+    code = "ErrAccountAuthExpired"
+
+
+# ---------------------------------------------------------------- JetStream API replies (JsAPI.md)
+class ErrJSResponse(APIError):
+    """Any other API error; the Tcl face throws ``{NATS ErrJSResponse code err_code}``."""
+
+    code = "ErrJSResponse"
+
+
+class ErrStreamNotFound(APIError):
+    code = "ErrStreamNotFound"
+
+
+class ErrConsumerNotFound(APIError):
+    code = "ErrConsumerNotFound"
+
+
+class ErrMsgNotFound(APIError):
+    code = "ErrMsgNotFound"
+
+
+class ErrWrongLastSequence(APIError):
+    code = "ErrWrongLastSequence"
+
+
+class ErrJetStreamNotEnabledForAccount(APIError):
+    code = "ErrJetStreamNotEnabledForAccount"
+
+
+# ---------------------------------------------------------------- JetStream, other
+class ErrJetStreamNotEnabled(JetStreamError):
+    code = "ErrJetStreamNotEnabled"
+
+
+class ErrNotJSMessage(JetStreamError):
+    code = "ErrNotJSMessage"
+
+
+class ErrConsumerNotActive(JetStreamError):
+    code = "ErrConsumerNotActive"
+
+
+class ErrConsumerSequenceMismatch(JetStreamError):
+    code = "ErrConsumerSequenceMismatch"
+
+
+class ErrConsumerDeleted(JetStreamError):
+    code = "ErrConsumerDeleted"
+
+
+class ErrNoHeartbeat(JetStreamError):
+    code = "ErrNoHeartbeat"
+
+
+class ErrBadRequest(JetStreamError):
+    code = "ErrBadRequest"
+
+
+class ErrNotPullConsumer(JetStreamError):
+    code = "ErrNotPullConsumer"
+
+
+class ErrPullRequestLimit(JetStreamError):
+    code = "ErrPullRequestLimit"
+
+
+class ErrConsumerLeadershipChanged(JetStreamError):
+    code = "ErrConsumerLeadershipChanged"
+
+
+class ErrServerShutdown(JetStreamError):
+    code = "ErrServerShutdown"
+
+
+class ErrConsumerStopped(JetStreamError):
+    code = "ErrConsumerStopped"
+
+
+class ErrNoMessages(JetStreamError):
+    code = "ErrNoMessages"
+
+
+# ---------------------------------------------------------------- Key-Value (KvAPI.md), Object Store
+class ErrBucketNotFound(KeyValueError):
+    code = "ErrBucketNotFound"
+
+
+class ErrKeyNotFound(KeyValueError):
+    code = "ErrKeyNotFound"
+
+
+class ErrKeyExists(KeyValueError):
+    code = "ErrKeyExists"
+
+
+class ErrInvalidKey(ArgumentError):
+    code = "ErrInvalidKey"
+
+
+class ErrObjectNotFound(ObjectStoreError):
+    code = "ErrObjectNotFound"
+
+
+class ErrDigestMismatch(ObjectStoreError):
+    code = "ErrDigestMismatch"
+
+
+class ErrBadObjectMeta(ObjectStoreError):
+    code = "ErrBadObjectMeta"
+
+
+# ---------------------------------------------------------------- the lookup
+_FAMILIES = (NatsError, ArgumentError, ConnectionFailure, AuthError, JetStreamError, APIError, KeyValueError,
+             ObjectStoreError)
+
+
+def _leaves() -> dict:
+    out = {}
+    todo = [NatsError]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls not in _FAMILIES and cls.__module__ == __name__:
+            out[cls.code] = cls
+    return dict(sorted(out.items()))
+
+
+#: code -> class, every code tclnats_py raises
+ERRORS: dict[str, type[NatsError]] = _leaves()
+CODES: tuple[str, ...] = tuple(ERRORS)
 
 
 def error_class(code: str) -> type[NatsError]:
-    """Return (creating on first use) the exception class for ``code``."""
-    cls = _registry.get(code)
-    if cls is None:
-        cls = type(code, (NatsError,), {"code": code, "__module__": "tclnats_py"})
-        _registry[code] = cls
-    return cls
+    """The class of ``code`` (``error_class("ErrTimeout") is ErrTimeout``);
+    KeyError for a code tclnats_py does not have."""
+    return ERRORS[code]
 
 
 def make_error(code: str, message: str, **details) -> NatsError:
-    return error_class(code)(message, **details)
+    """An instance of the class of ``code`` with ``message``.
 
+    A code without a class still gives a NatsError carrying that code (a
+    Tcl-side code passing through), not an exception of its own."""
+    cls = ERRORS.get(code)
+    if cls is None:
+        e = NatsError(message, **details)
+        e.code = code
+        return e
+    return cls(message, **details)
 
-# Synchronous errors (CoreAPI.md), asynchronous ones, JetStream and KV ones.
-CODES = (
-    "ErrConnectionClosed ErrNoServers ErrInvalidArg ErrBadSubject ErrBadQueueName "
-    "ErrBadTimeout ErrMaxPayload ErrBadSubscription ErrTimeout ErrNoResponders "
-    "ErrHeadersNotSupported "
-    "ErrBrokenSocket ErrTLS ErrStaleConnection ErrConnectionRefused ErrSecureConnWanted "
-    "ErrConnectionTimeout ErrBadHeaderMsg ErrServer ErrPermissions ErrAuthorization "
-    "ErrAuthExpired ErrAuthRevoked ErrAccountAuthExpired ErrProtocol ErrSlowConsumer "
-    "ErrJSResponse ErrStreamNotFound ErrConsumerNotFound ErrMsgNotFound ErrBucketNotFound "
-    "ErrKeyNotFound ErrWrongLastSequence ErrInvalidKey ErrKeyExists ErrConsumerSequenceMismatch "
-    "ErrObjectNotFound ErrDigestMismatch ErrBadObjectMeta ErrNoMessages"
-).split()
-for _c in CODES:
-    globals()[_c] = error_class(_c)
-__all__ += CODES
 
 # asynchronous errors after which nats-tcl drops the socket and tries the next server
 ASYNC_FATAL = frozenset(

@@ -37,7 +37,9 @@ import inspect
 from dataclasses import dataclass, field, fields
 
 from ._engine import Msg
-from ._errors import NatsError, error_class, make_error
+from ._errors import (ErrBadRequest, ErrConsumerDeleted, ErrConsumerNotActive, ErrJetStreamNotEnabled,  # noqa: F401
+                      ErrJetStreamNotEnabledForAccount, ErrNoHeartbeat, ErrNotJSMessage, ErrNotPullConsumer,
+                      NatsError, make_error)
 from ._validate import _to_bytes, check_headers, check_int, check_seconds, check_str, check_timeout
 from ._js import config as _cfg
 from ._js import ordered as _ordered
@@ -57,11 +59,9 @@ stream_source = _cfg.make_stream_source
 subject_transform = _cfg.make_subject_transform
 republish = _cfg.make_republish
 
-# error classes this face raises beyond the core ones (same objects as error_class(code))
-for _code in ("ErrJetStreamNotEnabled", "ErrJetStreamNotEnabledForAccount", "ErrNotJSMessage", "ErrConsumerDeleted",
-              "ErrNoHeartbeat", "ErrConsumerNotActive", "ErrBadRequest", "ErrNotPullConsumer"):
-    globals()[_code] = error_class(_code)
-    __all__.append(_code)
+# error classes this face raises beyond the core ones (all in tclnats_py._errors)
+__all__ += ["ErrJetStreamNotEnabled", "ErrJetStreamNotEnabledForAccount", "ErrNotJSMessage", "ErrConsumerDeleted",
+            "ErrNoHeartbeat", "ErrConsumerNotActive", "ErrBadRequest", "ErrNotPullConsumer"]
 
 
 def new(client, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
