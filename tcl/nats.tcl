@@ -171,7 +171,7 @@ proc ::nats::_check_config {argList} {
 oo::class create ::nats::connection {
     variable config sock timers counters subscriptions requests serverPool outBuffer \
              requestsInboxPrefix pong ChildrenRef PingResult Py \
-             PendingBuf PendingCount FastSubj FastMax AwaitSkip
+             PendingBuf PendingCount FastSubj FastMax AwaitSkip results
     variable status last_error serverInfo
 
     constructor {{conn_name ""} args} {
@@ -183,6 +183,7 @@ oo::class create ::nats::connection {
         array set serverInfo {}
         array set subscriptions {}
         array set requests {}
+        array set results {}
         array set timers {ping {} flush {} connect {}}
         array set counters [list subscription 0 request 0 pendingPings 0]
         array set ChildrenRef {}
@@ -474,6 +475,12 @@ oo::class create ::nats::connection {
         while {[set $var] eq "pending"} {
             nats::_coroVwait $var
         }
+        if {[info exists results($rid)]} {
+            # the engine's driver left the result here when the reply came
+            set r $results($rid)
+            unset results($rid) requests($rid)
+            return [::tclnats::r $r]
+        }
         try {
             return [::tclnats::r [$Py request_result $rid $dictmsg]]
         } finally {
@@ -513,7 +520,12 @@ oo::class create ::nats::connection {
             while {[info exists $var] && [set $var] eq "pending"} {
                 nats::_coroVwait $var
             }
-            set r [$Py request_result $rid 1]
+            if {[info exists results($rid)]} {
+                set r $results($rid)
+                unset results($rid)
+            } else {
+                set r [$Py request_result $rid 1]
+            }
             unset -nocomplain requests($rid)
             if {[lindex $r 0] == 2} {
                 set rid [lindex $r 1]

@@ -228,6 +228,18 @@ class _Op:
         return value
 
 
+class _Sync:
+    """The handler of a synchronous core request (the caller waits in Tcl)."""
+
+    __slots__ = ("dictmsg",)
+
+    def __init__(self, dictmsg: bool):
+        self.dictmsg = dictmsg
+
+
+_SYNC_PLAIN, _SYNC_DICT = _Sync(False), _Sync(True)
+
+
 class TclConnection:
     """One ``nats::connection``: an engine plus the Tcl-side I/O."""
 
@@ -435,6 +447,20 @@ class TclConnection:
     def _request_done(self, out, req: Request, outcome: str):
         h = req.handler
         ns = self.ns
+        if h.__class__ is _Sync:
+            # the waiting Tcl call finds its result in results($id): no
+            # Python call of its own to fetch it
+            if outcome == "msg":
+                msg = req.msg
+                r = (0, self._msg_value(msg, h.dictmsg, msg.sid))
+            else:
+                try:
+                    self.outcome_msg(outcome, req)
+                except NatsError as e:
+                    r = (1, ("NATS", e.code), str(e))
+            self.tk.call("set", f"{ns}::results({req.id})", r)
+            self.tk.call("set", f"{ns}::requests({req.id})", outcome)
+            return
         if isinstance(h, _Op):
             if h.gather is not None and not h.gather.done:
                 h.gather.done = True
@@ -443,7 +469,8 @@ class TclConnection:
                 self.tk.call("unset", "-nocomplain", f"{ns}::requests({req.id})")
                 h.async_done(outcome, req, out)
                 return
-            self.sync_results[req.id] = (outcome, req)
+            # the result is made now, for results($id) (see _Sync above)
+            self.tk.call("set", f"{ns}::results({req.id})", self._op_result(h, outcome, req))
             self.tk.call("set", f"{ns}::requests({req.id})", outcome)
             return
         if h is None:
@@ -465,6 +492,20 @@ class TclConnection:
             if old_style:
                 # a pending JetStream fetch is told it is over
                 self._post_req(out, cb, 1, "")
+
+    def _op_result(self, op: "_Op", outcome, req):
+        """The result of a finished synchronous operation in guard()'s form."""
+        try:
+            result = op.result(outcome, req)
+        except NatsError as e:
+            return (1, e.details.get("errorcode") or ("NATS", e.code), str(e))
+        except Exception as e:
+            tb = traceback.format_exc()
+            self._log("error", f"internal error in a request's result: {tb}")
+            return (1, ("NATS", "ErrInternal"), f"{type(e).__name__}: {e}")
+        if result.__class__ is Chain:
+            return (2, result.rid)
+        return (0, "" if result is None else result)
 
     def _post_req(self, out, cb, timed_out, value):
         # request callbacks have the signature {timedOut msg}
@@ -493,7 +534,7 @@ class TclConnection:
                 else:
                     self.tk.call("unset", "-nocomplain", f"{self.ns}::requests({req.id})")
             return
-        if h is None:
+        if h is None or h.__class__ is _Sync:
             return  # gathered in req.msgs for the synchronous caller
         cb, dictmsg, old_style = h
         self._post_req(out, cb, 1 if msg.no_responders else 0, self._msg_value(msg, True, msg.sid))
@@ -987,12 +1028,17 @@ class TclConnection:
         headers = self._headers_from_tcl(header) if header else None
         mm = None if max_msgs == "" else int(max_msgs)
         dm = dictmsg in ("1", "true", 1, True)
-        handler = (callback, dm, mm is not None) if callback else None
+        if callback:
+            handler = (callback, dm, mm is not None)
+        elif mm is None:
+            handler = _SYNC_DICT if dm else _SYNC_PLAIN
+        else:
+            handler = None  # a synchronous gathering request: request_result makes the list
         req = self.engine.request(subject, data, int(timeout), headers, mm, handler,
                                   check_subj not in ("0", "false", 0))
         self._note_internal_subs(req)
         self.tk.call("set", f"{self.ns}::requests({req.id})", "pending")
-        if handler is None:
+        if not callback:
             self.run_and_write()
         else:
             self.run()
