@@ -1,33 +1,64 @@
-"""The Spark source's partition reader: a sequence range of a stream as Arrow
+"""The Spark source's partition reader: a sequence range of a stream as Python
 columns, read over one plain blocking socket.
 
 A Spark task reads one range and nothing else, so it needs no event loop, no
-subscription queue and no message objects: it speaks the protocol with the
-engine's parser (``_protocol.Parser``) and puts each message's fields
-straight into column lists.  Like the asyncio path it replaces, it reads
-through an ephemeral pull consumer (memory state, deleted at the end and
-expiring on the server anyway) and keeps two pull requests outstanding so the
-server is sending the next batch while this one is converted.
+subscription queue and no message objects per delivery.  It is a small
+blocking driver of the engine's pieces, not a second client:
 
-Used for ``nats://`` servers without TLS or credentials options (user and
-password or a token in the URL are fine); other setups take the asyncio path.
+* the server list, the first-round order and the URL credentials are the
+  engine's (``_pool.ServerPool``), the CONNECT is ``_engine.connect_params``,
+  a ``-ERR`` is ``_engine.server_error``;
+* every byte read goes through the engine's parser (``_protocol.Parser``),
+  every frame written through its encoders;
+* the JetStream API calls are ``_js.api.JsApi`` operations run with
+  ``run_sync`` (so replies and errors map as everywhere else: ErrStreamNotFound,
+  ErrJetStreamNotEnabled, ErrJSResponse with code and err_code ...), the pull
+  request JSON is ``_js.pull.pull_request_body``, pull statuses are judged by
+  ``_js.pull.classify`` / ``status_error``, and each delivery's sequence,
+  time and pending count come from ``_js.meta.seq_time_pending``.
+
+Like the asyncio path it replaces, it reads through an ephemeral pull consumer
+(memory state, deleted at the end and expiring on the server anyway) and keeps
+two pull requests outstanding so the server is sending the next batch while
+this one is converted.
+
+Used for ``nats://`` servers without TLS or credentials files (user and
+password or a token, in the URL or as options, are fine); other setups take
+the asyncio path.
 """
 
 from __future__ import annotations
 
-import json
+import collections
+import gc
+import logging
+from operator import itemgetter
 import socket
+import time
 from array import array
-import urllib.parse
 
+from ._engine import Msg, connect_params, server_error
 from ._errors import make_error
-from ._headers import parse_headers
+from ._headers import encode_headers, parse_headers
+from ._js.api import JsApi, Request, run_sync
+from ._js.meta import seq_time_pending
+from ._js.pull import classify, pull_request_body, status_error
 from ._nuid import Nuid
-from ._protocol import ERR, MSG, PING, Parser
+from ._options import Options
+from ._pool import NoServers, ServerPool
+from ._protocol import (ERR, INFO, MSG, PING, PING_BYTES, PONG, PONG_BYTES, Parser, encode_connect, encode_pub,
+                        encode_sub, encode_unsub)
 
 __all__ = ["eligible", "read_columns"]
 
 _RECV = 1 << 20
+_LANG = "python-tclnats-spark"
+_PULL_SID = 1
+_PULL_EXPIRES_NS = 5 * 10**9
+# statuses that end one pull request and leave the consumer usable
+_PULL_ENDED = frozenset(("no_messages", "timeout", "conflict", "pin_mismatch"))
+# events of _take besides pull statuses (Msg)
+_PING_EV, _LAST_EV = "ping", "last"
 
 
 def eligible(opts: dict) -> bool:
@@ -38,93 +69,111 @@ def eligible(opts: dict) -> bool:
 
 
 class _Conn:
-    """One blocking connection: requests to the JetStream API and a pull loop."""
+    """One blocking connection: JetStream API requests and a pull loop."""
 
-    def __init__(self, servers: str, timeout: float = 5.0):
+    def __init__(self, servers: str, options: Options | None = None, timeout: float = 5.0):
+        self.options = options or Options()
+        self.timeout = timeout
+        pool = ServerPool()
+        pool.set_servers([s.strip() for s in (servers or "").split(",") if s.strip()], randomize=False)
         last = None
-        for url in (s.strip() for s in servers.split(",") if s.strip()):
-            u = urllib.parse.urlsplit(url if "://" in url else "nats://" + url)
+        while True:
             try:
-                self.sock = socket.create_connection((u.hostname or "127.0.0.1", u.port or 4222), timeout)
+                server, _wait = pool.next_server(True, -1, lambda s: 0, 0)
+            except NoServers:
+                raise make_error("ErrNoServers", f"NATS server unreachable at {servers}: {last}") from None
+            try:
+                self.sock = socket.create_connection((server.host, server.port), timeout)
+                break
             except OSError as e:
                 last = e
-                continue
-            self.user, self.password = u.username, u.password
-            break
-        else:
-            raise make_error("ErrNoServers", f"NATS server unreachable at {servers}: {last}")
+                pool.current_done(False, 0)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.settimeout(timeout)
         self.parser = Parser()
-        self.pending: list = []
+        self.pending: collections.deque = collections.deque()  # parsed, not yet handled
         self.nuid = Nuid()
-        self._handshake()
+        self._sid = _PULL_SID
+        try:
+            self.info = self._handshake(pool)
+        except BaseException:
+            self.close()
+            raise
 
-    def _ops(self):
-        while not self.pending:
+    def recv(self) -> bytes:
+        try:
             data = self.sock.recv(_RECV)
-            if not data:
-                raise make_error("ErrConnectionClosed", "the server closed the connection")
-            self.pending = self.parser.feed(data)
-        ops, self.pending = self.pending, []
-        return ops
+        except socket.timeout:
+            raise make_error("ErrTimeout", "Timeout waiting for the server") from None
+        if not data:
+            raise make_error("ErrConnectionClosed", "the server closed the connection")
+        return data
 
-    def _handshake(self):
-        ops = self._ops()
-        if not ops or ops[0][0] != "INFO":
+    def _next_op(self):
+        while not self.pending:
+            self.pending.extend(self.parser.feed(self.recv()))
+        return self.pending.popleft()
+
+    def _handshake(self, pool: ServerPool) -> dict:
+        op = self._next_op()
+        if op[0] is not INFO:
             raise make_error("ErrProtocol", "no INFO from the server")
-        info = ops[0][1]
-        self.max_payload = info.get("max_payload", 1 << 20)
-        connect = {"verbose": False, "pedantic": False, "headers": True, "no_responders": True,
-                   "protocol": 1, "lang": "python-tclnats-spark", "version": "0.1.0"}
-        if self.user and self.password is not None:
-            connect.update(user=urllib.parse.unquote(self.user), **{"pass": urllib.parse.unquote(self.password)})
-        elif self.user:
-            connect["auth_token"] = urllib.parse.unquote(self.user)
-        self.sock.sendall(b"CONNECT " + json.dumps(connect).encode() + b"\r\nPING\r\n")
+        info = op[1]
+        if info.get("tls_required"):
+            raise make_error("ErrSecureConnWanted", "the server requires TLS: the Spark reader speaks plain nats://")
+        o = self.options
+        auth = pool.credentials(o.user, o.password, o.token) if info.get("auth_required") else None
+        self.sock.sendall(encode_connect(connect_params(o, info, auth, lang=_LANG)) + PING_BYTES)
         while True:
-            for op in self._ops():
-                if op[0] == "PONG":
-                    return
-                if op[0] == ERR:
-                    raise make_error("ErrAuthorization" if "uthori" in op[1] else "ErrServer", op[1])
+            op = self._next_op()
+            if op[0] is PONG:
+                return info
+            if op[0] is ERR:
+                raise server_error(op[1])[0]
+            if op[0] is PING:
+                self.sock.sendall(PONG_BYTES)
 
-    def request(self, subject: str, body: dict | None, timeout: float = 5.0) -> dict:
-        """A JetStream API request on its own inbox; the decoded JSON reply."""
+    def request(self, step: Request, timeout: float | None = None) -> Msg:
+        """A core request on its own inbox (a ``_js`` Request step): the reply Msg."""
+        self._sid += 1
+        sid = self._sid
         inbox = "_INBOX." + self.nuid.next()
-        payload = b"" if body is None else json.dumps(body).encode()
-        self.sock.sendall(b"SUB %s 1\r\nUNSUB 1 1\r\nPUB %s %s %d\r\n%s\r\n"
-                          % (inbox.encode(), subject.encode(), inbox.encode(), len(payload), payload))
-        self.sock.settimeout(timeout)
+        headers = encode_headers(step.headers) if step.headers else None
+        self.sock.sendall(encode_sub(inbox, None, sid) + encode_unsub(sid, 1)
+                          + encode_pub(step.subject, inbox, step.payload, headers))
+        if timeout is None:
+            timeout = step.timeout / 1000 if step.timeout else self.timeout
+        deadline = time.monotonic() + timeout
         while True:
-            for op in self._ops():
-                if op[0] == PING:
-                    self.sock.sendall(b"PONG\r\n")
-                elif op[0] == ERR:
-                    raise make_error("ErrServer", op[1])
-                elif op[0] == MSG and op[2] == 1:
-                    if op[4] and b" 503" in op[4][:16]:
-                        raise make_error("ErrJetStreamNotEnabled", "JetStream is not enabled (no responders)")
-                    resp = json.loads(op[5] or b"{}")
-                    err = resp.get("error") if isinstance(resp, dict) else None
-                    if err:
-                        code = {10059: "ErrStreamNotFound", 10014: "ErrConsumerNotFound"}.get(
-                            err.get("err_code"), "ErrJSResponse")
-                        raise make_error(code, err.get("description", "JetStream error"))
-                    return resp
+            while not self.pending:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise make_error("ErrTimeout", f"Timeout waiting for a reply on {step.subject}")
+                self.sock.settimeout(left)
+                self.pending.extend(self.parser.feed(self.recv()))
+            op = self.pending.popleft()
+            kind = op[0]
+            if kind is MSG:
+                if op[2] == sid:
+                    hdr = op[4]
+                    return Msg(op[1], op[5], op[3], parse_headers(hdr) if hdr is not None else None, sid)
+            elif kind is PING:
+                self.sock.sendall(PONG_BYTES)
+            elif kind is ERR:
+                raise server_error(op[1])[0]
 
     def close(self):
         try:
             self.sock.close()
-        except OSError:
-            pass
+        except OSError as e:
+            logging.getLogger("tclnats_py.spark").debug("closing the reader's socket: %s", e)
 
 
 class _Columns:
-    """Column lists of one batch: subject, data and the delivery time (ns, as
-    the digits of the ack subject: Arrow parses them faster than int() does)
-    as lists of bytes, seq as an int64 array, headers as (row, dict) pairs
-    (most rows have none)."""
+    """Column lists of one batch: subject (str), data (bytes), the delivery
+    time (ns, as the digits of the ack subject: Arrow parses them faster than
+    int() does), seq as an int64 array, headers as (row, dict) pairs (most rows
+    have none)."""
 
     __slots__ = ("subject", "data", "headers", "seq", "ts_ns", "n", "received")
 
@@ -144,164 +193,182 @@ class _Columns:
         return out
 
 
-_PULL_END = {b"404", b"408", b"409"}
+_SUBJECT, _SID, _REPLY, _HDR, _DATA = (itemgetter(i) for i in range(1, 6))
+_FIELD0, _FIELD1, _FIELD2 = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
-def _scan(buf: bytes, cols: _Columns, last: int):
-    """Take the complete frames at the start of ``buf`` (a pull's deliveries:
-    MSG/HMSG with a $JS.ACK reply, pull statuses as HMSG without one, PING):
-    messages go into ``cols``; returns (bytes used, events).
+def _take(ops: list, cols: _Columns, last: int):
+    """Put the pull's deliveries among the parser's ``ops`` into ``cols``;
+    returns (ops used, events): ``"ping"``, ``"last"`` (the range is complete:
+    the rest of ``ops`` is not looked at) or a status Msg.
 
-    This loop is the reader's cost per message, so it does as little as it
-    can: one search for the end of the control line (a one-byte search, which
-    CPython does with memchr), one split, one split of the reply subject."""
+    This is the reader's cost per message.  A read of one recv is nearly
+    always deliveries of the pull and nothing else, all inside the range: it
+    is taken column by column (``map`` runs the loops in C); anything else
+    goes message by message (:func:`_take_each`)."""
+    try:
+        replies = list(map(_REPLY, ops))  # IndexError: a PING, INFO, -ERR ... among them
+    except IndexError:
+        return _take_each(ops, cols, last)
+    if not ops or None in replies or any(sid != _PULL_SID for sid in set(map(_SID, ops))):
+        return _take_each(ops, cols, last)
+    meta = list(map(seq_time_pending, replies))
+    try:
+        seqs = array("q", map(int, map(_FIELD0, meta)))
+    except ValueError as e:  # a sequence that is not a number
+        raise make_error("ErrProtocol", f"Invalid JetStream delivery: {e}") from None
+    pending = list(map(_FIELD2, meta))
+    if max(seqs) >= last or "0" in pending:
+        return _take_each(ops, cols, last)  # the range ends in this read
+    row = cols.n
+    hdrs = list(map(_HDR, ops))
+    if hdrs.count(None) != len(hdrs):
+        cols.headers.extend((row + i, parse_headers(h)) for i, h in enumerate(hdrs) if h is not None)
+    cols.subject.extend(map(_SUBJECT, ops))
+    cols.data.extend(map(_DATA, ops))
+    cols.seq.extend(seqs)
+    cols.ts_ns.extend(map(_FIELD1, meta))
+    cols.n = row + len(ops)
+    cols.received += len(ops)
+    return len(ops), []
+
+
+def _take_each(ops: list, cols: _Columns, last: int):
+    """:func:`_take` message by message."""
     events = []
-    pos = 0
-    n = len(buf)
-    find = buf.find
     add_subject, add_data = cols.subject.append, cols.data.append
     add_seq, add_ts = cols.seq.append, cols.ts_ns.append
+    add_headers = cols.headers.append
     row = cols.n
+    used = len(ops)
     try:
-        while pos < n:
-            eol = find(b"\n", pos)
-            if eol < 0:
-                if n - pos > 4096:
-                    raise make_error("ErrServer", "Maximum control line exceeded")
-                break
-            args = buf[pos:eol].split()  # whitespace: the trailing CR goes too
-            op = args[0] if args else b""
-            if op == b"MSG":
-                hsize = 0
-                if len(args) == 5:
-                    _, subj, _sid, reply, size = args
-                elif len(args) == 4:
-                    _, subj, _sid, size = args
-                    reply = None
-                else:
-                    raise make_error("ErrProtocol", f"Invalid protocol {buf[pos:eol][:200]!r}")
-            elif op == b"HMSG":
-                if len(args) == 6:
-                    _, subj, _sid, reply, hsize, size = args
-                elif len(args) == 5:
-                    _, subj, _sid, hsize, size = args
-                    reply = None
-                else:
-                    raise make_error("ErrProtocol", f"Invalid protocol {buf[pos:eol][:200]!r}")
-                hsize = int(hsize)
-            else:
-                line = buf[pos:eol].rstrip(b"\r")
-                pos = eol + 1
-                if line == b"PING":
-                    events.append("ping")
-                elif line.startswith(b"-ERR"):
-                    raise make_error("ErrServer", line[4:].decode("utf-8", "replace").strip().strip("'"))
-                elif line in (b"PONG", b"+OK") or line.startswith(b"INFO"):
-                    pass
-                else:
-                    raise make_error("ErrProtocol", f"Invalid protocol {line[:200]!r}")
+        for op in ops:
+            if op[0] is not MSG:
+                if op[0] is PING:
+                    events.append(_PING_EV)
+                elif op[0] is ERR:
+                    raise server_error(op[1])[0]
+                continue  # PONG, +OK, INFO
+            if op[2] != _PULL_SID:
+                continue  # a late reply of an API request
+            reply = op[3]
+            if reply is None:  # a pull status: no reply subject, a status header
+                hdr = op[4]
+                events.append(Msg(op[1], op[5], None, parse_headers(hdr) if hdr is not None else None, _PULL_SID))
                 continue
-            start = eol + 1
-            end = start + int(size)
-            if end + 2 > n:
-                break
-            pos = end + 2
-            if reply is None:
-                # a pull status: NATS/1.0 404 (no messages), 408 (expired), 409, 100 (heartbeat)
-                status = buf[start + 9:start + 12]
-                if status in _PULL_END:
-                    events.append((status.decode(), buf[start + 12:start + hsize].strip().decode("utf-8", "replace")))
-                elif status != b"100":
-                    raise make_error("ErrJSResponse", f"pull ended: {buf[start:start + 60]!r}")
-                continue
-            # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ns>.<pending>
-            _, seq, _, ts, pending = reply.rsplit(b".", 4)
+            seq, ts, pending = seq_time_pending(reply, op[1])
             seq = int(seq)
             if seq > last:
-                events.append("last")
+                events.append(_LAST_EV)
+                used = ops.index(op)
                 break
-            add_subject(subj)
-            if hsize:
-                add_data(buf[start + hsize:end])
-                cols.headers.append((row, parse_headers(buf[start:start + hsize])))
-            else:
-                add_data(buf[start:end])
+            add_subject(op[1])
+            add_data(op[5])
+            if op[4] is not None:
+                add_headers((row, parse_headers(op[4])))
             add_seq(seq)
             add_ts(ts)
             row += 1
-            if seq == last or pending == b"0":  # the range's end, or nothing more in the stream
-                events.append("last")
+            if seq == last or pending == "0":  # the range's end, or nothing more in the stream
+                events.append(_LAST_EV)
+                used = ops.index(op) + 1
                 break
-    except ValueError as e:  # a number that is not one
-        raise make_error("ErrProtocol", f"Invalid protocol near {buf[pos:pos + 200]!r}: {e}") from None
+    except ValueError as e:  # a sequence that is not a number
+        raise make_error("ErrProtocol", f"Invalid JetStream delivery: {e}") from None
     added = row - cols.n
     cols.n = row
     cols.received += added
-    return pos, events
+    return used, events
+
+
+def _options(opts: dict) -> Options:
+    """The connection options the reader honours (nats-tcl names)."""
+    return Options(**{k: opts[k] for k in ("name", "user", "password", "token") if opts.get(k)})
 
 
 def read_columns(opts: dict, prefix: str, stream: str, first: int, last: int, filter_subject=None,
                  batch: int = 5000):
     """Columns of the messages with first <= seq <= last, a dict per pull
-    batch: subject and data (lists of bytes), headers ((row, dict) pairs for
-    the rows that have any), seq (int64 array) and ts_ns (list of the digits)."""
+    batch: subject and data (lists of str and bytes), headers ((row, dict)
+    pairs for the rows that have any), seq (int64 array) and ts_ns (list of
+    the digits).  ``prefix`` is the JetStream API prefix (``_js.api.api_prefix``)."""
     if last < first:
         return
-    c = _Conn(opts.get("servers") or opts.get("url"))
+    api = JsApi(prefix=prefix)
+    c = _Conn(opts.get("servers") or opts.get("url"), _options(opts))
     try:
         cfg = {"deliver_policy": "by_start_sequence", "opt_start_seq": first, "ack_policy": "none",
                "inactive_threshold": 30 * 10**9, "mem_storage": True, "num_replicas": 1,
                "max_waiting": 8}
         if filter_subject:
             cfg["filter_subject"] = filter_subject
-        info = c.request(f"{prefix}.CONSUMER.CREATE.{stream}", {"stream_name": stream, "config": cfg})
+        info = run_sync(api.consumer_create(stream, cfg, action=None, server_version=c.info.get("version")),
+                        c.request)
         name = info["name"]
+
+        def delete_consumer():
+            run_sync(api.consumer_delete(stream, name), lambda step: c.request(step, 2.0))
+
         if not info.get("num_pending"):
-            c.request(f"{prefix}.CONSUMER.DELETE.{stream}.{name}", None, timeout=2.0)
+            delete_consumer()
             return
-        inbox = ("_INBOX." + c.nuid.next()).encode()
-        nxt = f"{prefix}.CONSUMER.MSG.NEXT.{stream}.{name}".encode()
+        inbox = "_INBOX." + c.nuid.next()
+        nxt = api.next_subject(stream, name)
         # never ask for more than the range can hold: what is delivered past
         # its end is only read to be thrown away
         total = min(last - first + 1, info["num_pending"])
         want = min(batch, total)
 
         def ask(k):
-            pull = b'{"batch":%d,"expires":5000000000}' % k
-            return b"PUB %s %s %d\r\n%s\r\n" % (nxt, inbox, len(pull), pull)
+            return encode_pub(nxt, inbox, pull_request_body(k, expires_ns=_PULL_EXPIRES_NS))
 
         # two pulls outstanding: the server sends the next batch while this one is converted
         first_asks = [min(want, total - i * want) for i in range(2) if total - i * want > 0]
-        c.sock.sendall(b"SUB %s 2\r\n" % inbox + b"".join(ask(k) for k in first_asks))
+        c.sock.sendall(encode_sub(inbox, None, _PULL_SID) + b"".join(ask(k) for k in first_asks))
         asked = sum(first_asks)
         c.sock.settimeout(15.0)
         cols = _Columns()
         done = False
         got_since_end = 0  # messages since the last pull that ended early
-        # the handshake parser may hold bytes already read: start from them
-        buf = bytes(c.parser._buf) if c.parser.buffered else b""
-        c.parser.reset()
+        parser, recv, send = c.parser, c.recv, c.sock.sendall
+        # what the API requests left parsed goes first
+        ops = list(c.pending)
+        c.pending.clear()
+        # the parser makes a tuple per message, garbage without cycles: the
+        # cyclic collector is paused while one read is parsed and taken (it
+        # would otherwise scan the batch's frames a few times per read)
+        gc_was_on = gc.isenabled()
         try:
             while not done:
-                data = c.sock.recv(_RECV)
-                if not data:
-                    raise make_error("ErrConnectionClosed", "the server closed the connection")
-                buf = buf + data if buf else data
-                n_before = cols.n
-                pos, events = _scan(buf, cols, last)
+                if not ops:
+                    data = recv()
+                    gc.disable()
+                    try:
+                        ops = parser.feed(data)
+                        n_before = cols.n
+                        used, events = _take(ops, cols, last)
+                    finally:
+                        if gc_was_on:
+                            gc.enable()
+                else:
+                    n_before = cols.n
+                    used, events = _take(ops, cols, last)
                 got_since_end += cols.n - n_before
-                buf = buf[pos:]
+                ops = ops[used:] if used < len(ops) else []
                 for ev in events:
-                    if ev == "ping":
-                        c.sock.sendall(b"PONG\r\n")
-                    elif ev == "last":
+                    if ev is _PING_EV:
+                        send(PONG_BYTES)
+                    elif ev is _LAST_EV:
                         done = True
                     else:
-                        status, desc = ev
-                        if status == "409" and not ("Leadership" in desc or "MaxWaiting" in desc):
-                            code = "ErrConsumerNotFound" if "Deleted" in desc else "ErrJSResponse"
-                            raise make_error(code, f"pull on stream {stream} ended: 409 {desc}")
-                        if status in ("404", "408") and not got_since_end:
+                        kind = classify(ev)
+                        if kind == "heartbeat" or kind == "flow_control":
+                            continue
+                        err, terminal = status_error(ev)
+                        if terminal or kind not in _PULL_ENDED:
+                            raise err or make_error(
+                                "ErrJSResponse", f"pull on stream {stream} ended: {ev.status} {ev.description}")
+                        if (kind == "no_messages" or kind == "timeout") and not got_since_end:
                             # a whole pull went by without a message while the range
                             # is not finished: what is left was deleted meanwhile
                             done = True
@@ -309,27 +376,26 @@ def read_columns(opts: dict, prefix: str, stream: str, first: int, last: int, fi
                         # a pull ended early: ask again for at most what may be left
                         got_since_end = 0
                         k = max(1, min(want, total - cols.received))
-                        c.sock.sendall(ask(k))
+                        send(ask(k))
                         asked = max(asked, cols.received + k)
                 if done:
                     break
                 while asked < total and asked - cols.received <= want:
                     k = min(want, total - asked)
-                    c.sock.sendall(ask(k))
+                    send(ask(k))
                     asked += k
                 if cols.n >= want:
                     yield cols.take()
             if cols.n:
                 yield cols.take()
-            # deliveries of the other outstanding pull may follow: stop them and
-            # let the parser continue from where the scanner left off
-            c.sock.sendall(b"UNSUB 2\r\n")
-            c.pending = c.parser.feed(buf)
+            # deliveries of the other outstanding pull may follow: stop them;
+            # what was parsed but not used is seen by the next request
+            send(encode_unsub(_PULL_SID))
+            c.pending.extend(ops)
         finally:
             try:
-                c.request(f"{prefix}.CONSUMER.DELETE.{stream}.{name}", None, timeout=2.0)
+                delete_consumer()
             except Exception as e:  # the consumer expires on the server anyway (inactive_threshold)
-                import logging
                 logging.getLogger("tclnats_py.spark").info("could not delete consumer %s: %s", name, e)
     finally:
         c.close()

@@ -111,8 +111,8 @@ async def read_chunks(opts, stream, first, last, filter_subject=None):
     """
     if last < first:
         return
-    from ._js import pull_status
-    import json as _json
+    from ._js.meta import seq_time_pending
+    from ._js.pull import classify, pull_request_body, status_error
     c, js = await _connect(opts)
     try:
         cfg = {"deliver_policy": "by_start_sequence", "opt_start_seq": first, "ack_policy": "none",
@@ -122,8 +122,8 @@ async def read_chunks(opts, stream, first, last, filter_subject=None):
         cons = await js.create_consumer(stream, **cfg)
         inbox = c.new_inbox()
         sub = await c.subscribe(inbox, pending_msgs_limit=4 * _FETCH + 64)
-        nxt = f"{js.prefix}.CONSUMER.MSG.NEXT.{stream}.{cons.name}"
-        request = _json.dumps({"batch": _FETCH, "expires": 2 * 10**9}).encode()
+        nxt = js.jsapi.next_subject(stream, cons.name)
+        request = pull_request_body(_FETCH, expires_ns=2 * 10**9)
         c.publish(nxt, request, reply=inbox)
         c.publish(nxt, request, reply=inbox)
         try:
@@ -134,25 +134,28 @@ async def read_chunks(opts, stream, first, last, filter_subject=None):
                     msg = await sub.next_msg(5.0)
                 except NatsError:
                     break  # nothing more within the wait: the range is done
-                status = pull_status(msg)
-                if status != "msg":
-                    if status == "heartbeat":
+                kind = classify(msg)
+                if kind != "msg":
+                    if kind == "heartbeat" or kind == "flow_control":
                         continue
-                    if status == "no_responders":
+                    if kind == "no_responders":
                         raise make_error("ErrStreamNotFound", f"stream {stream} or its consumer is gone")
+                    err, terminal = status_error(msg)
+                    if terminal or kind not in ("no_messages", "timeout", "conflict", "pin_mismatch"):
+                        raise err or make_error("ErrJSResponse",
+                                                f"pull on stream {stream} ended: {msg.status} {msg.description}")
                     # a pull ended (expired / no more messages): ask again unless done
                     in_pull = 0
                     if chunk:
                         yield chunk
                         chunk = []
                     if msg.status in (404, 408):
-                        info = await js.api(f"CONSUMER.INFO.{stream}.{cons.name}")
+                        info = await js.consumer_info(stream, cons.name)
                         if info.get("num_pending", 0) == 0:
                             return
                     c.publish(nxt, request, reply=inbox)
                     continue
-                # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ns>.<pending>
-                _, sseq, _, ts, _ = msg.reply.rsplit(".", 4)
+                sseq, ts, _ = seq_time_pending(msg.reply, msg.subject)
                 seq = int(sseq)
                 if seq > last:
                     break
@@ -206,11 +209,8 @@ def _arrow_batches(opts, stream, first, last, filter_subject, decode):
 
 
 def _api_prefix(opts) -> str:
-    if opts.get("apiprefix"):
-        return opts["apiprefix"]
-    if opts.get("domain"):
-        return f"$JS.{opts['domain']}.API"
-    return "$JS.API"
+    from ._js.api import api_prefix
+    return api_prefix(opts.get("domain"), opts.get("apiprefix"))
 
 
 def _fast_arrow_batches(opts, stream, first, last, filter_subject, decode):
@@ -235,7 +235,7 @@ def _fast_arrow_batches(opts, stream, first, last, filter_subject, decode):
             headers = pa.array(hdrs, hdr_type)
         else:
             headers = pa.nulls(n, hdr_type)
-        ts_ns = pa.array(cols["ts_ns"], pa.binary()).cast(pa.string()).cast(pa.int64())
+        ts_ns = pa.array(cols["ts_ns"], pa.string()).cast(pa.int64())
         arrays = [pa.array(cols["subject"], pa.string()), pa.array(cols["data"], pa.binary()), headers,
                   pa.repeat(stream_value, n),
                   pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols["seq"])]),

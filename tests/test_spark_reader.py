@@ -5,7 +5,9 @@ import asyncio
 import pytest
 
 import tclnats_py
-from tclnats_py._spark_reader import eligible, read_columns
+from tclnats_py._js.meta import parse_metadata, seq_time_pending
+from tclnats_py._protocol import Parser
+from tclnats_py._spark_reader import _Columns, _take, eligible, read_columns
 
 
 def fill(url, stream, n):
@@ -42,7 +44,7 @@ def test_range_is_read_exactly_with_headers_and_binary(js_server):
     for subj, data, hdrs, seq, ts in got:
         i = seq - 1
         assert data == bytes([i % 256]) * (i % 7)
-        assert subj.decode() == f"sr1.{'odd' if i % 2 else 'even'}"
+        assert subj == f"sr1.{'odd' if i % 2 else 'even'}"
         assert hdrs == ({"N": [str(i)]} if i % 5 == 0 else None)
         assert int(ts) > 1_600_000_000_000_000_000
 
@@ -97,3 +99,67 @@ def test_both_read_paths_give_the_same_arrow_batches(js_server):
         assert fast.num_rows == (last - first + 1 if filt is None else len(range(first + first % 2, last + 1, 2)))
         assert fast.equals(slow)
         assert fast.column("timestamp")[0].value % 1000 or fast.column("timestamp")[1].value % 1000  # microseconds
+
+
+# ------------------------------------------------------------------ server-free
+
+
+def _delivery(seq, pending, data=b"x", hdr=None, stream="S"):
+    reply = f"$JS.ACK.{stream}.C.1.{seq}.{seq}.17000000000{seq:08d}.{pending}".encode()
+    if hdr is None:
+        return b"MSG s.a 1 %s %d\r\n%s\r\n" % (reply, len(data), data)
+    return b"HMSG s.a 1 %s %d %d\r\n%s%s\r\n" % (reply, len(hdr), len(hdr) + len(data), hdr, data)
+
+
+def test_seq_time_pending_agrees_with_the_metadata():
+    for reply in ("$JS.ACK.S.C.2.15.7.1700000000123456789.3",
+                  "$JS.ACK.hub.ACCHASH.S.C.2.15.7.1700000000123456789.3.rnd"):
+        m = parse_metadata(reply, "s.a")
+        seq, ts, pending = seq_time_pending(reply, "s.a")
+        assert (int(seq), int(ts) // 1_000_000, int(pending)) == (m["stream_seq"], m["timestamp"], m["num_pending"])
+    with pytest.raises(tclnats_py.NatsError) as e:
+        seq_time_pending("_INBOX.abc", "s.a")
+    assert e.value.code == "ErrNotJSMessage"
+
+
+def test_take_fills_columns_from_the_engine_parser_and_stops_at_the_range_end():
+    hdr = b"NATS/1.0\r\nK: v\r\n\r\n"
+    status = b"NATS/1.0 408 Request Timeout\r\n\r\n"
+    wire = (_delivery(1, 9) + b"PING\r\n" + _delivery(2, 8, b"yy", hdr)
+            + b"HMSG _INBOX.x 1 %d %d\r\n%s\r\n" % (len(status), len(status), status)
+            + b"MSG _INBOX.r 7 2\r\n{}\r\n"  # another sid: not a delivery
+            + _delivery(3, 7) + _delivery(4, 6))
+    ops = Parser().feed(wire)
+    cols = _Columns()
+    used, events = _take(ops, cols, last=3)
+    assert events[0] == "ping" and events[1].status == 408 and events[2] == "last"
+    assert used == len(ops) - 1  # the delivery past the range is left
+    assert list(cols.seq) == [1, 2, 3] and cols.subject == ["s.a"] * 3 and cols.data == [b"x", b"yy", b"x"]
+    assert cols.headers == [(1, {"K": ["v"]})] and cols.ts_ns[0] == "1700000000000000001"
+    # nothing more pending in the stream ends the read too
+    cols = _Columns()
+    assert _take(Parser().feed(_delivery(5, 0) + _delivery(6, 0)), cols, last=100)[1] == ["last"]
+    assert list(cols.seq) == [5]
+
+
+def test_take_raises_the_engine_error_of_a_server_err():
+    with pytest.raises(tclnats_py.NatsError) as e:
+        _take(Parser().feed(b"-ERR 'Permissions Violation for Subscription to \"x\"'\r\n"), _Columns(), 10)
+    assert e.value.code == "ErrPermissions"
+    with pytest.raises(tclnats_py.NatsError) as e:
+        _take(Parser().feed(b"MSG s.a 1 $JS.ACK.S.C.1.x.1.1.1 1\r\nx\r\n"), _Columns(), 10)
+    assert e.value.code == "ErrProtocol"
+
+
+def test_unknown_stream_is_the_shared_js_error(js_server):
+    with pytest.raises(tclnats_py.ErrStreamNotFound) as e:
+        rows(js_server.url, "NO_SUCH_STREAM", 1, 10)
+    assert e.value.details["err_code"] == 10059
+
+
+def test_reader_and_spark_source_name_no_jetstream_wire_subject():
+    import pathlib
+    pkg = pathlib.Path(tclnats_py.__file__).parent
+    for name in ("_spark_reader.py", "spark.py"):
+        text = (pkg / name).read_text()
+        assert "$JS." not in text and "CONSUMER." not in text, name
