@@ -469,23 +469,18 @@ oo::class create ::nats::connection {
         if {$callback ne ""} {
             return $rid
         }
-        # wait until the engine writes the outcome into requests($rid)
-        set var [self namespace]::requests($rid)
-        my AwaitSocket $var
-        while {[set $var] eq "pending"} {
-            nats::_coroVwait $var
+        # the driver writes the result into results($rid) when the request
+        # ends, in the form {0 value} or {1 errorcode message}
+        set var [self namespace]::results($rid)
+        if {![info exists $var]} {
+            my AwaitSocket $var
+            while {![info exists $var]} {
+                nats::_coroVwait $var
+            }
         }
-        if {[info exists results($rid)]} {
-            # the engine's driver left the result here when the reply came
-            set r $results($rid)
-            unset results($rid) requests($rid)
-            return [::tclnats::r $r]
-        }
-        try {
-            return [::tclnats::r [$Py request_result $rid $dictmsg]]
-        } finally {
-            unset -nocomplain requests($rid)
-        }
+        set r [set $var]
+        unset $var
+        return [::tclnats::r $r]
     }
 
     # wait for a request run by the Python side and return its result; the
@@ -515,18 +510,15 @@ oo::class create ::nats::connection {
 
     method WaitRequest {rid} {
         while {1} {
-            set var [self namespace]::requests($rid)
-            my AwaitSocket $var
-            while {[info exists $var] && [set $var] eq "pending"} {
-                nats::_coroVwait $var
+            set var [self namespace]::results($rid)
+            if {![info exists $var]} {
+                my AwaitSocket $var
+                while {![info exists $var]} {
+                    nats::_coroVwait $var
+                }
             }
-            if {[info exists results($rid)]} {
-                set r $results($rid)
-                unset results($rid)
-            } else {
-                set r [$Py request_result $rid 1]
-            }
-            unset -nocomplain requests($rid)
+            set r [set $var]
+            unset $var
             if {[lindex $r 0] == 2} {
                 set rid [lindex $r 1]
                 continue

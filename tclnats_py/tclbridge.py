@@ -261,7 +261,6 @@ class TclConnection:
         self.deadline_heap: list = []
         self.sweep_id = ""
         self.sweep_at = None
-        self.sync_results: dict = {}
         self.utf8 = False
         self.writing_servers = False
         self.pool_var = ""
@@ -448,8 +447,8 @@ class TclConnection:
         h = req.handler
         ns = self.ns
         if h.__class__ is _Sync:
-            # the waiting Tcl call finds its result in results($id): no
-            # Python call of its own to fetch it
+            # a synchronous request: the Tcl call waits for results($id),
+            # the result in guard()'s form, and needs no Python call to fetch it
             if outcome == "msg":
                 msg = req.msg
                 r = (0, self._msg_value(msg, h.dictmsg, msg.sid))
@@ -459,7 +458,6 @@ class TclConnection:
                 except NatsError as e:
                     r = (1, ("NATS", e.code), str(e))
             self.tk.call("set", f"{ns}::results({req.id})", r)
-            self.tk.call("set", f"{ns}::requests({req.id})", outcome)
             return
         if isinstance(h, _Op):
             if h.gather is not None and not h.gather.done:
@@ -471,12 +469,17 @@ class TclConnection:
                 return
             # the result is made now, for results($id) (see _Sync above)
             self.tk.call("set", f"{ns}::results({req.id})", self._op_result(h, outcome, req))
-            self.tk.call("set", f"{ns}::requests({req.id})", outcome)
             return
         if h is None:
-            # a synchronous request: the Tcl layer waits on requests($id)
-            self.sync_results[req.id] = (outcome, req)
-            self.tk.call("set", f"{ns}::requests({req.id})", outcome)
+            # a synchronous gathering request (max_msgs): the list of replies
+            if outcome == "msg" or (outcome == "timeout" and req.msgs):
+                r = (0, tuple(self._msg_value(m, True, m.sid) for m in req.msgs))
+            else:
+                try:
+                    self.outcome_msg(outcome, req)
+                except NatsError as e:
+                    r = (1, ("NATS", e.code), str(e))
+            self.tk.call("set", f"{ns}::results({req.id})", r)
             return
         self.tk.call("unset", "-nocomplain", f"{ns}::requests({req.id})")
         cb, dictmsg, old_style = h
@@ -529,8 +532,7 @@ class TclConnection:
                     self.tk.call("unset", "-nocomplain", f"{self.ns}::requests({req.id})")
                     h.async_done("msg", req, out)
                 elif h.gather.callback is None:
-                    self.sync_results[req.id] = ("msg", req)
-                    self.tk.call("set", f"{self.ns}::requests({req.id})", "msg")
+                    self.tk.call("set", f"{self.ns}::results({req.id})", self._op_result(h, "msg", req))
                 else:
                     self.tk.call("unset", "-nocomplain", f"{self.ns}::requests({req.id})")
             return
@@ -636,9 +638,11 @@ class TclConnection:
         except TclError as e:
             self.engine.socket_failed(str(e))
             return
-        # big output buffers: a large write drains in few writable events
+        # every write is a whole batch (data_to_send), so no buffering: puts
+        # hands it to the socket at once, and what the kernel does not take
+        # waits in big channel buffers that drain in few writable events
         tk.call("chan", "configure", sock, "-translation", "binary", "-blocking", 0,
-                "-buffering", "full", "-buffersize", 1 << 20)
+                "-buffering", "none", "-buffersize", 1 << 20)
         tk.call("chan", "event", sock, "writable", (self.cmd + "_ev", "writable"))
         self.sock = sock
         self._set("sock", sock)
@@ -750,7 +754,6 @@ class TclConnection:
     def _write(self, data: bytes):
         try:
             self.tk.call("puts", "-nonewline", self.sock, data)
-            self.tk.call("flush", self.sock)
         except TclError as e:
             self.engine.write_failed(str(e))
 
@@ -1033,29 +1036,16 @@ class TclConnection:
         elif mm is None:
             handler = _SYNC_DICT if dm else _SYNC_PLAIN
         else:
-            handler = None  # a synchronous gathering request: request_result makes the list
+            handler = None  # a synchronous gathering request: results($id) gets the list
         req = self.engine.request(subject, data, int(timeout), headers, mm, handler,
                                   check_subj not in ("0", "false", 0))
         self._note_internal_subs(req)
-        self.tk.call("set", f"{self.ns}::requests({req.id})", "pending")
         if not callback:
             self.run_and_write()
         else:
+            self.tk.call("set", f"{self.ns}::requests({req.id})", "pending")
             self.run()
         return req.id
-
-    def c_request_result(self, rid, dictmsg):
-        """Result of a finished synchronous request."""
-        outcome, req = self.sync_results.pop(int(rid))
-        h = req.handler
-        if isinstance(h, _Op):
-            return h.result(outcome, req)
-        dm = dictmsg in ("1", "true", 1, True)
-        if req.max_msgs is not None:
-            if outcome == "msg" or (outcome == "timeout" and req.msgs):
-                return tuple(self._msg_value(m, True, m.sid) for m in req.msgs)
-        msg = self.outcome_msg(outcome, req)  # raises for every outcome but "msg"
-        return self._msg_value(msg, dm, msg.sid)
 
     # ------------------------------------------------------------ for tcljs
     def start_request(self, subject, payload: bytes, timeout, finish, headers=None, max_msgs=None,
@@ -1066,11 +1056,11 @@ class TclConnection:
             op.async_done = lambda outcome, req, out: None
         req = self.engine.request(subject, payload, int(timeout), headers, max_msgs, op, check_subj)
         self._note_internal_subs(req)
-        self.tk.call("set", f"{self.ns}::requests({req.id})", "pending")
         self.last_rid = req.id
         if finish is not None and op.async_done is None:
-            self.run_and_write()
+            self.run_and_write()  # synchronous: the result comes in results($id)
         else:
+            self.tk.call("set", f"{self.ns}::requests({req.id})", "pending")
             self.run()
         return req.id
 
@@ -1078,9 +1068,6 @@ class TclConnection:
         req = self.engine.requests.get(rid)
         if req is not None and isinstance(req.handler, _Op):
             return req.handler
-        done = self.sync_results.get(rid)
-        if done is not None and isinstance(done[1].handler, _Op):
-            return done[1].handler
         raise make_error("ErrInvalidArg", f"Invalid request ID {rid}")
 
     def map_error(self, rid, from_code, to_code, text):
@@ -1161,6 +1148,11 @@ class TclConnection:
         req = self.engine.requests.get(rid_i)
         self.engine.cancel_request(rid_i)
         self.tk.call("unset", "-nocomplain", f"{self.ns}::requests({rid_i})")
+        h = req.handler if req is not None else None
+        if h is None or h.__class__ is _Sync or (isinstance(h, _Op) and h.async_done is None):
+            # a synchronous call waits for results($id) (a callback cancelled it)
+            self.tk.call("set", f"{self.ns}::results({rid_i})",
+                         (1, ("NATS", "ErrInvalidArg"), f"Request {rid_i} was cancelled"))
         if req is not None and req.sub is not None:
             self.tk.call("unset", "-nocomplain", f"{self.ns}::subscriptions({req.sub.sid})")
         self.run()
