@@ -275,8 +275,8 @@ to_obj(PyObject *v)
 /*
  * ::tclnats::_await varName budgetMicroseconds ?channel handler ...?
  *
- * A synchronous call is about to vwait on varName until its value is no
- * longer "pending".  Its reply comes on one of this interpreter's NATS
+ * A synchronous call is about to vwait until varName exists (the driver
+ * writes the call's result there).  Its reply comes on one of this interpreter's NATS
  * sockets (the responder may be another connection of the same
  * interpreter): first wait for it here, for at most the budget, with
  * poll(2) on those sockets (and Tcl's input buffers), running a socket's
@@ -286,14 +286,18 @@ to_obj(PyObject *v)
  * served).  With Tcl's threaded notifier each event-loop turn hands over to
  * the notifier thread and back; a reply that arrives within the budget costs
  * no turn.  An error in a handler is reported as a background error.
+ *
+ * With ::tclnats::spin_us set (microseconds, unset or 0: off), the first
+ * part of the budget polls without sleeping: a reply that comes within it
+ * is seen at once, without the wake-up of a sleeping thread (costly on
+ * virtual machines), at the price of that much CPU while waiting.
  */
 #define AWAIT_MAX 64
 
 static int
 settled(Tcl_Interp *interp, Tcl_Obj *var)
 {
-    Tcl_Obj *v = Tcl_ObjGetVar2(interp, var, NULL, TCL_GLOBAL_ONLY);
-    return v == NULL || strcmp(Tcl_GetString(v), "pending") != 0;
+    return Tcl_ObjGetVar2(interp, var, NULL, TCL_GLOBAL_ONLY) != NULL;
 }
 
 static long long
@@ -308,7 +312,7 @@ static int
 AwaitCmd(ClientData unused, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
 {
     Tcl_WideInt budget;
-    long long deadline;
+    long long deadline, spin_until = 0;
     int done = 0, npairs, i;
 
     if (objc < 3 || (objc - 3) % 2 != 0) {
@@ -321,6 +325,12 @@ AwaitCmd(ClientData unused, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
     if (npairs > AWAIT_MAX)
         npairs = AWAIT_MAX;
     deadline = now_us() + budget;
+    {
+        Tcl_Obj *sv = Tcl_GetVar2Ex(interp, "::tclnats::spin_us", NULL, TCL_GLOBAL_ONLY);
+        Tcl_WideInt spin = 0;
+        if (sv != NULL && Tcl_GetWideIntFromObj(NULL, sv, &spin) == TCL_OK && spin > 0)
+            spin_until = now_us() + (spin < budget ? spin : budget);
+    }
     for (i = 3; i < objc; i++)
         Tcl_IncrRefCount(objv[i]);
     while (!(done = settled(interp, objv[1]))) {
@@ -349,9 +359,17 @@ AwaitCmd(ClientData unused, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
             struct timespec ts;
             if (n == 0)
                 break;
-            ts.tv_sec = left / 1000000;
-            ts.tv_nsec = (left % 1000000) * 1000;
-            r = ppoll(pfd, n, &ts, NULL);
+            if (spin_until > 0 && now_us() < spin_until) {
+                ts.tv_sec = 0;
+                ts.tv_nsec = 0;
+                r = ppoll(pfd, n, &ts, NULL);
+                if (r == 0)
+                    continue;
+            } else {
+                ts.tv_sec = left / 1000000;
+                ts.tv_nsec = (left % 1000000) * 1000;
+                r = ppoll(pfd, n, &ts, NULL);
+            }
             if (r < 0 && errno == EINTR)
                 continue;
             if (r <= 0)
