@@ -63,6 +63,14 @@ class Parser:
     def buffered(self) -> int:
         return len(self._buf)
 
+    def take_unparsed(self) -> bytes:
+        """The bytes fed but not parsed yet (the start of an incomplete
+        operation), removed from the parser: for a driver that scans the
+        next part of the stream itself and feeds back what it leaves."""
+        tail = bytes(self._buf)
+        self.reset()
+        return tail
+
     def feed(self, data) -> list:
         # Parsing runs over one bytes object (its slices are the fields, one
         # copy each); the tail is kept in a bytearray, and a payload arriving

@@ -7,7 +7,7 @@ import pytest
 import tclnats_py
 from tclnats_py._js.meta import parse_metadata, seq_time_pending
 from tclnats_py._protocol import Parser
-from tclnats_py._spark_reader import _Columns, _take, eligible, read_columns
+from tclnats_py._spark_reader import _Columns, _scan, eligible, read_columns
 
 
 def fill(url, stream, n):
@@ -44,7 +44,7 @@ def test_range_is_read_exactly_with_headers_and_binary(js_server):
     for subj, data, hdrs, seq, ts in got:
         i = seq - 1
         assert data == bytes([i % 256]) * (i % 7)
-        assert subj == f"sr1.{'odd' if i % 2 else 'even'}"
+        assert subj.decode() == f"sr1.{'odd' if i % 2 else 'even'}"
         assert hdrs == ({"N": [str(i)]} if i % 5 == 0 else None)
         assert int(ts) > 1_600_000_000_000_000_000
 
@@ -122,33 +122,54 @@ def test_seq_time_pending_agrees_with_the_metadata():
     assert e.value.code == "ErrNotJSMessage"
 
 
-def test_take_fills_columns_from_the_engine_parser_and_stops_at_the_range_end():
+def test_scan_fills_columns_and_stops_at_the_range_end():
     hdr = b"NATS/1.0\r\nK: v\r\n\r\n"
     status = b"NATS/1.0 408 Request Timeout\r\n\r\n"
+    v2 = b"$JS.ACK.hub.HASH.S.C.1.3.3.1700000000000000003.7.tok"
     wire = (_delivery(1, 9) + b"PING\r\n" + _delivery(2, 8, b"yy", hdr)
             + b"HMSG _INBOX.x 1 %d %d\r\n%s\r\n" % (len(status), len(status), status)
             + b"MSG _INBOX.r 7 2\r\n{}\r\n"  # another sid: not a delivery
-            + _delivery(3, 7) + _delivery(4, 6))
-    ops = Parser().feed(wire)
+            + b"MSG s.a 1 %s 1\r\nx\r\n" % v2 + _delivery(4, 6))
     cols = _Columns()
-    used, events = _take(ops, cols, last=3)
+    used, events = _scan(wire, cols, last=3)
     assert events[0] == "ping" and events[1].status == 408 and events[2] == "last"
-    assert used == len(ops) - 1  # the delivery past the range is left
-    assert list(cols.seq) == [1, 2, 3] and cols.subject == ["s.a"] * 3 and cols.data == [b"x", b"yy", b"x"]
-    assert cols.headers == [(1, {"K": ["v"]})] and cols.ts_ns[0] == "1700000000000000001"
+    assert used == len(wire) - len(_delivery(4, 6))  # the delivery past the range is left
+    assert list(cols.seq) == [1, 2, 3] and cols.subject == [b"s.a"] * 3 and cols.data == [b"x", b"yy", b"x"]
+    assert cols.headers == [(1, {"K": ["v"]})] and cols.ts_ns[0] == b"1700000000000000001"
+    # what the scanner leaves, the engine's parser reads as the same frames
+    rest = Parser().feed(wire[used:])
+    assert [op[3] for op in rest] == ["$JS.ACK.S.C.1.4.4.1700000000000000004.6"]
+    # an incomplete frame is left whole
+    assert _scan(_delivery(5, 1)[:-3], _Columns(), 100) == (0, [])
     # nothing more pending in the stream ends the read too
     cols = _Columns()
-    assert _take(Parser().feed(_delivery(5, 0) + _delivery(6, 0)), cols, last=100)[1] == ["last"]
+    assert _scan(_delivery(5, 0) + _delivery(6, 0), cols, last=100)[1] == ["last"]
     assert list(cols.seq) == [5]
 
 
-def test_take_raises_the_engine_error_of_a_server_err():
+def test_scan_agrees_with_the_engine_parser_on_every_split():
+    wire = b"".join(_delivery(i, 100 - i, bytes([i]) * i, b"NATS/1.0\r\nN: %d\r\n\r\n" % i if i % 3 else None)
+                    for i in range(1, 40))
+    want = [(int(seq_time_pending(op[3])[0]), op[5]) for op in Parser().feed(wire)]
+    for step in (1, 7, 64, 333):
+        cols, buf = _Columns(), b""
+        for k in range(0, len(wire), step):
+            buf += wire[k:k + step]
+            used, _ = _scan(buf, cols, 1000)
+            buf = buf[used:]
+        assert buf == b"" and list(zip(cols.seq, cols.data)) == want
+
+
+def test_scan_raises_the_engine_errors():
     with pytest.raises(tclnats_py.NatsError) as e:
-        _take(Parser().feed(b"-ERR 'Permissions Violation for Subscription to \"x\"'\r\n"), _Columns(), 10)
+        _scan(b"-ERR 'Permissions Violation for Subscription to \"x\"'\r\n", _Columns(), 10)
     assert e.value.code == "ErrPermissions"
     with pytest.raises(tclnats_py.NatsError) as e:
-        _take(Parser().feed(b"MSG s.a 1 $JS.ACK.S.C.1.x.1.1.1 1\r\nx\r\n"), _Columns(), 10)
+        _scan(b"MSG s.a 1 $JS.ACK.S.C.1.x.1.1.1 1\r\nx\r\n", _Columns(), 10)
     assert e.value.code == "ErrProtocol"
+    with pytest.raises(tclnats_py.NatsError) as e:
+        _scan(b"MSG s.a 1 _INBOX.abc 1\r\nx\r\n", _Columns(), 10)
+    assert e.value.code == "ErrNotJSMessage"
 
 
 def test_unknown_stream_is_the_shared_js_error(js_server):

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from .._errors import make_error
 
-__all__ = ["parse_metadata", "is_js_reply", "metadata_from_reply", "seq_time_pending"]
+__all__ = ["parse_metadata", "is_js_reply", "metadata_from_reply", "seq_time_pending", "ACK_PREFIX"]
+
+#: how every reply subject of a consumed JetStream message starts
+ACK_PREFIX = "$JS.ACK."
 
 
 def is_js_reply(reply) -> bool:
-    return bool(reply) and reply.startswith("$JS.ACK.")
+    return bool(reply) and reply.startswith(ACK_PREFIX)
 
 
 def _tokens(reply: str, subject: str):
