@@ -16,7 +16,11 @@ Material: ``tls_certs`` (session; dict of paths from
 client_cert, client_key, dir) and ``unrelated_ca`` (session; same keys, another CA).
 Every auth server also carries its setup as ``server.auth``.
 
-Markers: slow, tcl, spark, fault.
+Markers: slow, tcl, spark, fault, unit.  A ``unit`` test is server-free: it
+feeds the engine bytes or checks pure functions, and a nats-server started
+under it fails the test (tox's ``unit`` env runs ``-m unit``).
+TCLNATS_NO_SERVER=1 applies that rule to every test (to find which are
+server-free).
 """
 
 import os
@@ -39,6 +43,46 @@ def pytest_configure(config):
     for name, text in (("slow", "long-running"), ("tcl", "runs Tcl through tclnats-tclsh"),
                        ("spark", "needs pyspark"), ("fault", "fault injection")):
         config.addinivalue_line("markers", f"{name}: {text}")
+    config.addinivalue_line("markers", "unit: server-free (no nats-server may start)")
+
+
+def _refuse_server(self, *args, **kwargs):
+    raise AssertionError("a server-free (unit) test started a nats-server")
+
+
+if os.environ.get("TCLNATS_NO_SERVER"):
+    NatsServer.start = _refuse_server
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_no_server(request, monkeypatch):
+    """A test marked unit may not start a nats-server (fixtures of a wider
+    scope are refused in pytest_runtest_setup, before they start)."""
+    if request.node.get_closest_marker("unit") is not None:
+        monkeypatch.setattr(NatsServer, "start", _refuse_server)
+
+
+# the server-free test files: one per engine module (and pure helpers); their
+# tests are marked unit (checked: TCLNATS_NO_SERVER=1 runs them all green)
+UNIT_MODULES = {
+    "test_engine", "test_effects", "test_protocol", "test_protocol_feed", "test_pool", "test_headers",
+    "test_subjects", "test_validate", "test_errors", "test_js_config", "test_js_engine",
+    "test_kv_engine", "test_obj_engine", "test_compat_plot",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.module is not None and item.module.__name__.rpartition(".")[2] in UNIT_MODULES:
+            item.add_marker(pytest.mark.unit)
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("unit") is not None:
+        servers = {name for name in item.fixturenames
+                   if ("server" in name or "cluster" in name) and not name.startswith("_")}
+        if servers:
+            pytest.fail(f"a unit (server-free) test uses the fixtures {sorted(servers)}")
 
 
 # -- plain, JetStream and cluster ------------------------------------------------------------
