@@ -874,3 +874,24 @@ proc ::nats::_parse_args {argList spec {doConfig 0}} {
         throw {NATS ErrInvalidArg} "Unknown option [lindex [dict keys $given] 0]"
     }
 }
+
+# Convert nanoseconds to milliseconds in place, for the named keys of a dict
+# variable (and back).  The engine converts durations itself; these two are
+# nats-tcl's helpers that its own test suite calls (jet_stream_mgmt.test
+# compares `nats stream info -j` output with them), so they stay.
+proc ::nats::_ns2ms {dictVar args} {
+    upvar 1 $dictVar d
+    foreach key $args {
+        if {[dict exists $d $key]} {
+            dict set d $key [expr {[dict get $d $key] / 1000000}]
+        }
+    }
+}
+proc ::nats::_ms2ns {dictVar args} {
+    upvar 1 $dictVar d
+    foreach key $args {
+        if {[dict exists $d $key]} {
+            dict set d $key [expr {entier([dict get $d $key] * 1000000)}]
+        }
+    }
+}
