@@ -44,6 +44,11 @@ namespace eval ::nats {
 if {![info exists ::tclnats::await_us]} {
     set ::tclnats::await_us 5000
 }
+# ... and of that, the first ::tclnats::spin_us microseconds it polls without
+# sleeping (0: off); the environment variable TCLNATS_SPIN_US sets it too
+if {![info exists ::tclnats::spin_us]} {
+    set ::tclnats::spin_us [expr {[info exists ::env(TCLNATS_SPIN_US)] ? $::env(TCLNATS_SPIN_US) : 0}]
+}
 array set ::tclnats::sockets {}
 
 # ::tclnats::r, which unpacks Python replies ({0 result} or {1 errorCode
