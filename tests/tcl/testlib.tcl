@@ -13,6 +13,8 @@
 #   TCLNATS_TEST_USERPASS_URL    user/password server: TCLNATS_TEST_USER, TCLNATS_TEST_PASSWORD;
 #                                user "limited" (same password) may publish only to allowed.>
 #   TCLNATS_TEST_TOKEN_URL       token server: TCLNATS_TEST_TOKEN
+#   TCLNATS_TEST_TLSAUTH_URL     TLS and user/password (TCLNATS_TEST_USER / _PASSWORD)
+#   TCLNATS_TEST_JS_URL          JetStream server
 #
 # Tests that need a variant the environment does not offer are skipped via
 # tcltest constraints.
@@ -63,6 +65,24 @@ proc ::errcode {script} {
         return [lindex $ec 1]
     }
     return "other: $ec ($msg)"
+}
+
+# A connection to ::url, connected; it logs errors only (see ::log_opts).
+proc ::new_conn {{name tester} args} {
+    set c [nats::connection new $name {*}$::log_opts]
+    $c configure -servers $::url {*}$args
+    $c connect
+    return $c
+}
+
+# The NATS error code of a script, "ok" when it succeeds; other errors propagate.
+proc ::code_of {script} {
+    try {
+        uplevel 1 $script
+    } trap NATS {msg opts} {
+        return [lindex [dict get $opts -errorcode] 1]
+    }
+    return ok
 }
 
 # Run the event loop for ms milliseconds.
