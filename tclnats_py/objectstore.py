@@ -148,9 +148,8 @@ class ObjectStore:
     def watch(self, *, include_history: bool = False, ignore_deletes: bool = False,
               updates_only: bool = False) -> "ObjectWatcher":
         """Object infos: the current ones, then ``None``, then every change."""
-        if include_history and updates_only:
-            raise make_error("ErrInvalidArg", "include_history conflicts with updates_only")
-        policy = "new" if updates_only else ("all" if include_history else "last_per_subject")
+        policy = _obj.watch_options(self.bucket, include_history=include_history,
+                                    updates_only=updates_only)["deliver_policy"]
         return ObjectWatcher(self, policy, _obj.Watcher(ignore_deletes=ignore_deletes, updates_only=updates_only))
 
     async def status(self) -> Info:

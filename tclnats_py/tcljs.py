@@ -820,6 +820,7 @@ class OrderedConsumer:
         self.timer = ""
         self.info = ()
         self.dead = False
+        self.reset_code = ""
         self.cmd = f"::tclnats::oc{next(js.js.ids)}"
         js.js.register(self, self.cmd)
         self._set("Name", "")
@@ -905,9 +906,8 @@ class OrderedConsumer:
         self.timer = ""
         if self.dead:
             return ""
-        self._error(self.state.last_error if self.state.last_error is not None and
-                    self.state.last_error.code == err_code else
-                    make_error(err_code, f"reset with opt_start_seq = {self.state.stream_seq + 1} due to {err_code}"))
+        self.reset_code = err_code
+        self._error(self.state.reset_error(err_code))
         if self.conn.engine.status == CLOSED:
             return self._stop(make_error("ErrConnectionClosed", "stopped"))
         self.state.resetting = True
@@ -930,7 +930,7 @@ class OrderedConsumer:
                 self._stop(make_error("ErrConnectionClosed", "stopped"))
             else:
                 self._error(make_error(code, f"failed to reset: {text}"))
-                self._after(ev[1], "Reset", code)
+                self._after(ev[1], "Reset", self.reset_code)  # the same reset, tried again
 
     def c_on_msg(self, msg):
         """Called by the Tcl object's OnMsg method with one delivered message."""
@@ -1162,11 +1162,8 @@ class ObjectStore:
 
     def c_watch(self, key_pattern, obj, ns, values_array, *args):
         o = self.js.args.build(_OBJ_WATCH_OPTIONS, args)
-        if o["include_history"] and o["updates_only"]:
-            raise make_error("ErrInvalidArg", "-include_history conflicts with -updates_only")
-        policy = "new" if o["updates_only"] else ("all" if o["include_history"] else "last_per_subject")
-        state = _ordered.OrderedConsumer(self.stream, filter_subject=_obj.meta_filter(self.bucket),
-                                         deliver_policy=policy, description="object store watcher")
+        state = _ordered.OrderedConsumer(self.stream, **_obj.watch_options(
+            self.bucket, include_history=o["include_history"], updates_only=o["updates_only"]))
         w = Watcher(self.js, self.bucket, _obj.Watcher(ignore_deletes=o["ignore_deletes"],
                                                        updates_only=o["updates_only"]),
                     ns, o["callback"], "")

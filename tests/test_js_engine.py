@@ -401,8 +401,6 @@ def test_classify_statuses():
     assert pull.classify(status(100, "FlowControl Request")) == "flow_control"
     assert [pull.classify(status(c)) for c in (404, 408, 409, 400, 423, 503, 418)] == [
         "no_messages", "timeout", "conflict", "bad_request", "pin_mismatch", "no_responders", "status"]
-    assert [pull.pull_status(status(c)) for c in (0, 100, 404, 408, 409, 503)] == [
-        "msg", "heartbeat", "end", "end", "end", "no_responders"]
     for desc, code, terminal in (("Consumer Deleted", "ErrConsumerDeleted", True),
                                  ("Consumer is push based", "ErrNotPullConsumer", True),
                                  ("Exceeded MaxWaiting", "ErrPullRequestLimit", False),

@@ -60,7 +60,6 @@ def test_bucket_config():
     for bad in (dict(history=0), dict(history=65), dict(storage="disk"), dict(ttl_ms=-1), dict(compression="zip")):
         with pytest.raises(NatsError):
             kv.bucket_config("B", **bad)
-    assert kv.kv_stream_config("B", history=2)["max_msgs_per_subject"] == 2
 
 
 def test_mirrors_and_aggregates():

@@ -64,20 +64,15 @@ from __future__ import annotations
 from . import ack, api, config, kv, meta, objstore, ordered, publish, pull
 from .api import (Batch, JsApi, Publish, Request, StoredMsg, advance, api_call, api_prefix, check_js_error,
                   check_name, filename_safe, iso_to_ms, ms_to_iso, ns2ms, run_sync)
-from .kv import check_bucket, check_key, is_not_found, kv_operation, kv_stream_config  # noqa: F401
+from .kv import check_bucket, check_key, is_not_found, kv_operation
 from .meta import metadata_from_reply, parse_metadata
 from .ordered import OrderedConsumer
-from .pull import Consume, Fetch, pull_status
-
-KV_OPERATION = kv.KV_OPERATION
-FILENAME_SAFE = api._FILENAME_SAFE
+from .pull import Consume, Fetch
 
 __all__ = [
     "ack", "api", "config", "kv", "meta", "objstore", "ordered", "publish", "pull",
     "Batch", "JsApi", "Publish", "Request", "StoredMsg", "advance", "api_call", "run_sync",
     "api_prefix", "check_js_error", "check_name", "filename_safe", "iso_to_ms", "ms_to_iso", "ns2ms",
-    "metadata_from_reply", "parse_metadata", "OrderedConsumer", "Consume", "Fetch", "pull_status",
-    # the names the first shared module (_js.py) had, used by the Tcl face
-    "check_bucket", "check_key", "kv_stream_config", "kv_operation", "KV_OPERATION", "FILENAME_SAFE",
-    "is_not_found",
+    "metadata_from_reply", "parse_metadata", "OrderedConsumer", "Consume", "Fetch",
+    "check_bucket", "check_key", "kv_operation", "is_not_found",
 ]

@@ -29,7 +29,7 @@ __all__ = [
     "KV_OPERATION", "PUT", "DEL", "PURGE", "check_bucket", "check_key", "check_key_pattern", "stream_name",
     "operation_of", "bucket_config", "make_origin", "origin_to_source", "origin_to_mirror", "Entry", "Bucket",
     "bind", "create_bucket", "delete_bucket", "bucket_names", "empty_bucket", "status", "status_to_ms",
-    "Watcher", "kv_stream_config", "kv_operation", "is_not_found", "mirror_bucket",
+    "Watcher", "kv_operation", "is_not_found", "mirror_bucket", "watch_policy",
 ]
 
 KV_OPERATION = "KV-Operation"
@@ -200,15 +200,6 @@ def bucket_config(bucket: str, *, history: int = 1, ttl_ms: int | None = None, m
         if not writable:
             cfg.pop("subjects", None)
     return {k: v for k, v in cfg.items() if v is not None}
-
-
-def kv_stream_config(bucket: str, *, history: int = 1, ttl_ms: int | None = None, max_value_size=None,
-                     max_bucket_size=None, storage: str = "file", num_replicas: int = 1, description=None,
-                     compression=None, metadata=None) -> dict:
-    """The first Tcl face's name for a plain bucket's config."""
-    return bucket_config(bucket, history=history, ttl_ms=ttl_ms, max_value_size=max_value_size,
-                         max_bucket_size=max_bucket_size, storage=storage, num_replicas=num_replicas,
-                         description=description, compression=compression, metadata=metadata)
 
 
 # ------------------------------------------------------------ entries
@@ -407,8 +398,7 @@ class Bucket:
                       updates_only: bool = False, idle_heartbeat_ms: int | None = None) -> dict:
         """Keyword arguments of the ordered consumer behind a watcher
         (``keys``: one pattern or a list of them)."""
-        if include_history and updates_only:
-            raise make_error("ErrInvalidArg", "-include_history conflicts with -updates_only")
+        policy = watch_policy(include_history, updates_only)
         if isinstance(keys, str):
             pats = [keys]
         elif isinstance(keys, (list, tuple, set, frozenset)):
@@ -419,8 +409,7 @@ class Bucket:
             raise make_error("ErrInvalidArg", "No keys to watch")
         for p in pats:
             check_key_pattern(p)
-        opts = {"description": "KV watcher", "headers_only": bool(meta_only),
-                "deliver_policy": "new" if updates_only else ("all" if include_history else "last_per_subject")}
+        opts = {"description": "KV watcher", "headers_only": bool(meta_only), "deliver_policy": policy}
         if len(pats) == 1:
             opts["filter_subject"] = self.read_subject(pats[0])
         else:
@@ -431,6 +420,15 @@ class Bucket:
 
     def watcher(self, *, ignore_deletes: bool = False, updates_only: bool = False) -> "Watcher":
         return Watcher(self.bucket, self.read_prefix, ignore_deletes=ignore_deletes, updates_only=updates_only)
+
+
+def watch_policy(include_history: bool = False, updates_only: bool = False) -> str:
+    """The deliver policy of a watcher's ordered consumer (KV and Object
+    Store): the latest message of each subject, every one kept
+    (``include_history``), or only those still to come (``updates_only``)."""
+    if include_history and updates_only:
+        raise make_error("ErrInvalidArg", "-include_history conflicts with -updates_only")
+    return "new" if updates_only else ("all" if include_history else "last_per_subject")
 
 
 # ------------------------------------------------------------ bucket management

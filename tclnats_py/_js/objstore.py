@@ -37,6 +37,7 @@ import re
 from .._errors import NatsError, make_error
 from .api import JsApi, Request
 from .config import check_replicas
+from .kv import watch_policy
 from .meta import parse_metadata
 from .publish import parse_ack
 
@@ -44,7 +45,7 @@ __all__ = ["DEFAULT_CHUNK_SIZE", "check_bucket", "check_name", "stream_name", "b
            "meta_subject", "chunk_subject", "meta_filter", "Digest", "digest_of", "digest_bytes", "Put", "Get",
            "info_from_meta", "meta_payload", "info", "delete", "add_link", "add_bucket_link", "update_meta",
            "seal", "create_bucket", "bind", "delete_bucket", "bucket_names", "status", "Watcher",
-           "purge_chunks", "ROLLUP_HEADERS", "link_of", "put", "get", "list_infos"]
+           "purge_chunks", "ROLLUP_HEADERS", "link_of", "put", "get", "list_infos", "watch_options"]
 
 DEFAULT_CHUNK_SIZE = 128 * 1024
 ROLLUP_HEADERS = {"Nats-Rollup": ["sub"]}
@@ -559,6 +560,12 @@ def status(bucket: str, stream_info: dict) -> dict:
             "sealed": bool(config.get("sealed")), "size": state.get("bytes", 0), "backing_store": "JetStream",
             "is_compressed": config.get("compression", "none") not in ("none", None),
             "metadata": config.get("metadata") or {}, "stream_info": stream_info}
+
+
+def watch_options(bucket: str, *, include_history: bool = False, updates_only: bool = False) -> dict:
+    """Keyword arguments of the ordered consumer behind a watcher."""
+    return {"filter_subject": meta_filter(bucket), "deliver_policy": watch_policy(include_history, updates_only),
+            "description": "object store watcher"}
 
 
 class Watcher:

@@ -144,14 +144,17 @@ class OrderedConsumer:
             return [("stop", err)]
         return [("retry", self.retry_ms, err)]
 
-    def _reset(self, code: str, text: str) -> list:
+    def reset_error(self, code: str) -> NatsError:
+        """The error a reset for ``code`` reports (the consumer's last_error)."""
+        return make_error(code, f"reset with opt_start_seq = {self.stream_seq + 1} due to {code}")
+
+    def _reset(self, code: str) -> list:
         if self.resetting or self.stopped is not None:
             return []
         self.resetting = True
         self.resets += 1
         self.name = ""
-        err = make_error(code, f"reset with opt_start_seq = {self.stream_seq + 1} due to {text}")
-        self.last_error = err
+        err = self.last_error = self.reset_error(code)
         return [("reset", err)]
 
     def on_msg(self, msg) -> list:
@@ -168,7 +171,7 @@ class OrderedConsumer:
             if last is not None:
                 try:
                     if int(last) != self.consumer_seq:
-                        events += self._reset("ErrConsumerSequenceMismatch", "ErrConsumerSequenceMismatch")
+                        events += self._reset("ErrConsumerSequenceMismatch")
                 except ValueError:
                     pass
             return events
@@ -176,13 +179,13 @@ class OrderedConsumer:
             return []  # other statuses do not reach push consumers; ignore
         meta = parse_metadata(msg.reply, msg.subject)
         if meta["consumer_seq"] != self.consumer_seq + 1:
-            return self._reset("ErrConsumerSequenceMismatch", "ErrConsumerSequenceMismatch")
+            return self._reset("ErrConsumerSequenceMismatch")
         self.consumer_seq = meta["consumer_seq"]
         self.stream_seq = meta["stream_seq"]
         return [("deliver", msg, meta)]
 
     def on_heartbeat_missed(self) -> list:
-        return self._reset("ErrConsumerNotActive", "ErrConsumerNotActive")
+        return self._reset("ErrConsumerNotActive")
 
     def stop(self, err: NatsError | None = None) -> None:
         if self.stopped is None:

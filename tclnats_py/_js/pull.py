@@ -32,7 +32,7 @@ import json
 from .._errors import NatsError, make_error
 from .._headers import encode_headers
 
-__all__ = ["classify", "pull_status", "status_error", "pending_of", "msg_size", "pull_request_body",
+__all__ = ["classify", "status_error", "pending_of", "msg_size", "pull_request_body",
            "Fetch", "Consume", "PENDING_MSGS", "PENDING_BYTES"]
 
 PENDING_MSGS = "Nats-Pending-Messages"
@@ -50,21 +50,6 @@ def classify(msg) -> str:
         return "flow_control" if "flow" in msg.description.lower() else "heartbeat"
     return {404: "no_messages", 408: "timeout", 409: "conflict", 400: "bad_request", 423: "pin_mismatch",
             503: "no_responders"}.get(status, "status")
-
-
-def pull_status(msg) -> str:
-    """The coarse view the first Tcl face used: ``msg``, ``heartbeat`` (100),
-    ``end`` (404/408/409), ``no_responders`` (503)."""
-    status = msg.status
-    if status == 0:
-        return "msg"
-    if status == 100:
-        return "heartbeat"
-    if status == 503:
-        return "no_responders"
-    if status in (404, 408, 409):
-        return "end"
-    return "msg"
 
 
 def status_error(msg):
