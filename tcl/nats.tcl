@@ -45,9 +45,10 @@ if {![info exists ::tclnats::await_us]} {
     set ::tclnats::await_us 5000
 }
 # ... and of that, the first ::tclnats::spin_us microseconds it polls without
-# sleeping (0: off); the environment variable TCLNATS_SPIN_US sets it too
+# sleeping (a reply seen at once, no thread wake-up; 0: off), backing off
+# while replies take longer; the environment variable TCLNATS_SPIN_US sets it too
 if {![info exists ::tclnats::spin_us]} {
-    set ::tclnats::spin_us [expr {[info exists ::env(TCLNATS_SPIN_US)] ? $::env(TCLNATS_SPIN_US) : 0}]
+    set ::tclnats::spin_us [expr {[info exists ::env(TCLNATS_SPIN_US)] ? $::env(TCLNATS_SPIN_US) : 300}]
 }
 array set ::tclnats::sockets {}
 

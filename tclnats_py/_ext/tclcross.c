@@ -290,7 +290,9 @@ to_obj(PyObject *v)
  * With ::tclnats::spin_us set (microseconds, unset or 0: off), the first
  * part of the budget polls without sleeping: a reply that comes within it
  * is seen at once, without the wake-up of a sleeping thread (costly on
- * virtual machines), at the price of that much CPU while waiting.
+ * virtual machines), at the price of that much CPU while waiting.  When
+ * replies stop coming within it (a busy machine, a slow responder), the
+ * spinning backs off (SpinState).
  */
 #define AWAIT_MAX 64
 
@@ -308,12 +310,27 @@ now_us(void)
     return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static int
-AwaitCmd(ClientData unused, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
+/* the busy-poll phase adapts, per interpreter: after a wait whose reply
+ * did not come within it, the next 10, 20, 40 ... (at most 1000) waits do
+ * not spin; a reply caught while spinning starts over */
+typedef struct {
+    int skip;
+    int misses;
+} SpinState;
+
+static void
+SpinStateFree(ClientData cd)
 {
+    ckfree((char *)cd);
+}
+
+static int
+AwaitCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
+{
+    SpinState *spin_state = (SpinState *)cd;
     Tcl_WideInt budget;
     long long deadline, spin_until = 0;
-    int done = 0, npairs, i;
+    int done = 0, npairs, i, spun = 0;
 
     if (objc < 3 || (objc - 3) % 2 != 0) {
         Tcl_WrongNumArgs(interp, 1, objv, "varName budgetMicroseconds ?channel handler ...?");
@@ -328,8 +345,14 @@ AwaitCmd(ClientData unused, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
     {
         Tcl_Obj *sv = Tcl_GetVar2Ex(interp, "::tclnats::spin_us", NULL, TCL_GLOBAL_ONLY);
         Tcl_WideInt spin = 0;
-        if (sv != NULL && Tcl_GetWideIntFromObj(NULL, sv, &spin) == TCL_OK && spin > 0)
-            spin_until = now_us() + (spin < budget ? spin : budget);
+        if (sv != NULL && Tcl_GetWideIntFromObj(NULL, sv, &spin) == TCL_OK && spin > 0) {
+            if (spin_state->skip > 0) {
+                spin_state->skip--;
+            } else {
+                spin_until = now_us() + (spin < budget ? spin : budget);
+                spun = 1;
+            }
+        }
     }
     for (i = 3; i < objc; i++)
         Tcl_IncrRefCount(objv[i]);
@@ -390,6 +413,15 @@ AwaitCmd(ClientData unused, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
     }
     for (i = 3; i < objc; i++)
         Tcl_DecrRefCount(objv[i]);
+    if (spun) {
+        if (done && now_us() <= spin_until) {
+            spin_state->misses = 0;
+        } else {
+            int m = spin_state->misses;
+            spin_state->skip = (10 << m) < 1000 ? (10 << m) : 1000;
+            spin_state->misses = m < 7 ? m + 1 : 7;
+        }
+    }
     Tcl_SetObjResult(interp, Tcl_NewBooleanObj(done));
     return TCL_OK;
 }
@@ -773,7 +805,12 @@ interp_object(Tcl_Interp *interp)
     Py_INCREF(self);   /* held by the interpreter until it is deleted */
     Tcl_SetAssocData(interp, TCLNATS_ASSOC, NULL, self);
     Tcl_CallWhenDeleted(interp, interp_deleted, self);
-    Tcl_CreateObjCommand(interp, "::tclnats::_await", AwaitCmd, NULL, NULL);
+    {
+        SpinState *st = (SpinState *)ckalloc(sizeof(SpinState));
+        st->skip = 0;
+        st->misses = 0;
+        Tcl_CreateObjCommand(interp, "::tclnats::_await", AwaitCmd, (ClientData)st, SpinStateFree);
+    }
     return self;
 }
 
