@@ -106,11 +106,13 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     license="Apache-2.0",
-    packages=["tclnats_py", "tclnats_py._js", "tclnats_py.testing", "tclnats_py.tcl", "compat"],
-    # the Tcl sources live at the top of the repository in tcl/ and ship
-    # inside the wheel as tclnats_py/tcl/
-    package_dir={"tclnats_py.tcl": "tcl"},
-    package_data={"tclnats_py.tcl": ["*.tcl"], "compat": ["*.tcl"]},
+    packages=["tclnats_py", "tclnats_py.engine", "tclnats_py.engine.js", "tclnats_py.aio", "tclnats_py.tclface",
+              "tclnats_py.spark", "tclnats_py.testing", "tclnats_py.tcl", "tclnats_py.compat"],
+    # the Tcl sources (tcl/) and the conformance and benchmark tools (compat/)
+    # live at the top of the repository and ship inside the package as
+    # tclnats_py/tcl/ and tclnats_py/compat/
+    package_dir={"tclnats_py.tcl": "tcl", "tclnats_py.compat": "compat"},
+    package_data={"tclnats_py.tcl": ["*.tcl"], "tclnats_py.compat": ["*.tcl"]},
     ext_modules=[
         Extension("tclnats_py._tclcross", ["tclnats_py/_ext/tclcross.c"]),
         Extension("tclnats_py._tclload", ["tclnats_py/_ext/tclload.c"]),
@@ -125,10 +127,10 @@ setup(
     },
     entry_points={
         "console_scripts": [
-            "tclnats-tclsh = tclnats_py.tclsh:main",
-            "tclnats-server = tclnats_py.server:main",
-            "tclnats-compat = compat.runner:main",
-            "tclnats-natscli = compat.natscli:main",
+            "tclnats-tclsh = tclnats_py.tclface.tclsh:main",
+            "tclnats-server = tclnats_py.testing.server:main",
+            "tclnats-compat = tclnats_py.compat.runner:main",
+            "tclnats-natscli = tclnats_py.compat.natscli:main",
         ],
     },
     classifiers=[

@@ -1,7 +1,7 @@
-"""``python -m compat``: the conformance runner (same as ``tclnats-compat``)."""
+"""``python -m tclnats_py.compat``: the conformance runner (same as ``tclnats-compat``)."""
 
 import sys
 
-from compat.runner import main
+from tclnats_py.compat.runner import main
 
 sys.exit(main())

@@ -3,7 +3,7 @@ tclnats_py under the same stock tclsh (its Tcl extension loaded by ``package
 require nats``: the "stock tclsh + extension" column), on one nats-server, in
 one run.
 
-    python -m compat.bench --nats-tcl PATH [--count N] [--rounds R] [--json out.json] [--short]
+    python -m tclnats_py.compat.bench --nats-tcl PATH [--count N] [--rounds R] [--json out.json] [--short]
                            [--launcher]
 
 ``--launcher`` adds a column for ``tclnats-tclsh`` (the same tclsh, started
@@ -39,7 +39,7 @@ FIGURES = ["publish", "deliver", "request", "js_publish", "fetch", "kv_put", "kv
 
 def _nats_server_binary() -> str:
     try:
-        from tclnats_py.server import find_nats_server
+        from tclnats_py.testing.server import find_nats_server
         return find_nats_server()
     except ImportError:
         pass
@@ -108,8 +108,8 @@ def main(argv=None) -> int:
     proc, url = start_server(store)
     results = {}
     try:
-        from tclnats_py.tclbridge import tcl_library_dir
-        from compat.runner import _tcl_list, provider
+        from tclnats_py.tclface.bridge import tcl_library_dir
+        from tclnats_py.compat.runner import _tcl_list, provider
         sides = []
         if args.nats_tcl:
             sides.append(("original", [args.tclsh], dict(os.environ, TCLLIBPATH=os.path.abspath(args.nats_tcl))))
@@ -122,7 +122,7 @@ def main(argv=None) -> int:
             loaded = provider(exe, side_env)
             print(f"{name}: {exe} loads package nats from: {loaded}", flush=True)
             if loaded.startswith("tclnats_py ") != (name != "original"):
-                raise SystemExit(f"compat.bench: side {name} loads the wrong package nats: {loaded}")
+                raise SystemExit(f"tclnats_py.compat.bench: side {name} loads the wrong package nats: {loaded}")
         # the sides take turns, so that a change in the machine's load during
         # the run reaches them alike; each figure is the median of the rounds
         runs = {name: [] for name, _, _ in sides}

@@ -1,7 +1,7 @@
 """The cost of one crossing between Tcl and Python: tclnats_py's Tcl C API
 layer (tclnats_py._tclcross) against tkinter's, on the same interpreter.
 
-    python -m compat.bench_crossing [--count N] [--rounds R]
+    python -m tclnats_py.compat.bench_crossing [--count N] [--rounds R]
 
 Tcl -> Python: a Tcl loop calls a Python command that does nothing (no
 arguments, and with a 128-byte argument).  Python -> Tcl: a Python loop calls
@@ -67,8 +67,8 @@ def measure(count: int, rounds: int) -> dict:
 
 
 def stock_tclsh(count: int, rounds: int) -> float | None:
-    from tclnats_py.tclbridge import tcl_library_dir
-    from tclnats_py.tclsh import find_tclsh
+    from tclnats_py.tclface.bridge import tcl_library_dir
+    from tclnats_py.tclface.tclsh import find_tclsh
     script = (f"package require nats\n"
               f"set r {{}}\n"
               f"for {{set i 0}} {{$i < {rounds}}} {{incr i}} {{ lappend r [lindex [time ::tclnats::_noop {count}] 0] }}\n"

@@ -1,6 +1,6 @@
 """Peak memory (RSS) of a subscriber with a backlog of N messages (default 1,000,000).
 
-    python -m compat.bench_memory --nats-tcl PATH [--count N] [--json out.json] [--short]
+    python -m tclnats_py.compat.bench_memory --nats-tcl PATH [--count N] [--json out.json] [--short]
 
 One nats-server (from the wheel, max_pending raised so that it keeps a slow
 subscriber), four subscriber processes in turn: the original nats-tcl under
@@ -155,7 +155,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     count = 100_000 if args.short else args.count
-    from tclnats_py.server import NatsServer
+    from tclnats_py.testing.server import NatsServer
     work = tempfile.mkdtemp(prefix="tclnats-mem-")
     tcl_script = os.path.join(work, "sub.tcl")
     py_script = os.path.join(work, "sub.py")

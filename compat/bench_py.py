@@ -1,7 +1,7 @@
 """Python side of the benchmark: tclnats_py's asyncio API against nats-py, same
 server, same run, 128-byte messages.
 
-    python -m compat.bench_py [--count N] [--rounds R] [--short] [--json out.json]
+    python -m tclnats_py.compat.bench_py [--count N] [--rounds R] [--short] [--json out.json]
 
 Figures: publish (hand COUNT messages to the client, then flush), delivery to a
 callback on a second connection, request round trips to a responder on the
@@ -160,7 +160,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     count = 5000 if args.short else args.count
-    from tclnats_py.server import NatsServer
+    from tclnats_py.testing.server import NatsServer
     runs: dict = {"nats-py": [], "tclnats_py": []}
     with NatsServer(jetstream=True) as srv:
         for r in range(max(1, args.rounds)):

@@ -4,7 +4,7 @@ loop (tclnats_py's asyncio client, ``consumer.fetch(1000)``), in the same run
 (timed as often as each Spark figure; ratios against its best run); plus the
 streaming micro-batch time.
 
-    python -m compat.bench_spark [--count 1000000] [--partitions 2,4] [--action count,sum]
+    python -m tclnats_py.compat.bench_spark [--count 1000000] [--partitions 2,4] [--action count,sum]
 
 Actions timed on the Spark side (each a full read of the stream, from planning
 to the result on the driver; the session's first query is timed apart, the
@@ -147,8 +147,8 @@ def main(argv=None) -> int:
     actions = args.action.split(",")
     from pyspark.sql import SparkSession, functions as F
 
-    import tclnats_py.spark as tspark
-    from tclnats_py.server import NatsServer
+    import tclnats_py.spark.datasource as tspark
+    from tclnats_py.testing.server import NatsServer
     results = []
     with NatsServer(jetstream=True) as srv:
         cpu = _Cpu(srv.pid, args.cpu)

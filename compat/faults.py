@@ -1,6 +1,6 @@
 """The long form of the fault and load suite, in one command, with its figures.
 
-    python -m compat.faults [--cycles 20] [--messages 10000] [--fuzz 1000000]
+    python -m tclnats_py.compat.faults [--cycles 20] [--messages 10000] [--fuzz 1000000]
                             [--kills 20] [--interval 3] [--short] [pytest args ...]
 
 Runs the tests marked ``fault`` (tests/test_faults.py, tests/test_network_faults.py)
@@ -41,7 +41,7 @@ def main(argv=None) -> int:
                    TCLNATS_FUZZ_EXAMPLES=str(args.fuzz), TCLNATS_FAILOVER_KILLS=str(args.kills),
                    TCLNATS_FAILOVER_INTERVAL=str(args.interval))
     cmd = [sys.executable, "-m", "pytest", "-s", "-p", "no:cacheprovider", "-m", "fault", *FILES, *rest]
-    print("compat.faults:", " ".join(cmd), flush=True)
+    print("tclnats_py.compat.faults:", " ".join(cmd), flush=True)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     figures = []
     verdict = ""

@@ -1,9 +1,9 @@
 """A PNG of the benchmark ratios, with the targets drawn in.
 
-    python -m compat.plot [--tcl bench.json] [--py bench_py.json] [--mem bench_memory.json] -o ratios.png
+    python -m tclnats_py.compat.plot [--tcl bench.json] [--py bench_py.json] [--mem bench_memory.json] -o ratios.png
 
-Reads the JSON files written by ``compat.bench --json``, ``compat.bench_py
---json`` and ``compat.bench_memory --json`` (any of them) and draws one bar
+Reads the JSON files written by ``tclnats_py.compat.bench --json``, ``tclnats_py.compat.bench_py
+--json`` and ``tclnats_py.compat.bench_memory --json`` (any of them) and draws one bar
 per figure: tclnats_py's rate divided by its peer's (the original nats-tcl for
 Tcl figures, nats-py for Python ones; for memory, the peer's peak RSS divided
 by ours), on a log scale, with a mark at each figure's target.  Needs
@@ -50,14 +50,14 @@ def main(argv=None) -> int:
                 docs[key] = json.load(f)
     rows = bars(**docs)
     if not rows:
-        sys.stderr.write("compat.plot: no figures (give --tcl, --py or --mem JSON files)\n")
+        sys.stderr.write("tclnats_py.compat.plot: no figures (give --tcl, --py or --mem JSON files)\n")
         return 2
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        sys.stderr.write("compat.plot needs matplotlib: pip install matplotlib (or the compat extra)\n")
+        sys.stderr.write("tclnats_py.compat.plot needs matplotlib: pip install matplotlib (or the compat extra)\n")
         return 2
     colors = {"Tcl vs nats-tcl": "#1f77b4", "Python vs nats-py": "#2ca02c", "memory (peer / ours)": "#9467bd"}
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(rows) + 2), 4.5))
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
     ax.set_title("tclnats_py against its peers (each benchmark runs both sides in one run)")
     fig.tight_layout()
     fig.savefig(args.output, dpi=120)
-    print(f"compat.plot: wrote {args.output} ({len(rows)} figures)")
+    print(f"tclnats_py.compat.plot: wrote {args.output} ({len(rows)} figures)")
     return 0
 
 

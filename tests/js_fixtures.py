@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tclnats_py.server import NatsServer, free_port
+from tclnats_py.testing.server import NatsServer, free_port
 
 ACCOUNTS = """
 accounts {

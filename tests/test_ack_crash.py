@@ -18,7 +18,7 @@ What must hold at the end:
   again: they are counted as allowed redeliveries.
 
 Sizes: TCLNATS_FAULT_CYCLES and TCLNATS_FAULT_MESSAGES (the long form:
-``python -m compat.faults``).
+``python -m tclnats_py.compat.faults``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import pytest
 
 import tclnats_py
 from tclnats_py import NatsError
-from tclnats_py.server import NatsServer, free_port
+from tclnats_py.testing.server import NatsServer, free_port
 
 pytestmark = pytest.mark.fault
 

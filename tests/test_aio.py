@@ -7,9 +7,9 @@ import nkeys
 import pytest
 
 import tclnats_py
-from compat.certs import generate_certs
+from tclnats_py.compat.certs import generate_certs
 from tclnats_py import NatsError
-from tclnats_py.server import NatsCluster, NatsServer
+from tclnats_py.testing.server import NatsCluster, NatsServer
 
 
 def run(coro):

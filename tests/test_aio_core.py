@@ -76,7 +76,7 @@ def test_client_object_then_connect_and_async_with(nats_server):
 
 
 def test_connect_errors():
-    from tclnats_py.server import free_port
+    from tclnats_py.testing.server import free_port
 
     async def go():
         port = free_port()

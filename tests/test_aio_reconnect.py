@@ -7,7 +7,7 @@ import time
 import pytest
 
 import tclnats_py
-from tclnats_py.server import NatsServer, free_port
+from tclnats_py.testing.server import NatsServer, free_port
 
 
 def run(coro, timeout=60):

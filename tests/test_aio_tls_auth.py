@@ -2,7 +2,7 @@
 hostname included), client certificates, a failed verification, user/password,
 token, NKey and JWT .creds, each accepted and rejected.
 
-Certificates are generated for the run (compat.certs); servers are the shared
+Certificates are generated for the run (tclnats_py.compat.certs); servers are the shared
 launcher's ``NatsServer`` with a config."""
 
 import asyncio
@@ -13,9 +13,9 @@ import nkeys
 import pytest
 
 import tclnats_py
-from compat.certs import generate_certs
+from tclnats_py.compat.certs import generate_certs
 from tclnats_py import NatsError
-from tclnats_py.server import NatsServer
+from tclnats_py.testing.server import NatsServer
 
 
 def run(coro, timeout=30):

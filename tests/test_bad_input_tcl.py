@@ -15,7 +15,7 @@ import tkinter
 
 import pytest
 
-from tclnats_py.tclbridge import install
+from tclnats_py.tclface.bridge import install
 
 pytestmark = pytest.mark.tcl
 

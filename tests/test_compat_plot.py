@@ -1,10 +1,10 @@
-"""compat.plot: the bars it draws from benchmark JSON, and the PNG."""
+"""tclnats_py.compat.plot: the bars it draws from benchmark JSON, and the PNG."""
 
 import json
 
 import pytest
 
-from compat import plot
+from tclnats_py.compat import plot
 
 
 def test_bars_from_the_three_benchmarks():

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from compat import natscli, runner
+from tclnats_py.compat import natscli, runner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -110,7 +110,7 @@ def test_compare_table_and_summary():
 def test_side_env_tcllibpath():
     """The original side sees the original package only; our sides see our Tcl
     folder only: nothing falls back to the original."""
-    from tclnats_py.tclbridge import tcl_library_dir
+    from tclnats_py.tclface.bridge import tcl_library_dir
     paths = {"bin": "/ws/bin", "original": "/ws/original"}
     base = {"PATH": "/usr/bin", "TCLLIBPATH": "/elsewhere", "NATS_URL": "nats://x:1"}
     orig = runner.side_env("original", paths, base=base)
@@ -267,7 +267,7 @@ def cli(url, *args, stdin=b"", env=None):
     e = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     e.pop("NATS_URL", None)
     e.update(env or {})
-    cmd = [sys.executable, "-m", "compat.natscli"] + (["-s", url] if url else []) + list(args)
+    cmd = [sys.executable, "-m", "tclnats_py.compat.natscli"] + (["-s", url] if url else []) + list(args)
     return subprocess.run(cmd, check=False, input=stdin, capture_output=True, timeout=30, env=e)
 
 
@@ -377,7 +377,7 @@ def test_info_json_is_the_servers_reply_whole(server):
     server's order, strings with the server's escapes, only indented as the
     CLI indents (Go's MarshalIndent, two spaces)."""
     import nats
-    from compat.natscli import pretty_json
+    from tclnats_py.compat.natscli import pretty_json
 
     async def setup():
         nc = await nats.connect(server)
@@ -412,7 +412,7 @@ def test_info_json_is_the_servers_reply_whole(server):
 
 
 def test_pretty_json_layout():
-    from compat.natscli import pretty_json
+    from tclnats_py.compat.natscli import pretty_json
     text = '{"a":{"b":[1,2,{}],"c":[],"s":"x\\"y, {z}: [w]","t":true},"d":null,"e":[{"f":-1}]}'
     assert pretty_json(text) == json.dumps(json.loads(text), indent=2, ensure_ascii=False)
     # numbers and escapes as written

@@ -6,8 +6,8 @@ import typing
 import pytest
 
 import tclnats_py
-from tclnats_py import _effects
-from tclnats_py._effects import EFFECTS, Deliver, RequestDone, UnknownEffect
+from tclnats_py.engine import effects as _effects
+from tclnats_py.engine.effects import EFFECTS, Deliver, RequestDone, UnknownEffect
 
 
 class Unknown(typing.NamedTuple):
@@ -46,10 +46,10 @@ def test_asyncio_driver_refuses_an_unknown_effect():
 
 def test_tcl_driver_refuses_an_unknown_effect():
     tkinter = pytest.importorskip("tkinter")
-    from tclnats_py.tclsh import new_interp
+    from tclnats_py.tclface.tclsh import new_interp
     interp = new_interp()
     obj = interp.eval("package require nats; set c [nats::connection new eff]")
-    from tclnats_py import tclbridge
+    from tclnats_py.tclface import bridge as tclbridge
     conns = [c for b in tclbridge._bridges.values() for c in b.conns.values() if c.ns == obj]
     assert len(conns) == 1
     conns[0].engine._fx.append(Unknown("x"))

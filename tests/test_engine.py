@@ -1,4 +1,4 @@
-"""The sans-IO engine (``tclnats_py._engine``) driven by byte feeds and a fake
+"""The sans-IO engine (``tclnats_py.engine.connection``) driven by byte feeds and a fake
 clock: no sockets, no event loop.
 
 A small fake driver carries out the effects the way the asyncio and Tcl
@@ -16,7 +16,7 @@ import nkeys
 import pytest
 
 from tclnats_py import CLOSED, CONNECTED, CONNECTING, RECONNECTING, Engine, Msg, NatsError, Options
-from tclnats_py._effects import (Deliver, Flush, InfoReceived, Log, Open, PingDone, RequestDone, RequestReply,
+from tclnats_py.engine.effects import (Deliver, Flush, InfoReceived, Log, Open, PingDone, RequestDone, RequestReply,
                                  StartTimer, StartTls, StatusChanged, SubGone, SubsCleared)
 
 from tests.fake_driver import INFO, FakeDriver, connected, info_line, make  # noqa: F401

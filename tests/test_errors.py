@@ -1,4 +1,4 @@
-"""The error classes (tclnats_py/_errors.py), without a server: one written-out
+"""The error classes (tclnats_py/errors.py), without a server: one written-out
 class per code, the families, the code -> class lookup, and that every code
 the library raises is exported from ``tclnats_py``."""
 
@@ -10,9 +10,9 @@ import re
 import pytest
 
 import tclnats_py
-import tclnats_py.jetstream
-from tclnats_py import _errors
-from tclnats_py._js.api import JS_ERRORS, error_from_api
+import tclnats_py.aio.jetstream
+from tclnats_py import errors as _errors
+from tclnats_py.engine.js.api import JS_ERRORS, error_from_api
 
 PKG = pathlib.Path(tclnats_py.__file__).parent
 
@@ -42,7 +42,7 @@ FAMILIES = {
 
 
 def test_every_code_is_a_written_out_class_with_its_code():
-    source = (PKG / "_errors.py").read_text()
+    source = (PKG / "errors.py").read_text()
     assert not re.search(r"\btype\([^()]*,", source) and "globals()" not in source  # no type(name, bases, ns)
     for code, cls in _errors.ERRORS.items():
         assert isinstance(cls, type) and issubclass(cls, tclnats_py.NatsError)
@@ -105,7 +105,7 @@ def test_jet_stream_not_enabled_for_account_is_exported_and_raised():
     # was an AttributeError on tclnats_py although the API mapping raised it
     e = error_from_api({"code": 503, "err_code": 10039, "description": "jetstream not enabled for account"})
     assert isinstance(e, tclnats_py.ErrJetStreamNotEnabledForAccount)
-    assert tclnats_py.ErrJetStreamNotEnabledForAccount is tclnats_py.jetstream.ErrJetStreamNotEnabledForAccount
+    assert tclnats_py.ErrJetStreamNotEnabledForAccount is tclnats_py.aio.jetstream.ErrJetStreamNotEnabledForAccount
     assert e.code == "ErrJetStreamNotEnabledForAccount" and e.err_code == 10039
 
 
@@ -113,8 +113,8 @@ def test_names_stay_importable_where_they_were():
     for name in ("ErrJetStreamNotEnabled", "ErrJetStreamNotEnabledForAccount", "ErrNotJSMessage",
                  "ErrConsumerDeleted", "ErrNoHeartbeat", "ErrConsumerNotActive", "ErrBadRequest",
                  "ErrNotPullConsumer"):
-        assert name in tclnats_py.jetstream.__all__
-        assert getattr(tclnats_py.jetstream, name) is getattr(tclnats_py, name)
+        assert name in tclnats_py.aio.jetstream.__all__
+        assert getattr(tclnats_py.aio.jetstream, name) is getattr(tclnats_py, name)
     for name in ("NatsError", "error_class", "make_error", "ASYNC_FATAL", "CODES", *_errors.CODES):
         assert name in tclnats_py.__all__ and hasattr(tclnats_py, name)
     assert _errors.ASYNC_FATAL <= set(_errors.CODES)

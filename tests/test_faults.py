@@ -19,7 +19,7 @@ import pytest
 
 import tclnats_py
 from tclnats_py import NatsError
-from tclnats_py.server import NatsServer, free_port
+from tclnats_py.testing.server import NatsServer, free_port
 
 pytestmark = pytest.mark.fault
 
@@ -286,7 +286,7 @@ def test_secrets_stay_out_of_tcl_logs_and_errors(tmp_path):
             f"$c configure -servers nats://127.0.0.1:{srv.port} -user alice -password hunter2-secret\n"
             "$c connect\nputs \"OK: [$c ping]\"\n$c destroy\n")
         exe = shutil.which("tclnats-tclsh")
-        cmd = [exe] if exe else [sys.executable, "-m", "tclnats_py.tclsh"]
+        cmd = [exe] if exe else [sys.executable, "-m", "tclnats_py.tclface.tclsh"]
         p = subprocess.run(cmd + [str(script)], capture_output=True, text=True, timeout=60)
         out = p.stdout + p.stderr
         assert "OK: true" in out and "ERR:" in out
@@ -334,8 +334,8 @@ def test_tcl_face_cluster_failover_status_transitions():
     import time
     import tkinter
 
-    from tclnats_py.server import NatsCluster
-    from tclnats_py.tclbridge import install
+    from tclnats_py.testing.server import NatsCluster
+    from tclnats_py.tclface.bridge import install
     kills = int(os.environ.get("TCLNATS_FAILOVER_KILLS", "2"))
     with NatsCluster(3) as cluster:
         interp = tkinter.Tcl()

@@ -1,4 +1,4 @@
-"""The real-server test harness itself (tclnats_py.server, tclnats_py.testing,
+"""The real-server test harness itself (tclnats_py.testing.server, tclnats_py.testing,
 the conftest fixtures), checked with raw sockets and with nats-py as an
 independent client."""
 
@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tclnats_py.server import (
+from tclnats_py.testing.server import (
     NatsCluster,
     NatsServer,
     ServerStartError,
@@ -446,7 +446,7 @@ def test_context_manager_cleans_up_and_start_errors_show_the_log():
 
 
 def test_cli_runs_until_sigterm():
-    proc = subprocess.Popen([sys.executable, "-m", "tclnats_py.server", "--port", "0", "--jetstream"],
+    proc = subprocess.Popen([sys.executable, "-m", "tclnats_py.testing.server", "--port", "0", "--jetstream"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:

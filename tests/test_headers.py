@@ -1,12 +1,12 @@
-"""Message headers (ADR-4): ``tclnats_py._headers``."""
+"""Message headers (ADR-4): ``tclnats_py.engine.headers``."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tclnats_py import NatsError
-from tclnats_py._engine import Msg
-from tclnats_py._headers import encode_headers, parse_headers, status_of
+from tclnats_py.engine.connection import Msg
+from tclnats_py.engine.headers import encode_headers, parse_headers, status_of
 
 
 def test_parse_multi_valued_and_case_sensitive_keys():

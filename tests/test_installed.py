@@ -13,7 +13,7 @@ import venv
 
 import pytest
 
-from tclnats_py.tclsh import find_tclsh
+from tclnats_py.tclface.tclsh import find_tclsh
 
 pytestmark = [pytest.mark.tcl, pytest.mark.slow]
 

@@ -1,4 +1,4 @@
-"""The rules both faces share through ``tclnats_py._js`` (server-free).
+"""The rules both faces share through ``tclnats_py.engine.js`` (server-free).
 
 Each divergence the two faces once had is settled by one rule, named by a
 test here: Tcl booleans, num_replicas, the KV mirror prefix, KV delete at
@@ -13,13 +13,13 @@ import tkinter
 
 import pytest
 
-from tclnats_py import tcljs
-from tclnats_py._engine import Msg
-from tclnats_py._errors import NatsError
-from tclnats_py._js import config, kv, objstore
-from tclnats_py._js.api import JsApi, Request, run_sync
-from tclnats_py._js.pull import Fetch
-from tclnats_py._options import to_bool
+from tclnats_py.tclface import js as tcljs
+from tclnats_py.engine.connection import Msg
+from tclnats_py.errors import NatsError
+from tclnats_py.engine.js import config, kv, objstore
+from tclnats_py.engine.js.api import JsApi, Request, run_sync
+from tclnats_py.engine.js.pull import Fetch
+from tclnats_py.engine.options import to_bool
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +167,7 @@ def test_tcl_args_become_config_values(tk):
 def test_tcl_values_out():
     """Results as tcllib's json2dict shows them: true/false/null, numbers as
     the server wrote them."""
-    from tclnats_py._js.api import loads
+    from tclnats_py.engine.js.api import loads
     v = loads(b'{"a":true,"b":null,"c":1e-3,"d":[1,2.50],"e":{"f":"g"}}')
     assert tcljs.tcl_value(v) == ("a", "true", "b", "null", "c", "1e-3", "d", (1, "2.50"), "e", ("f", "g"))
 

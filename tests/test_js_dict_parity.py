@@ -30,7 +30,7 @@ import tkinter
 
 import pytest
 
-from tclnats_py.server import NatsServer
+from tclnats_py.testing.server import NatsServer
 
 SNAPSHOT = "/work/.mirror/Kazmirchuk+nats-tcl/repo"
 TAG = "v3.2.1"
@@ -40,7 +40,7 @@ TIMEOUT = 120
 
 def tclnats_tclsh() -> list[str]:
     exe = shutil.which("tclnats-tclsh")
-    return [exe] if exe else [sys.executable, "-m", "tclnats_py.tclsh"]
+    return [exe] if exe else [sys.executable, "-m", "tclnats_py.tclface.tclsh"]
 
 
 # Every management call nats-tcl's suite makes (jet_stream_mgmt.test,
@@ -396,8 +396,8 @@ def test_field_shapes_learnt_from_replies():
     """A field only a newer server knows: its JSON type comes from the reply
     (_js.config.learn_stream_fields), so its Tcl value converts back to the
     same JSON (no server needed: this is the conversion alone)."""
-    from tclnats_py import tcljs
-    from tclnats_py._js import config
+    from tclnats_py.tclface import js as tcljs
+    from tclnats_py.engine.js import config
     tk = tkinter.Tcl()
     args = tcljs.TclArgs(tk)
     name = "future_field_for_test"

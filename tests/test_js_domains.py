@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 import tclnats_py
-from tclnats_py.jetstream import stream_source
-from tclnats_py.kv import kv_origin
+from tclnats_py.aio.jetstream import stream_source as stream_source
+from tclnats_py.aio.kv import kv_origin as kv_origin
 from tests.js_fixtures import hub_leaf  # noqa: F401  (fixture)
 
 

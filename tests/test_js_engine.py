@@ -1,12 +1,12 @@
-"""The shared JetStream logic (tclnats_py._js) fed with Msg objects: no server."""
+"""The shared JetStream logic (tclnats_py.engine.js) fed with Msg objects: no server."""
 
 import json
 
 import pytest
 
 from tclnats_py import NatsError
-from tclnats_py._engine import Msg
-from tclnats_py._js import (Batch, JsApi, Publish, Request, ack, advance, api, config, meta, ordered, publish, pull,
+from tclnats_py.engine.connection import Msg
+from tclnats_py.engine.js import (Batch, JsApi, Publish, Request, ack, advance, api, config, meta, ordered, publish, pull,
                             run_sync)
 
 
@@ -59,7 +59,7 @@ class Server:
 
 
 def err(code, text="x"):
-    from tclnats_py._errors import make_error
+    from tclnats_py.errors import make_error
     return make_error(code, text)
 
 

@@ -13,7 +13,11 @@ import pytest
 
 import tclnats_py
 from tclnats_py import NatsError
-from tclnats_py.jetstream import Consumer, ConsumerConfig, StreamConfig, stream_source, subject_transform
+from tclnats_py.aio.jetstream import Consumer as Consumer
+from tclnats_py.aio.jetstream import ConsumerConfig as ConsumerConfig
+from tclnats_py.aio.jetstream import StreamConfig as StreamConfig
+from tclnats_py.aio.jetstream import stream_source as stream_source
+from tclnats_py.aio.jetstream import subject_transform as subject_transform
 
 
 def run(coro):
@@ -151,7 +155,7 @@ def test_publish_with_expectations(js_server):
 def test_publish_async_many_in_flight(js_server):
     async def go():
         c = await tclnats_py.connect(js_server.url)
-        js = tclnats_py.jetstream.new(c, publish_async_max_pending=64)
+        js = tclnats_py.aio.jetstream.new(c, publish_async_max_pending=64)
         await js.create_stream("PY_ASYNC", subjects=["async.*"], storage="memory")
         t0 = time.monotonic()
         futs = [js.publish_async("async.x", f"m{i}", msg_id=f"id{i}") for i in range(3000)]
@@ -322,7 +326,7 @@ def test_fetch(js_server):
         fut = asyncio.ensure_future(doomed.fetch(5, expires=5))
         await asyncio.sleep(0.3)
         await doomed.delete()
-        with pytest.raises(tclnats_py.jetstream.ErrConsumerDeleted):
+        with pytest.raises(tclnats_py.aio.jetstream.ErrConsumerDeleted):
             await fut
         await js.delete_stream("PY_FETCH")
         await c.close()
@@ -357,8 +361,8 @@ def test_acks(js_server):
         await later[0].ack_sync()
         info = await cons.refresh()
         assert info.num_ack_pending == 0 and info.num_pending == 0
-        with pytest.raises(tclnats_py.jetstream.ErrNotJSMessage):
-            await tclnats_py.jetstream.JsMsg(js, tclnats_py.Msg("x", b"", "_INBOX.y")).ack()
+        with pytest.raises(tclnats_py.aio.jetstream.ErrNotJSMessage):
+            await tclnats_py.aio.jetstream.JsMsg(js, tclnats_py.Msg("x", b"", "_INBOX.y")).ack()
         await js.delete_stream("PY_ACKS")
         await c.close()
     run(go())
@@ -432,7 +436,7 @@ def test_heartbeats_missed_are_reported(js_server):
         s = await js.create_stream("PY_HB", subjects=["hb.*"], storage="memory")
         cons = await s.create_consumer(durable_name="H")
         # a "JetStream" that swallows pull requests
-        fake = tclnats_py.jetstream.new(c, api_prefix="fake")
+        fake = tclnats_py.aio.jetstream.new(c, api_prefix="fake")
         swallowed = await c.subscribe("fake.CONSUMER.MSG.NEXT.S.C")
         errors = []
         ctx = Consumer(fake, "S", "C", cons.info).consume(lambda m: None, max_messages=2, expires=1.0,
@@ -517,7 +521,7 @@ def test_no_jetstream(nats_server):
             with pytest.raises(NatsError) as e:
                 await call()
             assert e.value.code in ("ErrJetStreamNotEnabled", "ErrBucketNotFound")
-        with pytest.raises(tclnats_py.jetstream.ErrJetStreamNotEnabled):
+        with pytest.raises(tclnats_py.aio.jetstream.ErrJetStreamNotEnabled):
             await js.account_info()
         with pytest.raises(tclnats_py.ErrNoResponders):
             await js.publish("s.x", b"x")
@@ -552,7 +556,7 @@ def test_fetch_when_the_connection_closes_or_is_lost(fresh_server):
 # ------------------------------------------------------------------ prefixes
 def test_api_prefix_import():
     """Another account reaches this JetStream through an imported API prefix (ADR-19)."""
-    from tclnats_py.server import NatsServer
+    from tclnats_py.testing.server import NatsServer
     conf = """
 jetstream: enabled
 accounts: {
@@ -574,7 +578,7 @@ accounts: {
             with pytest.raises(NatsError) as e:
                 await other.jetstream().stream_info("FEED")
             assert e.value.code == "ErrJetStreamNotEnabledForAccount" and e.value.details["err_code"] == 10039
-            imported = tclnats_py.jetstream.new(other, api_prefix="imported")
+            imported = tclnats_py.aio.jetstream.new(other, api_prefix="imported")
             assert imported.prefix == "imported"
             assert (await imported.stream_info("FEED")).config.name == "FEED"
             kv2 = await imported.key_value("SHARED")
@@ -633,7 +637,7 @@ def test_streams_interop_with_nats_py(js_server):
 
 def tclsh():
     exe = shutil.which("tclnats-tclsh")
-    return [exe] if exe else [sys.executable, "-m", "tclnats_py.tclsh"]
+    return [exe] if exe else [sys.executable, "-m", "tclnats_py.tclface.tclsh"]
 
 
 @pytest.mark.tcl
@@ -689,7 +693,7 @@ def test_sources_and_transforms(js_server):
                                         mirror_direct=True)
         assert mirror.config.mirror["name"] == "PY_SRC1"
         rp = await js.create_stream("PY_REPUB", subjects=["rp.*"], storage="memory",
-                                    republish=tclnats_py.jetstream.republish("rp.>", "out.>"))
+                                    republish=tclnats_py.aio.jetstream.republish("rp.>", "out.>"))
         sub = await c.subscribe("out.>")
         await js.publish("rp.x", b"again")
         assert (await sub.next_msg(2)).data == b"again"

@@ -1,12 +1,12 @@
-"""The shared Key-Value logic (tclnats_py._js.kv) against a scripted server."""
+"""The shared Key-Value logic (tclnats_py.engine.js.kv) against a scripted server."""
 
 import json
 
 import pytest
 
 from tclnats_py import NatsError
-from tclnats_py._engine import Msg
-from tclnats_py._js import JsApi, kv, run_sync
+from tclnats_py.engine.connection import Msg
+from tclnats_py.engine.js import JsApi, kv, run_sync
 from tests.test_js_engine import Server, api_error, err, jmsg, js_msg, status
 
 TS = "2024-01-02T03:04:05.678Z"

@@ -7,7 +7,7 @@ import pytest
 
 import tclnats_py
 from tclnats_py import NatsError
-from tclnats_py.kv import kv_origin
+from tclnats_py.aio.kv import kv_origin as kv_origin
 
 
 def run(coro):

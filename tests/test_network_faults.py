@@ -24,7 +24,7 @@ import time
 import pytest
 
 import tclnats_py
-from tclnats_py.server import free_port
+from tclnats_py.testing.server import free_port
 
 pytestmark = pytest.mark.fault
 
@@ -302,8 +302,8 @@ def test_tcl_face_cluster_failover_requests_and_buffered_order():
     whose node survived it."""
     import tkinter
 
-    from tclnats_py.server import NatsCluster
-    from tclnats_py.tclbridge import install
+    from tclnats_py.testing.server import NatsCluster
+    from tclnats_py.tclface.bridge import install
 
     def pump(tk, cond, timeout=15.0):
         deadline = time.monotonic() + timeout

@@ -1,5 +1,5 @@
 """The poll(2) notifier that a Python program can install under the Tcl event
-loop of its tkinter interpreters (tclnats_py._notifier).
+loop of its tkinter interpreters (tclnats_py.tclface.notifier).
 
 Each script runs in a Python-hosted interpreter twice, with our notifier and
 with Tcl's own, and must print the same lines: timers, file events on
@@ -28,10 +28,10 @@ def run(script: str, tmp_path, notifier: str, timeout=60) -> subprocess.Complete
 
 HOST = """
 import sys
-from tclnats_py import _notifier
+from tclnats_py.tclface import notifier as _notifier
 if sys.argv[1] == "poll":
     _notifier.install()
-from tclnats_py.tclsh import new_interp
+from tclnats_py.tclface.tclsh import new_interp
 tk = new_interp().tk
 tk.call("set", "::tclnats::notifier", "poll" if _notifier.installed() else "tcl")
 tk.call("source", sys.argv[2])

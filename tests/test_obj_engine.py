@@ -1,4 +1,4 @@
-"""The shared Object Store logic (tclnats_py._js.objstore) against a scripted server."""
+"""The shared Object Store logic (tclnats_py.engine.js.objstore) against a scripted server."""
 
 import base64
 import hashlib
@@ -7,8 +7,8 @@ import json
 import pytest
 
 from tclnats_py import NatsError
-from tclnats_py._engine import Msg
-from tclnats_py._js import JsApi, objstore as O, run_sync
+from tclnats_py.engine.connection import Msg
+from tclnats_py.engine.js import JsApi, objstore as O, run_sync
 from tests.test_js_engine import Server, jmsg, js_msg, status
 
 TS = "2024-01-02T03:04:05.678Z"

@@ -9,7 +9,7 @@ import os
 import pytest
 
 import tclnats_py
-from tclnats_py._js import objstore as O
+from tclnats_py.engine.js import objstore as O
 
 
 def run(coro):
@@ -178,7 +178,7 @@ def test_object_store_across_faces(js_server, tmp_path):
 
     import nats
     exe = shutil.which("tclnats-tclsh")
-    cmd = [exe] if exe else [sys.executable, "-m", "tclnats_py.tclsh"]
+    cmd = [exe] if exe else [sys.executable, "-m", "tclnats_py.tclface.tclsh"]
     script = tmp_path / "obj.tcl"
     script.write_text(
         "package require nats\n"

@@ -1,4 +1,4 @@
-"""The server pool and URL parsing (``tclnats_py._pool``), CoreAPI.md
+"""The server pool and URL parsing (``tclnats_py.engine.pool``), CoreAPI.md
 "Connection Status and the Reconnection Process"."""
 
 import random
@@ -6,7 +6,7 @@ import random
 import pytest
 
 from tclnats_py import NatsError
-from tclnats_py._pool import NoServers, ServerPool, parse_url
+from tclnats_py.engine.pool import NoServers, ServerPool, parse_url
 
 
 @pytest.mark.parametrize("url,scheme,host,port", [
@@ -221,7 +221,7 @@ def test_empty_pool():
 
 
 def test_tls_name_rule_for_both_faces():
-    from tclnats_py._pool import ServerPool
+    from tclnats_py.engine.pool import ServerPool
     pool = ServerPool()
     pool.set_servers(["tls://nats.example.com:4222"], randomize=False)
     learnt = pool.add_discovered("10.0.0.7:4222")

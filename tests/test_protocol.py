@@ -1,4 +1,4 @@
-"""The protocol parser and encoders (``tclnats_py._protocol``) on byte strings.
+"""The protocol parser and encoders (``tclnats_py.engine.protocol``) on byte strings.
 
 Reference: docs.nats.io "Client Protocol" (INFO, MSG, HMSG, PING, PONG, +OK,
 -ERR; operation names are case-insensitive, fields are separated by spaces or
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tclnats_py import NatsError
-from tclnats_py._protocol import (
+from tclnats_py.engine.protocol import (
     ERR, INFO, MAX_CONTROL_LINE, MSG, OK, PING, PING_BYTES, PONG, PONG_BYTES, Parser,
     encode_connect, encode_pub, encode_sub, encode_unsub,
 )

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tclnats_py import NatsError
-from tclnats_py._protocol import Parser, encode_pub, encode_sub, encode_unsub
+from tclnats_py.engine.protocol import Parser, encode_pub, encode_sub, encode_unsub
 
 STREAM = (
     b'INFO {"server_id":"x","version":"2.15.1","max_payload":1048576,"headers":true}\r\n'

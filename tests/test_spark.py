@@ -11,7 +11,7 @@ if shutil.which("java") is None:
     pytest.skip("Spark needs a Java runtime", allow_module_level=True)
 
 import tclnats_py  # noqa: E402
-import tclnats_py.spark as tspark  # noqa: E402
+import tclnats_py.spark.datasource as tspark  # noqa: E402
 
 pytestmark = pytest.mark.spark
 

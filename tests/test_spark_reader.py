@@ -5,9 +5,12 @@ import asyncio
 import pytest
 
 import tclnats_py
-from tclnats_py._js.meta import parse_metadata, seq_time_pending
-from tclnats_py._protocol import Parser
-from tclnats_py._spark_reader import _Columns, _scan, eligible, read_columns
+from tclnats_py.engine.js.meta import parse_metadata, seq_time_pending
+from tclnats_py.engine.protocol import Parser
+from tclnats_py.spark.reader import _Columns as _Columns
+from tclnats_py.spark.reader import _scan as _scan
+from tclnats_py.spark.reader import eligible as eligible
+from tclnats_py.spark.reader import read_columns as read_columns
 
 
 def fill(url, stream, n):
@@ -89,7 +92,8 @@ def test_both_read_paths_give_the_same_arrow_batches(js_server):
     pytest.importorskip("pyarrow")
     pytest.importorskip("pyspark")
     import pyarrow as pa
-    from tclnats_py.spark import _arrow_batches, _fast_arrow_batches
+    from tclnats_py.spark.datasource import _arrow_batches as _arrow_batches
+    from tclnats_py.spark.datasource import _fast_arrow_batches as _fast_arrow_batches
     fill(js_server.url, "SR5", 400)
     opts = {"servers": js_server.url}
     for first, last, filt, decode in [(1, 400, None, False), (37, 311, "sr5.odd", True)]:
@@ -181,6 +185,6 @@ def test_unknown_stream_is_the_shared_js_error(js_server):
 def test_reader_and_spark_source_name_no_jetstream_wire_subject():
     import pathlib
     pkg = pathlib.Path(tclnats_py.__file__).parent
-    for name in ("_spark_reader.py", "spark.py"):
+    for name in ("spark/reader.py", "spark/datasource.py"):
         text = (pkg / name).read_text()
         assert "$JS." not in text and "CONSUMER." not in text, name

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tclnats_py import Engine, NatsError, Options
-from tclnats_py._subjects import valid_queue, valid_subject, valid_token, valid_wildcard_subject
+from tclnats_py.engine.subjects import valid_queue, valid_subject, valid_token, valid_wildcard_subject
 
 PUNCT = "-!#$%&'()+,/:;<=?@^_`|~"
 FORBIDDEN = " \t\r\n.*>\\\"[]{}"

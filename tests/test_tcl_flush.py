@@ -13,7 +13,7 @@ import tkinter
 
 import pytest
 
-from tclnats_py import tclbridge
+from tclnats_py.tclface import bridge as tclbridge
 
 pytestmark = pytest.mark.tcl
 

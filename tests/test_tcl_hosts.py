@@ -16,8 +16,8 @@ import textwrap
 
 import pytest
 
-from tclnats_py.tclbridge import tcl_library_dir
-from tclnats_py.tclsh import find_tclsh
+from tclnats_py.tclface.bridge import tcl_library_dir
+from tclnats_py.tclface.tclsh import find_tclsh
 
 pytestmark = pytest.mark.tcl
 

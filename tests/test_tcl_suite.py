@@ -28,7 +28,7 @@ import threading
 
 import pytest
 
-from tclnats_py.server import NatsServer
+from tclnats_py.testing.server import NatsServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUITE = os.path.join(HERE, "tcl")
@@ -42,7 +42,7 @@ USER, PASSWORD, TOKEN = "alice", "s3cret-pw", "t0ken-abc"
 
 def tclsh_cmd() -> list[str]:
     exe = shutil.which("tclnats-tclsh")
-    return [exe] if exe else [sys.executable, "-m", "tclnats_py.tclsh"]
+    return [exe] if exe else [sys.executable, "-m", "tclnats_py.tclface.tclsh"]
 
 
 def tcl_test_names(fname: str) -> list[str]:
@@ -57,7 +57,7 @@ def _certs(directory: str) -> dict:
     try:
         from tclnats_py.testing.certs import generate_certs
     except ImportError:
-        from compat.certs import generate_certs
+        from tclnats_py.compat.certs import generate_certs
     return generate_certs(directory)
 
 

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from tclnats_py.server import free_port
+from tclnats_py.testing.server import free_port
 
 pytestmark = pytest.mark.tcl
 
@@ -22,7 +22,7 @@ EXE = shutil.which("tclnats-tclsh")
 
 
 def launcher() -> list[str]:
-    return [EXE] if EXE else [sys.executable, "-m", "tclnats_py.tclsh"]
+    return [EXE] if EXE else [sys.executable, "-m", "tclnats_py.tclface.tclsh"]
 
 
 def run(args=(), script=None, stdin=None, tmp_path=None, env=None, name="script.tcl", timeout=60):

@@ -1,6 +1,6 @@
 """nats in a Tcl interpreter that a Python program owns.
 
-``tclnats_py.tclbridge.install(interp)`` on a ``tkinter.Tcl()`` (no display
+``tclnats_py.tclface.bridge.install(interp)`` on a ``tkinter.Tcl()`` (no display
 needed) or a ``tkinter.Tk()`` (under Xvfb): Tcl code in that interpreter uses
 ``package require nats`` while Python drives the event loop, with
 ``dooneevent``/``update`` or with Tk's own ``mainloop``.
@@ -14,7 +14,7 @@ import tkinter
 
 import pytest
 
-from tclnats_py.tclbridge import install
+from tclnats_py.tclface.bridge import install
 
 pytestmark = pytest.mark.tcl
 

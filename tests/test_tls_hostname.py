@@ -1,7 +1,7 @@
 """The Tcl face checks the server's certificate against the host name.
 
 TclTLS verifies the chain (-require 1, our default) but not the name; the
-driver does that after the handshake (tclnats_py._tlsname).  Real nats-servers
+driver does that after the handshake (tclnats_py.tclface.tlsname).  Real nats-servers
 with certificates issued at test time for chosen names; the Python face's
 ssl module already checks names, and is checked here alongside.
 """
@@ -15,9 +15,9 @@ import tkinter
 import pytest
 
 import tclnats_py
-from tclnats_py._tlsname import host_matches
-from tclnats_py.server import NatsServer, free_port
-from tclnats_py.tclbridge import install
+from tclnats_py.tclface.tlsname import host_matches
+from tclnats_py.testing.server import NatsServer, free_port
+from tclnats_py.tclface.bridge import install
 from tclnats_py.testing import certs as C
 
 pytestmark = pytest.mark.tcl

@@ -4,8 +4,8 @@ import pytest
 
 import tclnats_py
 from tclnats_py import NatsError
-from tclnats_py._headers import encode_headers
-from tclnats_py._validate import check_headers, check_int, check_seconds, check_timeout
+from tclnats_py.engine.headers import encode_headers
+from tclnats_py.engine.validate import check_headers, check_int, check_seconds, check_timeout
 
 GOOD = [{"K": "v"}, {"K": ["a", "b"]}, {"Név": "érték"}, {"X-Y_z.1": b"bytes"}]
 BAD = [{"": "x"}, {" ": "x"}, {"a b": "x"}, {"a:b": "x"}, {"K\t": "x"}, {"K": "a\r\nI: 1"},
@@ -67,8 +67,8 @@ def test_counts():
 @pytest.fixture
 def tcl_conn():
     pytest.importorskip("tkinter")
-    from tclnats_py import tclbridge
-    from tclnats_py.tclsh import new_interp
+    from tclnats_py.tclface import bridge as tclbridge
+    from tclnats_py.tclface.tclsh import new_interp
     interp = new_interp()
     obj = interp.eval("package require nats; nats::connection new validate")
     conn = [c for b in tclbridge._bridges.values() for c in b.conns.values() if c.ns == obj][0]

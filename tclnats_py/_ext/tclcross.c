@@ -4,7 +4,7 @@
  *
  * Two entries:
  *   - as a Python extension module: the type Interp wraps a Tcl_Interp* with
- *     the small interface tclnats_py.tclbridge drives (call, eval,
+ *     the small interface tclnats_py.tclface.bridge drives (call, eval,
  *     createcommand, deletecommand, splitlist, getboolean, setvar, unsetvar),
  *     converting values the way tkinter does, so the bridge runs unchanged
  *     on an interpreter that tkinter created (Interp.from_address) and on one
@@ -1085,7 +1085,7 @@ TclnatsCross_TclInit(Tcl_Interp *interp, const char *sitedir, const char *progra
         code = python_failed(interp, "could not set up sys.path");
         goto out;
     }
-    mod = PyImport_ImportModule("tclnats_py.tclbridge");
+    mod = PyImport_ImportModule("tclnats_py.tclface.bridge");
     if (mod == NULL) {
         code = python_failed(interp, "could not import tclnats_py");
         goto out;

@@ -7,11 +7,11 @@
                               JWT (operator/account/user, ``.creds``) setups:
                               server config snippets plus client material.
 
-Servers themselves come from :mod:`tclnats_py.server`.  ``cryptography`` is
+Servers themselves come from :mod:`tclnats_py.testing.server`.  ``cryptography`` is
 needed for the certificates only, ``nkeys`` for the NKey and JWT setups.
 """
 
-from ..server import NatsCluster, NatsServer, find_nats_server, free_port
+from tclnats_py.testing.server import NatsCluster, NatsServer, find_nats_server, free_port
 
 __all__ = ["NatsCluster", "NatsServer", "auth", "certs", "find_nats_server", "free_port"]
 

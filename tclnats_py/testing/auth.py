@@ -56,7 +56,7 @@ def _q(s: str) -> str:
 
 def user_url(server, user: str | None = None, password: str | None = None) -> str:
     """``nats://user:password@host:port`` (or ``nats://token@...`` with no password) for a
-    :class:`~tclnats_py.server.NatsServer` or a plain URL."""
+    :class:`~tclnats_py.testing.server.NatsServer` or a plain URL."""
     from urllib.parse import quote
     url = server if isinstance(server, str) else server.url
     scheme, rest = url.split("://", 1)

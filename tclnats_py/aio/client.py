@@ -1,0 +1,994 @@
+"""The asyncio driver: the engine on an asyncio event loop, and the Python API.
+
+    nc = await tclnats_py.connect("nats://localhost:4222", name="app")
+    sub = await nc.subscribe("greet.*")                  # or cb=..., queue=..., max_msgs=...
+    nc.publish("greet.py", b"hello", headers={"K": ["v1", "v2"]})
+    msg = await sub.next_msg(timeout=1)                  # or: async for msg in sub
+    reply = await nc.request("time.now", b"", timeout=1) # ErrTimeout, ErrNoResponders
+    await nc.close()
+
+Options have nats-tcl's names and units (milliseconds for times: connect_timeout,
+reconnect_time_wait, ping_interval, request_timeout), plus ``tls_ca``,
+``tls_cert``, ``tls_key``, ``tls_hostname``, ``tls_verify`` or a ready
+``ssl.SSLContext`` as ``tls``, ``creds``/``nkey_seed``, a ``reconnect_delay``
+callable (server dict -> ms, nats-tcl's -custom_reconnect_delay) and the
+callbacks ``error_cb(err)``, ``status_cb(status)``, ``disconnected_cb()``,
+``reconnected_cb()``, ``closed_cb()`` (plain functions or coroutine functions).
+Errors are the engine's classes (``tclnats_py.ErrTimeout`` ...), the codes the
+Tcl face throws.
+
+The driver only moves bytes and time (see the contract in ``_engine``):
+
+* reading is an ``asyncio.Protocol``: each ``data_received`` goes straight to
+  ``Engine.receive_data`` and the effects are carried out at once;
+* writing is coalesced: the engine's ``flush`` effect schedules one
+  ``transport.write`` of everything queued, with ``call_soon``, so all the
+  publishes of one loop turn leave in one write;
+* timers are ``loop.call_later`` handles keyed like the engine's timers;
+* TLS is ``loop.start_tls`` on the engine's ``tls`` effect (after INFO);
+* each subscription with a callback has a queue and one consumer task (no task
+  per message); past its pending limits messages are dropped and reported once
+  per episode as ErrSlowConsumer to ``error_cb``, as the official clients do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import inspect
+import logging
+import ssl
+import sys
+import time
+
+from tclnats_py.engine.effects import (CancelTimer, Close, Deliver, ErrorChanged, Flush, InfoReceived, Log, Open,
+                       PingDone, PongReceived, RequestDone, RequestReply, StartTimer, StartTls,
+                       StatusChanged, SubGone, SubsCleared, UnknownEffect)
+from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine, Msg, Request
+from tclnats_py.errors import NatsError, make_error
+from tclnats_py.credentials import read_credentials
+from tclnats_py.engine.options import Options
+
+__all__ = ["Client", "Subscription", "connect", "DEFAULT_SERVER"]
+
+DEFAULT_SERVER = "nats://localhost:4222"
+
+_log = logging.getLogger("tclnats_py")
+_log.addHandler(logging.NullHandler())
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
+
+# keyword arguments the driver keeps; everything else is an engine option
+_DRIVER_KW = ("error_cb", "status_cb", "disconnected_cb", "reconnected_cb", "closed_cb",
+              "reconnect_delay", "tls", "tls_ca", "tls_cert", "tls_key", "tls_hostname", "tls_verify")
+
+
+# argument checks: the rules both faces share live in _validate
+from tclnats_py.engine.validate import (MAX_TIMEOUT, _to_bytes, check_headers, check_int, check_seconds,  # noqa: E402,F401
+                        check_str, check_timeout)
+
+
+def _check_msg(msg) -> Msg:
+    if not isinstance(msg, Msg):
+        raise make_error("ErrInvalidArg", f"A message expected, not {type(msg).__name__}")
+    return msg
+
+
+def _call_user(client: "Client", fn, *args) -> None:
+    """Call a user hook (plain or coroutine function); failures go to error_cb."""
+    try:
+        r = fn(*args)
+        if inspect.isawaitable(r):
+            client._spawn(r)
+    except Exception as e:  # the user's hook failed: tell error_cb, keep the driver running
+        if fn is not client._error_cb:
+            client._report(e)
+        else:
+            _log.exception("error_cb failed")
+
+
+class _ClientMsg(Msg):
+    """A delivered message; ``respond`` publishes to its reply subject.
+
+    Each client has its own subclass (``_client`` set), which it hands to the
+    engine as ``msg_class``, so a message costs nothing more than the engine's.
+    """
+
+    __slots__ = ()
+    _client: "Client" = None  # type: ignore[assignment]
+
+    async def respond(self, data=b"", headers=None) -> None:
+        if not self.reply:
+            raise make_error("ErrInvalidArg", f"Message on {self.subject} has no reply subject")
+        self._client.publish(self.reply, data, headers=headers)
+
+
+class _Protocol(asyncio.Protocol):
+    """One TCP (then maybe TLS) connection attempt of a client.
+
+    ``attempt`` tells the client's current connection from older ones: late
+    events of a socket the engine has already given up are ignored.
+    """
+
+    __slots__ = ("client", "attempt")
+
+    def __init__(self, client: "Client", attempt: int):
+        self.client = client
+        self.attempt = attempt
+
+    def connection_made(self, transport):
+        c = self.client
+        if c._attempt != self.attempt:
+            transport.close()
+            return
+        c._transport = transport
+        c._engine.socket_connected()
+        c._run()
+
+    def data_received(self, data):
+        c = self.client
+        if c._attempt == self.attempt:
+            c._engine.receive_data(data)
+            c._run()
+
+    def eof_received(self):
+        return False  # close the transport; connection_lost reports it
+
+    def connection_lost(self, exc):
+        c = self.client
+        if c._attempt == self.attempt:
+            c._transport = None
+            c._engine.connection_lost(str(exc) if exc else None)
+            c._run()
+
+
+class Subscription:
+    """A subscription: messages go to its callback, or are read with
+    ``await sub.next_msg(timeout)`` / ``async for msg in sub``.
+
+    Messages wait in a local queue bounded by ``pending_msgs_limit`` and
+    ``pending_bytes_limit`` (<= 0: unbounded); past them messages are dropped
+    (``dropped`` counts them) and ErrSlowConsumer goes to the client's error_cb.
+    """
+
+    def __init__(self, client: "Client", subject: str, queue: str, cb, pending_msgs_limit: int,
+                 pending_bytes_limit: int):
+        self._client = client
+        self.subject = subject
+        self.queue = queue
+        self._cb = cb
+        self._cb_is_coro = cb is not None and inspect.iscoroutinefunction(cb)
+        self._pending: collections.deque = collections.deque()
+        self._pending_bytes = 0
+        self._limit_msgs = pending_msgs_limit if pending_msgs_limit > 0 else sys.maxsize
+        self._limit_bytes = pending_bytes_limit if pending_bytes_limit > 0 else sys.maxsize
+        self._waiters: list = []
+        self._task: asyncio.Task | None = None
+        self._closed = False
+        self._slow = False
+        self._busy = False  # counted in the client's _busy_subs (a callback with messages to handle)
+        self._engine_sub = None
+        self.dropped = 0
+        self.delivered = 0
+
+    def __repr__(self) -> str:
+        return f"<Subscription sid={self.sid} subject={self.subject!r} queue={self.queue!r}>"
+
+    # ---------------------------------------------------------------- state
+    @property
+    def sid(self) -> int:
+        return self._engine_sub.sid
+
+    @property
+    def max_msgs(self) -> int:
+        return self._engine_sub.max_msgs
+
+    @property
+    def received(self) -> int:
+        """Messages the engine received for this subscription (delivered or dropped)."""
+        return self._engine_sub.received
+
+    @property
+    def pending_msgs(self) -> int:
+        return len(self._pending)
+
+    @property
+    def pending_bytes(self) -> int:
+        return self._pending_bytes
+
+    @property
+    def is_active(self) -> bool:
+        return not self._closed
+
+    # ---------------------------------------------------------------- driver side
+    def _deliver(self, msg: Msg) -> None:
+        n = len(msg.data)
+        pending = self._pending
+        if len(pending) >= self._limit_msgs or self._pending_bytes + n > self._limit_bytes:
+            self.dropped += 1
+            if not self._slow:
+                # once per episode; it ends when the consumer has caught up
+                self._slow = True
+                self._client._report(make_error(
+                    "ErrSlowConsumer", f"Slow consumer on subject {self.subject}: messages dropped",
+                    sid=self.sid, subject=self.subject))
+            return
+        pending.append(msg)
+        self._pending_bytes += n
+        if not self._busy and self._cb is not None:
+            self._busy = True
+            self._client._busy_subs += 1
+        if self._waiters:
+            self._wake()
+
+    def _wake(self) -> None:
+        ws, self._waiters = self._waiters, []
+        for w in ws:
+            if not w.done():
+                w.set_result(None)
+
+    def _end(self) -> None:
+        """No more messages will come; what is queued is still handed out."""
+        if not self._closed:
+            self._closed = True
+            self._client._subs.pop(self._engine_sub.sid, None)
+            self._wake()
+
+    def _take(self) -> Msg:
+        msg = self._pending.popleft()
+        self._pending_bytes -= len(msg.data)
+        self.delivered += 1
+        if not self._pending:
+            self._slow = False
+        return msg
+
+    async def _consume(self) -> None:
+        """The one task that runs the callback, message after message."""
+        try:
+            await self._consume_loop()
+        finally:
+            if self._busy:  # ended or cancelled with messages left
+                self._busy = False
+                self._client._busy_subs -= 1
+
+    async def _consume_loop(self) -> None:
+        pending = self._pending
+        cb = self._cb
+        is_coro = self._cb_is_coro
+        client = self._client
+        loop = client._loop
+        take = self._take
+        while True:
+            if not pending:
+                self._slow = False
+                if self._busy:
+                    self._busy = False
+                    client._busy_subs -= 1
+                    if not client._busy_subs and client._flush_handle is not None:
+                        # every callback is done with what came: what they
+                        # published leaves now, in one write, not a loop turn later
+                        client._flush_handle.cancel()
+                        client._flush_now()
+                if self._closed:
+                    return
+                w = loop.create_future()
+                self._waiters.append(w)
+                await w
+                continue
+            msg = take()
+            try:
+                if is_coro:
+                    await cb(msg)
+                else:
+                    r = cb(msg)
+                    if r is not None and inspect.isawaitable(r):
+                        await r
+            except Exception as e:  # a user's callback failed: report it, keep consuming
+                client._report(e)
+
+    async def _wait(self, timeout: float | None) -> None:
+        loop = self._client._loop
+        w = loop.create_future()
+        self._waiters.append(w)
+        if timeout is None:
+            await w
+            return
+        h = loop.call_later(timeout, _expire, w, self.subject, timeout)
+        try:
+            await w
+        finally:
+            h.cancel()
+
+    # ---------------------------------------------------------------- API
+    async def next_msg(self, timeout: float | None = 1.0) -> Msg:
+        """The next message; ErrTimeout after ``timeout`` seconds (None: wait
+        forever), ErrBadSubscription once the subscription has ended and its
+        queue is empty."""
+        if self._cb is not None:
+            raise make_error("ErrInvalidArg", "next_msg on a subscription with a callback")
+        timeout = check_timeout(timeout)
+        while not self._pending:
+            if self._closed:
+                raise make_error("ErrBadSubscription", f"Subscription to {self.subject} has ended")
+            await self._wait(timeout)
+        return self._take()
+
+    def __aiter__(self):
+        if self._cb is not None:
+            raise make_error("ErrInvalidArg", "iterating a subscription with a callback")
+        return self
+
+    async def __anext__(self) -> Msg:
+        while not self._pending:
+            if self._closed:
+                raise StopAsyncIteration
+            await self._wait(None)
+        return self._take()
+
+    @property
+    def messages(self) -> "Subscription":
+        """``async for msg in sub.messages`` (nats-py's spelling)."""
+        return self.__aiter__()
+
+    async def unsubscribe(self, max_msgs: int = 0) -> None:
+        """End now, or after ``max_msgs`` messages in total (nats-tcl's rule:
+        when that many have already been received, it ends now)."""
+        c = self._client
+        es = self._engine_sub
+        check_int("max_msgs", max_msgs)
+        if es.closed:
+            raise make_error("ErrBadSubscription", f"Invalid subscription ID {es.sid}")
+        gone = c._engine.unsubscribe(es.sid, max_msgs)
+        c._run()
+        if gone:
+            self._end()
+
+    async def drain(self, timeout: float = 10.0) -> None:
+        """Stop interest (UNSUB), let the messages already on their way arrive
+        and be handled (a PING/PONG shows they have), then end."""
+        timeout = check_timeout(timeout, 10.0)
+        c = self._client
+        es = self._engine_sub
+        if not es.closed:
+            c._engine.drain(es.sid)
+            c._run()
+            if c.is_connected:
+                try:
+                    await c.flush(timeout)
+                except NatsError:
+                    pass
+            if not es.closed and c._engine.status != CLOSED:
+                c._engine.unsubscribe(es.sid)
+                c._run()
+        self._end()
+        if self._task is not None and not self._task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), timeout)
+            except asyncio.TimeoutError:
+                self._task.cancel()
+
+
+def _expire(fut, subject, timeout) -> None:
+    if not fut.done():
+        fut.set_exception(make_error("ErrTimeout", f"No message on {subject} within {timeout} s"))
+
+
+class _Gather:
+    """Handler of a request_many: the replies so far and the future of the end."""
+
+    __slots__ = ("msgs", "fut")
+
+    def __init__(self, fut):
+        self.msgs = []
+        self.fut = fut
+
+
+class Client:
+    """One NATS connection: the engine driven by an asyncio loop.
+
+    ``Client(servers, **options)`` then ``await client.connect()``, or
+    ``await tclnats_py.connect(servers, **options)``, or ``async with Client(...)``.
+    """
+
+    def __init__(self, servers=None, **options):
+        self._engine = Engine(Options(), clock=lambda: int(time.time() * 1000), lang="python",
+                              version=_version())
+        self._error_cb = self._status_cb = None
+        self._disconnected_cb = self._reconnected_cb = self._closed_cb = None
+        self._tls = None
+        self._tls_opts = {"tls_ca": None, "tls_cert": None, "tls_key": None, "tls_hostname": None,
+                          "tls_verify": True}
+        self._ssl_ctx: ssl.SSLContext | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._transport = None
+        self._attempt = 0
+        self._timers: dict = {}
+        self._deadlines: dict = {}  # Request -> loop time of its timeout
+        self._deadline_timer = None
+        self._deadline_at = 0.0
+        self._flush_handle = None
+        self._subs: dict[int, Subscription] = {}
+        self._write_now = False  # set while request() writes itself: no flush to schedule
+        self._busy_subs = 0  # callback subscriptions with messages being handled
+        self._pub_heads: dict[str, bytes] = {}  # subject -> its PUB frame's start, once checked
+        self._status_waiters: list = []
+        self._tasks: set = set()
+        self._open_task = None
+        self._prev_status = CLOSED
+        self._engine.msg_class = type("Msg", (_ClientMsg,), {"__slots__": (), "_client": self})
+        self._configure(servers, options)
+
+    def _configure(self, servers, options: dict) -> None:
+        eng = self._engine
+        for k in _DRIVER_KW:
+            if k not in options:
+                continue
+            v = options.pop(k)
+            if k == "reconnect_delay":
+                eng.reconnect_delay = v
+            elif k == "tls":
+                self._tls = v
+                self._ssl_ctx = None
+            elif k.startswith("tls_"):
+                self._tls_opts[k] = v
+                self._ssl_ctx = None
+            else:
+                setattr(self, "_" + k, v)
+        crd = options.get("custom_reconnect_delay")
+        if callable(crd):
+            eng.reconnect_delay = options.pop("custom_reconnect_delay")
+        servers = options.pop("servers", servers)
+        if options:
+            eng.options.update(options)
+        if servers:
+            eng.configure_servers([servers] if isinstance(servers, str) else list(servers))
+
+    # ------------------------------------------------------------ properties
+    @property
+    def status(self) -> str:
+        """"connecting", "connected", "reconnecting" or "closed" (nats-tcl's statuses)."""
+        return self._engine.status
+
+    @property
+    def is_connected(self) -> bool:
+        return self._engine.status == CONNECTED
+
+    @property
+    def is_reconnecting(self) -> bool:
+        return self._engine.status == RECONNECTING
+
+    @property
+    def is_closed(self) -> bool:
+        return self._engine.status == CLOSED
+
+    @property
+    def last_error(self) -> NatsError | None:
+        """The last asynchronous error; None when connected again or closed on purpose."""
+        return self._engine.last_error
+
+    @property
+    def server_info(self) -> dict:
+        return dict(self._engine.server_info)
+
+    @property
+    def current_server(self) -> tuple | None:
+        s = self._engine.pool.current
+        return (s.host, s.port) if s else None
+
+    @property
+    def all_servers(self) -> list[dict]:
+        return [s.as_dict() for s in self._engine.pool.servers]
+
+    @property
+    def stats(self) -> dict:
+        return dict(self._engine.stats)
+
+    @property
+    def max_payload(self) -> int:
+        return self._engine.server_info.get("max_payload", 1048576)
+
+    @property
+    def options(self) -> Options:
+        return self._engine.options
+
+    @property
+    def pending_data_size(self) -> int:
+        return self._engine.pending_bytes
+
+    def new_inbox(self) -> str:
+        return self._engine.new_inbox()
+
+    def jetstream(self, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0):
+        """The JetStream context (see tclnats_py.aio.jetstream)."""
+        from tclnats_py.aio.jetstream import JetStream as JetStream
+        check_timeout(timeout, what="JetStream timeout")
+        return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout)
+
+    # ------------------------------------------------------------ effects
+    def _spawn(self, coro) -> None:
+        t = self._loop.create_task(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+
+    def _report(self, err, logged: bool = False) -> None:
+        """An asynchronous error for error_cb; without one it is logged (the
+        engine's own errors were logged already, with its "log" effect)."""
+        if self._error_cb is not None:
+            _call_user(self, self._error_cb, err)
+        elif not logged:
+            _log.error("%s: %s", getattr(err, "code", type(err).__name__), err,
+                       exc_info=None if isinstance(err, NatsError) else err)
+
+    def _run(self) -> None:
+        """Carry out the engine's effects, in order, until it has none left."""
+        eng = self._engine
+        fx = eng.take()
+        while fx:
+            for f in fx:
+                k = f.__class__
+                if k is Deliver:
+                    sub = f.sub.handler
+                    if sub is not None:
+                        sub._deliver(f.msg)
+                elif k is Flush:
+                    if self._flush_handle is None and not self._write_now:
+                        self._flush_handle = self._loop.call_soon(self._flush_now)
+                elif k is RequestDone:
+                    self._request_done(f.req, f.outcome)
+                elif k is StartTimer:
+                    key = f.key
+                    if key.__class__ is Request:
+                        # all request deadlines share one loop timer
+                        when = self._loop.time() + f.ms / 1000.0
+                        self._deadlines[key] = when
+                        if self._deadline_timer is None or when < self._deadline_at:
+                            self._arm_deadlines(when)
+                        continue
+                    old = self._timers.pop(key, None)
+                    if old is not None:
+                        old.cancel()
+                    self._timers[key] = self._loop.call_later(f.ms / 1000.0, self._timer_fired, key)
+                elif k is CancelTimer:
+                    if f.key.__class__ is Request:
+                        self._deadlines.pop(f.key, None)
+                        continue
+                    h = self._timers.pop(f.key, None)
+                    if h is not None:
+                        h.cancel()
+                elif k is PingDone:
+                    self._pong(f.ping.handler, f.ok)
+                elif k is RequestReply:
+                    h = f.req.handler
+                    if h.__class__ is _Gather:
+                        h.msgs.append(f.msg)
+                elif k is SubGone:
+                    sub = self._subs.get(f.sid)
+                    if sub is not None:
+                        sub._end()
+                elif k is SubsCleared:
+                    for sub in list(self._subs.values()):
+                        sub._end()
+                elif k is StatusChanged:
+                    self._on_status(f.status)
+                elif k is ErrorChanged:
+                    if f.error is not None:
+                        self._report(f.error, logged=True)
+                elif k is Open:
+                    self._open(f.server)
+                elif k is StartTls:
+                    self._spawn(self._start_tls(f.server, self._attempt))
+                elif k is Close:
+                    self._close_transport()
+                elif k is Log:
+                    lvl = _LEVELS.get(f.level, logging.INFO)
+                    if _log.isEnabledFor(lvl):
+                        _log.log(lvl, f.text)
+                elif k is InfoReceived or k is PongReceived:
+                    continue  # the engine keeps server_info; a PONG matters only to user pings (PingDone)
+                else:
+                    raise UnknownEffect(f)
+            fx = eng.take()
+        if self._transport is not None and eng.status != CONNECTED and eng.want_write:
+            # handshake traffic (CONNECT, PING, PONG) goes out at once
+            self._transport.write(eng.data_to_send())
+
+    def _flush_now(self) -> None:
+        self._flush_handle = None
+        t = self._transport
+        if t is not None:
+            data = self._engine.data_to_send()
+            if data:
+                t.write(data)
+
+    def _arm_deadlines(self, when: float) -> None:
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+        self._deadline_at = when
+        self._deadline_timer = self._loop.call_at(when, self._deadlines_due)
+
+    def _deadlines_due(self) -> None:
+        """The request deadlines' timer: time out every request that is due."""
+        self._deadline_timer = None
+        now = self._loop.time()
+        dl = self._deadlines
+        due = [r for r, when in dl.items() if when <= now]
+        for r in due:
+            del dl[r]
+            self._engine.timer_fired(r)
+        if dl:
+            self._arm_deadlines(min(dl.values()))
+        self._run()
+
+    def _timer_fired(self, key) -> None:
+        self._timers.pop(key, None)
+        self._engine.timer_fired(key)
+        self._run()
+
+    @staticmethod
+    def _pong(fut, result) -> None:
+        if fut is None or fut.done():
+            return
+        if result is True:
+            fut.set_result(True)
+        elif result is False:
+            fut.set_exception(make_error("ErrTimeout", "PING timeout"))
+        else:
+            fut.set_exception(make_error("ErrConnectionClosed", "Connection closed"))
+
+    def _on_status(self, status: str) -> None:
+        prev, self._prev_status = self._prev_status, status
+        waiters, self._status_waiters = self._status_waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(status)
+        if self._status_cb is not None:
+            _call_user(self, self._status_cb, status)
+        if prev == CONNECTED and self._disconnected_cb is not None:
+            _call_user(self, self._disconnected_cb)
+        if status == CONNECTED and prev == RECONNECTING and self._reconnected_cb is not None:
+            _call_user(self, self._reconnected_cb)
+        if status == CLOSED and self._closed_cb is not None:
+            _call_user(self, self._closed_cb)
+
+    def _open(self, server) -> None:
+        self._engine.set_credentials(read_credentials(self._engine.options))
+        self._attempt += 1
+        attempt = self._attempt
+
+        async def go():
+            try:
+                await self._loop.create_connection(lambda: _Protocol(self, attempt), server.host, server.port)
+            except Exception as e:  # OSError mostly; ValueError/UnicodeError for a bad host name
+                if attempt == self._attempt:
+                    self._engine.socket_failed(getattr(e, "strerror", None) or str(e) or type(e).__name__)
+                    self._run()
+            # on success _Protocol.connection_made has told the engine
+        self._open_task = self._loop.create_task(go())
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        if self._tls is not None:
+            return self._tls
+        if self._ssl_ctx is None:
+            o = self._tls_opts
+            ctx = ssl.create_default_context(cafile=o["tls_ca"])
+            if not o["tls_verify"]:
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+            if o["tls_cert"]:
+                ctx.load_cert_chain(o["tls_cert"], o["tls_key"])
+            self._ssl_ctx = ctx
+        return self._ssl_ctx
+
+    async def _start_tls(self, server, attempt: int) -> None:
+        transport = self._transport
+        if transport is None or attempt != self._attempt:
+            return
+        eng = self._engine
+        try:
+            ctx = self._ssl_context()
+            hostname = self._engine.pool.tls_name(server, self._tls_opts["tls_hostname"])
+            new = await self._loop.start_tls(transport, transport.get_protocol(), ctx, server_hostname=hostname)
+        except Exception as e:  # ssl.SSLError (verification...), OSError, ValueError (bad context)
+            if attempt == self._attempt:
+                eng.tls_failed(getattr(e, "reason", None) or str(e) or type(e).__name__)
+                self._run()
+            return
+        if attempt != self._attempt:
+            new.close()
+            return
+        self._transport = new
+        eng.tls_done()
+        self._run()
+
+    def _close_transport(self) -> None:
+        self._attempt += 1  # events of this socket are stale from now on
+        t = self._transport
+        self._transport = None
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        if self._open_task is not None:
+            if not self._open_task.done():
+                self._open_task.cancel()
+            self._open_task = None
+        data = self._engine.data_to_send()
+        if t is not None:
+            if data:
+                t.write(data)
+            t.close()
+
+    @staticmethod
+    def _request_done(req: Request, outcome: str) -> None:
+        fut = req.handler
+        if fut.__class__ is _Gather:
+            fut = fut.fut
+        if fut is None or fut.done():
+            return
+        if outcome == "msg":
+            fut.set_result(req.msg)
+        elif outcome == "no_responders":
+            fut.set_exception(make_error("ErrNoResponders", f"No responders available for request to {req.subject}"))
+        elif outcome == "timeout":
+            fut.set_exception(make_error("ErrTimeout", f"Request to {req.subject} timed out"))
+        elif outcome == "lost":
+            # nats-tcl: the connection is lost for good -> the request timed out
+            fut.set_exception(make_error("ErrTimeout", "Connection lost"))
+        else:
+            fut.set_exception(make_error("ErrConnectionClosed", "Connection closed"))
+
+    def _need_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            raise make_error("ErrConnectionClosed", "No connection to NATS server")
+        return self._loop
+
+    # ------------------------------------------------------------ API: connection
+    async def connect(self, servers=None, **options) -> "Client":
+        """Connect (nats-tcl's synchronous connect): every server of the pool
+        is tried once; raises the error of the only server, or ErrNoServers.
+        A no-op unless the status is "closed"."""
+        eng = self._engine
+        if eng.status != CLOSED:
+            return self
+        self._loop = asyncio.get_running_loop()
+        self._configure(servers, options)
+        if not eng.pool.servers:
+            # nothing configured, or a pool emptied by a lost connection
+            eng.configure_servers(list(eng.options.servers) or [DEFAULT_SERVER])
+        eng.connect()
+        self._run()
+        try:
+            while eng.status not in (CONNECTED, CLOSED):
+                w = self._loop.create_future()
+                self._status_waiters.append(w)
+                await w
+        except asyncio.CancelledError:
+            # the caller gave up (e.g. asyncio.wait_for): stop trying
+            eng.disconnect()
+            self._run()
+            raise
+        if eng.status != CONNECTED:
+            err = eng.last_error
+            if err is not None and len(eng.options.servers) <= 1:
+                raise make_error(err.code, str(err))
+            raise make_error("ErrNoServers", "No servers available for connection"
+                             + (f" (last error: {err})" if err is not None else ""))
+        return self
+
+    async def close(self) -> None:
+        """Flush what is buffered, close the socket; pending requests fail
+        with ErrConnectionClosed, subscriptions end (queued messages of
+        callback subscriptions are discarded)."""
+        if self._loop is None:
+            return
+        subs = list(self._subs.values())
+        self._engine.disconnect()
+        self._run()
+        for h in self._timers.values():
+            h.cancel()
+        self._timers.clear()
+        self._deadlines.clear()
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
+        if self._open_task is not None and not self._open_task.done():
+            self._open_task.cancel()
+        for sub in subs:
+            sub._end()
+            if sub._task is not None and not sub._task.done():
+                sub._task.cancel()
+        await asyncio.sleep(0)  # let the transport run its close
+
+    async def drain(self, timeout: float = 10.0) -> None:
+        """Drain every subscription (UNSUB, handle what is on its way, let the
+        callbacks finish), then flush the publishes and close."""
+        timeout = check_timeout(timeout, 10.0)
+        eng = self._engine
+        if eng.status == CLOSED:
+            return
+        subs = [s for s in self._subs.values() if not s._engine_sub.closed]
+        for s in subs:
+            eng.drain(s.sid)
+        self._run()
+        if self.is_connected:
+            try:
+                await self.flush(timeout)
+            except NatsError:
+                pass
+        for s in subs:
+            if not s._engine_sub.closed and eng.status != CLOSED:
+                eng.unsubscribe(s.sid)
+            s._end()
+        self._run()
+        tasks = [s._task for s in subs if s._task is not None and not s._task.done()]
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
+        await self.close()
+
+    async def flush(self, timeout: float = 10.0) -> None:
+        """A PING/PONG round trip: everything published before has reached the server."""
+        if timeout is None:
+            raise make_error("ErrBadTimeout", "Invalid timeout None")
+        timeout = check_timeout(timeout)
+        loop = self._need_loop()
+        fut = loop.create_future()
+        self._engine.ping(max(1, int(timeout * 1000)), fut)
+        self._run()
+        await fut
+
+    async def ping(self, timeout: float = 10.0) -> bool:
+        """nats-tcl's ping: True, ErrTimeout, or ErrConnectionClosed."""
+        await self.flush(timeout)
+        return True
+
+    async def __aenter__(self) -> "Client":
+        if self._engine.status == CLOSED:
+            await self.connect()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------ API: messages
+    def publish(self, subject: str, data=b"", reply: str | None = None, headers=None) -> None:
+        """Queue a message (bytes or str); it leaves with the next write of this
+        loop turn, or once (re)connected."""
+        eng = self._engine
+        if reply is None and headers is None and data.__class__ is bytes and subject.__class__ is str:
+            # the common case: a subject that passed the engine's checks before
+            head = self._pub_heads.get(subject)
+            if head is not None:
+                info = eng.server_info
+                mp = info.get("max_payload") if info else None
+                if mp is None or len(data) <= mp:
+                    eng.publish_framed(b"%s%d\r\n%s\r\n" % (head, len(data), data), 1)
+                    if eng.has_effects:
+                        self._run()
+                    return
+            else:
+                eng.publish(subject, data)  # checks (raises) as always
+                heads = self._pub_heads
+                if len(heads) >= 4096:
+                    heads.clear()
+                heads[subject] = f"PUB {subject}  ".encode()  # nats-tcl's frame: an empty reply slot
+                if eng.has_effects:
+                    self._run()
+                return
+        if headers is not None:
+            check_headers(headers)
+        eng.publish(subject, data if data.__class__ is bytes else _to_bytes(data), reply, headers)
+        if eng.has_effects:
+            self._run()
+
+    def publish_msg(self, msg: Msg) -> None:
+        _check_msg(msg)
+        self.publish(msg.subject, msg.data, msg.reply, msg.headers)
+
+    async def subscribe(self, subject: str, queue: str | None = None, cb=None, max_msgs: int = 0,
+                        pending_msgs_limit: int | None = None,
+                        pending_bytes_limit: int | None = None) -> Subscription:
+        o = self._engine.options
+        eng = self._engine
+        if not eng.check_subject(subject, wildcard=True) or (
+                eng.options.check_subjects and ">." in subject):
+            # (this face also refuses ">" before the last token, which the
+            # server would answer with -ERR; nats-tcl checks tokens only)
+            raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+        if queue is not None and queue != "" and not eng.check_subject(queue, queue=True):
+            raise make_error("ErrBadQueueName", f"Invalid queue {queue}")
+        check_int("max_msgs", max_msgs)
+        check_int("pending_msgs_limit", pending_msgs_limit, -1, allow_none=True)
+        check_int("pending_bytes_limit", pending_bytes_limit, -1, allow_none=True)
+        if cb is not None and not callable(cb):
+            raise make_error("ErrInvalidArg", f"Invalid callback {cb!r}")
+        sub = Subscription(self, subject, queue or "", cb,
+                           o.pending_msgs_limit if pending_msgs_limit is None else pending_msgs_limit,
+                           o.pending_bytes_limit if pending_bytes_limit is None else pending_bytes_limit)
+        sub._engine_sub = self._engine.subscribe(subject, queue or "", max_msgs, handler=sub)
+        self._subs[sub.sid] = sub
+        if cb is not None:
+            sub._task = self._need_loop().create_task(sub._consume())
+        self._run()
+        return sub
+
+    def _timeout_ms(self, timeout) -> int:
+        if timeout is None:
+            return self._engine.options.request_timeout
+        timeout = check_timeout(timeout)
+        return max(1, int(timeout * 1000)) if timeout else 0
+
+    async def request(self, subject: str, data=b"", timeout: float | None = None, headers=None) -> Msg:
+        """New-style request (shared inbox, first reply).  ``timeout`` in
+        seconds, None: the request_timeout option.  ErrTimeout,
+        ErrNoResponders, ErrConnectionClosed (closed meanwhile)."""
+        loop = self._need_loop()
+        ms = self._timeout_ms(timeout)
+        if headers is not None:
+            check_headers(headers)
+        eng = self._engine
+        if not eng.check_subject(subject):
+            # before the engine makes its shared reply subscription
+            raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+        fut = loop.create_future()
+        lone = not eng.requests and self._flush_handle is None
+        req = eng.request(subject, _to_bytes(data), ms, headers, None, fut)
+        if lone:
+            # the only request in flight and nothing else waiting for the
+            # coalesced write: it leaves now, not one loop turn later
+            # (requests made together still share one write)
+            self._write_now = True
+            try:
+                self._run()
+            finally:
+                self._write_now = False
+            self._flush_now()
+        else:
+            self._run()
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if not req.done and req.id in eng.requests:
+                eng.cancel_request(req.id)
+                self._run()
+            raise
+
+    async def request_msg(self, msg: Msg, timeout: float | None = None) -> Msg:
+        _check_msg(msg)
+        return await self.request(msg.subject, msg.data, timeout, msg.headers)
+
+    async def request_many(self, subject: str, data=b"", max_msgs: int = 1, timeout: float | None = None,
+                           headers=None) -> list[Msg]:
+        """Old-style request (an inbox of its own) gathering up to ``max_msgs``
+        replies until the timeout; ErrTimeout only when none came."""
+        loop = self._need_loop()
+        ms = self._timeout_ms(timeout)
+        check_int("max_msgs", max_msgs, 1)
+        eng = self._engine
+        if not eng.check_subject(subject):
+            # before the engine subscribes the reply inbox
+            raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+        if headers is not None:
+            check_headers(headers)
+        gather = _Gather(loop.create_future())
+        req = eng.request(subject, _to_bytes(data), ms, headers, max_msgs, gather)
+        self._run()
+        try:
+            await gather.fut
+        except asyncio.CancelledError:
+            if not req.done and req.id in eng.requests:
+                eng.cancel_request(req.id)
+                self._run()
+            raise
+        except NatsError as e:
+            if e.code != "ErrTimeout" or not gather.msgs:
+                raise
+        return list(gather.msgs)
+
+
+def _version() -> str:
+    from tclnats_py import __version__
+    return __version__
+
+
+async def connect(servers=DEFAULT_SERVER, **options) -> Client:
+    """Create a :class:`Client` and connect it (see its options in the module doc)."""
+    client = Client(servers, **options)
+    return await client.connect()

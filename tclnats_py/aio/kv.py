@@ -1,0 +1,246 @@
+"""Key-Value buckets for the asyncio face (ADR-8), over ``tclnats_py.engine.js.kv``.
+
+    kv = await js.create_key_value("SETTINGS", history=5, ttl=3600)
+    rev = await kv.put("theme", b"dark")
+    entry = await kv.get("theme")           # KvEntry: bucket key value revision created operation delta
+    await kv.update("theme", b"light", last=rev)      # ErrWrongLastSequence if someone was first
+    await kv.create("new.key", b"x")                  # only if absent (or deleted)
+    async for entry in kv.watch("theme.>"): ...       # None marks the end of the initial values
+    await kv.history("theme"), await kv.keys(), await kv.status()
+
+Buckets in another domain or account work through the JetStream context's
+prefix (``client.jetstream(domain="hub")``); aggregates and mirrors are made
+with ``js.create_kv_aggregate`` / ``js.create_kv_mirror`` and
+:func:`kv_origin`.  ``created`` is ms since the epoch (``created_at`` a
+datetime); ``ttl`` is in seconds.  Errors: ErrKeyNotFound, ErrBucketNotFound,
+ErrWrongLastSequence, ErrInvalidArg (bad key or bucket name), ErrTimeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from dataclasses import dataclass, field
+
+from tclnats_py.errors import NatsError, make_error
+from tclnats_py.engine.js import kv as _kv
+from tclnats_py.engine.validate import check_seconds, check_timeout
+
+__all__ = ["KeyValue", "KvEntry", "KvStatus", "KvWatcher", "kv_origin"]
+
+kv_origin = _kv.make_origin
+
+
+class KvEntry(_kv.Entry):
+    """A KV entry; ``created`` is ms since the epoch."""
+
+    __slots__ = ()
+
+    @property
+    def created_at(self) -> datetime.datetime:
+        return datetime.datetime.fromtimestamp(self.created / 1000, datetime.timezone.utc)
+
+
+def _entry(e: _kv.Entry) -> KvEntry:
+    return KvEntry(e.bucket, e.key, e.value, e.revision, e.created, e.operation, e.delta)
+
+
+@dataclass
+class KvStatus:
+    """KvAPI.md "Bucket status" (ttl in seconds, 0 = forever)."""
+    bucket: str
+    values: int
+    history: int
+    ttl: float
+    bytes: int
+    is_compressed: bool
+    mirror_name: str | None = None
+    mirror_domain: str | None = None
+    backing_store: str = "JetStream"
+    stream_config: dict = field(default_factory=dict)
+    stream_state: dict = field(default_factory=dict)
+
+    @property
+    def metadata(self) -> dict:
+        return self.stream_config.get("metadata") or {}
+
+
+def _bucket_options(ttl=None, replicas=None, compression=None, **config) -> dict:
+    if ttl is not None:
+        config["ttl_ms"] = int(round(check_seconds("ttl", ttl) * 1000))
+    if replicas is not None:
+        config["num_replicas"] = replicas
+    if compression is not None:
+        config["compression"] = ("s2" if compression else "none") if isinstance(compression, bool) else compression
+    return config
+
+
+class KeyValue:
+    """One bound bucket."""
+
+    def __init__(self, js, bucket: _kv.Bucket):
+        self.js = js
+        self._b = bucket
+        self.bucket = bucket.bucket
+        self.stream = bucket.stream
+
+    def __repr__(self):
+        return f"<KeyValue {self.bucket}>"
+
+    # ------------------------------------------------------------ lifecycle
+    @classmethod
+    async def create_bucket(cls, js, bucket: str, *, update: bool = False, **config) -> "KeyValue | None":
+        """Create (``update``: change) a bucket; see JetStream.create_key_value."""
+        b = await js._run(_kv.create_bucket(js.jsapi, bucket, update=update, **_bucket_options(**config)))
+        return cls(js, b) if b is not None else None
+
+    @classmethod
+    async def bind(cls, js, bucket: str) -> "KeyValue":
+        return cls(js, await js._run(_kv.bind(js.jsapi, bucket)))
+
+    @property
+    def read_prefix(self) -> str:
+        return self._b.read_prefix
+
+    # ------------------------------------------------------------ reads
+    async def get(self, key: str, revision: int | None = None) -> KvEntry:
+        """The latest entry (or the one at ``revision``); ErrKeyNotFound if
+        missing or deleted."""
+        return _entry(await self.js._run(self._b.get(key, revision)))
+
+    async def get_value(self, key: str, revision: int | None = None) -> bytes:
+        return (await self.get(key, revision)).value
+
+    async def status(self) -> KvStatus:
+        st = await self.js._run(self._b.status())
+        ttl = st["ttl"] / 1e9 if st["ttl"] and st["ttl"] > 0 else 0
+        return KvStatus(st["bucket"], st["values"], st["history"], ttl, st["bytes"], st["is_compressed"],
+                        st.get("mirror_name"), st.get("mirror_domain"), stream_config=st["stream_config"],
+                        stream_state=st["stream_state"])
+
+    # ------------------------------------------------------------ writes
+    async def put(self, key: str, value) -> int:
+        """Store ``value`` (bytes or str); the new revision."""
+        return await self.js._run(self._b.put(key, value))
+
+    async def create(self, key: str, value) -> int:
+        """Store ``value`` only if ``key`` does not exist (or was deleted)."""
+        return await self.js._run(self._b.create(key, value))
+
+    async def update(self, key: str, value, last: int) -> int:
+        """Store ``value`` if ``last`` is still the latest revision of ``key``."""
+        return await self.js._run(self._b.update(key, value, last))
+
+    async def delete(self, key: str, last: int | None = None) -> None:
+        """A delete marker (history kept); with ``last`` only if it is current."""
+        await self.js._run(self._b.delete(key, last))
+
+    async def purge(self, key: str) -> None:
+        """A purge marker; the key's history goes."""
+        await self.js._run(self._b.purge(key))
+
+    async def revert(self, key: str, revision: int) -> int:
+        """Put the value ``key`` had at ``revision`` again; the new revision."""
+        return await self.js._run(self._b.revert(key, revision))
+
+    # ------------------------------------------------------------ watch, keys, history
+    def watch(self, keys=">", *, include_history: bool = False, ignore_deletes: bool = False,
+              meta_only: bool = False, updates_only: bool = False, idle_heartbeat: float = 5.0) -> "KvWatcher":
+        """Entries as they are now (or with their history), then ``None`` (the
+        End Of Initial Data), then every change as it happens.  ``keys`` is a
+        key, a wildcard pattern or a list of them.  Iterate it; ``await
+        w.stop()`` (or ``aclose()``) ends it."""
+        check_timeout(idle_heartbeat, what="idle_heartbeat")
+        opts = self._b.watch_options(keys, include_history=include_history, meta_only=meta_only,
+                                     updates_only=updates_only,
+                                     idle_heartbeat_ms=max(1, int((idle_heartbeat or 5.0) * 1000)))
+        return KvWatcher(self, opts, self._b.watcher(ignore_deletes=ignore_deletes, updates_only=updates_only))
+
+    def watch_all(self, **kw) -> "KvWatcher":
+        return self.watch(">", **kw)
+
+    async def _gather(self, keys, **kw) -> list[KvEntry]:
+        w = self.watch(keys, **kw)
+        out = []
+        try:
+            async with asyncio.timeout(self.js.timeout):
+                async for entry in w:
+                    if entry is None:
+                        break
+                    out.append(entry)
+        except TimeoutError:
+            raise make_error("ErrTimeout", f"Timeout while gathering entries of bucket {self.bucket}") from None
+        finally:
+            await w.stop()
+        return out
+
+    async def keys(self, keys=">") -> list[str]:
+        """Every key (matching ``keys``) that has a value; ErrKeyNotFound when none."""
+        entries = await self._gather(keys, ignore_deletes=True, meta_only=True)
+        if not entries:
+            raise make_error("ErrKeyNotFound", f"No keys found in bucket {self.bucket}")
+        return [e.key for e in entries]
+
+    async def history(self, key: str) -> list[KvEntry]:
+        """Every stored revision of ``key`` (a pattern works too), oldest first."""
+        entries = await self._gather(key, include_history=True)
+        if not entries:
+            raise make_error("ErrKeyNotFound", f"Key {key} not found in bucket {self.bucket}")
+        return entries
+
+
+class KvWatcher:
+    """A running watch: async iterator of KvEntry, with one ``None`` at the
+    End Of Initial Data.  It stops when its stream goes away (nats-tcl: "the
+    KV watcher stops as well"), or on ``stop()``."""
+
+    def __init__(self, kv: KeyValue, consumer_opts: dict, state: _kv.Watcher):
+        self.kv = kv
+        self.state = state
+        self._opts = consumer_opts
+        self.consumer = None
+        self._queue: list = []
+
+    @property
+    def init_done(self) -> bool:
+        return self.state.init_done
+
+    def __aiter__(self):
+        return self
+
+    async def _start(self):
+        js = self.kv.js
+        opts = dict(self._opts)
+        hb = opts.pop("idle_heartbeat_ms", 5000)
+        self.consumer = js.ordered_consumer(self.kv.stream, opts.pop("filter_subject", None),
+                                            opts.pop("deliver_policy"), opts.pop("headers_only"), hb / 1000,
+                                            description=opts.pop("description", None),
+                                            filter_subjects=opts.pop("filter_subjects", None))
+        try:
+            await self.consumer.start()
+        except NatsError as e:
+            if e.code == "ErrStreamNotFound":
+                raise make_error("ErrBucketNotFound", f"Bucket {self.kv.bucket} not found") from None
+            raise
+        self._queue += self.state.on_consumer_created(self.consumer.info)
+
+    async def __anext__(self):
+        if self.consumer is None:
+            await self._start()
+        while not self._queue:
+            msg = await self.consumer.__anext__()  # StopAsyncIteration ends us too
+            self._queue += self.state.on_msg(msg.msg, msg.metadata)
+        ev = self._queue.pop(0)
+        return _entry(ev[1]) if ev[0] == "entry" else None
+
+    async def stop(self) -> None:
+        if self.consumer is not None:
+            await self.consumer.stop()
+
+    aclose = stop
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.stop()

@@ -1,0 +1,321 @@
+"""Object Store for the asyncio face (ADR-20), over ``tclnats_py.engine.js.objstore``.
+
+    obs = await js.create_object_store("FILES")
+    info = await obs.put("report.pdf", data)        # bytes, str, a file, or a (async) iterable of bytes
+    data = await obs.get_bytes("report.pdf")        # digest checked
+    async for chunk in obs.get("report.pdf"): ...   # streaming
+    await obs.add_link("latest", info)              # links to objects (or whole buckets)
+    [i.name for i in await obs.list()]
+    async for info in obs.watch(): ...              # None marks the end of the current infos
+
+Chunks are published with many acks in flight, then the object's info; a
+failed put leaves nothing behind (its chunks are purged).  Errors:
+ErrObjectNotFound, ErrBucketNotFound, ErrDigestMismatch, ErrBadObjectMeta,
+ErrInvalidArg.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from tclnats_py.errors import NatsError, make_error
+from tclnats_py.engine.js import objstore as _obj
+from tclnats_py.engine.js.publish import parse_ack
+from tclnats_py.engine.nuid import next_token
+from tclnats_py.engine.validate import check_headers, check_int, check_seconds, check_str
+from tclnats_py.aio.jetstream import Info as Info
+
+__all__ = ["ObjectStore", "ObjectInfo", "ObjectWatcher"]
+
+_WINDOW = 64  # chunk publishes in flight during a put
+
+
+class ObjectInfo(Info):
+    """An object's info (the wire JSON): name, bucket, nuid, size, chunks,
+    digest, mtime, description, headers, metadata, options, deleted."""
+
+    @property
+    def link(self):
+        return _obj.link_of(self)
+
+    @property
+    def is_link(self) -> bool:
+        return bool(_obj.link_of(self))
+
+    @property
+    def deleted(self) -> bool:
+        return bool(self.get("deleted"))
+
+
+class ObjectStore:
+    def __init__(self, js, bucket: str, info):
+        self.js = js
+        self.bucket = bucket
+        self.stream = _obj.stream_name(bucket)
+        self.info = info
+
+    def __repr__(self):
+        return f"<ObjectStore {self.bucket}>"
+
+    # ------------------------------------------------------------ lifecycle
+    @classmethod
+    async def create_bucket(cls, js, bucket: str, *, description=None, ttl: float | None = None, max_bytes=None,
+                            storage: str = "file", replicas: int = 1, compression: bool = False, metadata=None,
+                            placement=None) -> "ObjectStore":
+        check_str("description", description)
+        check_seconds("ttl", ttl)
+        check_int("max_bytes", max_bytes, -1, allow_none=True)
+        check_int("replicas", replicas, 1)
+        _check_metadata(metadata)
+        info = await js._run(_obj.create_bucket(
+            js.jsapi, bucket, description=description, ttl_ns=int(ttl * 1e9) if ttl else None, max_bytes=max_bytes,
+            storage=storage, num_replicas=replicas, compression=compression, metadata=metadata, placement=placement))
+        return cls(js, bucket, info)
+
+    @classmethod
+    async def bind(cls, js, bucket: str) -> "ObjectStore":
+        return cls(js, bucket, await js._run(_obj.bind(js.jsapi, bucket)))
+
+    @property
+    def _direct(self) -> bool:
+        return bool((self.info.get("config") or {}).get("allow_direct", True))
+
+    # ------------------------------------------------------------ reads
+    async def get_info(self, name: str, show_deleted: bool = False) -> ObjectInfo:
+        _obj.check_name(name)
+        return ObjectInfo(await self.js._run(_obj.info(self.js.jsapi, self.bucket, name, show_deleted, self._direct)))
+
+    info_of = get_info
+
+    async def _resolve(self, name: str):
+        """(store, info) of what ``name`` is, following a link."""
+        meta = await self.get_info(name)
+        link = _obj.link_of(meta)
+        if not link:
+            return self, meta
+        if not link.get("name"):
+            raise make_error("ErrInvalidArg", f"{name} is a link to the bucket {link.get('bucket')}, not an object")
+        store = self if link.get("bucket") == self.bucket else await ObjectStore.bind(self.js, link["bucket"])
+        target = await store.get_info(link["name"])
+        if _obj.link_of(target):
+            raise make_error("ErrInvalidArg", "A link to a link")
+        return store, target
+
+    async def get(self, name: str):
+        """The object's bytes chunk by chunk (an async generator); follows
+        links; ErrDigestMismatch at the end if the bytes are not the ones stored."""
+        _obj.check_name(name)
+        store, meta = await self._resolve(name)
+        reader = _obj.Get(meta)
+        if reader.done:
+            reader.check()
+            return
+        oc = self.js.ordered_consumer(store.stream, filter_subject=reader.filter_subject)
+        try:
+            async for m in oc:
+                yield reader.on_chunk(m.msg)
+                if reader.done:
+                    break
+        finally:
+            await oc.stop()
+        reader.check()
+
+    async def get_bytes(self, name: str) -> bytes:
+        return b"".join([c async for c in self.get(name)])
+
+    async def get_string(self, name: str, encoding: str = "utf-8") -> str:
+        return (await self.get_bytes(name)).decode(encoding)
+
+    async def get_file(self, name: str, path) -> ObjectInfo:
+        with open(path, "wb") as f:
+            async for chunk in self.get(name):
+                f.write(chunk)
+        return (await self._resolve(name))[1]
+
+    async def list(self, show_deleted: bool = False) -> list[ObjectInfo]:
+        """The infos of every object (and link); deleted ones only if asked."""
+        w = self.watch(ignore_deletes=not show_deleted)
+        out = []
+        try:
+            async for info in w:
+                if info is None:
+                    break
+                out.append(info)
+        finally:
+            await w.stop()
+        return out
+
+    def watch(self, *, include_history: bool = False, ignore_deletes: bool = False,
+              updates_only: bool = False) -> "ObjectWatcher":
+        """Object infos: the current ones, then ``None``, then every change."""
+        policy = _obj.watch_options(self.bucket, include_history=include_history,
+                                    updates_only=updates_only)["deliver_policy"]
+        return ObjectWatcher(self, policy, _obj.Watcher(ignore_deletes=ignore_deletes, updates_only=updates_only))
+
+    async def status(self) -> Info:
+        """ADR-20 status: bucket, description, ttl (ns), storage, replicas,
+        sealed, size, backing_store, is_compressed, metadata, stream_info."""
+        return Info(_obj.status(self.bucket, await self.js.stream_info(self.stream)))
+
+    # ------------------------------------------------------------ writes
+    async def put(self, name: str, data, description: str | None = None, headers=None, metadata=None,
+                  chunk_size: int = _obj.DEFAULT_CHUNK_SIZE) -> ObjectInfo:
+        """Store an object: chunks first (acknowledged), then its info; the
+        chunks of a previous version are purged afterwards."""
+        _check_data(data)
+        check_str("description", description)
+        check_headers(headers)
+        _check_metadata(metadata)
+        put = _obj.Put(self.bucket, name, next_token(), chunk_size=chunk_size, description=description,
+                       headers=headers, metadata=metadata)
+        try:
+            put.previous(await self.get_info(name, show_deleted=True))
+        except NatsError as e:
+            if e.code != "ErrObjectNotFound":
+                raise
+        js = self.js
+        inflight: list = []
+
+        async def settle(keep: int):
+            while len(inflight) > keep:
+                await inflight.pop(0)
+
+        try:
+            async for part in _parts(data, chunk_size):
+                for chunk in put.feed(part):
+                    inflight.append(js.publish_async(put.chunk_subject, chunk))
+                    await settle(_WINDOW)
+            for chunk in put.finish():
+                inflight.append(js.publish_async(put.chunk_subject, chunk))
+            await settle(0)
+            step = put.meta_step()
+            parse_ack(await js.client.request(step.subject, step.payload, timeout=js.timeout, headers=step.headers))
+        except BaseException:
+            for f in inflight:
+                f.cancel()
+            try:
+                await js._run(_obj.purge_chunks(js.jsapi, self.bucket, put.nuid))
+            except NatsError:
+                pass
+            raise
+        if put.old_nuid:
+            await js._run(_obj.purge_chunks(js.jsapi, self.bucket, put.old_nuid))
+        return ObjectInfo(put.info)
+
+    async def delete(self, name: str) -> ObjectInfo:
+        """Mark ``name`` deleted and purge its chunks (ErrObjectNotFound if unknown)."""
+        _obj.check_name(name)
+        return ObjectInfo(await self.js._run(_obj.delete(self.js.jsapi, self.bucket, name, self._direct)))
+
+    async def add_link(self, name: str, target) -> ObjectInfo:
+        """A link to an object: an ObjectInfo (from put/get_info) of this or
+        another bucket."""
+        return ObjectInfo(await self.js._run(_obj.add_link(self.js.jsapi, self.bucket, name, target, self._direct)))
+
+    async def add_bucket_link(self, name: str, bucket) -> ObjectInfo:
+        """A link to a whole bucket (an ObjectStore or its name)."""
+        target = bucket.bucket if isinstance(bucket, ObjectStore) else bucket
+        return ObjectInfo(await self.js._run(_obj.add_bucket_link(self.js.jsapi, self.bucket, name, target,
+                                                                  self._direct)))
+
+    async def update_meta(self, name: str, *, new_name: str | None = None, description=None, headers=None,
+                          metadata=None) -> ObjectInfo:
+        """Rename an object or change its description, headers, metadata."""
+        check_str("description", description)
+        check_headers(headers)
+        _check_metadata(metadata)
+        return ObjectInfo(await self.js._run(_obj.update_meta(
+            self.js.jsapi, self.bucket, name, new_name=new_name, description=description, headers=headers,
+            metadata=metadata, direct=self._direct)))
+
+    async def seal(self) -> Info:
+        """No changes any more (the stream is sealed)."""
+        self.info = await self.js._run(_obj.seal(self.js.jsapi, self.bucket))
+        return Info(self.info)
+
+
+class ObjectWatcher:
+    """A running watch of object infos (async iterator; ``None`` at the End
+    Of Initial Data)."""
+
+    def __init__(self, store: ObjectStore, policy: str, state: _obj.Watcher):
+        self.store = store
+        self.policy = policy
+        self.state = state
+        self.consumer = None
+        self._queue: list = []
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        if self.consumer is None:
+            self.consumer = self.store.js.ordered_consumer(self.store.stream, _obj.meta_filter(self.store.bucket),
+                                                           self.policy)
+            await self.consumer.start()
+            self._queue += self.state.on_consumer_created(self.consumer.info)
+        while not self._queue:
+            m = await self.consumer.__anext__()
+            self._queue += self.state.on_msg(m.msg, m.metadata)
+        ev = self._queue.pop(0)
+        return ObjectInfo(ev[1]) if ev[0] == "info" else None
+
+    async def stop(self) -> None:
+        if self.consumer is not None:
+            await self.consumer.stop()
+
+    aclose = stop
+
+
+def _check_metadata(metadata) -> None:
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                 for k, v in metadata.items()):
+        raise make_error("ErrInvalidArg", f"Invalid metadata {metadata!r}: a dict of str to str expected")
+
+
+def _check_data(data) -> None:
+    """What put() can read: bytes-like, str, a file, an (async) iterable of bytes/str parts."""
+    if isinstance(data, (str, bytes, bytearray, memoryview)) or hasattr(data, "read") or hasattr(data, "__aiter__"):
+        return
+    if isinstance(data, (list, tuple)):
+        if all(isinstance(p, (str, bytes, bytearray, memoryview)) for p in data):
+            return
+    elif hasattr(data, "__iter__") and not isinstance(data, dict):
+        return  # parts are checked as they come
+    raise make_error("ErrInvalidArg", f"Invalid object data of type {type(data).__name__}")
+
+
+def _part(part) -> bytes:
+    if isinstance(part, str):
+        return part.encode()
+    if isinstance(part, (bytes, bytearray, memoryview)):
+        return bytes(part)
+    raise make_error("ErrInvalidArg", f"Invalid part of object data of type {type(part).__name__}")
+
+
+async def _parts(data, size):
+    """The object's bytes in pieces, from bytes, str, a file, or a (async) iterable."""
+    if isinstance(data, str):
+        data = data.encode()
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        mv = memoryview(data)
+        for i in range(0, len(mv), size):
+            yield bytes(mv[i:i + size])
+        return
+    if hasattr(data, "read"):
+        while True:
+            part = data.read(size)
+            if inspect.isawaitable(part):
+                part = await part
+            if not part:
+                return
+            yield _part(part)
+    if hasattr(data, "__aiter__"):
+        async for part in data:
+            yield _part(part)
+        return
+    for part in data:
+        yield _part(part)
+

@@ -1,0 +1,989 @@
+"""The sans-IO NATS client engine.
+
+One :class:`Engine` is one client connection over its whole life: the server
+pool, the handshake (INFO -> [TLS] -> CONNECT + PING -> PONG), subscriptions,
+requests, keep-alive pings and reconnection, with the behaviour nats-tcl
+documents (CoreAPI.md, "Connection Status and the Reconnection Process" and
+"Requests Error Handling").  It owns no socket, no clock and no thread.
+
+A driver talks to it in three directions:
+
+* it calls the API methods (``connect``, ``publish``, ``subscribe``, ...) and
+  reports I/O: ``socket_connected``, ``socket_failed``, ``receive_data``,
+  ``connection_lost``, ``tls_done``, ``tls_failed``, ``timer_fired``;
+* it takes the bytes to write with :meth:`data_to_send` (``want_write`` says
+  whether there are any);
+* it drains :meth:`take` and carries out each *effect*, in order.  The
+  effects are the small types of :mod:`tclnats_py.engine.effects`:
+
+  ``Open(server)``                open a TCP connection to server.host/port
+  ``StartTls(server)``            upgrade the socket to TLS (then tls_done/failed)
+  ``Close()``                     write what data_to_send() returns, then close
+  ``StartTimer(key, ms)``         call timer_fired(key) after ms (re-arm if set)
+  ``CancelTimer(key)``            forget that timer
+  ``StatusChanged(status)``       the connection status changed
+  ``ErrorChanged(err_or_None)``   last_error changed (an async error, or cleared)
+  ``InfoReceived(dict)``          INFO from the server (handshake or update)
+  ``Log(level, text)``            a log line (debug/info/warn/error)
+  ``Deliver(sub, msg)``           deliver msg to a user subscription
+  ``SubGone(sid)``                a subscription ended (max_msgs reached)
+  ``SubsCleared()``               every subscription is gone (connection closed)
+  ``RequestReply(req, msg)``      one reply of a gathering (max_msgs) request
+  ``RequestDone(req, outcome)``   a request finished: "msg" (req.msg), "timeout",
+                                  "no_responders", "lost" or "closed"
+  ``PingDone(ping, ok)``          a ping finished: True, or False on timeout,
+                                  None when the connection closed first
+  ``Flush()``                     bytes are waiting: schedule a write
+  ``PongReceived()``              a PONG arrived (any PONG; for tracing)
+
+Effects are collected, not called back, so the engine never re-enters the
+driver; a driver may call the engine while handling an effect and simply
+drains :meth:`take` again.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from tclnats_py.engine import protocol as P
+from tclnats_py.engine.effects import (CLOSE, FLUSH, PONG_RECEIVED, SUBS_CLEARED, CancelTimer, Deliver,
+                       ErrorChanged, InfoReceived, Log, Open, PingDone, RequestDone, RequestReply,
+                       StartTimer, StartTls, StatusChanged, SubGone)
+from tclnats_py.errors import NatsError, make_error
+from tclnats_py.engine.headers import encode_headers, parse_headers
+from tclnats_py.engine.nuid import Nuid
+from tclnats_py.engine.options import Options
+from tclnats_py.engine.pool import NoServers, ServerPool
+from tclnats_py.engine.subjects import valid_queue, valid_subject, valid_wildcard_subject
+
+__all__ = ["Engine", "Msg", "Subscription", "Request", "Ping", "connect_params", "server_error",
+           "CLOSED", "CONNECTING", "CONNECTED", "RECONNECTING"]
+
+CLOSED, CONNECTING, CONNECTED, RECONNECTING = "closed", "connecting", "connected", "reconnecting"
+
+# the largest max_msgs of a SUB/UNSUB: the server reads at most 9 digits there
+# (more and the UNSUB is dropped, the subscription never ends)
+MAX_SUB_MSGS = 999_999_999
+
+# handshake phases below the status
+_IDLE, _OPENING, _WAIT_INFO, _TLS, _WAIT_PONG, _READY, _WAIT_RETRY = range(7)
+
+
+class Msg:
+    """A received (or to-be-published) message."""
+
+    __slots__ = ("subject", "reply", "data", "headers", "sid", "__weakref__")
+
+    def __init__(self, subject: str, data: bytes = b"", reply: str | None = None,
+                 headers: dict | None = None, sid: int | None = None):
+        self.subject = subject
+        self.data = data
+        self.reply = reply
+        self.headers = headers
+        self.sid = sid
+
+    @property
+    def status(self) -> int:
+        h = self.headers
+        if not h:
+            return 0
+        s = h.get("Status")
+        if not s:
+            return 0
+        try:
+            return int(s[0])
+        except (ValueError, TypeError):
+            return 0
+
+    @property
+    def no_responders(self) -> bool:
+        return self.status == 503
+
+    @property
+    def description(self) -> str:
+        h = self.headers
+        if h and h.get("Description"):
+            return h["Description"][0]
+        return ""
+
+    def header(self, key: str, default=None):
+        h = self.headers
+        if h and key in h and h[key]:
+            return h[key][0]
+        return default
+
+    def __repr__(self) -> str:
+        return f"Msg(subject={self.subject!r}, reply={self.reply!r}, data={self.data[:40]!r}, headers={self.headers!r})"
+
+
+class Subscription:
+    __slots__ = ("sid", "subject", "queue", "max_msgs", "received", "handler", "kind",
+                 "request", "closed", "draining", "__weakref__")
+
+    def __init__(self, sid, subject, queue, max_msgs, handler, kind="user", request=None):
+        self.sid = sid
+        self.subject = subject
+        self.queue = queue
+        self.max_msgs = max_msgs
+        self.received = 0
+        self.handler = handler  # opaque to the engine: the driver's callback
+        self.kind = kind        # "user", "mux" (shared request inbox) or "gather"
+        self.request = request
+        self.closed = False
+        self.draining = False   # UNSUB sent, in-flight messages still delivered (drain)
+
+    def __repr__(self):
+        return f"Subscription(sid={self.sid}, subject={self.subject!r}, kind={self.kind})"
+
+
+class Request:
+    __slots__ = ("id", "subject", "reply", "timeout", "max_msgs", "sub", "msg", "msgs",
+                 "handler", "done", "__weakref__")
+
+    def __init__(self, rid, subject, reply, timeout, max_msgs, handler):
+        self.id = rid
+        self.subject = subject
+        self.reply = reply
+        self.timeout = timeout
+        self.max_msgs = max_msgs  # None: new-style, first reply only
+        self.sub = None
+        self.msg = None
+        self.msgs = []
+        self.handler = handler
+        self.done = False
+
+    def __repr__(self):
+        return f"Request(id={self.id}, subject={self.subject!r})"
+
+
+class Ping:
+    __slots__ = ("id", "handler", "done", "__weakref__")
+
+    def __init__(self, pid, handler):
+        self.id = pid
+        self.handler = handler
+        self.done = False
+
+
+_ERR_MAP = (
+    # -ERR text (lowercased prefix/glob) -> (code, fatal); CoreAPI.md async error table
+    ("stale connection", "ErrStaleConnection", True),
+    ("authorization violation", "ErrAuthorization", True),
+    ("user authentication expired", "ErrAuthExpired", True),
+    ("user authentication revoked", "ErrAuthRevoked", True),
+    ("account authentication expired", "ErrAccountAuthExpired", True),
+    ("permissions violation", "ErrPermissions", False),
+)
+_INVALID_SUBJECT = re.compile(r"^invalid .*subject")
+
+
+def server_error(text: str) -> tuple[NatsError, bool]:
+    """The error for the text of a ``-ERR`` (CoreAPI.md's table of
+    asynchronous errors) and whether it ends the connection: ErrServer
+    (fatal) for a text the table does not know."""
+    low = text.lower().strip(" '")
+    for prefix, code, fatal in _ERR_MAP:
+        if low.startswith(prefix):
+            return make_error(code, low), fatal
+    if _INVALID_SUBJECT.match(low):
+        return make_error("ErrBadSubject", low), False
+    return make_error("ErrServer", low), True
+
+
+# INFO fields the engine computes with, and the JSON types they must have
+_INFO_TYPES = (("max_payload", int), ("connect_urls", list), ("nonce", str))
+
+
+def connect_params(options: Options, info: dict, auth: dict | None = None, *, lang: str = "python",
+                   version: str = "0.1.0", tls_done: bool = False) -> dict:
+    """The fields of the CONNECT answering a server's INFO (encode with
+    ``_protocol.encode_connect``): the options' flags and name, this client's
+    lang and version, headers and no_responders when the server has headers,
+    then ``auth`` (user/pass, auth_token, jwt/sig or nkey/sig) when given.
+    The engine sends this; so does the Spark reader's blocking connection."""
+    o = options
+    params = {
+        "verbose": bool(o.verbose), "pedantic": bool(o.pedantic),
+        "tls_required": tls_done, "name": o.name or "",
+        "lang": lang, "version": version, "protocol": 1, "echo": bool(o.echo),
+    }
+    if info.get("headers"):
+        params["headers"] = True
+        params["no_responders"] = True
+    if auth:
+        params.update(auth)
+    return params
+
+
+class Engine:
+    """See the module docstring for the driver contract."""
+
+    def __init__(self, options: Options | None = None, *, clock=None, lang="python",
+                 version="0.1.0", rng=None):
+        self.options = options or Options()
+        self._clock = clock or (lambda: 0)
+        self.lang = lang
+        self.version = version
+        self.status = CLOSED
+        self.last_error: NatsError | None = None
+        self.server_info: dict = {}
+        self.pool = ServerPool(rng)
+        self.subs: dict[int, Subscription] = {}
+        self.requests: dict[int, Request] = {}
+        # a driver-supplied function server_dict -> ms, for -custom_reconnect_delay
+        self.reconnect_delay = None
+        # the class of delivered messages: a driver may use a subclass of Msg
+        # (same constructor) to add methods such as respond()
+        self.msg_class = Msg
+        self._fx: list = []
+        self._credentials = None         # set_credentials(): what the driver read
+        self._parser = P.Parser()
+        self._phase = _IDLE
+        self._out: list[bytes] = []      # user traffic; flushed only when connected
+        self._out_size = 0
+        self._hs_out: list[bytes] = []   # handshake traffic, bypasses _out
+        self._sid = itertools.count(1)
+        self._rid = itertools.count(1)
+        self._pid = itertools.count(1)
+        self._pings: list = []           # outstanding PINGs: Ping objects or None (keep-alive)
+        self._orphan_pings: list = []    # user pings whose connection broke
+        self._pending_pings = 0
+        self._mux: Subscription | None = None
+        self._mux_prefix = ""
+        self._nuid = Nuid()
+        self._socket_open = False
+        self._tls_done = False
+        self._flush_signalled = False
+        self.stats = {"in_msgs": 0, "out_msgs": 0, "in_bytes": 0, "out_bytes": 0, "reconnects": 0}
+
+    # ------------------------------------------------------------------ plumbing
+    def take(self) -> list:
+        """Return and clear the effects produced so far."""
+        fx = self._fx
+        if fx:
+            self._fx = []
+        return fx
+
+    def _now(self) -> int:
+        return int(self._clock())
+
+    def _log(self, level: str, text: str) -> None:
+        self._fx.append(Log(level, text))
+
+    def _set_status(self, status: str) -> None:
+        if status != self.status:
+            self.status = status
+            self._fx.append(StatusChanged(status))
+
+    def _async_error(self, code: str, text: str) -> None:
+        err = make_error(code, text)
+        self.last_error = err
+        self._fx.append(Log("warn", text))
+        self._fx.append(ErrorChanged(err))
+
+    def _clear_error(self) -> None:
+        if self.last_error is not None:
+            self.last_error = None
+            self._fx.append(ErrorChanged(None))
+
+    def _signal_flush(self) -> None:
+        if not self._flush_signalled:
+            self._flush_signalled = True
+            self._fx.append(FLUSH)
+
+    def _queue(self, data: bytes) -> None:
+        """Queue user traffic; it reaches the wire only while connected."""
+        self._out.append(data)
+        self._out_size += len(data)
+        if self.status == CONNECTED:
+            self._signal_flush()
+
+    @property
+    def has_effects(self) -> bool:
+        """Whether :meth:`take` has effects to hand over."""
+        return bool(self._fx)
+
+    @property
+    def request_inbox(self):
+        """The subscription that gathers replies of requests (None until the
+        first request), and its subject prefix: ``(sub, prefix)``."""
+        return self._mux, self._mux_prefix
+
+    def pending_commands(self) -> list:
+        """The protocol commands waiting to be written, oldest first (a copy)."""
+        return list(self._out)
+
+    def host_port(self) -> str:
+        """``host:port`` of the current server ("?" without one)."""
+        s = self.pool.current
+        return f"{s.host}:{s.port}" if s else "?"
+
+    @property
+    def want_write(self) -> bool:
+        return bool(self._hs_out) or (self.status == CONNECTED and bool(self._out))
+
+    @property
+    def pending_chunks(self) -> int:
+        """How many protocol commands wait to be written (nats-tcl's outBuffer)."""
+        return len(self._out)
+
+    @property
+    def pending_bytes(self) -> int:
+        return self._out_size
+
+    def data_to_send(self) -> bytes:
+        """Everything that may be written now; the engine forgets it (at-most-once)."""
+        self._flush_signalled = False
+        parts = []
+        if self._hs_out:
+            parts.extend(self._hs_out)
+            self._hs_out = []
+        if self.status == CONNECTED and self._out:
+            parts.extend(self._out)
+            self._out = []
+            self._out_size = 0
+        if not parts:
+            return b""
+        data = b"".join(parts) if len(parts) > 1 else parts[0]
+        self.stats["out_bytes"] += len(data)
+        return data
+
+
+    # ------------------------------------------------------------------ config
+    def configure_servers(self, urls) -> None:
+        if self.status != CLOSED:
+            raise make_error("ErrInvalidArg", "Cannot configure servers when already connected")
+        self.pool.set_servers(urls, self.options.randomize)
+        self.options.servers = tuple(urls)
+
+    # ------------------------------------------------------------------ connect
+    def connect(self) -> None:
+        if self.status != CLOSED:
+            return
+        if not self.pool.servers:
+            raise make_error("ErrNoServers", "Server pool is empty")
+        self._clear_error()
+        self.pool.reset_counters()
+        self._set_status(CONNECTING)
+        self._connect_next()
+
+    def _delay_for(self, server) -> int:
+        if self.reconnect_delay is not None:
+            return int(self.reconnect_delay(server.as_dict()))
+        return self.options.reconnect_time_wait
+
+    def _connect_next(self) -> None:
+        try:
+            server, wait = self.pool.next_server(
+                self.status == CONNECTING, self.options.max_reconnect_attempts,
+                self._delay_for, self._now())
+        except NoServers as e:
+            self._closed(str(e))
+            return
+        except NatsError:
+            raise
+        except Exception as e:  # a user's -custom_reconnect_delay failed
+            self._log("error", f"custom_reconnect_delay failed: {e}")
+            server, wait = self.pool.current, self.options.reconnect_time_wait
+        if wait > 0:
+            self._phase = _WAIT_RETRY
+            self._log("debug", f"Waiting for {wait} ms before connecting to the next server")
+            self._fx.append(StartTimer("reconnect", wait))
+            return
+        self._attempt(server)
+
+    def _attempt(self, server) -> None:
+        self._phase = _OPENING
+        self._parser.reset()
+        self._hs_out = []
+        self._tls_done = False
+        self._fx.append(StartTimer("connect", self.options.connect_timeout))
+        self._log("info", f"Connecting to the server at {server.host}:{server.port}")
+        self._socket_open = True
+        self._fx.append(Open(server))
+
+    def socket_connected(self) -> None:
+        if self._phase == _OPENING:
+            self._phase = _WAIT_INFO
+
+    def socket_failed(self, reason: str) -> None:
+        """The TCP connection attempt failed (refused, DNS, ...)."""
+        if self._phase != _OPENING:
+            return
+        self._fail("ErrConnectionRefused", f"Failed to connect to {self.host_port()}: {reason}")
+
+    def connection_lost(self, reason: str | None = None) -> None:
+        """The socket broke or reached EOF."""
+        if not self._socket_open:
+            return
+        if reason:
+            text = f"Connection to {self.host_port()} broken - {reason}"
+        else:
+            text = f"Server {self.host_port()} closed the connection"
+        self._fail("ErrBrokenSocket", text)
+
+    def write_failed(self, reason: str) -> None:
+        if not self._socket_open:
+            return
+        self._fail("ErrBrokenSocket", f"Failed to send data to {self.host_port()}: {reason}")
+
+    def tls_done(self) -> None:
+        if self._phase == _TLS:
+            self._tls_done = True
+            self._send_connect()
+
+    def tls_failed(self, reason: str) -> None:
+        if self._phase == _TLS:
+            self._fail("ErrTLS", f"TLS handshake with server {self.host_port()} failed: {reason}")
+
+    def _fail(self, code: str, text: str) -> None:
+        """A fatal async error: drop the socket and move on to the next server."""
+        self._async_error(code, text)
+        self._drop_socket()
+        if self.status == CONNECTED:
+            self._set_status(RECONNECTING)
+            self.stats["reconnects"] += 1
+            # A ping in flight waits for the outcome of reconnecting (as in
+            # nats-tcl): the next server answering ends it, closing fails it.
+            self._orphan_pings.extend(p for p in self._pings if p is not None and not p.done)
+            self._pings = []
+        else:
+            self.pool.current_done(False, self._now())
+        self._connect_next()
+
+    def _drop_socket(self) -> None:
+        if self._socket_open:
+            self._socket_open = False
+            self._hs_out = []
+            self._fx.append(CLOSE)
+        self._phase = _IDLE
+        self._parser.reset()
+        self._fx.append(CancelTimer("ping"))
+        self._fx.append(CancelTimer("connect"))
+        self._pending_pings = 0
+
+    def _fail_pings(self, result) -> None:
+        pings = self._pings + self._orphan_pings
+        self._pings = []
+        self._orphan_pings = []
+        for p in pings:
+            if p is not None and not p.done:
+                p.done = True
+                self._fx.append(CancelTimer(p))
+                self._fx.append(PingDone(p, result))
+
+    def _closed(self, reason: str | None) -> None:
+        """Final cleanup: no more servers, or the user disconnected."""
+        if reason:
+            self._log("error", reason)
+            npub = sum(1 for c in self._out if c[:3] == b"PUB" or c[:4] == b"HPUB")
+            if npub:
+                self._log("warn", f"Discarded {npub} buffered messages")
+        self._out = []
+        self._out_size = 0
+        self._flush_signalled = False
+        self._fx.append(CancelTimer("reconnect"))
+        self._fx.append(CancelTimer("connect"))
+        self._fx.append(CancelTimer("ping"))
+        self._phase = _IDLE
+        self._fail_pings(None)
+        outcome = "lost" if self.last_error is not None else "closed"
+        reqs = list(self.requests.values())
+        self.requests.clear()
+        for r in reqs:
+            if not r.done:
+                r.done = True
+                self._fx.append(CancelTimer(r))
+                self._fx.append(RequestDone(r, outcome))
+        for s in self.subs.values():
+            s.closed = True
+        self.subs.clear()
+        self._mux = None
+        self._mux_prefix = ""
+        self._fx.append(SUBS_CLEARED)
+        self._set_status(CLOSED)
+
+    def disconnect(self) -> None:
+        """Flush what is buffered (when connected), close, and clean up."""
+        if self.status == CLOSED:
+            return
+        self._clear_error()
+        if self._socket_open:
+            self._log("info", f"Closing connection to {self.host_port()}")
+            if self.status == CONNECTED and self._out:
+                # the driver writes these before closing (data_to_send)
+                self._hs_out.extend(self._out)
+            self._out = []
+            self._out_size = 0
+            self._socket_open = False
+            self._fx.append(CLOSE)
+        self._parser.reset()
+        self._closed(None)
+
+    # ------------------------------------------------------------------ timers
+    def timer_fired(self, key) -> None:
+        if key == "connect":
+            if self._phase in (_OPENING, _WAIT_INFO, _TLS, _WAIT_PONG):
+                self._fail("ErrConnectionTimeout", f"Connection timeout for {self.host_port()}")
+        elif key == "ping":
+            self._keepalive()
+        elif key == "reconnect":
+            if self._phase == _WAIT_RETRY and self.status != CLOSED:
+                self._attempt(self.pool.current)
+        elif isinstance(key, Request):
+            self._request_timeout(key)
+        elif isinstance(key, Ping):
+            if not key.done:
+                key.done = True
+                self._fx.append(PingDone(key, False))
+
+    def _keepalive(self) -> None:
+        if self.status != CONNECTED:
+            return
+        self._fx.append(StartTimer("ping", self.options.ping_interval))
+        if self._pending_pings >= self.options.max_outstanding_pings:
+            self._pending_pings = 0
+            self._fail("ErrStaleConnection",
+                       f"The server did not respond to {self.options.max_outstanding_pings} PINGs")
+            return
+        self._log("debug", "Sending PING")
+        self._pending_pings += 1
+        self._pings.append(None)
+        self._queue(P.PING_BYTES)
+
+    # ------------------------------------------------------------------ input
+    def receive_data(self, data) -> None:
+        if not self._socket_open:
+            return
+        if data:
+            self.stats["in_bytes"] += len(data)
+        try:
+            ops = self._parser.feed(data)
+            bad = None
+        except NatsError as e:
+            # what was complete before the bad bytes is handled, then the socket goes
+            ops = e.details.pop("ops", ())
+            bad = e
+        for op in ops:
+            if not self._socket_open:
+                break
+            self._handle(op)
+        if bad is not None and self._socket_open:
+            self._fail(bad.code, str(bad))
+
+    def _handle(self, op) -> None:
+        kind = op[0]
+        if kind is P.MSG:
+            self._on_msg(op)
+        elif kind is P.PING:
+            if self.status == CONNECTED:
+                self._queue(P.PONG_BYTES)
+            else:
+                self._hs_out.append(P.PONG_BYTES)
+                self._signal_flush()
+        elif kind is P.PONG:
+            self._on_pong()
+        elif kind is P.INFO:
+            self._on_info(op[1])
+        elif kind is P.OK:
+            pass
+        elif kind is P.ERR:
+            self._on_err(op[1])
+
+    def _on_info(self, info: dict) -> None:
+        # fields of the wrong type (a broken or hostile server) are dropped:
+        # they would fail later, far from here, with a TypeError
+        for key, typ in _INFO_TYPES:
+            if key in info and not isinstance(info[key], typ):
+                info = {k: v for k, v in info.items() if k != key}
+        if self.status == CONNECTED or self._phase == _WAIT_PONG:
+            self.server_info.update(info)
+            self._fx.append(InfoReceived(dict(self.server_info)))
+            urls = info.get("connect_urls") or ()
+            for url in urls:
+                if isinstance(url, str) and self.pool.add_discovered(url) is not None:
+                    self._log("debug", f"Added {url} to the server pool")
+            if info.get("ldm"):
+                self._log("warn", f"Server {self.host_port()} entered lame duck mode")
+            return
+        if self._phase != _WAIT_INFO:
+            return
+        info = dict(info)
+        v = info.get("version")
+        if isinstance(v, str):
+            m = re.match(r"[\d.]+", v)
+            if m:
+                info["version"] = m.group(0)
+        self.server_info = info
+        self._fx.append(InfoReceived(dict(info)))
+        server = self.pool.current
+        want_tls = self.options.secure or server.scheme == "tls"
+        if info.get("tls_required") or (want_tls and info.get("tls_available")):
+            self._phase = _TLS
+            self._log("debug", "Performing TLS handshake...")
+            self._fx.append(StartTls(server))
+            return
+        if want_tls:
+            self._fail("ErrSecureConnWanted", f"Server {self.host_port()} does not provide TLS")
+            return
+        self._send_connect()
+
+    def _send_connect(self) -> None:
+        try:
+            auth = self._auth_params(self.server_info)
+        except NatsError as e:
+            self._fail(e.code, str(e))
+            return
+        params = connect_params(self.options, self.server_info, auth, lang=self.lang, version=self.version,
+                                tls_done=self._tls_done)
+        self._hs_out.append(P.encode_connect(params))
+        self._hs_out.append(P.PING_BYTES)
+        self._phase = _WAIT_PONG
+        self._signal_flush()
+
+    def _auth_params(self, info: dict):
+        o = self.options
+        nonce = info.get("nonce")
+        if o.creds or o.nkey_seed:
+            c = self._credentials
+            if isinstance(c, NatsError):
+                raise c
+            if c is None:
+                raise make_error("ErrAuthorization", "The credentials of the creds/nkey_seed option were not "
+                                 "read (a driver calls set_credentials before it opens a socket)")
+            from tclnats_py.engine.auth import nkey_public, sign_nonce
+            jwt, seed = c
+            p = {"jwt": jwt} if jwt else {"nkey": nkey_public(seed)}
+            if nonce:
+                p["sig"] = sign_nonce(seed, nonce)
+            return p
+        if not info.get("auth_required"):
+            return None
+        creds = self.pool.credentials(o.user, o.password, o.token)
+        if creds is None:
+            raise make_error("ErrAuthorization", f"No credentials known for NATS server at {self.host_port()}")
+        return creds
+
+    def set_credentials(self, value) -> None:
+        """The driver's reading of the ``creds``/``nkey_seed`` files, given
+        before each socket it opens: what :func:`tclnats_py.credentials.read_credentials`
+        returns (``(jwt_or_None, seed)``, None, or the NatsError of a file that
+        could not be read, reported when the server asks for credentials)."""
+        self._credentials = value
+
+    def _on_pong(self) -> None:
+        self._fx.append(PONG_RECEIVED)
+        if self._phase == _WAIT_PONG:
+            self._connected()
+            return
+        self._pending_pings = 0
+        pings = self._pings
+        while pings:
+            p = pings.pop(0)
+            if p is None:
+                break
+            if not p.done:
+                p.done = True
+                self._fx.append(CancelTimer(p))
+                self._fx.append(PingDone(p, True))
+                break
+
+    def _connected(self) -> None:
+        self._phase = _READY
+        self._fx.append(CancelTimer("connect"))
+        self.pool.current_done(True, self._now())
+        self._log("info", f"Connected to the server at {self.host_port()}")
+        self._clear_error()
+        self._pending_pings = 0
+        self._pings = []
+        if self._orphan_pings:
+            orphans, self._orphan_pings = self._orphan_pings, []
+            for p in orphans:
+                if not p.done:
+                    p.done = True
+                    self._fx.append(CancelTimer(p))
+                    self._fx.append(PingDone(p, True))
+        # restore subscriptions ahead of anything buffered meanwhile
+        restore = []
+        for s in self.subs.values():
+            if s.draining:
+                continue  # the server forgot it with the old connection
+            restore.append(P.encode_sub(s.subject, s.queue, s.sid))
+            if s.max_msgs:
+                restore.append(P.encode_unsub(s.sid, s.max_msgs - s.received))
+        if restore:
+            self._out[:0] = restore
+            self._out_size += sum(len(c) for c in restore)
+        self._set_status(CONNECTED)
+        if self._out:
+            self._signal_flush()
+        self._fx.append(StartTimer("ping", self.options.ping_interval))
+
+    def _on_err(self, text: str) -> None:
+        err, fatal = server_error(text)
+        if fatal:
+            self._fail(err.code, err.message)
+        else:
+            self._async_error(err.code, err.message)
+
+    def _on_msg(self, op) -> None:
+        _, subject, sid, reply, hdr, payload = op
+        self.stats["in_msgs"] += 1
+        sub = self.subs.get(sid)
+        if sub is None:
+            return  # unsubscribed while messages were in flight
+        headers = None
+        if hdr is not None:
+            try:
+                headers = parse_headers(hdr)
+            except NatsError as e:
+                # the body is still delivered (like nats.go processMsg)
+                self._async_error(e.code, str(e))
+        msg = self.msg_class(subject, payload, reply, headers, sid)
+        sub.received += 1
+        gone = False
+        if sub.max_msgs and sub.received >= sub.max_msgs:
+            del self.subs[sid]
+            sub.closed = True
+            gone = True
+        kind = sub.kind
+        if kind == "user":
+            self._fx.append(Deliver(sub, msg))
+            if gone:
+                self._fx.append(SubGone(sid))
+        elif kind == "mux":
+            self._on_mux_reply(msg)
+        else:
+            if gone:
+                self._fx.append(SubGone(sid))
+            self._on_gather_reply(sub.request, msg, gone)
+
+    # ------------------------------------------------------------------ API: checks
+    def _check_open(self) -> None:
+        if self.status == CLOSED:
+            raise make_error("ErrConnectionClosed", "No connection to NATS server")
+
+    def check_subject(self, subject: str, wildcard=False, queue=False) -> bool:
+        if not subject:
+            return False
+        if not self.options.check_subjects:
+            return True
+        if queue:
+            return valid_queue(subject)
+        if wildcard:
+            return valid_wildcard_subject(subject)
+        return valid_subject(subject)
+
+    # ------------------------------------------------------------------ API: publish
+    def publish(self, subject: str, payload: bytes = b"", reply: str | None = None,
+                headers=None, check_subject: bool = True, check_reply: bool = True) -> None:
+        if self.status == CLOSED:
+            raise make_error("ErrConnectionClosed", "No connection to NATS server")
+        info = self.server_info
+        if info:
+            mp = info.get("max_payload")
+            if mp is not None and len(payload) > mp:
+                raise make_error("ErrMaxPayload", f"Maximum size of NATS message is {mp}")
+            if headers and not info.get("headers"):
+                raise make_error("ErrHeadersNotSupported", "Headers are not supported by this server")
+        if check_subject and not self.check_subject(subject):
+            raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+        if reply and check_reply and not self.check_subject(reply):
+            raise make_error("ErrBadSubject", f"Invalid reply {reply}")
+        if headers:
+            hdr = headers if isinstance(headers, (bytes, bytearray)) else encode_headers(headers)
+            data = P.encode_pub(subject, reply, payload, hdr)
+        else:
+            data = P.encode_pub(subject, reply, payload)
+        self.stats["out_msgs"] += 1
+        self._out.append(data)
+        self._out_size += len(data)
+        if self.status == CONNECTED and not self._flush_signalled:
+            self._flush_signalled = True
+            self._fx.append(FLUSH)
+
+    def publish_framed(self, data: bytes, count: int) -> None:
+        """Queue ``count`` PUB commands already framed by the caller (the Tcl
+        face's fast path, which frames only subjects and replies that passed
+        :meth:`publish`'s checks, with payloads within max_payload)."""
+        if self.status == CLOSED:
+            raise make_error("ErrConnectionClosed", "No connection to NATS server")
+        if not data:
+            return
+        self.stats["out_msgs"] += count
+        self._out.append(data)
+        self._out_size += len(data)
+        if self.status == CONNECTED:
+            self._signal_flush()
+
+    # ------------------------------------------------------------------ API: subscribe
+    def subscribe(self, subject: str, queue: str = "", max_msgs: int = 0, handler=None,
+                  kind: str = "user", request=None) -> Subscription:
+        self._check_open()
+        if not self.check_subject(subject, wildcard=True):
+            raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+        if queue and not self.check_subject(queue, queue=True):
+            raise make_error("ErrBadQueueName", f"Invalid queue {queue}")
+        if not 0 <= max_msgs <= MAX_SUB_MSGS:
+            raise make_error("ErrInvalidArg", f"Invalid max_msgs {max_msgs} (0 to {MAX_SUB_MSGS})")
+        sid = next(self._sid)
+        sub = Subscription(sid, subject, queue or "", max_msgs, handler, kind, request)
+        self.subs[sid] = sub
+        if self.status == CONNECTED:
+            # while (re)connecting the SUB goes out with the restored ones
+            self._queue(P.encode_sub(subject, queue, sid))
+            if max_msgs > 0:
+                self._queue(P.encode_unsub(sid, max_msgs))
+        return sub
+
+    def unsubscribe(self, sid: int, max_msgs: int = 0) -> bool:
+        """Returns True when the subscription is gone now, False when it ends later."""
+        self._check_open()
+        if not 0 <= max_msgs <= MAX_SUB_MSGS:
+            raise make_error("ErrInvalidArg", f"Invalid max_msgs {max_msgs} (0 to {MAX_SUB_MSGS})")
+        sub = self.subs.get(sid)
+        if sub is None:
+            raise make_error("ErrBadSubscription", f"Invalid subscription ID {sid}")
+        if max_msgs == 0 or sub.received >= max_msgs:
+            del self.subs[sid]
+            sub.closed = True
+            if sub.draining:
+                return True  # its UNSUB went out with drain()
+            data = P.encode_unsub(sid)
+            gone = True
+        else:
+            sub.max_msgs = max_msgs
+            data = P.encode_unsub(sid, max_msgs)
+            gone = False
+        if self.status == CONNECTED:
+            self._queue(data)
+        return gone
+
+    def drain(self, sid: int) -> None:
+        """Stop the server's interest in ``sid`` (UNSUB) but keep delivering the
+        messages already on their way; after a PING/PONG round trip has shown
+        that none are left, the driver ends it with :meth:`unsubscribe`, which
+        then only forgets it locally.  (nats.go's Subscription.Drain.)"""
+        self._check_open()
+        sub = self.subs.get(sid)
+        if sub is None:
+            raise make_error("ErrBadSubscription", f"Invalid subscription ID {sid}")
+        if sub.draining:
+            return
+        sub.draining = True
+        if self.status == CONNECTED:
+            self._queue(P.encode_unsub(sid))
+
+    # ------------------------------------------------------------------ API: requests
+    def new_inbox(self) -> str:
+        return "_INBOX." + self._nuid.next()
+
+    def request(self, subject: str, payload: bytes = b"", timeout: int = 0, headers=None,
+                max_msgs: int | None = None, handler=None, check_subject: bool = True) -> Request:
+        """Start a request; its end comes as a ``RequestDone(req, outcome)`` effect.
+
+        ``max_msgs`` None: a "new-style" request on the shared wildcard inbox,
+        first reply only.  An int: an "old-style" request with its own inbox
+        subscription gathering up to max_msgs replies (``req_msg`` effects).
+        ``timeout`` 0 means no timeout.
+        """
+        self._check_open()
+        if timeout < 0:
+            raise make_error("ErrBadTimeout", f"Invalid timeout {timeout}")
+        rid = next(self._rid)
+        if max_msgs is None:
+            if self._mux is None:
+                self._mux_prefix = self.new_inbox()
+                self._mux = self.subscribe(self._mux_prefix + ".*", kind="mux")
+            reply = f"{self._mux_prefix}.{rid}"
+            req = Request(rid, subject, reply, timeout, None, handler)
+            # publish first: it raises on a bad subject etc. before we keep any state
+            self.publish(subject, payload, reply, headers, check_subject, False)
+        else:
+            if not 0 <= max_msgs <= MAX_SUB_MSGS:
+                raise make_error("ErrInvalidArg", f"Invalid max_msgs {max_msgs} (0 to {MAX_SUB_MSGS})")
+            reply = self.new_inbox()
+            req = Request(rid, subject, reply, timeout, max_msgs, handler)
+            req.sub = self.subscribe(reply, max_msgs=max_msgs, kind="gather", request=req)
+            try:
+                self.publish(subject, payload, reply, headers, check_subject, False)
+            except NatsError:
+                self.unsubscribe(req.sub.sid)
+                raise
+        self.requests[rid] = req
+        if timeout:
+            self._fx.append(StartTimer(req, timeout))
+        return req
+
+    def _finish(self, req: Request, outcome: str) -> None:
+        req.done = True
+        self.requests.pop(req.id, None)
+        self._fx.append(CancelTimer(req))
+        self._fx.append(RequestDone(req, outcome))
+
+    def _on_mux_reply(self, msg: Msg) -> None:
+        # reply subjects are <prefix>.<request id>
+        tail = msg.subject.rpartition(".")[2]
+        try:
+            rid = int(tail)
+        except ValueError:
+            return
+        req = self.requests.get(rid)
+        if req is None or req.done:
+            return  # a late or second reply
+        req.msg = msg
+        self._finish(req, "no_responders" if msg.no_responders else "msg")
+
+    def _on_gather_reply(self, req: Request, msg: Msg, last: bool) -> None:
+        if req is None or req.done:
+            return
+        req.msgs.append(msg)
+        if req.msg is None:
+            req.msg = msg
+        self._fx.append(RequestReply(req, msg))
+        if msg.no_responders and len(req.msgs) == 1:
+            self._drop_sub(req.sub)
+            self._finish(req, "no_responders")
+        elif last:
+            self._finish(req, "msg")
+
+    def _request_timeout(self, req: Request) -> None:
+        if req.done:
+            return
+        self._drop_sub(req.sub)
+        self._finish(req, "timeout")
+
+    def _drop_sub(self, sub) -> None:
+        """End an internal subscription (UNSUB if connected) and report it."""
+        if sub is None or sub.closed:
+            return
+        sub.closed = True
+        self.subs.pop(sub.sid, None)
+        if self.status == CONNECTED:
+            self._queue(P.encode_unsub(sub.sid))
+        self._fx.append(SubGone(sub.sid))
+
+    def cancel_request(self, rid: int) -> None:
+        req = self.requests.get(rid)
+        if req is None:
+            raise make_error("ErrInvalidArg", f"Invalid request ID {rid}")
+        req.done = True
+        del self.requests[rid]
+        self._fx.append(CancelTimer(req))
+        self._drop_sub(req.sub)
+        self._log("debug", f"Cancelled request {rid}")
+
+    # ------------------------------------------------------------------ API: ping
+    def ping(self, timeout: int = 10000, handler=None) -> Ping:
+        if self.status != CONNECTED:
+            raise make_error("ErrConnectionClosed", "No connection to NATS server")
+        if timeout < 0:
+            raise make_error("ErrBadTimeout", f"Invalid timeout {timeout}")
+        p = Ping(next(self._pid), handler)
+        self._pings.append(p)
+        self._log("debug", "sending PING")
+        self._queue(P.PING_BYTES)
+        if timeout:
+            self._fx.append(StartTimer(p, timeout))
+        return p

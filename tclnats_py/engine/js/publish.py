@@ -1,0 +1,205 @@
+"""Publishing to streams: expectation headers, acks, and many acks in flight.
+
+A JetStream publish is a core request to the stream's subject; the reply is
+a PubAck JSON (``{"stream", "seq", "duplicate"?, "domain"?}``) or an API
+error.  No responders means no stream listens on the subject:
+ErrNoResponders, as nats-tcl raises it.
+
+:func:`publish` is the operation for one publish; :class:`AsyncPublisher`
+is the state of many publishes in flight on one wildcard reply subject
+(nats.go's PublishAsync), driven by the asyncio face's ``publish_async``.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import json
+
+from tclnats_py.errors import NatsError, error_class, make_error
+from tclnats_py.engine.js.api import Publish, Request, check_js_error
+
+__all__ = ["publish_headers", "parse_ack", "ack_error_dict", "publish", "AsyncPublisher",
+           "MSG_ID", "EXPECTED_STREAM", "EXPECTED_LAST_SEQ", "EXPECTED_LAST_SUBJECT_SEQ", "EXPECTED_LAST_MSG_ID",
+           "MSG_TTL", "ROLLUP"]
+
+MSG_ID = "Nats-Msg-Id"
+EXPECTED_STREAM = "Nats-Expected-Stream"
+EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
+EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
+EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
+MSG_TTL = "Nats-TTL"
+ROLLUP = "Nats-Rollup"
+
+
+def publish_headers(headers=None, *, msg_id: str | None = None, expected_stream: str | None = None,
+                    expected_last_seq: int | None = None, expected_last_subject_seq: int | None = None,
+                    expected_last_msg_id: str | None = None, ttl: str | int | None = None):
+    """The message headers with the expectations added (ADR-4 shape:
+    key -> list of values), or None when there are none.  0 is a real
+    expectation for the sequences (``0``: no message yet on the subject)."""
+    out: dict = {}
+    for k, v in (headers or {}).items():
+        out[k] = list(v) if isinstance(v, (list, tuple)) else [v]
+    for k, v in ((MSG_ID, msg_id), (EXPECTED_STREAM, expected_stream), (EXPECTED_LAST_SEQ, expected_last_seq),
+                 (EXPECTED_LAST_SUBJECT_SEQ, expected_last_subject_seq),
+                 (EXPECTED_LAST_MSG_ID, expected_last_msg_id), (MSG_TTL, ttl)):
+        if v is not None:
+            if v == "" or (isinstance(v, int) and not isinstance(v, bool) and v < 0):
+                raise make_error("ErrInvalidArg", f"Invalid value for {k}: {v!r}")
+            out[k] = [str(v)]
+    return out or None
+
+
+def parse_ack(msg) -> dict:
+    """The PubAck of a publish reply; raises ErrNoResponders (503), the
+    mapped API error (ErrWrongLastSequence ...) or ErrJSResponse."""
+    if msg.status == 503:
+        raise make_error("ErrNoResponders", "No responders available for request")
+    if not msg.data:
+        raise error_class("ErrJSResponse")(msg.description or "Empty reply to a JetStream publish",
+                                           code=msg.status or None, err_code=None)
+    try:
+        resp = json.loads(msg.data)
+    except ValueError:
+        raise make_error("ErrJSResponse", f"Invalid publish reply: {msg.data[:80]!r}") from None
+    if not isinstance(resp, dict):
+        raise make_error("ErrJSResponse", f"Invalid publish reply: {msg.data[:80]!r}")
+    check_js_error(resp)
+    if "stream" not in resp or "seq" not in resp:
+        raise make_error("ErrJSResponse", f"Invalid publish reply: {msg.data[:80]!r}")
+    return resp
+
+
+# The plain success reply of a publish, as the server writes it: stream,
+# [domain,] seq[, duplicate].  Anything else (errors, other fields, other
+# spacing) goes through json in parse_ack.
+_PLAIN_ACK = re.compile(rb'\{"stream":"([^"\\]+)",(?:"domain":"([^"\\]*)",)?"seq":(\d+)(,"duplicate": ?true)?\}')
+
+
+def parse_ack_fast(msg) -> dict:
+    """:func:`parse_ack` without json for the plain success reply (the
+    common case when publishing fast); the same result and errors."""
+    if msg.headers is None:
+        m = _PLAIN_ACK.fullmatch(msg.data)
+        if m is not None:
+            stream, domain, seq, dup = m.groups()
+            ack = {"stream": stream.decode(), "seq": int(seq)}
+            if domain is not None:
+                ack["domain"] = domain.decode()
+            if dup is not None:
+                ack["duplicate"] = True
+            return ack
+    return parse_ack(msg)
+
+
+def ack_error_dict(err: NatsError) -> dict:
+    """nats-tcl's ``pubError`` for a publish callback: code, err_code, errorMessage."""
+    d = err.details
+    return {"code": d.get("code"), "err_code": d.get("err_code"), "errorMessage": str(err)}
+
+
+def publish(subject: str, payload: bytes = b"", headers=None, timeout: int | None = None):
+    """Operation: publish and wait for the PubAck (a dict)."""
+    reply = yield Request(subject, payload, headers, timeout)
+    return parse_ack(reply)
+
+
+class AsyncPublisher:
+    """Publishes in flight, each waiting for its ack on ``<inbox>.<id>``
+    (nats.go's PublishAsync), with at most ``max_pending`` in flight.
+
+    Sans-IO: times (``now``, ``timeout``, deadlines) are numbers on the
+    driver's clock, in one unit of its choosing.  The driver subscribes to
+    :attr:`subscription_subject` once, and:
+
+    * ``reply = add(subject, payload, headers, handle, timeout, now)``: publish
+      with ``reply`` now, or, when ``max_pending`` acks are outstanding, it
+      returns None and the publish waits in a queue (a producer faster than
+      the server is held back without losing anything);
+    * ``on_reply(msg)`` for each message of the subscription: ``(handle,
+      pub_ack, None)`` or ``(handle, None, error)``; None for a late reply;
+    * after either, ``refill(now)`` while :attr:`queued` is not empty: the
+      queued publishes now due, as ``(reply, subject, payload, headers, deadline)``;
+    * ``expire(now)`` when its timer for :meth:`next_deadline` fires: the
+      ``(handle, ErrTimeout)`` of each publish past its deadline;
+    * ``forget(reply)`` when sending failed (the handle back, to fail it);
+    * ``fail_all(err)`` when the connection closed: every handle left.
+
+    ``handle`` is the driver's own object (a future, a Tcl callback).
+    """
+
+    __slots__ = ("inbox", "prefix_len", "max_pending", "inflight", "queued", "_next")
+
+    def __init__(self, inbox: str, max_pending: int = 4000):
+        if max_pending.__class__ is not int or max_pending < 1:
+            raise make_error("ErrInvalidArg", f"Invalid max_pending {max_pending!r}")
+        self.inbox = inbox
+        self.prefix_len = len(inbox) + 1
+        self.max_pending = max_pending
+        self.inflight: dict = {}                          # id -> (handle, deadline)
+        self.queued: collections.deque = collections.deque()  # (id, subject, payload, headers, handle, timeout)
+        self._next = 0
+
+    @property
+    def subscription_subject(self) -> str:
+        return self.inbox + ".*"
+
+    @property
+    def pending(self) -> int:
+        """Publishes not finished yet (in flight or queued)."""
+        return len(self.inflight) + len(self.queued)
+
+    def add(self, subject: str, payload: bytes, headers, handle, timeout, now):
+        self._next += 1
+        pid = str(self._next)
+        if len(self.inflight) >= self.max_pending:
+            self.queued.append((pid, subject, payload, headers, handle, timeout))
+            return None
+        self.inflight[pid] = (handle, now + timeout)
+        return self.inbox + "." + pid
+
+    def forget(self, reply: str):
+        """A publish that could not be sent leaves; its handle, or None."""
+        entry = self.inflight.pop(reply[self.prefix_len:], None)
+        return None if entry is None else entry[0]
+
+    def on_reply(self, msg):
+        entry = self.inflight.pop(msg.subject[self.prefix_len:], None)
+        if entry is None:
+            return None  # a late reply to a publish that timed out, or not ours
+        try:
+            return entry[0], parse_ack_fast(msg), None
+        except NatsError as e:
+            return entry[0], None, e
+
+    def refill(self, now) -> list:
+        sends = []
+        q = self.queued
+        inflight = self.inflight
+        while q and len(inflight) < self.max_pending:
+            pid, subject, payload, headers, handle, timeout = q.popleft()
+            deadline = now + timeout
+            inflight[pid] = (handle, deadline)
+            sends.append((self.inbox + "." + pid, subject, payload, headers, deadline))
+        return sends
+
+    def next_deadline(self):
+        """The earliest deadline of a publish in flight, None without one."""
+        if not self.inflight:
+            return None
+        return min(d for _, d in self.inflight.values())
+
+    def expire(self, now) -> list:
+        late = [pid for pid, (_, d) in self.inflight.items() if d <= now]
+        out = []
+        for pid in late:
+            out.append((self.inflight.pop(pid)[0], make_error("ErrTimeout", "Timeout waiting for a publish ack")))
+        return out
+
+    def fail_all(self, err: NatsError) -> list:
+        """Everything still pending leaves: the handles, to fail with ``err``."""
+        handles = [h for h, _ in self.inflight.values()] + [q[4] for q in self.queued]
+        self.inflight.clear()
+        self.queued.clear()
+        return handles

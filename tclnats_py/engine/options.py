@@ -1,0 +1,144 @@
+"""Connection options: names, types and defaults shared by both faces.
+
+The names, defaults and checks are those of nats-tcl's ``configure``
+(CoreAPI.md "Options"); ``creds`` and ``nkey_seed`` are additions for
+decentralised (JWT) and NKey authentication.  Values arrive as strings from
+Tcl and as Python objects from the asyncio face; :func:`coerce` turns either
+into the typed value the engine uses, raising ErrInvalidArg / ErrBadTimeout
+with nats-tcl's message when the value does not fit the type.
+"""
+
+from __future__ import annotations
+
+from tclnats_py.errors import make_error
+
+__all__ = ["OPTION_SPEC", "Options", "coerce", "to_bool"]
+
+# name: (type, default)   types: see coerce()
+OPTION_SPEC: dict[str, tuple[str, object]] = {
+    "servers": ("list", ()),
+    "name": ("valid_str", ""),
+    "pedantic": ("bool", False),
+    "verbose": ("bool", False),
+    "randomize": ("bool", True),
+    "connect_timeout": ("timeout", 2000),
+    "reconnect_time_wait": ("timeout", 2000),
+    "custom_reconnect_delay": ("str", ""),
+    "max_reconnect_attempts": ("int", 60),
+    "ping_interval": ("timeout", 120000),
+    "max_outstanding_pings": ("pos_int", 2),
+    "echo": ("bool", True),
+    "tls_opts": ("str", ""),
+    "user": ("str", ""),
+    "password": ("str", ""),
+    "token": ("str", ""),
+    "secure": ("bool", False),
+    "check_subjects": ("bool", True),
+    "dictmsg": ("bool", False),
+    "utf8_convert": ("bool", False),
+    "request_timeout": ("timeout", 10000),
+    # additions of tclnats_py
+    "creds": ("str", ""),
+    "nkey_seed": ("str", ""),
+    "pending_msgs_limit": ("int", 512 * 1024),
+    "pending_bytes_limit": ("int", 64 * 1024 * 1024),
+}
+
+_BOOL_WORDS = ("true", "false", "yes", "no", "on", "off")
+
+
+def to_bool(value) -> bool | None:
+    """The one boolean rule of both faces: what Tcl's ``string is boolean
+    -strict`` accepts (nats-tcl checks every bool option with it), or None.
+
+    ``0`` and ``1``; ``true false yes no on off`` in any case, or a unique
+    prefix of one (``t``, ``fa``, ``y``, ``n``, ``of``; not ``o``).  No
+    other number (``2``, ``2.5``, ``0x1``), no white space, not empty.
+    Python values: True/False, and the ints 0 and 1.
+    """
+    if value is True or value is False:
+        return value
+    if isinstance(value, int):
+        return bool(value) if value in (0, 1) else None
+    if not isinstance(value, str):
+        return None
+    if value == "1" or value == "0":
+        return value == "1"
+    v = value.lower()
+    hits = [w for w in _BOOL_WORDS if v and w.startswith(v)]
+    if len(hits) != 1:
+        return None
+    return hits[0] in ("true", "yes", "on")
+
+
+def _to_int(value) -> int | None:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        v = value.strip()
+        try:
+            return int(v, 0) if v[:2].lower() in ("0x", "0o", "0b") else int(v)
+        except (ValueError, IndexError):
+            return None
+    return None
+
+
+def coerce(name: str, typ: str, value):
+    """Check ``value`` against ``typ`` and return the typed value."""
+    bad_code = "ErrBadTimeout" if typ == "timeout" else "ErrInvalidArg"
+
+    def bad():
+        return make_error(bad_code, f"Invalid value for the {typ} option {name} : {value}")
+
+    if typ == "bool":
+        b = to_bool(value)
+        if b is None:
+            raise bad()
+        return b
+    if typ in ("timeout", "pos_int"):
+        i = _to_int(value)
+        if i is None or i < 0:
+            raise bad()
+        return i
+    if typ == "int":
+        i = _to_int(value)
+        if i is None:
+            raise bad()
+        return i
+    if typ == "valid_str":
+        if value is None or (isinstance(value, str) and value == ""):
+            raise bad()
+        return value
+    if typ == "list":
+        if isinstance(value, str):
+            return (value,) if value else ()
+        return tuple(value)
+    return value
+
+
+class Options:
+    """Typed option values of one connection (attribute per option)."""
+
+    def __init__(self, **kwargs):
+        for k, (_t, d) in OPTION_SPEC.items():
+            setattr(self, k, d)
+        self.update(kwargs)
+
+    def update(self, values: dict) -> None:
+        # all or nothing: check everything before assigning anything
+        typed = {}
+        for k, v in values.items():
+            spec = OPTION_SPEC.get(k)
+            if spec is None:
+                raise make_error("ErrInvalidArg", f"Unknown option {k}")
+            typed[k] = coerce(k, spec[0], v) if not (spec[0] == "valid_str" and k == "name" and v == "") else v
+        for k, v in typed.items():
+            setattr(self, k, v)
+
+    def reset(self, name: str) -> None:
+        spec = OPTION_SPEC.get(name)
+        if spec is None:
+            raise make_error("ErrInvalidArg", f"Invalid option {name}")
+        setattr(self, name, spec[1])

