@@ -475,8 +475,12 @@ oo::class create ::nats::connection {
         if {$callback ne ""} {
             return $rid
         }
-        # the driver writes the result into results($rid) when the request
-        # ends, in the form {0 value} or {1 errorcode message}
+        return [::tclnats::r [my WaitResult $rid]]
+    }
+
+    # the driver writes the result of a synchronous call into results($rid)
+    # when its request ends: {0 value}, {1 errorcode message} or {2 nextRid}
+    method WaitResult {rid} {
         set var [self namespace]::results($rid)
         if {![info exists $var]} {
             my AwaitSocket $var
@@ -486,7 +490,7 @@ oo::class create ::nats::connection {
         }
         set r [set $var]
         unset $var
-        return [::tclnats::r $r]
+        return $r
     }
 
     # wait for a request run by the Python side and return its result; the
@@ -516,15 +520,7 @@ oo::class create ::nats::connection {
 
     method WaitRequest {rid} {
         while {1} {
-            set var [self namespace]::results($rid)
-            if {![info exists $var]} {
-                my AwaitSocket $var
-                while {![info exists $var]} {
-                    nats::_coroVwait $var
-                }
-            }
-            set r [set $var]
-            unset $var
+            set r [my WaitResult $rid]
             if {[lindex $r 0] == 2} {
                 set rid [lindex $r 1]
                 continue

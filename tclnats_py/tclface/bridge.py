@@ -228,6 +228,19 @@ class _Op:
         return value
 
 
+def _reply(result):
+    """A result for Tcl: ``{0 value}``, or ``{2 rid}`` when another request
+    gives it (a follow-up); ``::tclnats::r`` unpacks it."""
+    if result.__class__ is Chain:
+        return (2, result.rid)
+    return (0, "" if result is None else result)
+
+
+def _error_reply(e: NatsError):
+    """An error for Tcl: ``{1 errorcode message}``."""
+    return (1, e.details.get("errorcode") or ("NATS", e.code), str(e))
+
+
 class _Sync:
     """The handler of a synchronous core request (the caller waits in Tcl)."""
 
@@ -291,16 +304,17 @@ class TclConnection:
             result = fn()
         except NatsError as e:
             self.run()
-            return (1, e.details.get("errorcode") or ("NATS", e.code), str(e))
+            return _error_reply(e)
         except TclError as e:
             return (1, ("NATS", "ErrInternal"), f"Tcl error in tclnats_py: {e}")
         except Exception as e:
-            tb = traceback.format_exc()
-            self._log("error", f"internal error in {what}: {tb}")
-            return (1, ("NATS", "ErrInternal"), f"{type(e).__name__}: {e}")
-        if result.__class__ is Chain:
-            return (2, result.rid)
-        return (0, "" if result is None else result)
+            return self._internal_error(what, e)
+        return _reply(result)
+
+    def _internal_error(self, what, e):
+        tb = traceback.format_exc()
+        self._log("error", f"internal error in {what}: {tb}")
+        return (1, ("NATS", "ErrInternal"), f"{type(e).__name__}: {e}")
 
     def event(self, op, *args):
         """Entry for channel events and timers (nobody to return an error to)."""
@@ -499,16 +513,11 @@ class TclConnection:
     def _op_result(self, op: "_Op", outcome, req):
         """The result of a finished synchronous operation in guard()'s form."""
         try:
-            result = op.result(outcome, req)
+            return _reply(op.result(outcome, req))
         except NatsError as e:
-            return (1, e.details.get("errorcode") or ("NATS", e.code), str(e))
+            return _error_reply(e)
         except Exception as e:
-            tb = traceback.format_exc()
-            self._log("error", f"internal error in a request's result: {tb}")
-            return (1, ("NATS", "ErrInternal"), f"{type(e).__name__}: {e}")
-        if result.__class__ is Chain:
-            return (2, result.rid)
-        return (0, "" if result is None else result)
+            return self._internal_error("a request's result", e)
 
     def _post_req(self, out, cb, timed_out, value):
         # request callbacks have the signature {timedOut msg}
