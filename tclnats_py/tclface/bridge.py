@@ -467,10 +467,7 @@ class TclConnection:
                 msg = req.msg
                 r = (0, self._msg_value(msg, h.dictmsg, msg.sid))
             else:
-                try:
-                    self.outcome_msg(outcome, req)
-                except NatsError as e:
-                    r = (1, ("NATS", e.code), str(e))
+                r = _error_reply(self.outcome_error(outcome, req))
             self.tk.call("set", f"{ns}::results({req.id})", r)
             return
         if isinstance(h, _Op):
@@ -489,10 +486,7 @@ class TclConnection:
             if outcome == "msg" or (outcome == "timeout" and req.msgs):
                 r = (0, tuple(self._msg_value(m, True, m.sid) for m in req.msgs))
             else:
-                try:
-                    self.outcome_msg(outcome, req)
-                except NatsError as e:
-                    r = (1, ("NATS", e.code), str(e))
+                r = _error_reply(self.outcome_error(outcome, req))
             self.tk.call("set", f"{ns}::results({req.id})", r)
             return
         self.tk.call("unset", "-nocomplain", f"{ns}::requests({req.id})")
@@ -1098,13 +1092,18 @@ class TclConnection:
         """The reply of a finished request, or the error its outcome means."""
         if outcome == "msg":
             return req.msg
+        raise self.outcome_error(outcome, req)
+
+    @staticmethod
+    def outcome_error(outcome, req) -> NatsError:
+        """The error a request's outcome (other than "msg") means."""
         if outcome == "timeout":
-            raise make_error("ErrTimeout", f"Request to {req.subject} timed out")
+            return make_error("ErrTimeout", f"Request to {req.subject} timed out")
         if outcome == "no_responders":
-            raise make_error("ErrNoResponders", "No responders available for request")
+            return make_error("ErrNoResponders", "No responders available for request")
         if outcome == "lost":
-            raise make_error("ErrTimeout", "Connection lost")
-        raise make_error("ErrConnectionClosed", "Connection closed")
+            return make_error("ErrTimeout", "Connection lost")
+        return make_error("ErrConnectionClosed", "Connection closed")
 
     def msg_dict(self, msg: Msg, extra=()):
         return self._msg_value(msg, True, msg.sid) + tuple(extra)
