@@ -506,7 +506,35 @@ def status_to_ms(st: dict) -> dict:
 
 
 # ------------------------------------------------------------ watcher
-class Watcher:
+class InitialData:
+    """What KV and Object Store watchers share: the events of one delivery,
+    and ``("init_done",)`` once, when the watch has delivered everything
+    that was there when it began (at once when the consumer starts with
+    nothing pending, or with ``updates_only``).  ``ignore_deletes`` drops
+    deleted items from the events while still counting them."""
+
+    def __init__(self, ignore_deletes: bool = False, updates_only: bool = False):
+        self.ignore_deletes = ignore_deletes
+        self.updates_only = updates_only
+        self.init_done = False
+
+    def on_consumer_created(self, info: dict) -> list:
+        if not self.init_done and (self.updates_only or (info or {}).get("num_pending", 0) == 0):
+            self.init_done = True
+            return [("init_done",)]
+        return []
+
+    def _events(self, kind: str, item, deleted: bool, pending: int) -> list:
+        events: list = []
+        if item is not None and not (self.ignore_deletes and deleted):
+            events.append((kind, item))
+        if pending == 0 and not self.init_done:
+            self.init_done = True
+            events.append(("init_done",))
+        return events
+
+
+class Watcher(InitialData):
     """Entries from a watch's ordered consumer, and End Of Initial Data.
 
     Feed it the created consumer's info (:meth:`on_consumer_created`) and
@@ -518,17 +546,9 @@ class Watcher:
     """
 
     def __init__(self, bucket: str, read_prefix: str, *, ignore_deletes: bool = False, updates_only: bool = False):
+        super().__init__(ignore_deletes, updates_only)
         self.bucket = bucket
         self.read_prefix = read_prefix
-        self.ignore_deletes = ignore_deletes
-        self.updates_only = updates_only
-        self.init_done = False
-
-    def on_consumer_created(self, info: dict) -> list:
-        if not self.init_done and (self.updates_only or (info or {}).get("num_pending", 0) == 0):
-            self.init_done = True
-            return [("init_done",)]
-        return []
 
     def entry_of(self, msg, meta: dict | None = None) -> Entry:
         meta = meta or parse_metadata(msg.reply, msg.subject)
@@ -537,10 +557,4 @@ class Watcher:
 
     def on_msg(self, msg, meta: dict | None = None) -> list:
         entry = self.entry_of(msg, meta)
-        events: list = []
-        if not (self.ignore_deletes and entry.operation in (DEL, PURGE)):
-            events.append(("entry", entry))
-        if entry.delta == 0 and not self.init_done:
-            self.init_done = True
-            events.append(("init_done",))
-        return events
+        return self._events("entry", entry, entry.operation in (DEL, PURGE), entry.delta)

@@ -37,7 +37,7 @@ import re
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.js.api import JsApi, Request
 from tclnats_py.engine.js.config import check_replicas
-from tclnats_py.engine.js.kv import watch_policy
+from tclnats_py.engine.js.kv import InitialData, watch_policy
 from tclnats_py.engine.js.meta import parse_metadata
 from tclnats_py.engine.js.publish import parse_ack
 
@@ -568,24 +568,15 @@ def watch_options(bucket: str, *, include_history: bool = False, updates_only: b
             "description": "object store watcher"}
 
 
-class Watcher:
+class Watcher(InitialData):
     """Object infos from an ordered consumer on :func:`meta_filter`;
     events ``("info", ObjectInfo)`` and once ``("init_done",)``."""
 
     def __init__(self, *, ignore_deletes: bool = False, updates_only: bool = False):
-        self.ignore_deletes = ignore_deletes
-        self.updates_only = updates_only
-        self.init_done = False
-
-    def on_consumer_created(self, info: dict) -> list:
-        if not self.init_done and (self.updates_only or (info or {}).get("num_pending", 0) == 0):
-            self.init_done = True
-            return [("init_done",)]
-        return []
+        super().__init__(ignore_deletes, updates_only)
 
     def on_msg(self, msg, meta: dict | None = None) -> list:
         meta = meta or parse_metadata(msg.reply, msg.subject)
-        events: list = []
         try:
             obj = info_from_meta(msg.data)
         except NatsError:
@@ -593,9 +584,4 @@ class Watcher:
         if obj is not None:
             ts = meta["timestamp"]
             obj["mtime"] = _rfc3339(datetime.datetime.fromtimestamp(ts / 1000, datetime.timezone.utc))
-            if not (self.ignore_deletes and obj.get("deleted")):
-                events.append(("info", obj))
-        if meta["num_pending"] == 0 and not self.init_done:
-            self.init_done = True
-            events.append(("init_done",))
-        return events
+        return self._events("info", obj, bool(obj and obj.get("deleted")), meta["num_pending"])
