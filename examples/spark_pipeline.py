@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def main() -> int:
     import tclnats_py
-    import tclnats_py.spark.datasource as tspark
+    import tclnats_py.spark as tspark
     from pyspark.sql import SparkSession, functions as F
     from tclnats_py.testing.server import NatsServer
 
