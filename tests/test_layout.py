@@ -29,10 +29,13 @@ def _modules():
 
 
 def _graph(mods):
-    """Module-level imports between our modules (imports inside functions are deferred)."""
+    """Module-level imports between our modules (imports inside functions are deferred,
+    those under ``if TYPE_CHECKING:`` never run)."""
     edges = {m: set() for m in mods}
     for m, path in mods.items():
         for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+                continue  # imports for annotations only: not run
             for n in [node] if not isinstance(node, (ast.If, ast.Try)) else ast.walk(node):
                 if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("tclnats_py"):
                     subs = {f"{n.module}.{a.name}" for a in n.names} & mods.keys()

@@ -1,0 +1,178 @@
+"""Consumer: one consumer's info, fetch, consume and messages."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import asyncio
+
+from tclnats_py.errors import NatsError, make_error
+from tclnats_py.engine.validate import check_int, check_timeout
+from tclnats_py.engine.js.pull import Consume, Fetch
+from tclnats_py.aio.jetstream.message import JsMsg
+from tclnats_py.aio.jetstream.pull import ConsumeContext, MessagesContext
+
+if TYPE_CHECKING:  # names used in annotations only
+    from tclnats_py.aio.jetstream.config import ConsumerConfig
+    from tclnats_py.aio.jetstream.context import JetStream
+    from tclnats_py.aio.jetstream.info import ConsumerInfo
+
+
+class Consumer:
+    """A pull consumer: ``fetch`` batches, ``consume`` continuously, or iterate
+    ``messages()``.  ``info`` is the last ConsumerInfo fetched."""
+
+    def __init__(self, js: JetStream, stream: str, name: str, info: ConsumerInfo):
+        self.js = js
+        self.stream = stream
+        self.name = name
+        self.info = info
+
+    def __repr__(self):
+        return f"<Consumer {self.stream}/{self.name}>"
+
+    @property
+    def config(self) -> ConsumerConfig:
+        return self.info.config
+
+    @property
+    def next_subject(self) -> str:
+        return self.js.jsapi.next_subject(self.stream, self.name)
+
+    async def refresh(self) -> ConsumerInfo:
+        self.info = await self.js.consumer_info(self.stream, self.name)
+        return self.info
+
+    async def delete(self) -> bool:
+        return await self.js.delete_consumer(self.stream, self.name)
+
+    async def fetch(self, batch: int = 1, expires: float | None = None, *, max_bytes: int | None = None,
+                    heartbeat: float | None = None, no_wait: bool | None = None) -> list[JsMsg]:
+        """One pull request: up to ``batch`` messages (or ``max_bytes``).
+
+        Without ``expires`` it takes what is there now (no_wait); with it the
+        server waits up to ``expires`` seconds for the batch to fill.  The
+        list may be short or empty.  ErrTimeout only when the server did not
+        answer at all (after checking that the consumer exists: else
+        ErrConsumerNotFound / ErrStreamNotFound); ErrConsumerDeleted etc.
+        when the pull ended with that and brought nothing.
+        """
+        check_int("batch", batch, 1)
+        check_int("max_bytes", max_bytes, 1, allow_none=True)
+        expires = check_timeout(expires, what="expires")
+        heartbeat = check_timeout(heartbeat, what="heartbeat")
+        if expires is None:
+            f = Fetch(batch, max_bytes=max_bytes, js_timeout_ms=int(self.js.timeout * 1000))
+        else:
+            exp = max(1, int(expires * 1000))
+            hb = int(heartbeat * 1000) if heartbeat else None
+            f = Fetch(batch, timeout_ms=exp + max(200, exp // 10), expires_ms=exp, max_bytes=max_bytes,
+                      idle_heartbeat_ms=hb, no_wait=no_wait)
+        client = self.js.client
+        loop = asyncio.get_running_loop()
+        inbox = client.new_inbox()
+        sub = await client.subscribe(inbox)
+        try:
+            client.publish(self.next_subject, f.body, reply=inbox)
+            deadline = loop.time() + f.timeout_ms / 1000
+            hb_wait = f.heartbeat_timeout_ms / 1000 if f.heartbeat_timeout_ms else None
+            while not f.done:
+                left = deadline - loop.time()
+                if left <= 0:
+                    f.on_timeout()
+                    break
+                wait = min(left, hb_wait) if hb_wait else left
+                try:
+                    msg = await sub.next_msg(wait)
+                except NatsError as e:
+                    if e.code == "ErrTimeout":
+                        if hb_wait and wait < left:
+                            f.on_heartbeat_missed()
+                        else:
+                            f.on_timeout()
+                        break
+                    if e.code == "ErrBadSubscription":  # the connection closed
+                        f.on_timeout()
+                        break
+                    raise
+                f.on_msg(msg)
+        finally:
+            if sub.is_active:
+                try:
+                    await sub.unsubscribe()
+                except NatsError:
+                    pass
+        closed = client.is_closed
+        try:
+            msgs = f.result(closed=closed and client.last_error is None, lost=closed and client.last_error is not None,
+                            raise_status=True)
+        except NatsError as e:
+            if e.code == "ErrTimeout" and f.probe and not closed:
+                await self.refresh()  # raises ErrConsumerNotFound, ErrStreamNotFound, ...
+            raise
+        return [JsMsg(self.js, m) for m in msgs]
+
+    async def fetch_no_wait(self, batch: int = 1) -> list[JsMsg]:
+        return await self.fetch(batch)
+
+    async def fetch_bytes(self, max_bytes: int, expires: float | None = None) -> list[JsMsg]:
+        check_int("max_bytes", max_bytes, 1)
+        return await self.fetch(1_000_000, expires, max_bytes=max_bytes)
+
+    async def next(self, timeout: float = 5.0) -> JsMsg:
+        """One message, waiting up to ``timeout``; ErrTimeout when none came."""
+        check_timeout(timeout)
+        msgs = await self.fetch(1, expires=timeout)
+        if not msgs:
+            raise make_error("ErrTimeout", f"No message from consumer {self.stream}/{self.name}")
+        return msgs[0]
+
+    def _consume_state(self, max_messages, max_bytes, threshold_messages, threshold_bytes, expires, heartbeat):
+        check_int("max_messages", max_messages, 1, allow_none=True)
+        check_int("max_bytes", max_bytes, 1, allow_none=True)
+        check_int("threshold_messages", threshold_messages, 0, allow_none=True)
+        check_int("threshold_bytes", threshold_bytes, 0, allow_none=True)
+        if expires is None:
+            raise make_error("ErrBadTimeout", "Invalid expires None")
+        expires = check_timeout(expires, what="expires")
+        heartbeat = check_timeout(heartbeat, what="heartbeat")
+        return Consume(max_messages, max_bytes, expires_ms=int(expires * 1000),
+                       idle_heartbeat_ms=int(heartbeat * 1000) if heartbeat else None,
+                       threshold_messages=threshold_messages, threshold_bytes=threshold_bytes)
+
+    def consume(self, cb, *, max_messages: int | None = None, max_bytes: int | None = None,
+                threshold_messages: int | None = None, threshold_bytes: int | None = None, expires: float = 30.0,
+                heartbeat: float | None = None, error_cb=None, batch: int | None = None,
+                threshold: int | None = None) -> "ConsumeContext":
+        """Continuous pull (JetStream client API v2 "consume", ADR-37).
+
+        Keeps up to ``max_messages`` (default 500; or ``max_bytes``) requested
+        and refills when fewer than ``threshold_messages`` (default half)
+        remain outstanding.  Pull requests expire after ``expires`` seconds
+        and carry idle heartbeats (``heartbeat``, default half of expires up to
+        30 s); missed heartbeats go to ``error_cb`` as ErrNoHeartbeat and the
+        pulls start over; ErrConsumerDeleted (and other terminal statuses)
+        go there too and end it.  ``cb(msg)`` may be a coroutine function; its
+        exceptions go to ``error_cb``.  (``batch``/``threshold`` are older
+        names of max_messages/threshold_messages.)
+        """
+        if not callable(cb):
+            raise make_error("ErrInvalidArg", f"Invalid callback {cb!r}")
+        if error_cb is not None and not callable(error_cb):
+            raise make_error("ErrInvalidArg", f"Invalid error callback {error_cb!r}")
+        state = self._consume_state(max_messages if max_messages is not None else batch, max_bytes,
+                                    threshold_messages if threshold_messages is not None else threshold,
+                                    threshold_bytes, expires, heartbeat)
+        ctx = ConsumeContext(self, cb, state, error_cb)
+        ctx.start()
+        return ctx
+
+    def messages(self, *, max_messages: int | None = None, max_bytes: int | None = None,
+                 threshold_messages: int | None = None, threshold_bytes: int | None = None, expires: float = 30.0,
+                 heartbeat: float | None = None, batch: int | None = None) -> "MessagesContext":
+        """``async for msg in consumer.messages(): ...`` — the consume
+        algorithm as an iterator (messages are counted as taken when the
+        iterator hands them out).  ``await it.stop()`` ends it."""
+        state = self._consume_state(max_messages if max_messages is not None else batch, max_bytes,
+                                    threshold_messages, threshold_bytes, expires, heartbeat)
+        return MessagesContext(self, state)

@@ -1,0 +1,341 @@
+"""The JetStream context: streams, consumers, publish, KV and Object Store entry points."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import asyncio
+
+from tclnats_py.engine.connection import Msg
+from tclnats_py.errors import NatsError, make_error
+from tclnats_py.engine.validate import _to_bytes, check_int, check_timeout
+from tclnats_py.engine.js import ordered as _ordered
+from tclnats_py.engine.js.api import Batch, JsApi, Publish, Request, advance, api_call
+from tclnats_py.engine.js.publish import parse_ack_fast, publish_headers
+from tclnats_py.aio.jetstream.info import ConsumerInfo, Info, PubAck, StreamInfo
+from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig, _merge
+from tclnats_py.aio.jetstream.publish import _AsyncPub, _check_publish
+from tclnats_py.aio.jetstream.stream import Stream
+from tclnats_py.aio.jetstream.consumer import Consumer
+from tclnats_py.aio.jetstream.ordered import OrderedConsumer
+
+if TYPE_CHECKING:  # names used in annotations only
+    from tclnats_py.engine.js.api import StoredMsg
+
+
+class JetStream:
+    """The JetStream context of one client: streams, consumers, publishing,
+    Key-Value and Object Store.  ``timeout`` (seconds) bounds each API call."""
+
+    def __init__(self, client, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
+                 publish_async_max_pending: int = 4000):
+        timeout = check_timeout(timeout, 5.0, what="JetStream timeout")
+        check_int("publish_async_max_pending", publish_async_max_pending, 1)
+        self.client = client
+        self.jsapi = JsApi(domain, api_prefix)
+        self.domain = domain
+        self.timeout = timeout
+        self._ap: _AsyncPub | None = None
+        self._ap_max = publish_async_max_pending
+
+    def __repr__(self):
+        return f"<JetStream {self.jsapi.prefix}>"
+
+    @property
+    def prefix(self) -> str:
+        """The API prefix (nats-tcl's ``api_prefix``): ``$JS.API``, ``$JS.<domain>.API`` ..."""
+        return self.jsapi.prefix
+
+    # ------------------------------------------------------------ driving the shared logic
+    async def _step(self, step):
+        if step.__class__ is Request:
+            t = self.timeout if step.timeout is None else step.timeout / 1000
+            return await self.client.request(step.subject, step.payload, timeout=t, headers=step.headers)
+        if step.__class__ is Publish:
+            self.client.publish(step.subject, step.payload, reply=step.reply, headers=step.headers)
+            return None
+        if step.__class__ is Batch:
+            async def one(s):
+                try:
+                    return await self._step(s)
+                except NatsError as e:
+                    return e
+            return list(await asyncio.gather(*(one(s) for s in step.steps)))
+        raise TypeError(f"unknown step {step!r}")
+
+    async def _run(self, op):
+        """Run a shared operation (a generator of steps) to its result."""
+        kind, x = advance(op)
+        while kind == "step":
+            try:
+                value = await self._step(x)
+            except NatsError as e:
+                kind, x = advance(op, error=e)
+            else:
+                kind, x = advance(op, value)
+        return x
+
+    @property
+    def _server_version(self):
+        return self.client.server_info.get("version")
+
+    async def api(self, tail: str, body=None) -> Info:
+        """Any JetStream API call by its subject tail, e.g. ``"STREAM.INFO.S"``."""
+        return Info(await self._run(self.jsapi.call(tail, body)))
+
+    # ------------------------------------------------------------ account
+    async def account_info(self) -> Info:
+        return Info(await self._run(self.jsapi.account_info()))
+
+    # ------------------------------------------------------------ streams
+    def _stream_body(self, name, config, kw) -> dict:
+        if isinstance(name, StreamConfig):
+            name, config = name.name, name
+        cfg = _merge(StreamConfig, config, kw)
+        if name is None:
+            name = cfg.name
+        cfg = cfg.replace(name=name)
+        return cfg.to_api()
+
+    async def create_stream(self, name, config: StreamConfig | dict | None = None, **kw) -> "Stream":
+        """Create a stream from a StreamConfig and/or keyword fields
+        (``create_stream("S", subjects=["s.*"], max_age=60)``)."""
+        info = StreamInfo(await self._run(self.jsapi.stream_create(self._stream_body(name, config, kw))))
+        return Stream(self, info["config"]["name"], info)
+
+    async def update_stream(self, name, config: StreamConfig | dict | None = None, **kw) -> "Stream":
+        """Update a stream: with a full config, or (only keywords) the current
+        config with those fields changed."""
+        if config is None and not isinstance(name, StreamConfig):
+            config = (await self.stream_info(name)).config
+        info = StreamInfo(await self._run(self.jsapi.stream_update(self._stream_body(name, config, kw))))
+        return Stream(self, info["config"]["name"], info)
+
+    async def create_or_update_stream(self, name, config: StreamConfig | dict | None = None, **kw) -> "Stream":
+        try:
+            body = self._stream_body(name, config, kw)
+            info = StreamInfo(await self._run(self.jsapi.stream_update(body)))
+        except NatsError as e:
+            if e.code != "ErrStreamNotFound":
+                raise
+            info = StreamInfo(await self._run(self.jsapi.stream_create(body)))
+        return Stream(self, info["config"]["name"], info)
+
+    async def stream(self, name: str) -> "Stream":
+        info = await self.stream_info(name)
+        return Stream(self, name, info)
+
+    async def stream_info(self, name: str, subjects_filter: str | None = None,
+                          deleted_details: bool | None = None) -> StreamInfo:
+        return StreamInfo(await self._run(self.jsapi.stream_info(name, subjects_filter, deleted_details)))
+
+    async def delete_stream(self, name: str, /) -> bool:
+        return await self._run(self.jsapi.stream_delete(name))
+
+    async def stream_names(self, subject: str | None = None) -> list[str]:
+        return list(await self._run(self.jsapi.stream_names(subject)))
+
+    async def streams(self, subject: str | None = None) -> list[StreamInfo]:
+        return [StreamInfo(s) for s in await self._run(self.jsapi.stream_list(subject))]
+
+    async def purge_stream(self, name: str, filter: str | None = None, keep: int | None = None,
+                           seq: int | None = None) -> int:
+        """ADR-10 purge: all, or on ``filter``, below ``seq``, or all but ``keep``."""
+        return await self._run(self.jsapi.stream_purge(name, filter, keep, seq))
+
+    async def get_msg(self, stream: str, seq: int | None = None, last_by_subj: str | None = None,
+                      next_by_subj: str | None = None) -> StoredMsg:
+        """STREAM.MSG.GET (read-after-write consistent)."""
+        return await self._run(self.jsapi.msg_get(stream, seq, last_by_subj, next_by_subj))
+
+    async def direct_get(self, stream: str, seq: int | None = None, last_by_subj: str | None = None,
+                         next_by_subj: str | None = None) -> StoredMsg:
+        """DIRECT.GET (ADR-31); the stream needs allow_direct (or mirror_direct)."""
+        return await self._run(self.jsapi.direct_get(stream, seq, last_by_subj, next_by_subj))
+
+    async def delete_msg(self, stream: str, seq: int, erase: bool = False) -> bool:
+        """Delete one message; ``erase`` overwrites it too (SecureDeleteMsg)."""
+        return await self._run(self.jsapi.msg_delete(stream, seq, no_erase=not erase))
+
+    # ------------------------------------------------------------ publish
+    async def publish(self, subject: str, data=b"", headers=None, *, msg_id: str | None = None,
+                      expected_stream: str | None = None, expected_last_seq: int | None = None,
+                      expected_last_subject_seq: int | None = None, expected_last_msg_id: str | None = None,
+                      ttl=None, timeout: float | None = None) -> PubAck:
+        """Publish to a stream and wait for its ack.  ErrNoResponders: no
+        stream on ``subject``; ErrWrongLastSequence, ErrJSResponse (e.g.
+        10060 for a wrong expected stream)."""
+        check_timeout(timeout)
+        _check_publish(self.client, subject, headers, msg_id, expected_stream, expected_last_seq,
+                       expected_last_subject_seq, expected_last_msg_id)
+        hdrs = publish_headers(headers, msg_id=msg_id, expected_stream=expected_stream,
+                               expected_last_seq=expected_last_seq,
+                               expected_last_subject_seq=expected_last_subject_seq,
+                               expected_last_msg_id=expected_last_msg_id, ttl=ttl)
+        msg = await self.client.request(subject, data, timeout=timeout or self.timeout, headers=hdrs)
+        return PubAck(parse_ack_fast(msg))
+
+    async def publish_msg(self, msg: Msg, **kw) -> PubAck:
+        if not isinstance(msg, Msg):
+            raise make_error("ErrInvalidArg", f"A message expected, not {type(msg).__name__}")
+        return await self.publish(msg.subject, msg.data, msg.headers, **kw)
+
+    def publish_async(self, subject: str, data=b"", headers=None, *, timeout: float | None = None,
+                      **kw) -> "asyncio.Future":
+        """Publish without waiting: a future of the PubAck.  Acks come back on
+        one wildcard inbox; at most ``publish_async_max_pending`` are in flight,
+        the rest wait their turn.  ``publish_async_complete()`` awaits them all.
+
+        The bad-input checks are :meth:`publish`'s, raised here at once."""
+        timeout = self.timeout if timeout is None else check_timeout(timeout)
+        if data.__class__ is not bytes:
+            data = _to_bytes(data)
+        client = self.client
+        eng = client._engine
+        if headers is not None or kw:
+            _check_publish(client, subject, headers, **kw)
+            hdrs = publish_headers(headers, **kw)
+        else:
+            if subject.__class__ is not str or not eng.check_subject(subject):
+                raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+            hdrs = None
+        ap = self._ap
+        if ap is None or ap.sub.closed:
+            ap = self._ap = _AsyncPub(self, ap)
+        return ap.add(subject, data, hdrs, timeout)
+
+    async def publish_async_complete(self, timeout: float | None = None) -> None:
+        """Wait until every async publish so far has its ack (or error)."""
+        timeout = check_timeout(timeout)
+        ap = self._ap
+        if ap is not None and ap.futures:
+            w = ap.loop.create_future()  # resolved when the last one finishes (no callback per future)
+            ap.idle_waiters.append(w)
+            try:
+                await asyncio.wait_for(w, timeout)
+            finally:
+                if w in ap.idle_waiters:
+                    ap.idle_waiters.remove(w)
+
+    @property
+    def publish_async_pending(self) -> int:
+        return len(self._ap.futures) if self._ap is not None else 0
+
+    # ------------------------------------------------------------ consumers
+    async def _consumer_request(self, stream, action, config, kw) -> "Consumer":
+        cfg = _merge(ConsumerConfig, config, kw)
+        req = self.jsapi.consumer_create_request(stream, cfg.to_api(), action, server_version=self._server_version,
+                                                 wildcard_filter_token=False)
+        info = ConsumerInfo(await self._run(api_call(req)))
+        return Consumer(self, stream, info["name"], info)
+
+    async def create_consumer(self, stream: str, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+        """Create a consumer (pull unless it has a deliver_subject); explicit
+        acks unless told otherwise (nats-tcl's and nats.go's default)."""
+        return await self._consumer_request(stream, "create", config, kw)
+
+    async def update_consumer(self, stream: str, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+        return await self._consumer_request(stream, "update", config, kw)
+
+    async def create_or_update_consumer(self, stream: str, config: ConsumerConfig | dict | None = None,
+                                        **kw) -> "Consumer":
+        return await self._consumer_request(stream, None, config, kw)
+
+    async def consumer(self, stream: str, name: str) -> "Consumer":
+        info = await self.consumer_info(stream, name)
+        return Consumer(self, stream, name, info)
+
+    async def consumer_info(self, stream: str, name: str) -> ConsumerInfo:
+        return ConsumerInfo(await self._run(self.jsapi.consumer_info(stream, name)))
+
+    async def delete_consumer(self, stream: str, name: str) -> bool:
+        return await self._run(self.jsapi.consumer_delete(stream, name))
+
+    async def consumer_names(self, stream: str) -> list[str]:
+        return list(await self._run(self.jsapi.consumer_names(stream)))
+
+    async def consumers(self, stream: str) -> list[ConsumerInfo]:
+        return [ConsumerInfo(c) for c in await self._run(self.jsapi.consumer_list(stream))]
+
+    def ordered_consumer(self, stream: str, filter_subject: str | None = None, deliver_policy: str = "all",
+                         headers_only: bool = False, idle_heartbeat: float = 5.0, *, description: str | None = None,
+                         filter_subjects=None, opt_start_seq: int | None = None, opt_start_time: str | None = None,
+                         retry: float = 1.0) -> "OrderedConsumer":
+        """An ordered consumer (ADR-17): iterate it, or ``await oc.start()``
+        then ``next()`` / ``consume(cb)``; ``await oc.stop()`` ends it."""
+        idle_heartbeat = check_timeout(idle_heartbeat, 5.0, what="idle_heartbeat")
+        retry = check_timeout(retry, 1.0, what="retry")
+        if filter_subject is not None and not self.client._engine.check_subject(filter_subject, wildcard=True):
+            raise make_error("ErrBadSubject", f"Invalid subject {filter_subject}")
+        check_int("opt_start_seq", opt_start_seq, 1, allow_none=True)
+        state = _ordered.OrderedConsumer(
+            stream, filter_subject=filter_subject, filter_subjects=filter_subjects, deliver_policy=deliver_policy,
+            opt_start_seq=opt_start_seq, opt_start_time=opt_start_time, headers_only=headers_only,
+            idle_heartbeat_ms=max(1, int(idle_heartbeat * 1000)), description=description,
+            retry_ms=max(1, int(retry * 1000)))
+        return OrderedConsumer(self, state)
+
+    # ------------------------------------------------------------ Key-Value
+    async def create_key_value(self, bucket: str, **config):
+        """A new bucket (tclnats_py.aio.kv.KeyValue): history, ttl (s),
+        max_value_size, max_bucket_size, storage, replicas, description,
+        compression, metadata, republish, placement, mirror_name, mirror_domain."""
+        from tclnats_py.aio.kv import KeyValue as KeyValue
+        return await KeyValue.create_bucket(self, bucket, **config)
+
+    async def update_key_value(self, bucket: str, **config):
+        from tclnats_py.aio.kv import KeyValue as KeyValue
+        return await KeyValue.create_bucket(self, bucket, update=True, **config)
+
+    async def create_kv_aggregate(self, bucket: str, writable: bool, origins, **config):
+        """A bucket gathering other buckets (maybe across domains; origins from
+        tclnats_py.aio.kv.kv_origin(...)); read-only unless ``writable``."""
+        from tclnats_py.aio.kv import KeyValue as KeyValue
+        if not origins:
+            raise make_error("ErrInvalidArg", "List of KV origins is required")
+        if "mirror_name" in config or "mirror_domain" in config:
+            raise make_error("ErrInvalidArg", "-mirror_name and -mirror_domain are not allowed")
+        return await KeyValue.create_bucket(self, bucket, origins=list(origins), writable=bool(writable), **config)
+
+    async def create_kv_mirror(self, name: str, origin: dict, **config) -> None:
+        """A read-only copy of one bucket (serves direct gets); not bindable,
+        deleted with delete_stream(name)."""
+        from tclnats_py.aio.kv import KeyValue as KeyValue
+        if "mirror_name" in config or "mirror_domain" in config:
+            raise make_error("ErrInvalidArg", "-mirror_name and -mirror_domain are not allowed")
+        await KeyValue.create_bucket(self, name, mirror_origin=origin, **config)
+
+    async def key_value(self, bucket: str):
+        from tclnats_py.aio.kv import KeyValue as KeyValue
+        return await KeyValue.bind(self, bucket)
+
+    async def delete_key_value(self, bucket: str, /) -> bool:
+        from tclnats_py.engine.js import kv as _kv
+        return await self._run(_kv.delete_bucket(self.jsapi, bucket))
+
+    async def key_value_buckets(self) -> list[str]:
+        from tclnats_py.engine.js import kv as _kv
+        return await self._run(_kv.bucket_names(self.jsapi))
+
+    async def empty_key_value(self, bucket: str) -> int:
+        from tclnats_py.engine.js import kv as _kv
+        return await self._run(_kv.empty_bucket(self.jsapi, bucket))
+
+    # ------------------------------------------------------------ Object Store
+    async def create_object_store(self, bucket: str, **config):
+        """A new object store (tclnats_py.aio.objectstore.ObjectStore): description,
+        ttl (s), max_bytes, storage, replicas, compression, metadata."""
+        from tclnats_py.aio.objectstore import ObjectStore as ObjectStore
+        return await ObjectStore.create_bucket(self, bucket, **config)
+
+    async def object_store(self, bucket: str):
+        from tclnats_py.aio.objectstore import ObjectStore as ObjectStore
+        return await ObjectStore.bind(self, bucket)
+
+    async def delete_object_store(self, bucket: str, /) -> bool:
+        from tclnats_py.engine.js import objstore as _obj
+        return await self._run(_obj.delete_bucket(self.jsapi, bucket))
+
+    async def object_store_names(self) -> list[str]:
+        from tclnats_py.engine.js import objstore as _obj
+        return await self._run(_obj.bucket_names(self.jsapi))

@@ -1,0 +1,166 @@
+"""OrderedConsumer (ADR-17): in order, repairing itself."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import asyncio
+import inspect
+
+from tclnats_py.errors import NatsError, make_error
+from tclnats_py.engine.js.api import api_call
+from tclnats_py.aio.jetstream.info import ConsumerInfo
+from tclnats_py.aio.jetstream.message import JsMsg
+
+if TYPE_CHECKING:  # names used in annotations only
+    from tclnats_py.aio.jetstream.context import JetStream
+    from tclnats_py.engine.js import ordered as _ordered
+
+
+class OrderedConsumer:
+    """An ordered consumer (ADR-17) over the shared state machine.
+
+    ``async for msg in oc`` (JsMsg, no acks needed), ``await oc.next(t)``,
+    or ``oc.consume(cb)``.  Resets are automatic; ``resets`` counts them and
+    ``last_error`` says why the last one happened (nats-tcl's ``last_error``).
+    """
+
+    def __init__(self, js: JetStream, state: _ordered.OrderedConsumer):
+        self.js = js
+        self.state = state
+        self.info: ConsumerInfo | None = None
+        self._sub = None
+        self._started = False
+        self._task = None
+
+    def __repr__(self):
+        return f"<OrderedConsumer {self.state.stream} name={self.state.name!r}>"
+
+    @property
+    def name(self) -> str:
+        return self.state.name
+
+    @property
+    def resets(self) -> int:
+        return self.state.resets
+
+    @property
+    def last_error(self):
+        return self.state.last_error
+
+    @property
+    def stream_seq(self) -> int:
+        return self.state.stream_seq
+
+    async def start(self) -> "OrderedConsumer":
+        """Create the consumer now (errors such as ErrStreamNotFound come here)."""
+        if not self._started:
+            await self._create()
+            self._started = True
+        return self
+
+    async def _create(self):
+        client = self.js.client
+        inbox = client.new_inbox()
+        sub = await client.subscribe(inbox)
+        req = self.state.create_request(self.js.jsapi, inbox, self.js._server_version)
+        try:
+            info = await self.js._run(api_call(req))
+        except BaseException:
+            if sub.is_active:
+                await sub.unsubscribe()
+            raise
+        self._sub = sub
+        self.state.on_created(info)
+        self.info = ConsumerInfo(info)
+
+    async def _drop_sub(self):
+        sub, self._sub = self._sub, None
+        if sub is not None and sub.is_active:
+            try:
+                await sub.unsubscribe()
+            except NatsError:
+                pass
+
+    async def _recreate(self):
+        await self._drop_sub()
+        while self.state.stopped is None:
+            try:
+                await self._create()
+                return
+            except NatsError as e:
+                err = make_error("ErrConnectionClosed", "Connection closed") if self.js.client.is_closed else e
+                for ev in self.state.on_create_failed(err):
+                    if ev[0] == "retry":
+                        await asyncio.sleep(ev[1] / 1000)
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self) -> JsMsg:
+        if not self._started:
+            await self.start()
+        client = self.js.client
+        while True:
+            if self.state.stopped is not None:
+                raise StopAsyncIteration
+            if self._sub is None:
+                await self._recreate()
+                continue
+            try:
+                msg = await self._sub.next_msg(self.state.heartbeat_timeout_ms / 1000)
+            except NatsError as e:
+                if e.code not in ("ErrTimeout", "ErrBadSubscription"):
+                    raise
+                if client.is_closed:
+                    self.state.stop(make_error("ErrConnectionClosed", "Connection closed"))
+                    raise StopAsyncIteration from None
+                events = self.state.on_heartbeat_missed()
+            else:
+                events = self.state.on_msg(msg)
+            for ev in events:
+                kind = ev[0]
+                if kind == "deliver":
+                    return JsMsg(self.js, ev[1], ev[2])
+                if kind == "publish":
+                    client.publish(ev[1], ev[2])
+                elif kind == "reset":
+                    await self._recreate()
+                    break
+
+    async def next(self, timeout: float | None = None) -> JsMsg:
+        """The next message; ErrTimeout after ``timeout`` seconds."""
+        try:
+            return await asyncio.wait_for(self.__anext__(), timeout)
+        except asyncio.TimeoutError:
+            raise make_error("ErrTimeout", f"No message from the ordered consumer on {self.state.stream}") from None
+
+    def consume(self, cb, error_cb=None) -> "OrderedConsumer":
+        """Deliver every message to ``cb`` (plain or coroutine function) in a
+        task until ``stop()``."""
+        async def run():
+            try:
+                async for m in self:
+                    try:
+                        r = cb(m)
+                        if inspect.isawaitable(r):
+                            await r
+                    except Exception as e:  # the user's callback failed; go on
+                        if error_cb is not None:
+                            error_cb(e)
+            except NatsError as e:
+                if error_cb is not None:
+                    error_cb(e)
+        self._task = asyncio.get_running_loop().create_task(run())
+        return self
+
+    async def stop(self) -> None:
+        """Unsubscribe; the server drops the consumer after its inactive threshold."""
+        self.state.stop()
+        await self._drop_sub()
+        if self._task is not None and self._task is not asyncio.current_task():
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass

@@ -1,0 +1,203 @@
+"""Continuous pull: ConsumeContext (callbacks) and MessagesContext (iterator)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import asyncio
+import inspect
+
+from tclnats_py.errors import NatsError
+from tclnats_py.aio.jetstream.message import JsMsg
+
+if TYPE_CHECKING:  # names used in annotations only
+    from tclnats_py.aio.jetstream.consumer import Consumer
+    from tclnats_py.engine.js.pull import Consume
+
+
+class _PullLoop:
+    """What ConsumeContext and MessagesContext share: the inbox, the pulls,
+    the heartbeat clock and reconnect detection."""
+
+    def __init__(self, consumer: Consumer, state: Consume):
+        self.consumer = consumer
+        self.state = state
+        self.client = consumer.js.client
+        self._sub = None
+        self._inbox = None
+        self._reconnects = None
+        self.warnings: list = []
+
+    def _pulls(self, events) -> list:
+        """Send the pull requests among ``events``; the others are returned."""
+        rest = []
+        for ev in events:
+            if ev[0] == "pull":
+                try:
+                    self.client.publish(self.consumer.next_subject, ev[1], reply=self._inbox)
+                except NatsError as e:
+                    rest.append(("warning", e))
+            else:
+                rest.append(ev)
+        return rest
+
+    def _reconnected(self) -> bool:
+        n = self.client.stats.get("reconnects", 0)
+        if self._reconnects is None:
+            self._reconnects = n
+            return False
+        if n != self._reconnects:
+            self._reconnects = n
+            return True
+        return False
+
+    def _on_silence(self) -> list:
+        """The heartbeat clock ran out: reconnected, disconnected or a warning."""
+        if not self.client.is_connected:
+            self.state.on_disconnect()
+            return []
+        if self._reconnected() or self.state.paused:
+            return self._pulls(self.state.on_reconnect())
+        return self._pulls(self.state.on_heartbeat_missed())
+
+
+class ConsumeContext(_PullLoop):
+    """A running :meth:`Consumer.consume`; ``await ctx.stop()`` ends it."""
+
+    def __init__(self, consumer: Consumer, cb, state: Consume, error_cb):
+        super().__init__(consumer, state)
+        self.cb = cb
+        self.error_cb = error_cb
+        self._timer = None
+        self._task = None
+        self.closed = asyncio.get_running_loop().create_future()
+
+    @property
+    def delivered(self) -> int:
+        return self.state.delivered
+
+    @property
+    def outstanding(self) -> int:
+        return self.state.pending_msgs
+
+    def start(self):
+        self._task = asyncio.get_running_loop().create_task(self._start())
+
+    async def _start(self):
+        try:
+            self._inbox = self.client.new_inbox()
+            self._sub = await self.client.subscribe(self._inbox, cb=self._on_msg)
+            self._reconnected()
+            self._arm()
+            self._report_all(self._pulls(self.state.start()))
+        except NatsError as e:
+            self._report(e)
+            await self.stop()
+
+    def _arm(self):
+        if self._timer is not None:
+            self._timer.cancel()
+        if self.state.stopped is None:
+            self._timer = asyncio.get_running_loop().call_later(self.state.heartbeat_timeout_ms / 1000, self._silence)
+
+    def _silence(self):
+        self._timer = None
+        if self.state.stopped is not None:
+            return
+        self._report_all(self._on_silence())
+        self._arm()
+
+    def _report(self, err):
+        if self.error_cb is not None:
+            try:
+                r = self.error_cb(err)
+                if inspect.isawaitable(r):
+                    asyncio.ensure_future(r)
+            except Exception:  # a failing error_cb must not stop consuming
+                pass
+
+    def _report_all(self, events):
+        for ev in events:
+            if ev[0] in ("warning", "stop"):
+                self._report(ev[1])
+                if ev[0] == "stop":
+                    asyncio.ensure_future(self.stop())
+
+    async def _on_msg(self, msg):
+        if self.state.stopped is not None:
+            return
+        self._arm()
+        if msg.status and self._reconnected():
+            self._pulls(self.state.on_reconnect())
+        for ev in self._pulls(self.state.on_msg(msg)):
+            if ev[0] == "deliver":
+                try:
+                    r = self.cb(JsMsg(self.consumer.js, ev[1]))
+                    if inspect.isawaitable(r):
+                        await r
+                except Exception as e:  # the user's callback failed: report it, keep consuming
+                    self._report(e)
+            else:
+                self._report_all([ev])
+
+    async def stop(self) -> None:
+        """Stop pulling and delivering (what is in flight is dropped; unacked
+        messages are redelivered by the server after their ack wait)."""
+        self.state.stop()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._sub is not None and self._sub.is_active:
+            try:
+                await self._sub.unsubscribe()
+            except NatsError:
+                pass
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+class MessagesContext(_PullLoop):
+    """An async iterator over a consumer's messages (the consume algorithm)."""
+
+    def __aiter__(self):
+        return self
+
+    async def _start(self):
+        self._inbox = self.client.new_inbox()
+        self._sub = await self.client.subscribe(self._inbox)
+        self._reconnected()
+        self.warnings += self._pulls(self.state.start())
+
+    async def __anext__(self) -> JsMsg:
+        if self._sub is None:
+            await self._start()
+        while True:
+            if self.state.stopped is not None:
+                if self.state.stopped.code in ("ErrConsumerStopped",):
+                    raise StopAsyncIteration
+                raise self.state.stopped
+            try:
+                msg = await self._sub.next_msg(self.state.heartbeat_timeout_ms / 1000)
+            except NatsError as e:
+                if e.code == "ErrBadSubscription":
+                    raise StopAsyncIteration from None
+                if e.code != "ErrTimeout":
+                    raise
+                self.warnings += self._on_silence()
+                continue
+            if msg.status and self._reconnected():
+                self._pulls(self.state.on_reconnect())
+            for ev in self._pulls(self.state.on_msg(msg)):
+                if ev[0] == "deliver":
+                    return JsMsg(self.consumer.js, ev[1])
+                if ev[0] == "stop":
+                    raise ev[1]
+                self.warnings.append(ev)
+
+    async def stop(self) -> None:
+        self.state.stop()
+        if self._sub is not None and self._sub.is_active:
+            try:
+                await self._sub.unsubscribe()
+            except NatsError:
+                pass

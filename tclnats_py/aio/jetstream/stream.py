@@ -1,0 +1,87 @@
+"""Stream: one stream's info and consumers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # names used in annotations only
+    from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig
+    from tclnats_py.aio.jetstream.consumer import Consumer
+    from tclnats_py.aio.jetstream.context import JetStream
+    from tclnats_py.aio.jetstream.info import ConsumerInfo, StreamInfo
+    from tclnats_py.aio.jetstream.ordered import OrderedConsumer
+    from tclnats_py.engine.js.api import StoredMsg
+
+
+
+class Stream:
+    """A stream (``await js.stream(name)``); ``info`` is the last one fetched."""
+
+    def __init__(self, js: JetStream, name: str, info: StreamInfo):
+        self.js = js
+        self.name = name
+        self.info = info
+
+    def __repr__(self):
+        return f"<Stream {self.name}>"
+
+    @property
+    def config(self) -> StreamConfig:
+        return self.info.config
+
+    async def refresh(self) -> StreamInfo:
+        self.info = await self.js.stream_info(self.name)
+        return self.info
+
+    async def update(self, config: StreamConfig | None = None, **kw) -> "Stream":
+        s = await self.js.update_stream(self.name, config or self.config, **kw)
+        self.info = s.info
+        return self
+
+    async def delete(self) -> bool:
+        return await self.js.delete_stream(self.name)
+
+    async def purge(self, filter: str | None = None, keep: int | None = None, seq: int | None = None) -> int:
+        return await self.js.purge_stream(self.name, filter, keep, seq)
+
+    async def create_consumer(self, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+        return await self.js.create_consumer(self.name, config, **kw)
+
+    async def update_consumer(self, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+        return await self.js.update_consumer(self.name, config, **kw)
+
+    async def create_or_update_consumer(self, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+        return await self.js.create_or_update_consumer(self.name, config, **kw)
+
+    async def consumer(self, name: str) -> "Consumer":
+        return await self.js.consumer(self.name, name)
+
+    async def delete_consumer(self, name: str) -> bool:
+        return await self.js.delete_consumer(self.name, name)
+
+    async def consumer_names(self) -> list[str]:
+        return await self.js.consumer_names(self.name)
+
+    async def consumers(self) -> list[ConsumerInfo]:
+        return await self.js.consumers(self.name)
+
+    def ordered_consumer(self, **kw) -> "OrderedConsumer":
+        return self.js.ordered_consumer(self.name, **kw)
+
+    async def get_msg(self, seq: int | None = None, last_by_subj: str | None = None,
+                      next_by_subj: str | None = None) -> StoredMsg:
+        """A message by sequence or subject; DIRECT.GET when the stream
+        allows it (as nats.go's Stream.GetMsg), STREAM.MSG.GET otherwise."""
+        cfg = self.info.get("config") or {}
+        if cfg.get("allow_direct"):
+            return await self.js.direct_get(self.name, seq, last_by_subj, next_by_subj)
+        return await self.js.get_msg(self.name, seq, last_by_subj, next_by_subj)
+
+    async def get_last_msg_for_subject(self, subject: str) -> StoredMsg:
+        return await self.get_msg(last_by_subj=subject)
+
+    async def delete_msg(self, seq: int, erase: bool = False) -> bool:
+        return await self.js.delete_msg(self.name, seq, erase)
+
+    async def secure_delete_msg(self, seq: int) -> bool:
+        return await self.js.delete_msg(self.name, seq, erase=True)
