@@ -73,3 +73,34 @@ def test_stock_tclsh_with_the_installed_package(installed_venv, tmp_path, nats_s
     p = subprocess.run([str(py), "-c", "import tclnats_py._tclcross as c; print(c.__file__)"],
                        capture_output=True, text=True, cwd=str(tmp_path))
     assert p.returncode == 0 and p.stdout.startswith(pkgdir), p.stdout + p.stderr
+
+
+def test_the_install_ships_every_module_of_the_checkout(installed_venv, tmp_path):
+    """Every module under the checkout's tclnats_py/ (and tcl/, compat/) is in
+    the installed package (setup.py lists the subpackages by hand)."""
+    py = installed_venv
+    pkgdir = subprocess.run([str(py), "-c", "import os, tclnats_py; print(os.path.dirname(tclnats_py.__file__))"],
+                            capture_output=True, text=True, check=True, cwd=str(tmp_path)).stdout.strip()
+    wanted = []
+    for top, inside in (("tclnats_py", ""), ("tcl", "tcl"), ("compat", "compat")):
+        base = os.path.join(ROOT, top)
+        for d, dirs, files in os.walk(base):
+            dirs[:] = [x for x in dirs if x != "__pycache__"]
+            for f in files:
+                if f.endswith((".py", ".tcl")):
+                    wanted.append(os.path.join(inside, os.path.relpath(os.path.join(d, f), base)))
+    missing = [w for w in wanted if not os.path.exists(os.path.join(pkgdir, w))]
+    assert not missing, missing
+    # and each imports in the venv's python (not the Spark source, which needs pyspark, nor
+    # _tclload, the Tcl extension that Tcl loads)
+    code = ("import importlib, pkgutil, tclnats_py\n"
+            "for m in pkgutil.walk_packages(tclnats_py.__path__, 'tclnats_py.'):\n"
+            "    if not m.name.startswith(('tclnats_py.spark', 'tclnats_py.compat', 'tclnats_py.tcl', 'tclnats_py._tclload')):\n"
+            "        try:\n"
+            "            importlib.import_module(m.name)\n"
+            "        except ModuleNotFoundError as e:\n"
+            "            if (e.name or '').startswith('tclnats_py'):\n"
+            "                raise\n"
+            "            print('skipped', m.name, 'needs', e.name)  # a dependency (installed --no-deps)\n")
+    p = subprocess.run([str(py), "-c", code], capture_output=True, text=True, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr
