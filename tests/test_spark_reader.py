@@ -176,6 +176,20 @@ def test_scan_raises_the_engine_errors():
     assert e.value.code == "ErrNotJSMessage"
 
 
+@pytest.mark.parametrize("frame", [
+    b"MSG s.a 1 $JS.ACK.S.C.1.1.1.1.0 +1\r\nx\r\n",           # a size int() takes, the protocol does not
+    b"HMSG s.a 1 $JS.ACK.S.C.1.1.1.1.0 +1 1\r\nx\r\n",        # the same for the header size
+    b"HMSG s.a 1 $JS.ACK.S.C.1.1.1.1.0 5 1\r\nx\r\n",         # a header bigger than the message
+    b"MSG s.a 1 $JS.ACK.S.C.1.1.1.1.0 1\r\nxyz\r\n",          # a payload not ended by CRLF
+])
+def test_scan_refuses_what_the_engine_parser_refuses(frame):
+    with pytest.raises(tclnats_py.NatsError) as engine:
+        Parser().feed(frame)
+    with pytest.raises(tclnats_py.NatsError) as scan:
+        _scan(frame, _Columns(), 10)
+    assert engine.value.code == scan.value.code == "ErrProtocol"
+
+
 def test_unknown_stream_is_the_shared_js_error(js_server):
     with pytest.raises(tclnats_py.ErrStreamNotFound) as e:
         rows(js_server.url, "NO_SUCH_STREAM", 1, 10)

@@ -247,6 +247,8 @@ def _scan(buf: bytes, cols: _Columns, last: int):
                     reply = None
                 else:
                     raise make_error("ErrProtocol", f"Invalid protocol {buf[pos:eol][:200]!r}")
+                if not hsize.isdigit():  # the engine's rule: int() would take "+1", "1_0"
+                    raise make_error("ErrProtocol", f"Invalid header size in {buf[pos:eol][:200]!r}")
                 hsize = int(hsize)
             else:
                 line = buf[pos:eol].rstrip(b"\r")
@@ -258,10 +260,16 @@ def _scan(buf: bytes, cols: _Columns, last: int):
                 elif not (line in (b"PONG", b"+OK") or line.startswith(b"INFO")):
                     raise make_error("ErrProtocol", f"Invalid protocol {line[:200]!r}")
                 continue
+            if not size.isdigit():  # the engine's rule, as for the header size
+                raise make_error("ErrProtocol", f"Invalid size in {buf[pos:eol][:200]!r}")
             start = eol + 1
             end = start + int(size)
+            if hsize > end - start:
+                raise make_error("ErrProtocol", f"Invalid sizes in {buf[pos:eol][:200]!r}")
             if end + 2 > n:
                 break
+            if buf[end] != 13 or buf[end + 1] != 10:
+                raise make_error("ErrProtocol", "Message payload not terminated by CRLF")
             pos = end + 2
             if sid != pull_sid:
                 continue  # a late reply of an API request
