@@ -334,7 +334,9 @@ for i, t in enumerate([5, None, "o1", {"bucket": OBJ}]):
 for i, b in enumerate(BAD_BUCKETS):
     case(f"obj-add_bucket_link-{i}", "ErrInvalidArg", lambda e, h, b=b: h["obs"].add_bucket_link("l2", b),
          needs=("obs",))
-for i, kw in enumerate([{"ttl": -1}, {"ttl": NAN}, {"max_bytes": -5}, {"storage": "disk"}, {"replicas": 0}]):
+# replicas: one rule for every bucket and stream, 0..5 (0: the server's default; tests/test_js_config.py)
+for i, kw in enumerate([{"ttl": -1}, {"ttl": NAN}, {"max_bytes": -5}, {"storage": "disk"}, {"replicas": 6},
+                        {"replicas": -1}, {"replicas": True}]):
     case(f"create_object_store-kw-{i}", "ErrInvalidArg",
          lambda e, h, k=kw: e.js.create_object_store("BADIN_NEW_OBJ", **k))
 

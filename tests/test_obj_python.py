@@ -204,3 +204,18 @@ def test_object_store_across_faces(js_server, tmp_path):
         await tjs.delete_object_store("XF_OBJ")
         await theirs.close()
     run(go())
+
+
+def test_replicas_follow_the_one_rule(js_server):
+    """replicas=0 (the server's default) is accepted, as for streams and KV
+    buckets; 6 is refused before anything is sent (engine.js.config.check_replicas)."""
+    async def go():
+        c = await tclnats_py.connect(js_server.url)
+        js = c.jetstream()
+        obs = await js.create_object_store("REPL0", replicas=0, storage="memory")
+        assert (await obs.status()).replicas == 1
+        with pytest.raises(tclnats_py.ErrInvalidArg):
+            await js.create_object_store("REPL6", replicas=6, storage="memory")
+        await js.delete_object_store("REPL0")
+        await c.close()
+    asyncio.run(go())

@@ -65,7 +65,8 @@ class ObjectStore:
         check_str("description", description)
         check_seconds("ttl", ttl)
         check_int("max_bytes", max_bytes, -1, allow_none=True)
-        check_int("replicas", replicas, 1)
+        if replicas.__class__ is not int:  # the count itself: engine.js.config.check_replicas (0..5)
+            check_int("replicas", replicas)
         _check_metadata(metadata)
         info = await js._run(_obj.create_bucket(
             js.jsapi, bucket, description=description, ttl_ns=int(ttl * 1e9) if ttl else None, max_bytes=max_bytes,
