@@ -7,8 +7,8 @@ import pytest
 import tclnats_py
 from tclnats_py.engine.js.meta import parse_metadata, seq_time_pending
 from tclnats_py.engine.protocol import Parser
-from tclnats_py.spark.reader import _Columns as _Columns
-from tclnats_py.spark.reader import _scan as _scan
+from tclnats_py.engine.js.columns import Columns as _Columns
+from tclnats_py.engine.js.columns import scan_deliveries as _scan
 from tclnats_py.spark.reader import eligible as eligible
 from tclnats_py.spark.reader import read_columns as read_columns
 

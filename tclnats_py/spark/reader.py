@@ -6,18 +6,19 @@ subscription queue and no message objects per delivery.  It is a small
 blocking driver of the engine's pieces, not a second client:
 
 * the server list, the first-round order and the URL credentials are the
-  engine's (``_pool.ServerPool``), the CONNECT is ``_engine.connect_params``,
-  a ``-ERR`` is ``_engine.server_error``;
+  engine's (``engine.pool.ServerPool``), the CONNECT is ``engine.connection.connect_params``,
+  a ``-ERR`` is ``engine.connection.server_error``;
 * the handshake and the API replies are read with the engine's parser
-  (``_protocol.Parser``), every frame is written with its encoders; the
-  deliveries of the pull are scanned by one fused loop (:func:`_scan`, for
-  speed), which hands the parser what it leaves;
-* the JetStream API calls are ``_js.api.JsApi`` operations run with
+  (``engine.protocol.Parser``), every frame is written with its encoders; the
+  deliveries of the pull are read into columns by the engine's
+  ``engine.js.columns.scan_deliveries`` (one fused loop, for speed), which
+  hands the parser what it leaves;
+* the JetStream API calls are ``engine.js.api.JsApi`` operations run with
   ``run_sync`` (so replies and errors map as everywhere else: ErrStreamNotFound,
   ErrJetStreamNotEnabled, ErrJSResponse with code and err_code ...), the pull
-  request JSON is ``_js.pull.pull_request_body``, pull statuses are judged by
-  ``_js.pull.classify`` / ``status_error``, and each delivery's sequence,
-  time and pending count come from ``_js.meta.seq_time_pending``.
+  request JSON is ``engine.js.pull.pull_request_body``, pull statuses are judged by
+  ``engine.js.pull.classify`` / ``status_error``, and each delivery's sequence,
+  time and pending count come from the ack subject as ``engine.js.meta`` reads it.
 
 Like the asyncio path it replaces, it reads through an ephemeral pull consumer
 (memory state, deleted at the end and expiring on the server anyway) and keeps
@@ -35,13 +36,12 @@ import collections
 import logging
 import socket
 import time
-from array import array
 
 from tclnats_py.engine.connection import Msg, connect_params, server_error
 from tclnats_py.errors import make_error
 from tclnats_py.engine.headers import encode_headers, parse_headers
 from tclnats_py.engine.js.api import JsApi, Request, run_sync
-from tclnats_py.engine.js.meta import ACK_PREFIX, seq_time_pending
+from tclnats_py.engine.js.columns import LAST_EVENT, PING_EVENT, Columns, scan_deliveries
 from tclnats_py.engine.js.pull import classify, pull_request_body, status_error
 from tclnats_py.engine.nuid import Nuid
 from tclnats_py.engine.options import Options
@@ -54,11 +54,10 @@ __all__ = ["eligible", "read_columns"]
 _RECV = 1 << 20
 _LANG = "python-tclnats-spark"
 _PULL_SID = 1
+_PULL_SID_B = b"%d" % _PULL_SID
 _PULL_EXPIRES_NS = 5 * 10**9
 # statuses that end one pull request and leave the consumer usable
 _PULL_ENDED = frozenset(("no_messages", "timeout", "conflict", "pin_mismatch"))
-# events of _scan besides pull statuses (Msg)
-_PING_EV, _LAST_EV = "ping", "last"
 
 
 def eligible(opts: dict) -> bool:
@@ -169,146 +168,6 @@ class _Conn:
             logging.getLogger("tclnats_py.spark.datasource").debug("closing the reader's socket: %s", e)
 
 
-class _Columns:
-    """Column lists of one batch: subject and data (bytes), the delivery
-    time (ns, as the digits of the ack subject: Arrow parses them faster than
-    int() does), seq as an int64 array, headers as (row, dict) pairs (most rows
-    have none)."""
-
-    __slots__ = ("subject", "data", "headers", "seq", "ts_ns", "n", "received")
-
-    def __init__(self):
-        self.received = 0  # over all batches
-        self._new()
-
-    def _new(self):
-        self.subject, self.data, self.headers = [], [], []
-        self.seq, self.ts_ns = array("q"), []
-        self.n = 0
-
-    def take(self) -> dict:
-        out = {"subject": self.subject, "data": self.data, "headers": self.headers, "seq": self.seq,
-               "ts_ns": self.ts_ns}
-        self._new()
-        return out
-
-
-_PULL_SID_B = b"%d" % _PULL_SID
-_ACK_PREFIX_B = ACK_PREFIX.encode()
-_MAX_CONTROL_LINE = 4096
-
-
-def _scan(buf: bytes, cols: _Columns, last: int):
-    """Take the complete frames at the start of ``buf`` (what the server
-    sends a pull: deliveries as MSG/HMSG with an ack reply, statuses as
-    HMSG without one, PING): deliveries go into ``cols``; returns (bytes used,
-    events): ``"ping"``, ``"last"`` (the range is complete: the rest of
-    ``buf`` is not looked at) or a status Msg (judged by ``_js.pull``).
-
-    The one loop of the reader not made of the engine's pieces, for speed:
-    frames by the rules of ``_protocol.Parser`` (which the handshake and the
-    API requests use, and which gets what this loop leaves) and the ack
-    subject split as ``_js.meta`` splits it, fused into one pass over the
-    bytes (one memchr for the end of the control line, one split, one split
-    of the reply), about half the work per message of parsing into frames and
-    then taking the columns from them."""
-    events = []
-    pos = 0
-    n = len(buf)
-    find = buf.find
-    add_subject, add_data = cols.subject.append, cols.data.append
-    add_seq, add_ts = cols.seq.append, cols.ts_ns.append
-    row = cols.n
-    pull_sid, ack_prefix = _PULL_SID_B, _ACK_PREFIX_B
-    good_head = None  # the last head of an ack subject that was checked
-    try:
-        while pos < n:
-            eol = find(b"\n", pos)
-            if eol < 0:
-                if n - pos > _MAX_CONTROL_LINE:
-                    raise make_error("ErrServer", "Maximum control line exceeded")
-                break
-            args = buf[pos:eol].split()  # whitespace: the trailing CR goes too
-            op = args[0] if args else b""
-            if op == b"MSG":
-                hsize = 0
-                if len(args) == 5:
-                    _, subj, sid, reply, size = args
-                elif len(args) == 4:
-                    _, subj, sid, size = args
-                    reply = None
-                else:
-                    raise make_error("ErrProtocol", f"Invalid protocol {buf[pos:eol][:200]!r}")
-            elif op == b"HMSG":
-                if len(args) == 6:
-                    _, subj, sid, reply, hsize, size = args
-                elif len(args) == 5:
-                    _, subj, sid, hsize, size = args
-                    reply = None
-                else:
-                    raise make_error("ErrProtocol", f"Invalid protocol {buf[pos:eol][:200]!r}")
-                if not hsize.isdigit():  # the engine's rule: int() would take "+1", "1_0"
-                    raise make_error("ErrProtocol", f"Invalid header size in {buf[pos:eol][:200]!r}")
-                hsize = int(hsize)
-            else:
-                line = buf[pos:eol].rstrip(b"\r")
-                pos = eol + 1
-                if line == b"PING":
-                    events.append(_PING_EV)
-                elif line.startswith(b"-ERR"):
-                    raise server_error(line[4:].decode("utf-8", "replace"))[0]
-                elif not (line in (b"PONG", b"+OK") or line.startswith(b"INFO")):
-                    raise make_error("ErrProtocol", f"Invalid protocol {line[:200]!r}")
-                continue
-            if not size.isdigit():  # the engine's rule, as for the header size
-                raise make_error("ErrProtocol", f"Invalid size in {buf[pos:eol][:200]!r}")
-            start = eol + 1
-            end = start + int(size)
-            if hsize > end - start:
-                raise make_error("ErrProtocol", f"Invalid sizes in {buf[pos:eol][:200]!r}")
-            if end + 2 > n:
-                break
-            if buf[end] != 13 or buf[end + 1] != 10:
-                raise make_error("ErrProtocol", "Message payload not terminated by CRLF")
-            pos = end + 2
-            if sid != pull_sid:
-                continue  # a late reply of an API request
-            if reply is None:  # a pull status: no reply subject, a status header
-                hdr = parse_headers(buf[start:start + hsize]) if hsize else None
-                events.append(Msg(subj.decode("utf-8", "replace"), buf[start + hsize:end], None, hdr, _PULL_SID))
-                continue
-            # the 9 tokens of _js.meta's v1 form: <prefix>.<stream>.<consumer>.<delivered>.<stream seq>.
-            # <consumer seq>.<ns>.<pending>; any other form goes to _js.meta itself
-            t = reply.rsplit(b".", 4)
-            if len(t) == 5 and (t[0] == good_head or (t[0].startswith(ack_prefix) and t[0].count(b".") == 4)):
-                good_head, seq, _, ts, pending = t
-            else:
-                seq, ts, pending = (x.encode() for x in seq_time_pending(reply.decode("utf-8", "replace"),
-                                                                         subj.decode("utf-8", "replace")))
-            seq = int(seq)
-            if seq > last:
-                events.append(_LAST_EV)
-                break
-            add_subject(subj)
-            if hsize:
-                add_data(buf[start + hsize:end])
-                cols.headers.append((row, parse_headers(buf[start:start + hsize])))
-            else:
-                add_data(buf[start:end])
-            add_seq(seq)
-            add_ts(ts)
-            row += 1
-            if seq == last or pending == b"0":  # the range's end, or nothing more in the stream
-                events.append(_LAST_EV)
-                break
-    except ValueError as e:  # a number that is not one
-        raise make_error("ErrProtocol", f"Invalid protocol near {buf[pos:pos + 200]!r}: {e}") from None
-    added = row - cols.n
-    cols.n = row
-    cols.received += added
-    return pos, events
-
-
 def _options(opts: dict) -> Options:
     """The connection options the reader honours (nats-tcl names)."""
     return Options(**{k: opts[k] for k in ("name", "user", "password", "token") if opts.get(k)})
@@ -355,7 +214,7 @@ def read_columns(opts: dict, prefix: str, stream: str, first: int, last: int, fi
         c.sock.sendall(encode_sub(inbox, None, _PULL_SID) + b"".join(ask(k) for k in first_asks))
         asked = sum(first_asks)
         c.sock.settimeout(15.0)
-        cols = _Columns()
+        cols = Columns()
         done = False
         got_since_end = 0  # messages since the last pull that ended early
         recv, send = c.recv, c.sock.sendall
@@ -370,13 +229,13 @@ def read_columns(opts: dict, prefix: str, stream: str, first: int, last: int, fi
                 data = recv()
                 buf = buf + data if buf else data
                 n_before = cols.n
-                pos, events = _scan(buf, cols, last)
+                pos, events = scan_deliveries(buf, cols, last, _PULL_SID_B)
                 got_since_end += cols.n - n_before
                 buf = buf[pos:]
                 for ev in events:
-                    if ev is _PING_EV:
+                    if ev is PING_EVENT:
                         send(PONG_BYTES)
-                    elif ev is _LAST_EV:
+                    elif ev is LAST_EVENT:
                         done = True
                     else:
                         kind = classify(ev)
