@@ -65,9 +65,9 @@ def _unit_tests_start_no_server(request, monkeypatch):
 # the server-free test files: one per engine module (and pure helpers); their
 # tests are marked unit (checked: TCLNATS_NO_SERVER=1 runs them all green)
 UNIT_MODULES = {
-    "test_engine", "test_effects", "test_protocol", "test_protocol_feed", "test_pool", "test_headers",
-    "test_subjects", "test_validate", "test_errors", "test_js_config", "test_js_engine",
-    "test_kv_engine", "test_obj_engine", "test_compat_plot",
+    "test_engine", "test_effects", "test_protocol", "test_pool", "test_headers", "test_options",
+    "test_subjects", "test_validate", "test_errors", "test_auth", "test_nuid", "test_columns",
+    "test_js_config", "test_js_engine", "test_kv_engine", "test_obj_engine", "test_layout", "test_compat_plot",
 }
 
 

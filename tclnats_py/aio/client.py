@@ -461,6 +461,12 @@ class Client:
         return self._engine.status == CLOSED
 
     @property
+    def engine(self) -> Engine:
+        """The sans-IO engine this client drives (its public interface is
+        what this face's JetStream, KV and Object Store modules use)."""
+        return self._engine
+
+    @property
     def last_error(self) -> NatsError | None:
         """The last asynchronous error; None when connected again or closed on purpose."""
         return self._engine.last_error

@@ -191,7 +191,7 @@ class JetStream:
         if data.__class__ is not bytes:
             data = _to_bytes(data)
         client = self.client
-        eng = client._engine
+        eng = client.engine
         if headers is not None or kw:
             _check_publish(client, subject, headers, **kw)
             hdrs = publish_headers(headers, **kw)
@@ -265,7 +265,7 @@ class JetStream:
         then ``next()`` / ``consume(cb)``; ``await oc.stop()`` ends it."""
         idle_heartbeat = check_timeout(idle_heartbeat, 5.0, what="idle_heartbeat")
         retry = check_timeout(retry, 1.0, what="retry")
-        if filter_subject is not None and not self.client._engine.check_subject(filter_subject, wildcard=True):
+        if filter_subject is not None and not self.client.engine.check_subject(filter_subject, wildcard=True):
             raise make_error("ErrBadSubject", f"Invalid subject {filter_subject}")
         check_int("opt_start_seq", opt_start_seq, 1, allow_none=True)
         state = _ordered.OrderedConsumer(

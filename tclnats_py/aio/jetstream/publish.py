@@ -39,7 +39,7 @@ class _AsyncPub:
         self.idle_waiters: list = old.idle_waiters if old is not None else []
         self.timer = None
         self.timer_at = 0.0
-        self.sub = client._engine.subscribe(self.core.subscription_subject, handler=self)
+        self.sub = client.engine.subscribe(self.core.subscription_subject, handler=self)
         client._run()
         if old is not None:
             # its subscription ended (the connection closed): what it still had fails now
@@ -53,12 +53,12 @@ class _AsyncPub:
         if reply is not None:
             self._send(reply, subject, data, hdrs, now + timeout)
             client = self.client
-            if client._engine.has_effects:
+            if client.engine.has_effects:
                 client._run()
         return fut
 
     def _send(self, reply, subject, data, hdrs, deadline) -> None:
-        eng = self.client._engine
+        eng = self.client.engine
         try:
             if hdrs is None:
                 mp = eng.server_info.get("max_payload")
@@ -91,7 +91,7 @@ class _AsyncPub:
         if nxt is not None and (self.timer is None or nxt < self.timer_at):
             self._arm(nxt)
         client = self.client
-        if client._engine.has_effects:
+        if client.engine.has_effects:
             client._run()
 
     def _finish(self, fut, ack, err) -> None:
@@ -134,7 +134,7 @@ class _AsyncPub:
 def _check_publish(client, subject, headers, msg_id=None, expected_stream=None, expected_last_seq=None,
                    expected_last_subject_seq=None, expected_last_msg_id=None, ttl=None) -> None:
     """The arguments of a JetStream publish, checked before anything is sent."""
-    if not client._engine.check_subject(subject):
+    if not client.engine.check_subject(subject):
         raise make_error("ErrBadSubject", f"Invalid subject {subject}")
     check_headers(headers)
     for name, v in (("msg_id", msg_id), ("expected_last_msg_id", expected_last_msg_id)):
