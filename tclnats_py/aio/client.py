@@ -407,7 +407,6 @@ class Client:
         self._deadline_at = 0.0
         self._flush_handle = None
         self._subs: dict[int, Subscription] = {}
-        self._write_now = False  # set while request() writes itself: no flush to schedule
         self._busy_subs = 0  # callback subscriptions with messages being handled
         self._pub_heads: dict[str, bytes] = {}  # subject -> its PUB frame's start, once checked
         self._status_waiters: list = []
@@ -524,10 +523,11 @@ class Client:
             _log.error("%s: %s", getattr(err, "code", type(err).__name__), err,
                        exc_info=None if isinstance(err, NatsError) else err)
 
-    def _run(self) -> None:
-        """Carry out the engine's effects, in order, until it has none left."""
+    def _run(self, writing: bool = False) -> None:
+        """Carry out the engine's effects, in order, until it has none left
+        (``writing``: the caller writes at once, see Engine.take)."""
         eng = self._engine
-        fx = eng.take()
+        fx = eng.take(writing)
         while fx:
             for f in fx:
                 k = f.__class__
@@ -536,7 +536,7 @@ class Client:
                     if sub is not None:
                         sub._deliver(f.msg)
                 elif k is Flush:
-                    if self._flush_handle is None and not self._write_now:
+                    if self._flush_handle is None:
                         self._flush_handle = self._loop.call_soon(self._flush_now)
                 elif k is RequestDone:
                     self._request_done(f.req, f.outcome)
@@ -592,7 +592,7 @@ class Client:
                     continue  # the engine keeps server_info; a PONG matters only to user pings (PingDone)
                 else:
                     raise UnknownEffect(f)
-            fx = eng.take()
+            fx = eng.take(writing)
         if self._transport is not None and eng.status != CONNECTED and eng.want_write:
             # handshake traffic (CONNECT, PING, PONG) goes out at once
             self._transport.write(eng.data_to_send())
@@ -940,11 +940,7 @@ class Client:
             # the only request in flight and nothing else waiting for the
             # coalesced write: it leaves now, not one loop turn later
             # (requests made together still share one write)
-            self._write_now = True
-            try:
-                self._run()
-            finally:
-                self._write_now = False
+            self._run(writing=True)
             self._flush_now()
         else:
             self._run()

@@ -258,11 +258,15 @@ class Engine:
         self.stats = {"in_msgs": 0, "out_msgs": 0, "in_bytes": 0, "out_bytes": 0, "reconnects": 0}
 
     # ------------------------------------------------------------------ plumbing
-    def take(self) -> list:
-        """Return and clear the effects produced so far."""
+    def take(self, writing: bool = False) -> list:
+        """Return and clear the effects produced so far.  ``writing``: the
+        caller writes ``data_to_send()`` itself right after carrying them out
+        (a synchronous request), so no ``Flush`` is handed over for it."""
         fx = self._fx
         if fx:
             self._fx = []
+            if writing:
+                fx = [f for f in fx if f is not FLUSH]
         return fx
 
     def _now(self) -> int:

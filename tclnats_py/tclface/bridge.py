@@ -280,7 +280,6 @@ class TclConnection:
         self.js = None
         self.last_rid = 0
         self.tcl_pending = False
-        self.write_inline = False    # the caller writes at once: post no flush
         self.noted_mux = None        # the request inbox subscription Tcl was told of
         self.fast_max = -1
         self.fast_subjects: set = set()
@@ -348,16 +347,17 @@ class TclConnection:
             self.writing_servers = False
 
     # ------------------------------------------------------------ effects
-    def run(self, collect=None):
+    def run(self, collect=None, writing=False):
         """Carry out the engine's effects until there are none left.
 
         Deliveries go to ``::nats::_deliver`` (posted to the event loop), or,
-        given a ``collect`` list, are added to it for the caller to run."""
+        given a ``collect`` list, are added to it for the caller to run;
+        ``writing``: the caller writes at once (see Engine.take)."""
         eng = self.engine
         tk = self.tk
         ns = self.ns
         while True:
-            fx = eng.take()
+            fx = eng.take(writing)
             if not fx:
                 break
             deliveries = []
@@ -366,7 +366,7 @@ class TclConnection:
                 if k is Deliver:
                     self._delivery(deliveries, f.sub, f.msg)
                 elif k is Flush:
-                    if eng.status == CONNECTED and not self.write_inline:
+                    if eng.status == CONNECTED:
                         if not self.flush_id:
                             self.bridge.dirty.add(self)
                             self.flush_id = tk.call("after", 0, self.cmd + "_ev", "flush")
@@ -747,11 +747,7 @@ class TclConnection:
     def run_and_write(self):
         """Carry out the effects and write what is queued in the same call
         (a synchronous caller is about to wait for the reply)."""
-        self.write_inline = True
-        try:
-            self.run()
-        finally:
-            self.write_inline = False
+        self.run(writing=True)
         self.flush_now()
 
     def _write(self, data: bytes):
