@@ -194,3 +194,14 @@ def test_tcl_make_kv_origin_uses_kv(tk):
     assert _code(lambda: tcljs.make_kv_origin(tk, ("-bucket", "B", "-domain", "h", "-api", "$JS.x.API"))) \
         == "ErrInvalidArg"
     assert _code(lambda: tcljs.make_kv_origin(tk, ("-bucket", "a.b"))) == "ErrInvalidArg"
+
+
+# ------------------------------------------------------------------ bucket names
+def test_bucket_name_rule_is_one_for_kv_and_object_store():
+    """Letters, digits, ``_`` and ``-``, matched whole: a trailing newline
+    (which ``$`` would have let through for Object Store buckets) is refused
+    for both kinds of bucket."""
+    for name in ("FILES", "a_b-1"):
+        assert kv.check_bucket(name) == objstore.check_bucket(name) == name
+    for bad in ("FILES\n", "", "a.b", "a b", None):
+        assert _code(lambda: kv.check_bucket(bad)) == _code(lambda: objstore.check_bucket(bad)) == "ErrInvalidArg"

@@ -32,12 +32,11 @@ import binascii
 import datetime
 import hashlib
 import json
-import re
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.js.api import JsApi, Request
 from tclnats_py.engine.js.config import check_replicas
-from tclnats_py.engine.js.kv import InitialData, watch_policy
+from tclnats_py.engine.js.kv import InitialData, check_bucket, watch_policy  # one bucket-name rule
 from tclnats_py.engine.js.meta import parse_metadata
 from tclnats_py.engine.js.publish import parse_ack
 
@@ -49,13 +48,6 @@ __all__ = ["DEFAULT_CHUNK_SIZE", "check_bucket", "check_name", "stream_name", "b
 
 DEFAULT_CHUNK_SIZE = 128 * 1024
 ROLLUP_HEADERS = {"Nats-Rollup": ["sub"]}
-_BUCKET = re.compile(r"^[a-zA-Z0-9_-]+$")
-
-
-def check_bucket(bucket) -> str:
-    if not isinstance(bucket, str) or not _BUCKET.match(bucket):
-        raise make_error("ErrInvalidArg", f"Invalid bucket name {bucket}")
-    return bucket
 
 
 def check_name(name) -> str:
