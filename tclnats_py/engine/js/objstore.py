@@ -36,6 +36,7 @@ import json
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.js.api import JsApi, Request
 from tclnats_py.engine.js.config import check_replicas
+from tclnats_py.engine.js.kv import _not_found  # a missing bucket, the same for both kinds
 from tclnats_py.engine.js.kv import InitialData, check_bucket, watch_policy  # one bucket-name rule
 from tclnats_py.engine.js.meta import parse_metadata
 from tclnats_py.engine.js.publish import parse_ack
@@ -304,12 +305,6 @@ class Get:
 
 
 # ------------------------------------------------------------ operations
-def _not_found(e: NatsError, bucket: str) -> NatsError:
-    if e.code in ("ErrStreamNotFound", "ErrNoResponders", "ErrJetStreamNotEnabled"):
-        return make_error("ErrBucketNotFound", f"Bucket {bucket} not found")
-    return e
-
-
 def info(api: JsApi, bucket: str, name: str, show_deleted: bool = False, direct: bool = True):
     """Operation: the ObjectInfo of ``name`` (``mtime`` from the message);
     ErrObjectNotFound when missing (or deleted, unless ``show_deleted``)."""
