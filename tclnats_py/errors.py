@@ -37,6 +37,7 @@ __all__ = [
     "ErrNotPullConsumer", "ErrObjectNotFound", "ErrPermissions", "ErrProtocol", "ErrPullRequestLimit",
     "ErrSecureConnWanted", "ErrServer", "ErrServerShutdown", "ErrSlowConsumer", "ErrStaleConnection",
     "ErrStreamNotFound", "ErrTLS", "ErrTimeout", "ErrWrongLastSequence",
+    "ErrReconnectBufExceeded", "ErrOutboundBufferLimit", "ErrTooManyStalledMsgs",
 ]
 
 
@@ -191,6 +192,20 @@ class ErrSlowConsumer(ConnectionFailure):
     code = "ErrSlowConsumer"
 
 
+class ErrReconnectBufExceeded(ConnectionFailure):
+    """A publish while not connected found the reconnect buffer full
+    (``reconnect_buf_size``; nats.go's ErrReconnectBufExceeded).  The message
+    was not accepted; everything accepted before it is kept."""
+    code = "ErrReconnectBufExceeded"
+
+
+class ErrOutboundBufferLimit(ConnectionFailure):
+    """A publish that could not wait for the socket found ``write_buf_size``
+    times 8 bytes waiting to be written (nats-py's OutboundBufferLimitError):
+    the message was not accepted.  Awaiting publish() waits instead."""
+    code = "ErrOutboundBufferLimit"
+
+
 class ErrPermissions(AuthError):
     code = "ErrPermissions"
 
@@ -285,6 +300,13 @@ class ErrServerShutdown(JetStreamError):
 
 class ErrConsumerStopped(JetStreamError):
     code = "ErrConsumerStopped"
+
+
+class ErrTooManyStalledMsgs(JetStreamError):
+    """An asynchronous JetStream publish waited its stall time for one of the
+    ``max_pending`` acks in flight to come back, in vain (nats.go's
+    ErrTooManyStalledMsgs): the message was not published."""
+    code = "ErrTooManyStalledMsgs"
 
 
 class ErrNoMessages(JetStreamError):

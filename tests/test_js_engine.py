@@ -328,16 +328,20 @@ def test_publish_headers_and_acks():
     assert e == {"code": 400, "err_code": 10060, "errorMessage": "nope"}
 
 
-def test_async_publisher_holds_back_and_times_out():
+def test_async_publisher_bounds_what_is_in_flight_and_times_out():
     ap = publish.AsyncPublisher("_INBOX.P", max_pending=2)
     assert ap.subscription_subject == "_INBOX.P.*"
     r1 = ap.add("s.a", b"1", None, "h1", 5, now=100)
     r2 = ap.add("s.a", b"2", None, "h2", 3, now=100)
-    r3 = ap.add("s.a", b"3", {"K": ["v"]}, "h3", 5, now=100)
-    assert (r1, r2, r3) == ("_INBOX.P.1", "_INBOX.P.2", None) and ap.pending == 3
+    assert (r1, r2) == ("_INBOX.P.1", "_INBOX.P.2") and ap.pending == 2 and ap.full
+    with pytest.raises(NatsError) as ei:                                     # the driver waited in vain
+        ap.add("s.a", b"3", {"K": ["v"]}, "h3", 5, now=100, stall_ms=200)
+    assert ei.value.code == "ErrTooManyStalledMsgs" and "200 ms" in str(ei.value) and ap.pending == 2
     assert ap.next_deadline() == 103
     assert ap.on_reply(jmsg({"stream": "S", "seq": 1}, r1)) == ("h1", {"stream": "S", "seq": 1}, None)
-    assert ap.refill(now=101) == [("_INBOX.P.3", "s.a", b"3", {"K": ["v"]}, 106)]
+    assert not ap.full
+    r3 = ap.add("s.a", b"3", {"K": ["v"]}, "h3", 5, now=101)
+    assert r3 == "_INBOX.P.3"
     assert ap.expire(now=102) == []
     (h, e), = ap.expire(now=103)
     assert h == "h2" and e.code == "ErrTimeout"
@@ -349,8 +353,7 @@ def test_async_publisher_holds_back_and_times_out():
     assert ap.forget(r5) == "h5" and ap.forget(r5) is None                    # a send that failed
     ap.add("s", b"", None, "h6", 5, now=200)
     ap.add("s", b"", None, "h7", 5, now=200)
-    ap.add("s", b"", None, "h8", 5, now=200)                                 # queued
-    assert ap.fail_all(err("ErrConnectionClosed")) == ["h6", "h7", "h8"] and ap.pending == 0
+    assert ap.fail_all(err("ErrConnectionClosed")) == ["h6", "h7"] and ap.pending == 0
     with pytest.raises(NatsError):
         publish.AsyncPublisher("_INBOX.Q", max_pending=0)
 

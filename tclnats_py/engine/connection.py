@@ -43,7 +43,9 @@ drains :meth:`take` again.
 
 from __future__ import annotations
 
+import collections
 import itertools
+import random
 import re
 
 from tclnats_py.engine import protocol as P
@@ -54,7 +56,7 @@ from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.headers import encode_headers, parse_headers
 from tclnats_py.engine.nuid import Nuid
 from tclnats_py.engine.options import Options
-from tclnats_py.engine.pool import NoServers, ServerPool
+from tclnats_py.engine.pool import NoServers, ServerPool, parse_url
 from tclnats_py.engine.subjects import valid_queue, valid_subject, valid_wildcard_subject
 
 __all__ = ["Engine", "Msg", "Subscription", "Request", "Ping", "connect_params", "server_error",
@@ -65,6 +67,13 @@ CLOSED, CONNECTING, CONNECTED, RECONNECTING = "closed", "connecting", "connected
 # the largest max_msgs of a SUB/UNSUB: the server reads at most 9 digits there
 # (more and the UNSUB is dropped, the subscription never ends)
 MAX_SUB_MSGS = 999_999_999
+
+# the auth errors after which a server that gives the same one twice in a
+# row is given up (nats.go's processAuthError), unless ignore_auth_error_abort
+AUTH_ERRORS = frozenset(("ErrAuthorization", "ErrAuthExpired", "ErrAuthRevoked", "ErrAccountAuthExpired"))
+
+# a publisher that cannot wait for the socket fails past this many times write_buf_size
+HARD_CAP_FACTOR = 8
 
 # handshake phases below the status
 _IDLE, _OPENING, _WAIT_INFO, _TLS, _WAIT_PONG, _READY, _WAIT_RETRY = range(7)
@@ -228,7 +237,8 @@ class Engine:
         self.status = CLOSED
         self.last_error: NatsError | None = None
         self.server_info: dict = {}
-        self.pool = ServerPool(rng)
+        self._rng = rng or random.Random()
+        self.pool = ServerPool(self._rng)
         self.subs: dict[int, Subscription] = {}
         self.requests: dict[int, Request] = {}
         # a driver-supplied function server_dict -> ms, for -custom_reconnect_delay
@@ -240,7 +250,7 @@ class Engine:
         self._credentials = None         # set_credentials(): what the driver read
         self._parser = P.Parser()
         self._phase = _IDLE
-        self._out: list[bytes] = []      # user traffic; flushed only when connected
+        self._out: collections.deque = collections.deque()  # user traffic; written only when connected
         self._out_size = 0
         self._hs_out: list[bytes] = []   # handshake traffic, bypasses _out
         self._sid = itertools.count(1)
@@ -255,6 +265,7 @@ class Engine:
         self._socket_open = False
         self._tls_done = False
         self._flush_signalled = False
+        self._bad_urls: set = set()      # connect_urls entries already reported as invalid
         self.stats = {"in_msgs": 0, "out_msgs": 0, "in_bytes": 0, "out_bytes": 0, "reconnects": 0}
 
     # ------------------------------------------------------------------ plumbing
@@ -336,22 +347,68 @@ class Engine:
     def pending_bytes(self) -> int:
         return self._out_size
 
-    def data_to_send(self) -> bytes:
-        """Everything that may be written now; the engine forgets it (at-most-once)."""
+    def data_to_send(self, limit: int | None = None) -> bytes:
+        """What may be written now; the engine forgets it (at-most-once).
+
+        ``limit``: about that many bytes at most (whole commands, at least
+        one), so that a driver writing as fast as its socket takes them never
+        holds a second copy of a big buffer (the reconnect buffer, say);
+        ``want_write`` tells whether more is left.  None: everything."""
         self._flush_signalled = False
         parts = []
         if self._hs_out:
             parts.extend(self._hs_out)
             self._hs_out = []
-        if self.status == CONNECTED and self._out:
-            parts.extend(self._out)
-            self._out = []
-            self._out_size = 0
+        out = self._out
+        if self.status == CONNECTED and out:
+            if limit is None or self._out_size <= limit:
+                parts.extend(out)
+                out.clear()
+                self._out_size = 0
+            else:
+                size = 0
+                pop = out.popleft
+                append = parts.append
+                while out and size < limit:
+                    c = pop()
+                    size += len(c)
+                    append(c)
+                self._out_size -= size
         if not parts:
             return b""
         data = b"".join(parts) if len(parts) > 1 else parts[0]
         self.stats["out_bytes"] += len(data)
         return data
+
+    def write_pressure(self, buffered: int = 0) -> int:
+        """How full the way to the socket is, with ``buffered`` bytes the
+        driver holds that the socket has not taken yet: 0 below
+        ``write_buf_size``; 1 at or past it (a writer that can wait for the
+        socket should); 2 past ``HARD_CAP_FACTOR`` times it (a writer that
+        cannot wait fails, see :meth:`check_outbound`)."""
+        total = self._out_size + buffered
+        limit = self.options.write_buf_size
+        if total < limit:
+            return 0
+        return 2 if total > limit * HARD_CAP_FACTOR else 1
+
+    def check_outbound(self, buffered: int = 0) -> None:
+        """Raise ErrOutboundBufferLimit when a writer that cannot wait would
+        pass the hard cap (:meth:`write_pressure` 2)."""
+        if self.write_pressure(buffered) == 2:
+            limit = self.options.write_buf_size * HARD_CAP_FACTOR
+            raise make_error("ErrOutboundBufferLimit",
+                             f"Outbound buffer limit of {limit} bytes exceeded: the socket does not take "
+                             "the data as fast as it is published (await publish() to wait for it)")
+
+    def _check_reconnect_buf(self, size: int) -> None:
+        """While not connected, publishes wait in a buffer of at most
+        ``reconnect_buf_size`` bytes; past it they fail at once."""
+        cap = self.options.reconnect_buf_size
+        if self._out_size + size > cap:
+            raise make_error("ErrReconnectBufExceeded",
+                             f"Reconnect buffer of {cap} bytes is full (status {self.status}); "
+                             "the message was not published")
 
 
     # ------------------------------------------------------------------ config
@@ -391,6 +448,10 @@ class Engine:
             self._log("error", f"custom_reconnect_delay failed: {e}")
             server, wait = self.pool.current, self.options.reconnect_time_wait
         if wait > 0:
+            o = self.options
+            jitter = o.reconnect_jitter_tls if (o.secure or server.scheme == "tls") else o.reconnect_jitter
+            if jitter > 0:
+                wait += self._rng.randint(0, jitter)
             self._phase = _WAIT_RETRY
             self._log("debug", f"Waiting for {wait} ms before connecting to the next server")
             self._fx.append(StartTimer("reconnect", wait))
@@ -444,6 +505,19 @@ class Engine:
     def _fail(self, code: str, text: str) -> None:
         """A fatal async error: drop the socket and move on to the next server."""
         self._async_error(code, text)
+        server = self.pool.current
+        if server is not None:
+            if code in AUTH_ERRORS:
+                if server.last_auth_error == code and not self.options.ignore_auth_error_abort:
+                    # the same refusal twice in a row from this server: nothing
+                    # changes by retrying (nats.go's processAuthError)
+                    self._drop_socket()
+                    self._closed(f"Server {self.host_port()} refused the connection twice with {code}; "
+                                 "giving up (ignore_auth_error_abort keeps retrying)")
+                    return
+                server.last_auth_error = code
+            else:
+                server.last_auth_error = None
         self._drop_socket()
         if self.status == CONNECTED:
             self._set_status(RECONNECTING)
@@ -608,6 +682,13 @@ class Engine:
             for url in urls:
                 if isinstance(url, str) and self.pool.add_discovered(url) is not None:
                     self._log("debug", f"Added {url} to the server pool")
+                elif not isinstance(url, str) or not self._well_formed(url):
+                    url = url if isinstance(url, str) else repr(url)
+                    if url in self._bad_urls:
+                        continue
+                    # a malformed entry: said once, then ignored
+                    self._bad_urls.add(url)
+                    self._log("warn", f"Ignoring invalid URL {url!r} in connect_urls of {self.host_port()}")
             if info.get("ldm"):
                 self._log("warn", f"Server {self.host_port()} entered lame duck mode")
             return
@@ -632,6 +713,14 @@ class Engine:
             self._fail("ErrSecureConnWanted", f"Server {self.host_port()} does not provide TLS")
             return
         self._send_connect()
+
+    @staticmethod
+    def _well_formed(url: str) -> bool:
+        try:
+            parse_url(url)
+        except NatsError:
+            return False
+        return True
 
     def _send_connect(self) -> None:
         try:
@@ -697,6 +786,8 @@ class Engine:
         self._phase = _READY
         self._fx.append(CancelTimer("connect"))
         self.pool.current_done(True, self._now())
+        if self.pool.current is not None:
+            self.pool.current.last_auth_error = None
         self._log("info", f"Connected to the server at {self.host_port()}")
         self._clear_error()
         self._pending_pings = 0
@@ -717,7 +808,7 @@ class Engine:
             if s.max_msgs:
                 restore.append(P.encode_unsub(s.sid, s.max_msgs - s.received))
         if restore:
-            self._out[:0] = restore
+            self._out.extendleft(reversed(restore))
             self._out_size += sum(len(c) for c in restore)
         self._set_status(CONNECTED)
         if self._out:
@@ -800,6 +891,8 @@ class Engine:
             data = P.encode_pub(subject, reply, payload, hdr)
         else:
             data = P.encode_pub(subject, reply, payload)
+        if self.status != CONNECTED:
+            self._check_reconnect_buf(len(data))
         self.stats["out_msgs"] += 1
         self._out.append(data)
         self._out_size += len(data)
@@ -815,6 +908,8 @@ class Engine:
             raise make_error("ErrConnectionClosed", "No connection to NATS server")
         if not data:
             return
+        if self.status != CONNECTED:
+            self._check_reconnect_buf(len(data))
         self.stats["out_msgs"] += count
         self._out.append(data)
         self._out_size += len(data)

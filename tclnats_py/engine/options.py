@@ -42,6 +42,13 @@ OPTION_SPEC: dict[str, tuple[str, object]] = {
     "nkey_seed": ("str", ""),
     "pending_msgs_limit": ("int", 512 * 1024),
     "pending_bytes_limit": ("int", 64 * 1024 * 1024),
+    # bounded memory (nats.go's ReconnectBufSize, ReconnectJitter[TLS], IgnoreAuthErrorAbort)
+    "reconnect_buf_size": ("pos_int", 8 * 1024 * 1024),  # bytes buffered while not connected
+    "write_buf_size": ("pos_int", 4 * 1024 * 1024),      # bytes queued for the socket before writers wait
+    "flush_timeout": ("timeout", 10000),                 # the longest a writer waits for the socket
+    "reconnect_jitter": ("timeout", 0),                  # ms added at random to each reconnect wait
+    "reconnect_jitter_tls": ("timeout", 0),              # the same for TLS servers
+    "ignore_auth_error_abort": ("bool", False),          # keep retrying a server that refuses us twice
 }
 
 _BOOL_WORDS = ("true", "false", "yes", "no", "on", "off")

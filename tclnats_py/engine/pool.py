@@ -23,7 +23,7 @@ __all__ = ["Server", "ServerPool", "parse_url"]
 
 class Server:
     __slots__ = ("scheme", "host", "port", "discovered", "reconnects", "last_attempt",
-                 "user", "password", "auth_token")
+                 "user", "password", "auth_token", "last_auth_error")
 
     def __init__(self, scheme, host, port, discovered=False, user=None, password=None,
                  auth_token=None):
@@ -36,6 +36,7 @@ class Server:
         self.user = user
         self.password = password
         self.auth_token = auth_token
+        self.last_auth_error = None  # the code of the auth error of its last attempt
 
     def as_dict(self) -> dict:
         d = {"scheme": self.scheme, "host": self.host, "port": self.port,
@@ -132,6 +133,8 @@ class ServerPool:
         self.servers = []
 
     def add_discovered(self, url: str) -> Server | None:
+        """Add a server learnt from INFO connect_urls at the front; None when
+        it is in the pool already or ``url`` is malformed (the engine says so)."""
         try:
             s = parse_url(url)
         except Exception:

@@ -86,7 +86,6 @@ class _AsyncPub:
         now = self.loop.time()
         for fut, err in self.core.expire(now):
             self._finish(fut, None, err)
-        self._refill()
         nxt = self.core.next_deadline()
         if nxt is not None and (self.timer is None or nxt < self.timer_at):
             self._arm(nxt)
@@ -110,18 +109,12 @@ class _AsyncPub:
             fut.set_exception(err)
             fut.exception()  # retrieved: failures are the caller's to look at
 
-    def _refill(self) -> None:
-        for reply, subject, data, hdrs, deadline in self.core.refill(self.loop.time()):
-            self._send(reply, subject, data, hdrs, deadline)
-
     def _deliver(self, msg) -> None:
         """An ack (the driver calls this for each message of the subscription)."""
         out = self.core.on_reply(msg)
         if out is None:
             return  # a late reply to a publish that timed out
         self._finish(*out)
-        if self.core.queued:
-            self._refill()
 
     def _fail_all(self, err) -> None:
         if self.timer is not None:

@@ -12,14 +12,13 @@ is the state of many publishes in flight on one wildcard reply subject
 
 from __future__ import annotations
 
-import collections
 import re
 import json
 
 from tclnats_py.errors import NatsError, error_class, make_error
 from tclnats_py.engine.js.api import Publish, Request, check_js_error
 
-__all__ = ["publish_headers", "parse_ack", "ack_error_dict", "publish", "AsyncPublisher",
+__all__ = ["publish_headers", "parse_ack", "ack_error_dict", "publish", "AsyncPublisher", "stalled",
            "MSG_ID", "EXPECTED_STREAM", "EXPECTED_LAST_SEQ", "EXPECTED_LAST_SUBJECT_SEQ", "EXPECTED_LAST_MSG_ID",
            "MSG_TTL", "ROLLUP"]
 
@@ -105,22 +104,29 @@ def publish(subject: str, payload: bytes = b"", headers=None, timeout: int | Non
     return parse_ack(reply)
 
 
+def stalled(max_pending: int, stall_ms) -> NatsError:
+    """The error of a publish that waited ``stall_ms`` for one of
+    ``max_pending`` acks in flight to come back (nats.go's ErrTooManyStalledMsgs)."""
+    return make_error("ErrTooManyStalledMsgs",
+                      f"Stalled with too many outstanding async published messages ({max_pending} "
+                      f"waiting for their ack for {stall_ms} ms): the message was not published")
+
+
 class AsyncPublisher:
     """Publishes in flight, each waiting for its ack on ``<inbox>.<id>``
-    (nats.go's PublishAsync), with at most ``max_pending`` in flight.
+    (nats.go's PublishAsync), at most ``max_pending`` at a time.
 
     Sans-IO: times (``now``, ``timeout``, deadlines) are numbers on the
     driver's clock, in one unit of its choosing.  The driver subscribes to
     :attr:`subscription_subject` once, and:
 
-    * ``reply = add(subject, payload, headers, handle, timeout, now)``: publish
-      with ``reply`` now, or, when ``max_pending`` acks are outstanding, it
-      returns None and the publish waits in a queue (a producer faster than
-      the server is held back without losing anything);
+    * while :attr:`full`, a publisher waits (up to its stall time) for an
+      ack to make room: the driver's waiting, this class's rule;
+    * ``reply = add(subject, payload, headers, handle, timeout, now)``:
+      publish with ``reply`` now; ErrTooManyStalledMsgs (:func:`stalled`)
+      when it is still full, so nothing waits unbounded in memory;
     * ``on_reply(msg)`` for each message of the subscription: ``(handle,
       pub_ack, None)`` or ``(handle, None, error)``; None for a late reply;
-    * after either, ``refill(now)`` while :attr:`queued` is not empty: the
-      queued publishes now due, as ``(reply, subject, payload, headers, deadline)``;
     * ``expire(now)`` when its timer for :meth:`next_deadline` fires: the
       ``(handle, ErrTimeout)`` of each publish past its deadline;
     * ``forget(reply)`` when sending failed (the handle back, to fail it);
@@ -129,7 +135,7 @@ class AsyncPublisher:
     ``handle`` is the driver's own object (a future, a Tcl callback).
     """
 
-    __slots__ = ("inbox", "prefix_len", "max_pending", "inflight", "queued", "_next")
+    __slots__ = ("inbox", "prefix_len", "max_pending", "inflight", "_next")
 
     def __init__(self, inbox: str, max_pending: int = 4000):
         if max_pending.__class__ is not int or max_pending < 1:
@@ -138,7 +144,6 @@ class AsyncPublisher:
         self.prefix_len = len(inbox) + 1
         self.max_pending = max_pending
         self.inflight: dict = {}                          # id -> (handle, deadline)
-        self.queued: collections.deque = collections.deque()  # (id, subject, payload, headers, handle, timeout)
         self._next = 0
 
     @property
@@ -147,15 +152,19 @@ class AsyncPublisher:
 
     @property
     def pending(self) -> int:
-        """Publishes not finished yet (in flight or queued)."""
-        return len(self.inflight) + len(self.queued)
+        """Publishes waiting for their ack."""
+        return len(self.inflight)
 
-    def add(self, subject: str, payload: bytes, headers, handle, timeout, now):
+    @property
+    def full(self) -> bool:
+        """``max_pending`` acks are outstanding: a new publish must wait."""
+        return len(self.inflight) >= self.max_pending
+
+    def add(self, subject: str, payload: bytes, headers, handle, timeout, now, stall_ms=0):
+        if len(self.inflight) >= self.max_pending:
+            raise stalled(self.max_pending, stall_ms)
         self._next += 1
         pid = str(self._next)
-        if len(self.inflight) >= self.max_pending:
-            self.queued.append((pid, subject, payload, headers, handle, timeout))
-            return None
         self.inflight[pid] = (handle, now + timeout)
         return self.inbox + "." + pid
 
@@ -173,17 +182,6 @@ class AsyncPublisher:
         except NatsError as e:
             return entry[0], None, e
 
-    def refill(self, now) -> list:
-        sends = []
-        q = self.queued
-        inflight = self.inflight
-        while q and len(inflight) < self.max_pending:
-            pid, subject, payload, headers, handle, timeout = q.popleft()
-            deadline = now + timeout
-            inflight[pid] = (handle, deadline)
-            sends.append((self.inbox + "." + pid, subject, payload, headers, deadline))
-        return sends
-
     def next_deadline(self):
         """The earliest deadline of a publish in flight, None without one."""
         if not self.inflight:
@@ -198,8 +196,7 @@ class AsyncPublisher:
         return out
 
     def fail_all(self, err: NatsError) -> list:
-        """Everything still pending leaves: the handles, to fail with ``err``."""
-        handles = [h for h, _ in self.inflight.values()] + [q[4] for q in self.queued]
+        """Everything still in flight leaves: the handles, to fail with ``err``."""
+        handles = [h for h, _ in self.inflight.values()]
         self.inflight.clear()
-        self.queued.clear()
         return handles
