@@ -68,7 +68,7 @@ class Side:
         """n asynchronous JetStream publishes, then every ack."""
         if self.name == "tclnats_py":
             for _ in range(n):
-                js.publish_async(subject, data)
+                await js.publish_async(subject, data)
             await js.publish_async_complete()
         else:
             for _ in range(n):

@@ -35,7 +35,7 @@ async def _fill(url, n):
     payload = b"x" * 128
     for i in range(0, n, 5000):
         for _ in range(min(5000, n - i)):
-            js.publish_async("bs.x", payload)
+            await js.publish_async("bs.x", payload)
         await js.publish_async_complete(120)
     await c.close()
 

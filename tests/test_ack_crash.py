@@ -51,7 +51,7 @@ def test_consumer_acking_while_the_server_dies(tmp_path):
         js = c.jetstream(timeout=2.0)
         await js.create_stream("ACKC", subjects=["ackc.*"], storage="file")
         for i in range(MESSAGES):
-            js.publish_async("ackc.x", f"m{i}".encode())
+            await js.publish_async("ackc.x", f"m{i}".encode())
         await js.publish_async_complete()
         await js.create_consumer("ACKC", durable_name="WORKER", ack_policy="explicit", ack_wait=2.0,
                                  max_ack_pending=1000)

@@ -50,7 +50,7 @@ def js_setup(js_server):
         js = c.jetstream()
         await js.create_stream(STREAM, subjects=["badin.s.>"], storage="memory")
         for i in range(20):
-            js.publish_async("badin.s.x", b"m%d" % i)
+            await js.publish_async("badin.s.x", b"m%d" % i)
         await js.publish_async_complete()
         await js.create_consumer(STREAM, durable_name=CONSUMER, ack_policy="explicit")
         await js.create_consumer(STREAM, durable_name=ACKER, ack_policy="explicit", ack_wait=60)

@@ -158,15 +158,15 @@ def test_publish_async_many_in_flight(js_server):
         js = tclnats_py.aio.jetstream.new(c, publish_async_max_pending=64)
         await js.create_stream("PY_ASYNC", subjects=["async.*"], storage="memory")
         t0 = time.monotonic()
-        futs = [js.publish_async("async.x", f"m{i}", msg_id=f"id{i}") for i in range(3000)]
+        futs = [await js.publish_async("async.x", f"m{i}", msg_id=f"id{i}") for i in range(3000)]
         assert js.publish_async_pending > 0
         await js.publish_async_complete(20)
         assert js.publish_async_pending == 0
         seqs = sorted(f.result().seq for f in futs)
         assert seqs == list(range(1, 3001)), "every publish acknowledged once"
         assert time.monotonic() - t0 < 10
-        bad = js.publish_async("nobody.async", b"x")
-        wrong = js.publish_async("async.x", b"x", expected_stream="OTHER")
+        bad = await js.publish_async("nobody.async", b"x")
+        wrong = await js.publish_async("async.x", b"x", expected_stream="OTHER")
         await js.publish_async_complete(5)
         assert bad.exception().code == "ErrNoResponders" and wrong.exception().details["err_code"] == 10060
         assert (await js.stream_info("PY_ASYNC")).state.messages == 3000

@@ -38,7 +38,7 @@ def publish(url, stream, subjects, messages, headers=None):
             pass
         await js.create_stream(stream, subjects=subjects, storage="memory")
         for subject, data in messages:
-            js.publish_async(subject, data, headers)
+            await js.publish_async(subject, data, headers)
         await js.publish_async_complete(30)
         await c.close()
     asyncio.run(go())

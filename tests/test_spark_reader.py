@@ -17,7 +17,7 @@ def fill(url, stream, n):
         await js.create_stream(stream, subjects=[f"{stream.lower()}.*"], storage="memory")
         for i in range(n):
             subj = f"{stream.lower()}.{'odd' if i % 2 else 'even'}"
-            js.publish_async(subj, bytes([i % 256]) * (i % 7), {"N": [str(i)]} if i % 5 == 0 else None)
+            await js.publish_async(subj, bytes([i % 256]) * (i % 7), {"N": [str(i)]} if i % 5 == 0 else None)
         await js.publish_async_complete()
         await c.close()
     asyncio.run(go())

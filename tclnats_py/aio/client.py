@@ -57,6 +57,46 @@ _log = logging.getLogger("tclnats_py")
 _log.addHandler(logging.NullHandler())
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
 
+# the bounded-memory options this face takes in seconds (the engine's are ms)
+_SECONDS_KW = ("flush_timeout", "reconnect_jitter", "reconnect_jitter_tls")
+# about this many bytes go to the transport per write (Engine.data_to_send(limit))
+_WRITE_CHUNK = 256 * 1024
+# the transport's own buffer: past HIGH it asks us to pause writing
+_TRANSPORT_HIGH, _TRANSPORT_LOW = 1024 * 1024, 256 * 1024
+
+
+class _Ready:
+    """What publish() returns when nothing has to wait: awaiting it is free."""
+
+    __slots__ = ()
+
+    def __await__(self):
+        return iter(())
+
+    def __repr__(self):
+        return "<publish: queued>"
+
+
+_READY = _Ready()
+
+
+class _WaitForSocket:
+    """What publish() returns when more than ``write_buf_size`` bytes wait
+    for the socket: awaiting it waits until they are down to half, at most
+    ``flush_timeout`` (then ErrTimeout).  Not awaiting it costs nothing."""
+
+    __slots__ = ("client",)
+
+    def __init__(self, client):
+        self.client = client
+
+    def __await__(self):
+        return self.client._wait_for_socket().__await__()
+
+    def __repr__(self):
+        return "<publish: queued, the socket is behind>"
+
+
 # keyword arguments the driver keeps; everything else is an engine option
 _DRIVER_KW = ("error_cb", "status_cb", "disconnected_cb", "reconnected_cb", "closed_cb",
               "reconnect_delay", "tls", "tls_ca", "tls_cert", "tls_key", "tls_hostname", "tls_verify")
@@ -99,7 +139,7 @@ class _ClientMsg(Msg):
     async def respond(self, data=b"", headers=None) -> None:
         if not self.reply:
             raise make_error("ErrInvalidArg", f"Message on {self.subject} has no reply subject")
-        self._client.publish(self.reply, data, headers=headers)
+        await self._client.publish(self.reply, data, headers=headers)
 
 
 class _Protocol(asyncio.Protocol):
@@ -121,6 +161,8 @@ class _Protocol(asyncio.Protocol):
             transport.close()
             return
         c._transport = transport
+        c._paused = False
+        transport.set_write_buffer_limits(_TRANSPORT_HIGH, _TRANSPORT_LOW)
         c._engine.socket_connected()
         c._run()
 
@@ -132,6 +174,17 @@ class _Protocol(asyncio.Protocol):
 
     def eof_received(self):
         return False  # close the transport; connection_lost reports it
+
+    def pause_writing(self):
+        c = self.client
+        if c._attempt == self.attempt:
+            c._paused = True
+
+    def resume_writing(self):
+        c = self.client
+        if c._attempt == self.attempt:
+            c._paused = False
+            c._write_more()
 
     def connection_lost(self, exc):
         c = self.client
@@ -406,6 +459,9 @@ class Client:
         self._deadline_timer = None
         self._deadline_at = 0.0
         self._flush_handle = None
+        self._paused = False        # the transport asked us to stop writing (pause_writing)
+        self._ready = _READY        # what publish() returns: a done future once connect() has a loop
+        self._socket_waiters: list = []  # futures of publishers waiting for the socket
         self._subs: dict[int, Subscription] = {}
         self._busy_subs = 0  # callback subscriptions with messages being handled
         self._pub_heads: dict[str, bytes] = {}  # subject -> its PUB frame's start, once checked
@@ -432,6 +488,14 @@ class Client:
                 self._ssl_ctx = None
             else:
                 setattr(self, "_" + k, v)
+        if "pending_size" in options:  # nats-py's name of the reconnect buffer
+            options["reconnect_buf_size"] = options.pop("pending_size")
+        for k in _SECONDS_KW:
+            if k in options:
+                v = check_seconds(k, options[k], allow_none=False)
+                if v > MAX_TIMEOUT:
+                    raise make_error("ErrInvalidArg", f"Invalid value for {k}: {v!r} (seconds)")
+                options[k] = int(round(v * 1000))
         crd = options.get("custom_reconnect_delay")
         if callable(crd):
             eng.reconnect_delay = options.pop("custom_reconnect_delay")
@@ -502,11 +566,13 @@ class Client:
     def new_inbox(self) -> str:
         return self._engine.new_inbox()
 
-    def jetstream(self, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0):
-        """The JetStream context (see tclnats_py.aio.jetstream)."""
+    def jetstream(self, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
+                  **kw):
+        """The JetStream context (see tclnats_py.aio.jetstream); ``kw``:
+        ``publish_async_max_pending`` (4000), ``publish_async_stall_wait`` (0.2 s)."""
         from tclnats_py.aio.jetstream import JetStream as JetStream
         check_timeout(timeout, what="JetStream timeout")
-        return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout)
+        return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout, **kw)
 
     # ------------------------------------------------------------ effects
     def _spawn(self, coro) -> None:
@@ -599,11 +665,62 @@ class Client:
 
     def _flush_now(self) -> None:
         self._flush_handle = None
+        self._write_more()
+
+    def _write_more(self) -> None:
+        """Hand the engine's queue to the transport in chunks until it is
+        empty or the transport asks us to pause (its buffer past
+        _TRANSPORT_HIGH): what the socket cannot take yet stays in the
+        engine, one copy, bounded by the publishers' waiting."""
         t = self._transport
+        eng = self._engine
         if t is not None:
-            data = self._engine.data_to_send()
-            if data:
-                t.write(data)
+            while not self._paused and eng.want_write:
+                t.write(eng.data_to_send(_WRITE_CHUNK))
+        if self._socket_waiters and (eng.status != CONNECTED or self._socket_buffered() * 2
+                                     < eng.options.write_buf_size):
+            waiters, self._socket_waiters = self._socket_waiters, []
+            for w in waiters:
+                if not w.done():
+                    w.set_result(None)
+
+    def _socket_buffered(self) -> int:
+        """Bytes published that the socket has not taken yet."""
+        t = self._transport
+        return self._engine.pending_bytes + (t.get_write_buffer_size() if t is not None else 0)
+
+    def _backlog(self):
+        """publish() found a chunk's worth queued: write what the transport
+        takes, then say whether the caller should wait (an awaitable) or
+        must fail (ErrOutboundBufferLimit, the message not accepted)."""
+        eng = self._engine
+        if eng.status != CONNECTED:
+            return None  # the reconnect buffer's bound applies (Engine.publish)
+        if not self._paused:
+            self._write_more()
+        t = self._transport
+        buffered = t.get_write_buffer_size() if t is not None else 0
+        pressure = eng.write_pressure(buffered)
+        if pressure == 2:
+            eng.check_outbound(buffered)
+        return _WaitForSocket(self) if pressure else None
+
+    async def _wait_for_socket(self) -> None:
+        eng = self._engine
+        timeout = eng.options.flush_timeout / 1000.0
+        loop = self._loop
+        deadline = loop.time() + timeout
+        while eng.status == CONNECTED and self._socket_buffered() * 2 >= eng.options.write_buf_size:
+            left = deadline - loop.time()
+            if left <= 0:
+                raise make_error("ErrTimeout", f"The socket took nothing for {timeout:g} s (flush_timeout): "
+                                 f"{self._socket_buffered()} bytes wait to be written to {eng.host_port()}")
+            w = loop.create_future()
+            self._socket_waiters.append(w)
+            try:
+                await asyncio.wait_for(w, left)
+            except asyncio.TimeoutError:
+                pass
 
     def _arm_deadlines(self, when: float) -> None:
         if self._deadline_timer is not None:
@@ -698,8 +815,14 @@ class Client:
                 eng.tls_failed(getattr(e, "reason", None) or str(e) or type(e).__name__)
                 self._run()
             return
-        if attempt != self._attempt:
-            new.close()
+        if attempt != self._attempt or new is None:
+            # the attempt ended during the handshake (connect timeout, close):
+            # start_tls gives None when its transport was closed under it
+            if new is not None:
+                new.close()
+            elif attempt == self._attempt:
+                eng.tls_failed("the connection closed during the TLS handshake")
+                self._run()
             return
         self._transport = new
         eng.tls_done()
@@ -717,10 +840,17 @@ class Client:
                 self._open_task.cancel()
             self._open_task = None
         data = self._engine.data_to_send()
+        self._paused = False
         if t is not None:
             if data:
                 t.write(data)
             t.close()
+            if t.get_write_buffer_size():
+                # a peer that takes nothing must not keep the socket for good:
+                # what it has not taken after flush_timeout is dropped
+                self._loop.call_later(self._engine.options.flush_timeout / 1000.0, t.abort)
+        if self._socket_waiters:
+            self._write_more()  # not connected any more: the waiting publishers go on
 
     @staticmethod
     def _request_done(req: Request, outcome: str) -> None:
@@ -755,6 +885,10 @@ class Client:
         if eng.status != CLOSED:
             return self
         self._loop = asyncio.get_running_loop()
+        if self._ready is _READY or self._ready.get_loop() is not self._loop:
+            # awaiting a done future costs a third of awaiting _READY
+            self._ready = self._loop.create_future()
+            self._ready.set_result(None)
         self._configure(servers, options)
         if not eng.pool.servers:
             # nothing configured, or a pool emptied by a lost connection
@@ -854,10 +988,16 @@ class Client:
         await self.close()
 
     # ------------------------------------------------------------ API: messages
-    def publish(self, subject: str, data=b"", reply: str | None = None, headers=None) -> None:
+    def publish(self, subject: str, data=b"", reply: str | None = None, headers=None):
         """Queue a message (bytes or str); it leaves with the next write of this
-        loop turn, or once (re)connected."""
+        loop turn, or once (re)connected.  ``await nc.publish(...)`` (the
+        nats-py form) also waits while more than ``write_buf_size`` bytes wait
+        for the socket, so a fast publisher keeps pace with it; without
+        ``await`` nothing waits, and past 8 times that ErrOutboundBufferLimit
+        refuses the message.  While not connected, past ``reconnect_buf_size``
+        (``pending_size``) bytes, ErrReconnectBufExceeded refuses it."""
         eng = self._engine
+        wait = self._backlog() if eng.pending_bytes >= _WRITE_CHUNK else None
         if reply is None and headers is None and data.__class__ is bytes and subject.__class__ is str:
             # the common case: a subject that passed the engine's checks before
             head = self._pub_heads.get(subject)
@@ -868,7 +1008,7 @@ class Client:
                     eng.publish_framed(b"%s%d\r\n%s\r\n" % (head, len(data), data), 1)
                     if eng.has_effects:
                         self._run()
-                    return
+                    return wait or self._ready
             else:
                 eng.publish(subject, data)  # checks (raises) as always
                 heads = self._pub_heads
@@ -877,16 +1017,17 @@ class Client:
                 heads[subject] = f"PUB {subject}  ".encode()  # nats-tcl's frame: an empty reply slot
                 if eng.has_effects:
                     self._run()
-                return
+                return wait or self._ready
         if headers is not None:
             check_headers(headers)
         eng.publish(subject, data if data.__class__ is bytes else _to_bytes(data), reply, headers)
         if eng.has_effects:
             self._run()
+        return wait or self._ready
 
-    def publish_msg(self, msg: Msg) -> None:
+    def publish_msg(self, msg: Msg):
         _check_msg(msg)
-        self.publish(msg.subject, msg.data, msg.reply, msg.headers)
+        return self.publish(msg.subject, msg.data, msg.reply, msg.headers)
 
     async def subscribe(self, subject: str, queue: str | None = None, cb=None, max_msgs: int = 0,
                         pending_msgs_limit: int | None = None,

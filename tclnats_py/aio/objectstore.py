@@ -184,10 +184,10 @@ class ObjectStore:
         try:
             async for part in _parts(data, chunk_size):
                 for chunk in put.feed(part):
-                    inflight.append(js.publish_async(put.chunk_subject, chunk))
+                    inflight.append(await js.publish_async(put.chunk_subject, chunk))
                     await settle(_WINDOW)
             for chunk in put.finish():
-                inflight.append(js.publish_async(put.chunk_subject, chunk))
+                inflight.append(await js.publish_async(put.chunk_subject, chunk))
             await settle(0)
             step = put.meta_step()
             parse_ack(await js.client.request(step.subject, step.payload, timeout=js.timeout, headers=step.headers))

@@ -456,7 +456,7 @@ def _write_rows(opts, columns, rows, id_base):
                 if headers:
                     headers = {k: list(v) if isinstance(v, (list, tuple)) else [str(v)] for k, v in headers.items()}
                 msg_id = str(d[msg_id_col]) if msg_id_col else f"{id_base}-{i}"
-                futs.append(js.publish_async(subject, bytes(data), headers, msg_id=msg_id))
+                futs.append(await js.publish_async(subject, bytes(data), headers, msg_id=msg_id))
                 if len(futs) >= 512:
                     for f in futs:
                         ack = await f

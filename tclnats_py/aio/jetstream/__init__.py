@@ -3,7 +3,7 @@
     js = client.jetstream()                  # or tclnats_py.aio.jetstream.new(client, domain=..., api_prefix=...)
     stream = await js.create_stream("ORDERS", subjects=["orders.*"], max_age=3600)
     ack = await js.publish("orders.new", b"apple", msg_id="o-1", expected_stream="ORDERS")
-    fut = js.publish_async("orders.new", b"pear"); await js.publish_async_complete()
+    fut = await js.publish_async("orders.new", b"pear"); await js.publish_async_complete()
     cons = await stream.create_consumer(durable_name="PACKER", ack_wait=30)
     for msg in await cons.fetch(10, expires=1.0):       # a pull request; [] when none came
         await msg.ack_sync()

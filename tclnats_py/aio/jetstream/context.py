@@ -11,7 +11,7 @@ from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.validate import _to_bytes, check_int, check_timeout
 from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js.api import Batch, JsApi, Publish, Request, advance, api_call
-from tclnats_py.engine.js.publish import parse_ack_fast, publish_headers
+from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast, publish_headers
 from tclnats_py.aio.jetstream.info import ConsumerInfo, Info, PubAck, StreamInfo
 from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig, _merge
 from tclnats_py.aio.jetstream.publish import _AsyncPub, _check_publish
@@ -28,9 +28,10 @@ class JetStream:
     Key-Value and Object Store.  ``timeout`` (seconds) bounds each API call."""
 
     def __init__(self, client, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
-                 publish_async_max_pending: int = 4000):
+                 publish_async_max_pending: int = 4000, publish_async_stall_wait: float = STALL_WAIT_MS / 1000):
         timeout = check_timeout(timeout, 5.0, what="JetStream timeout")
         check_int("publish_async_max_pending", publish_async_max_pending, 1)
+        self._stall_wait = check_timeout(publish_async_stall_wait, what="publish_async_stall_wait")
         self.client = client
         self.jsapi = JsApi(domain, api_prefix)
         self.domain = domain
@@ -180,14 +181,19 @@ class JetStream:
             raise make_error("ErrInvalidArg", f"A message expected, not {type(msg).__name__}")
         return await self.publish(msg.subject, msg.data, msg.headers, **kw)
 
-    def publish_async(self, subject: str, data=b"", headers=None, *, timeout: float | None = None,
-                      **kw) -> "asyncio.Future":
-        """Publish without waiting: a future of the PubAck.  Acks come back on
-        one wildcard inbox; at most ``publish_async_max_pending`` are in flight,
-        the rest wait their turn.  ``publish_async_complete()`` awaits them all.
+    async def publish_async(self, subject: str, data=b"", headers=None, *, timeout: float | None = None,
+                            wait_stall: float | None = None, **kw) -> "asyncio.Future":
+        """Publish without waiting for the ack: ``fut = await js.publish_async(...)``
+        gives a future of the PubAck (nats-py's form).  Acks come back on one
+        wildcard inbox.  At most ``publish_async_max_pending`` are in flight:
+        past it this waits up to ``wait_stall`` seconds (default the context's
+        ``publish_async_stall_wait``, 0.2 s as nats.go) for one to finish, then
+        raises ErrTooManyStalledMsgs and the message is not published.
+        ``publish_async_complete()`` awaits them all.
 
         The bad-input checks are :meth:`publish`'s, raised here at once."""
         timeout = self.timeout if timeout is None else check_timeout(timeout)
+        stall = self._stall_wait if wait_stall is None else check_timeout(wait_stall, what="wait_stall")
         if data.__class__ is not bytes:
             data = _to_bytes(data)
         client = self.client
@@ -202,7 +208,11 @@ class JetStream:
         ap = self._ap
         if ap is None or ap.sub.closed:
             ap = self._ap = _AsyncPub(self, ap)
-        return ap.add(subject, data, hdrs, timeout)
+        if ap.core.full:
+            await ap.wait_room(stall)
+            if ap.sub.closed:  # the connection closed meanwhile
+                ap = self._ap = _AsyncPub(self, ap)
+        return ap.add(subject, data, hdrs, timeout, stall)
 
     async def publish_async_complete(self, timeout: float | None = None) -> None:
         """Wait until every async publish so far has its ack (or error)."""

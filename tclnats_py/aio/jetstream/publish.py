@@ -39,23 +39,41 @@ class _AsyncPub:
         self.idle_waiters: list = old.idle_waiters if old is not None else []
         self.timer = None
         self.timer_at = 0.0
+        self.room_waiters: list = old.room_waiters if old is not None else []
         self.sub = client.engine.subscribe(self.core.subscription_subject, handler=self)
         client._run()
         if old is not None:
             # its subscription ended (the connection closed): what it still had fails now
             old._fail_all(make_error("ErrConnectionClosed", "Connection closed"))
 
-    def add(self, subject, data, hdrs, timeout):
-        fut = self.loop.create_future()
-        self.futures.add(fut)
+    def add(self, subject, data, hdrs, timeout, stall):
         now = self.loop.time()
-        reply = self.core.add(subject, data, hdrs, fut, timeout, now)
-        if reply is not None:
-            self._send(reply, subject, data, hdrs, now + timeout)
-            client = self.client
-            if client.engine.has_effects:
-                client._run()
+        fut = self.loop.create_future()
+        reply = self.core.add(subject, data, hdrs, fut, timeout, now, int(stall * 1000))  # may raise: stalled
+        self.futures.add(fut)
+        self._send(reply, subject, data, hdrs, now + timeout)
+        client = self.client
+        if client.engine.has_effects:
+            client._run()
         return fut
+
+    async def wait_room(self, stall: float) -> None:
+        """Wait up to ``stall`` seconds for an ack to leave room (or for the
+        connection to end); the caller's add() then tells."""
+        deadline = self.loop.time() + stall
+        while self.core.full and not self.sub.closed:
+            left = deadline - self.loop.time()
+            if left <= 0:
+                return
+            w = self.loop.create_future()
+            self.room_waiters.append(w)
+            try:
+                await asyncio.wait_for(w, left)
+            except asyncio.TimeoutError:
+                return
+            finally:
+                if w in self.room_waiters:
+                    self.room_waiters.remove(w)
 
     def _send(self, reply, subject, data, hdrs, deadline) -> None:
         eng = self.client.engine
@@ -96,6 +114,10 @@ class _AsyncPub:
     def _finish(self, fut, ack, err) -> None:
         futures = self.futures
         futures.discard(fut)
+        if self.room_waiters:
+            w = self.room_waiters.pop(0)
+            if not w.done():
+                w.set_result(None)
         if not futures and self.idle_waiters:
             ws, self.idle_waiters[:] = list(self.idle_waiters), []
             for w in ws:

@@ -18,7 +18,7 @@ import json
 from tclnats_py.errors import NatsError, error_class, make_error
 from tclnats_py.engine.js.api import Publish, Request, check_js_error
 
-__all__ = ["publish_headers", "parse_ack", "ack_error_dict", "publish", "AsyncPublisher", "stalled",
+__all__ = ["publish_headers", "parse_ack", "ack_error_dict", "publish", "AsyncPublisher", "stalled", "STALL_WAIT_MS",
            "MSG_ID", "EXPECTED_STREAM", "EXPECTED_LAST_SEQ", "EXPECTED_LAST_SUBJECT_SEQ", "EXPECTED_LAST_MSG_ID",
            "MSG_TTL", "ROLLUP"]
 
@@ -102,6 +102,10 @@ def publish(subject: str, payload: bytes = b"", headers=None, timeout: int | Non
     """Operation: publish and wait for the PubAck (a dict)."""
     reply = yield Request(subject, payload, headers, timeout)
     return parse_ack(reply)
+
+
+# how long a publish waits for room among max_pending acks in flight (nats.go's default)
+STALL_WAIT_MS = 200
 
 
 def stalled(max_pending: int, stall_ms) -> NatsError:
