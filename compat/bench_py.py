@@ -47,7 +47,7 @@ class Side:
 
     async def publish(self, c, subject, data, reply=None):
         if self.name == "tclnats_py":
-            c.publish(subject, data, reply)
+            await c.publish(subject, data, reply)  # waits only when the socket is behind
         else:
             await c.publish(subject, data, reply=reply or "")
 
