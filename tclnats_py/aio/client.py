@@ -61,8 +61,9 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING
 _SECONDS_KW = ("flush_timeout", "reconnect_jitter", "reconnect_jitter_tls")
 # about this many bytes go to the transport per write (Engine.data_to_send(limit))
 _WRITE_CHUNK = 256 * 1024
-# the transport's own buffer: past HIGH it asks us to pause writing
-_TRANSPORT_HIGH, _TRANSPORT_LOW = 1024 * 1024, 256 * 1024
+# the transport's own buffer: past this it asks us to pause writing (less
+# when write_buf_size is small, see _Protocol.connection_made)
+_TRANSPORT_HIGH = 1024 * 1024
 
 
 class _Ready:
@@ -162,7 +163,10 @@ class _Protocol(asyncio.Protocol):
             return
         c._transport = transport
         c._paused = False
-        transport.set_write_buffer_limits(_TRANSPORT_HIGH, _TRANSPORT_LOW)
+        # the transport pauses us well before write_buf_size, so its resume
+        # events are what wakes publishers waiting for the socket
+        high = max(16 * 1024, min(_TRANSPORT_HIGH, c._engine.options.write_buf_size // 4))
+        transport.set_write_buffer_limits(high, high // 4)
         c._engine.socket_connected()
         c._run()
 
