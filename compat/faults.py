@@ -85,7 +85,11 @@ def main(argv=None) -> int:
     assert proc.stdout is not None
     for line in proc.stdout:
         sys.stdout.write(line)
-        text = line.strip().lstrip(".FEsx").strip()
+        # a figure line starts at column 0 (pytest's listings of failing code are indented);
+        # pytest's progress characters may stand before it (".", "F", ...)
+        text = line.rstrip("\r\n")
+        if not _FIGURE.match(text):
+            text = re.sub(r"^[.FEsxX]+ ?", "", text)
         if _FIGURE.match(text):
             figures.append(text)
         elif re.match(r"^=+ .*(passed|failed|error).* =+$", line.strip()):

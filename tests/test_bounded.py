@@ -70,6 +70,10 @@ MAX_PENDING = int(os.environ.get("TCLNATS_BOUND_MAX_PENDING", "512"))     # publ
 # interpreter's own allocations while it runs flat out (2-3 MB measured in the short forms)
 OVERHEAD = 16 * MiB
 WRITE_BUF = 256 * 1024  # write_buf_size of the publishers of (4)
+# write_buf_size of the publisher of (1): smaller than an eighth of the reconnect
+# buffer, so that what goes out on reconnecting is more than an unawaited
+# publish may queue (ErrOutboundBufferLimit): awaited publishes must wait, not fail
+OUTAGE_WRITE_BUF = 128 * 1024
 
 
 def tclsh_cmd() -> list[str]:
@@ -243,7 +247,8 @@ def test_publishing_through_an_outage_is_bounded(tmp_path, face):
     srv = NatsServer(port=free_port())
     srv.start()
     proxy = GateProxy(srv.port)
-    child = Child(child_cmd(face, "outage_pub") + [f"nats://127.0.0.1:{proxy.port}", str(RECONNECT_BUF)],
+    child = Child(child_cmd(face, "outage_pub") + [f"nats://127.0.0.1:{proxy.port}", str(RECONNECT_BUF),
+                                                    str(OUTAGE_WRITE_BUF)],
                   tmp_path, f"outage-{face}")
     try:
         async def go():
@@ -300,7 +305,7 @@ def test_publishing_through_an_outage_is_bounded(tmp_path, face):
               f"received_total={len(seqs)} accepted_while_down={res['while_down']} "
               f"missing={len(missing)} lost_in_flight_at_kill={lost_in_flight} duplicates={duplicates} "
               f"base_rss_mb={base / MiB:.1f} peak_rss_growth_mb={growth / MiB:.1f} "
-              f"bound_mb={(RECONNECT_BUF + OVERHEAD) / MiB:.0f} errors={res['errors']} statuses={res['statuses']}")
+              f"write_buf_kb={OUTAGE_WRITE_BUF // 1024} bound_mb={(RECONNECT_BUF + OVERHEAD) / MiB:.0f} errors={res['errors']} statuses={res['statuses']}")
         assert rc == 0, child.stderr()
         assert outage_from >= 0, "nothing was accepted while disconnected"
         assert set(codes) == {"ErrReconnectBufExceeded"}, res  # the buffer filled up, and only that refused
@@ -492,9 +497,10 @@ def test_paused_server_publishers_wait_and_subscriber_overflows(tmp_path, face):
             child.send("go")
             await asyncio.sleep(PUB_PAUSE)
             paused_peak = vm_hwm(child.pid)
+            child.send("cont")  # errors from now on count as after the pause
+            assert await child.line(30) == "cont", "the child did not take the cont mark"
             os.kill(srv.pid, signal.SIGCONT)
             stopped[0] = False
-            child.send("cont")
             await asyncio.sleep(1.5)
             child.send("stop")
             res = parse_result(await child.line(90))

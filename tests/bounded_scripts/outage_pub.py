@@ -1,6 +1,6 @@
 """Child of tests/test_bounded.py: keeps publishing 1 KiB messages through an outage.
 
-    python3 outage_pub.py URL RECONNECT_BUF_BYTES
+    python3 outage_pub.py URL RECONNECT_BUF_BYTES WRITE_BUF_BYTES
 
 stdout: ``pid N`` once connected; ``result key=value ...`` after ``stop``.
 stdin: ``go`` (start publishing), ``stop`` (stop, flush, report), ``quit``.
@@ -18,7 +18,7 @@ import sys
 import tclnats_py
 from tclnats_py import NatsError
 
-URL, BUF = sys.argv[1], int(sys.argv[2])
+URL, BUF, WBUF = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 FILL = b"x" * (1024 - 10)
 
 
@@ -26,7 +26,7 @@ async def main():
     loop = asyncio.get_running_loop()
     errors = collections.Counter()
     statuses = []
-    nc = await tclnats_py.connect(URL, reconnect_buf_size=BUF, write_buf_size=256 * 1024, flush_timeout=10,
+    nc = await tclnats_py.connect(URL, reconnect_buf_size=BUF, write_buf_size=WBUF, flush_timeout=10,
                                   max_reconnect_attempts=-1, reconnect_time_wait=100, connect_timeout=1000,
                                   error_cb=lambda e: errors.update([getattr(e, "code", type(e).__name__)]),
                                   status_cb=statuses.append)

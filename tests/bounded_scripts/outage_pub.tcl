@@ -1,11 +1,11 @@
 # Child of tests/test_bounded.py: keeps publishing 1 KiB messages through an outage
-# (the Tcl face).   tclsh outage_pub.tcl URL RECONNECT_BUF_BYTES
+# (the Tcl face).   tclsh outage_pub.tcl URL RECONNECT_BUF_BYTES WRITE_BUF_BYTES
 # stdout: "pid N" once connected; "result key=value ..." after "stop".
 # stdin: go / stop / quit.  Same numbering as outage_pub.py.
 package require nats
-lassign $argv url buf
+lassign $argv url buf wbuf
 set c [nats::connection new bound -log_chan stderr]
-$c configure -servers $url -reconnect_buf_size $buf -write_buf_size 262144 -flush_timeout 10000 \
+$c configure -servers $url -reconnect_buf_size $buf -write_buf_size $wbuf -flush_timeout 10000 \
     -max_reconnect_attempts -1 -reconnect_time_wait 100 -connect_timeout 1000
 set ::statuses [list]
 trace add variable [info object namespace $c]::status write \

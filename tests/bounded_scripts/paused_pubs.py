@@ -4,8 +4,9 @@ pending limits on one server that the test pauses (SIGSTOP).
     python3 paused_pubs.py URL WRITE_BUF_BYTES PENDING_MSGS
 
 stdout: ``pid N`` once connected; ``result key=value ...`` after ``stop``.
-stdin: ``go`` (start publishing), ``cont`` (the server was resumed: errors
-from now on are counted as after it), ``stop``, ``quit``.
+stdin: ``go`` (start publishing), ``cont`` (the server is about to be resumed:
+errors from now on count as after the pause; answered with ``cont``),
+``stop``, ``quit``.
 """
 
 import asyncio
@@ -63,6 +64,7 @@ async def main():
         line = (await loop.run_in_executor(None, sys.stdin.readline)).strip()
         if line == "cont":
             phase[0] = "after"
+            print("cont", flush=True)
         elif line == "stop":
             break
         else:

@@ -2,7 +2,7 @@
 # limits on a server the test pauses (the Tcl face).
 #   tclsh paused_pubs.tcl URL WRITE_BUF_BYTES PENDING_MSGS
 # stdout: "pid N" once connected; "result key=value ..." after "stop".
-# stdin: go / cont / stop / quit, as paused_pubs.py.
+# stdin: go / cont (answered with cont) / stop / quit, as paused_pubs.py.
 package require nats
 lassign $argv url wbuf pending
 set ::phase before
@@ -73,7 +73,11 @@ proc on_stdin {} {
     set line [string trim [gets stdin]]
     switch -- $line {
         go { after 0 pump }
-        cont { set ::phase after }
+        cont {
+            set ::phase after
+            puts cont
+            flush stdout
+        }
         stop { set ::stop 1 }
         quit { set ::quit 1 }
         default { if {[eof stdin]} { set ::quit 1; set ::stop 1 } }
