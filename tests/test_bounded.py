@@ -18,6 +18,8 @@ lines each test prints.
 2. ASYNC_MSGS JetStream publish_async calls while the server is SIGSTOPped
    for PAUSE seconds in the middle: never more than max_pending in flight,
    and every publish is accounted for (acked + failed, per error code).
+   Python in this process; Tcl (``$js publish ... -callback``) in
+   tests/bounded_scripts/js_async.tcl.
 3. A "TLS server" (a plain socket here) that sends INFO with tls_required
    and then never answers the handshake: connect fails within its
    connect_timeout; the Tcl event loop keeps running meanwhile; the Python
@@ -394,6 +396,45 @@ def test_publish_async_through_a_paused_server(tmp_path):
         assert acked <= stored <= attempted - failed["ErrTooManyStalledMsgs"]
     finally:
         cont()
+        srv.cleanup()
+
+
+def test_publish_async_through_a_paused_server_tcl(tmp_path):
+    """The same on the Tcl face: ``$js publish ... -callback`` with
+    -publish_async_max_pending; the script stops and resumes the server itself."""
+    srv = NatsServer(jetstream=True, port=free_port())
+    srv.start()
+    pid = srv.pid
+    try:
+        cmd = child_cmd("tcl", "js_async") + [srv.url, str(ASYNC_MSGS), str(int(PAUSE * 1000)), str(pid),
+                                               str(MAX_PENDING), "200", "500"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=max(120, ASYNC_MSGS / 1000),
+                           env=child_env(), stdin=subprocess.DEVNULL)
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("result ")]
+        assert p.returncode == 0 and lines, f"rc={p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr[-4000:]}"
+        res = parse_result(lines[-1])
+        outcomes = parse_codes(res["outcomes"])
+        attempted, sent, callbacks = int(res["attempted"]), int(res["sent"]), int(res["callbacks"])
+        acked = outcomes.pop("acked", 0)
+        failed = sum(outcomes.values())
+        stored = int(res["stream_messages"])
+        by_code = ",".join(f"{k}:{v}" for k, v in sorted(outcomes.items())) or "-"
+        print(f"\njetstream publish_async tcl attempted={attempted} acked={acked} failed={failed} failed_codes={by_code} "
+              f"refused_at_call={attempted - sent} max_callbacks_outstanding={res['max_in_flight']} max_pending={MAX_PENDING} "
+              f"pause_s={PAUSE:g} stream_messages={stored} seconds={res['seconds']}")
+        assert callbacks == sent, "some callbacks never ran"
+        # what the script sees is publishes whose callback has not run yet: those
+        # in flight (at most max_pending) and those whose ack came in and whose
+        # callback waits its turn in the event loop (their room is free already;
+        # at most one max_pending's worth)
+        assert int(res["max_in_flight"]) <= 2 * MAX_PENDING
+        assert acked + failed == attempted
+        assert set(outcomes) <= {"ErrTimeout", "ErrTooManyStalledMsgs"}, outcomes
+        assert failed > 0, "a pause longer than the ack timeout failed nothing"
+        assert acked <= stored <= sent
+    finally:
+        if srv.pid is not None:
+            os.kill(srv.pid, signal.SIGCONT)
         srv.cleanup()
 
 
