@@ -58,10 +58,11 @@ array set ::tclnats::sockets {}
 # The publishes framed by a connection's fast path since the last flush, as
 # {count bytes}; the buffer starts anew
 proc ::nats::_take_pending {ns} {
-    upvar #0 ${ns}::PendingBuf buf ${ns}::PendingCount count
+    upvar #0 ${ns}::PendingBuf buf ${ns}::PendingCount count ${ns}::PendingBytes bytes
     set out [list $count $buf]
     set buf ""
     set count 0
+    set bytes 0
     return $out
 }
 
@@ -133,6 +134,9 @@ set ::nats::_option_defaults {
     tls_opts "" user "" password "" token "" secure false check_subjects true
     dictmsg false utf8_convert false request_timeout 10000
     creds "" nkey_seed ""
+    pending_msgs_limit 524288 pending_bytes_limit 67108864
+    reconnect_buf_size 8388608 write_buf_size 4194304 flush_timeout 10000
+    reconnect_jitter 0 reconnect_jitter_tls 0 ignore_auth_error_abort false
 }
 # the longest timeout (ms) a command takes, as on the Python face: about 31 years
 set ::nats::_max_timeout 1000000000000
@@ -155,7 +159,8 @@ proc ::nats::_check_config {argList} {
                     ::tclnats::r [::tclnats::_parse_url $url]
                 }
             }
-            connect_timeout - reconnect_time_wait - ping_interval - request_timeout {
+            connect_timeout - reconnect_time_wait - ping_interval - request_timeout - flush_timeout -
+            reconnect_jitter - reconnect_jitter_tls {
                 if {[string is entier -strict $v] && $v > $::nats::_max_timeout} {
                     throw {NATS ErrBadTimeout} "Invalid value for the timeout option [string trimleft $k -] : $v"
                 }
@@ -177,7 +182,7 @@ proc ::nats::_check_config {argList} {
 oo::class create ::nats::connection {
     variable config sock timers counters subscriptions requests serverPool outBuffer \
              requestsInboxPrefix pong ChildrenRef PingResult Py \
-             PendingBuf PendingCount FastSubj FastMax AwaitSkip results
+             PendingBuf PendingCount PendingBytes FastSubj FastMax FastRoom Room AwaitSkip results
     variable status last_error serverInfo
 
     constructor {{conn_name ""} args} {
@@ -199,7 +204,10 @@ oo::class create ::nats::connection {
         set pong 0
         set PendingBuf ""
         set PendingCount 0
+        set PendingBytes 0
         set FastMax -1
+        set FastRoom 0
+        set Room 0
         set AwaitSkip {0 0}
         array set FastSubj {}
         nats::_parse_args $args {
@@ -365,11 +373,19 @@ oo::class create ::nats::connection {
         # headers, payload within max_payload (FastMax is -1 while the path is
         # closed): the protocol line is framed here and the engine takes the
         # whole buffer at the next flush (no Python call per message).
+        # PendingBytes counts the payload bytes framed since the last batch
+        # went to the engine; past FastRoom, MakeRoom hands them over and
+        # waits while the way to the socket is full (see MakeRoom).
         set len [string length $message]
         if {$len <= $FastMax && [info exists FastSubj($subject)]} {
+            if {$PendingBytes > $FastRoom} {
+                my MakeRoom
+                tailcall my publish $subject $message {*}$args
+            }
             switch -- [llength $args] {
                 0 {
                     append PendingBuf "PUB $subject  $len\r\n$message\r\n"
+                    incr PendingBytes [expr {$len + 32}]
                     if {[incr PendingCount] == 1} {
                         $Py pending
                     }
@@ -387,6 +403,7 @@ oo::class create ::nats::connection {
             }
             if {$reply ne "" && [info exists FastSubj($reply)]} {
                 append PendingBuf "PUB $subject $reply $len\r\n$message\r\n"
+                incr PendingBytes [expr {$len + 32}]
                 if {[incr PendingCount] == 1} {
                     $Py pending
                 }
@@ -414,7 +431,36 @@ oo::class create ::nats::connection {
         if {[lindex $r 0]} {
             return -code error -errorcode [lindex $r 1] [lindex $r 2]
         }
+        if {[lindex $r 1] == 0} {
+            # the way to the socket is full: nothing was accepted yet
+            my MakeRoom
+            tailcall my publish $subject $message {*}$args
+        }
         return
+    }
+
+    # A publish found write_buf_size bytes on their way to the socket (the
+    # engine's queue and the channel's buffers): wait in the event loop (or
+    # yield inside a coroutine), as a synchronous call waits for its reply,
+    # until the socket has taken them below half of it, or the connection is
+    # not up; at most flush_timeout ms, then ErrTimeout, and the message was
+    # not published.
+    method MakeRoom {} {
+        set ms $config(flush_timeout)
+        set until [expr {[clock milliseconds] + $ms}]
+        set var [my varname Room]
+        while {![::tclnats::r [$Py room]]} {
+            set left [expr {$until - [clock milliseconds]}]
+            if {$left <= 0} {
+                throw {NATS ErrTimeout} "Publish timed out after $ms ms (-flush_timeout): the server does\
+                    not take the data; $config(write_buf_size) bytes (-write_buf_size) wait to be written.\
+                    The message was not published"
+            }
+            set Room 0
+            set timer [after $left [list set $var 0]]
+            nats::_coroVwait $var
+            after cancel $timer
+        }
     }
 
     method subscribe {subject args} {

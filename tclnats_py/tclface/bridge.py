@@ -20,6 +20,7 @@ timer; deliveries of one read go back to Tcl in one call.
 
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 import math
@@ -33,7 +34,7 @@ from tclnats_py.engine.effects import (CancelTimer, Close, Deliver, ErrorChanged
                        PingDone, PongReceived, RequestDone, RequestReply, StartTimer, StartTls,
                        StatusChanged, SubGone, SubsCleared, UnknownEffect)
 from tclnats_py.credentials import read_credentials
-from tclnats_py.engine.connection import CLOSED, CONNECTED, Engine, Msg, Request
+from tclnats_py.engine.connection import CONNECTED, Engine, Msg, Request
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.options import OPTION_SPEC, Options, coerce
 from tclnats_py.engine.pool import parse_url
@@ -49,6 +50,11 @@ _LEVELS = {"debug": 0, "info": 1, "warn": 2, "error": 3}
 # in batches of this size (each batch parsed, delivered and freed before the
 # next), not in one read of everything the kernel holds
 READ_CHUNK = 256 * 1024
+# bytes handed to the socket channel per write: the engine's queue leaves in
+# chunks while the kernel takes them, so no second copy of it waits in Tcl
+WRITE_CHUNK = 256 * 1024
+# payload bytes the Tcl fast path frames before it asks for room (c_room)
+FAST_BATCH = 256 * 1024
 
 
 def tcl_library_dir() -> str:
@@ -282,7 +288,12 @@ class TclConnection:
         self.tcl_pending = False
         self.noted_mux = None        # the request inbox subscription Tcl was told of
         self.fast_max = -1
+        self.fast_room = -1
         self.fast_subjects: set = set()
+        self.tls_pending = None      # (server, tls options) while a TLS handshake runs
+        self.chan_pending = 0        # bytes in the socket channel's buffers at the last write
+        self.drain_armed = False     # a writable handler (e_drain) is set
+        self.room_wanted = False     # a publisher waits for Room (see c_room)
         self.ended_objs: list = []   # Tcl objects to destroy once the effects are done
         self.dead = False
         self.tk.createcommand(self.cmd, self.dispatch)
@@ -383,12 +394,13 @@ class TclConnection:
                     self._request_msg(deliveries, f.req, f.msg)
                 elif k is StatusChanged:
                     self._push_servers()
+                    if f.status != CONNECTED and self.tcl_pending:
+                        # publishes framed in Tcl before the connection broke
+                        # go to the engine's reconnect buffer, in order
+                        self._save_tcl_pubs()
                     tk.call("set", f"{ns}::status", f.status)
                     self._fast_path()
-                    if f.status == CONNECTED and self.tcl_pending and not self.flush_id:
-                        # publishes queued in Tcl while reconnecting go out now
-                        self.bridge.dirty.add(self)
-                        self.flush_id = tk.call("after", 0, self.cmd + "_ev", "flush")
+                    self._wake_room()
                 elif k is ErrorChanged:
                     err = f.error
                     if err is None:
@@ -717,13 +729,11 @@ class TclConnection:
     def e_flush(self):
         self.flush_id = ""
         self.bridge.dirty.discard(self)
-        tk = self.tk
         if self.tcl_pending:
             self.drain_tcl_pubs()
-        tk.call("set", f"{self.ns}::timers(flush)", "")
-        data = self.engine.data_to_send()
-        if data and self.sock:
-            self._write(data)
+        self.tk.call("set", f"{self.ns}::timers(flush)", "")
+        if self.sock:
+            self._pump()
         self.run()
 
     def flush_now(self):
@@ -739,9 +749,7 @@ class TclConnection:
         # the posted flush would have taken the publishes framed in Tcl too
         if self.tcl_pending:
             self.drain_tcl_pubs()
-        data = self.engine.data_to_send()
-        if data:
-            self._write(data)
+        self._pump()
         self.run()
 
     def run_and_write(self):
@@ -750,6 +758,85 @@ class TclConnection:
         self.run(writing=True)
         self.flush_now()
 
+    def _pump(self):
+        """Write the engine's queue in chunks of WRITE_CHUNK bytes while the
+        socket takes them.  What the kernel does not take stays in the
+        channel's buffers (at most about one chunk): then the rest waits in
+        the engine, and the channel's writable event (e_drain) goes on."""
+        eng = self.engine
+        tk = self.tk
+        sock = self.sock
+        try:
+            if self.chan_pending:
+                # a non-blocking flush hands the kernel what it takes now,
+                # also in a loop that does not enter the event loop
+                tk.call("flush", sock)
+                self.chan_pending = int(tk.call("chan", "pending", "output", sock))
+            while not self.chan_pending and eng.want_write:
+                tk.call("puts", "-nonewline", sock, eng.data_to_send(WRITE_CHUNK))
+                self.chan_pending = int(tk.call("chan", "pending", "output", sock))
+        except TclError as e:
+            eng.write_failed(str(e))
+            return
+        if self.chan_pending and not self.drain_armed:
+            # also with nothing more to write: e_drain measures the channel
+            # again and wakes publishers waiting for room
+            self.drain_armed = True
+            tk.call("chan", "event", sock, "writable", (self.cmd + "_ev", "drain"))
+
+    def e_drain(self):
+        """The socket takes data again: write on, and wake publishers that
+        wait for room."""
+        self.drain_armed = False
+        sock = self.sock
+        if not sock:
+            return
+        self.tk.call("chan", "event", sock, "writable", "")
+        if self.tcl_pending:
+            self.drain_tcl_pubs()
+        if self.engine.status == CONNECTED:
+            self._pump()
+        self.run()
+        self._wake_room()
+
+    def _buffered(self) -> int:
+        """Bytes on the way to the socket besides the engine's queue: those in
+        the channel's buffers (the Tcl fast path's batch goes to the engine
+        before anybody asks, see c_room)."""
+        return self.chan_pending
+
+    def _wake_room(self):
+        """Publishers wait (MakeRoom in nats.tcl) until the way to the socket
+        is below half of write_buf_size, or the connection is not up."""
+        if not self.room_wanted:
+            return
+        eng = self.engine
+        if eng.status == CONNECTED and self.sock and \
+                eng.pending_bytes + self._buffered() >= eng.options.write_buf_size // 2:
+            return
+        self.room_wanted = False
+        self.tk.call("set", f"{self.ns}::Room", 1)
+
+    def c_room(self):
+        """Whether a publish may go on now (1), or must wait (0) until
+        ``Room`` is written.  Everything framed in Tcl goes to the engine
+        first, and to the socket as far as it takes it."""
+        self.drain_tcl_pubs()
+        eng = self.engine
+        if eng.status != CONNECTED or not self.sock:
+            # not connected: the engine's reconnect buffer has the say
+            return 1
+        if eng.pending_bytes or self.chan_pending:
+            self._pump()
+            if eng.has_effects:
+                self.run()
+            if eng.status != CONNECTED:
+                return 1
+        if eng.write_pressure(self._buffered()) == 0:
+            return 1
+        self.room_wanted = True
+        return 0
+
     def _write(self, data: bytes):
         try:
             self.tk.call("puts", "-nonewline", self.sock, data)
@@ -757,12 +844,19 @@ class TclConnection:
             self.engine.write_failed(str(e))
 
     def _close(self):
+        """Close the socket without waiting: what the engine still has (a
+        disconnect's last publishes) is handed to the non-blocking channel,
+        and Tcl finishes writing it in the background after ``close``; a
+        peer that does not read can delay nothing here."""
         tk = self.tk
         sock = self.sock
         if self.flush_id:
             tk.call("after", "cancel", self.flush_id)
             self.flush_id = ""
             tk.call("set", f"{self.ns}::timers(flush)", "")
+        self.tls_pending = None
+        self.drain_armed = False
+        self.chan_pending = 0
         if not sock:
             return
         self.sock = ""
@@ -772,17 +866,21 @@ class TclConnection:
             tk.call("chan", "event", sock, "readable", "")
             tk.call("chan", "event", sock, "writable", "")
             if data:
-                tk.call("chan", "configure", sock, "-blocking", 1)
                 tk.call("puts", "-nonewline", sock, data)
-        except TclError:
-            pass  # the peer is gone; closing below reports nothing more
+        except TclError as e:
+            # the peer is gone: what was left for it is lost with it
+            self._log("debug", f"Last {len(data)} bytes not written to the closed socket: {e}")
         try:
             tk.call("close", sock)
         except TclError as e:
             self._log("warn", f"Failed to close the socket: {e}")
         self._set("sock", "")
+        self._wake_room()
 
     def _starttls(self, server):
+        """Start the TLS handshake on the non-blocking socket; readable
+        events drive it on (e_tls_step), so the event loop, the connect
+        timer among its timers, keeps running while a server takes its time."""
         tk = self.tk
         sock = self.sock
         try:
@@ -792,21 +890,55 @@ class TclConnection:
             return
         opts = tk.call("set", f"{self.ns}::config(tls_opts)")
         try:
-            tk.call("chan", "configure", sock, "-blocking", 1)
             merged = tk.call("dict", "merge", ("-require", 1, "-command", "::nats::tls_callback"), opts)
+            # no NATS reads while TLS owns the socket (the readable handler and ::tclnats::_await)
+            tk.call("unset", "-nocomplain", f"::tclnats::sockets({sock})")
+            tk.call("chan", "event", sock, "readable", "")
             tk.call("tls::import", sock, *tk.splitlist(merged))
-            tk.call("tls::handshake", sock)
-            tk.call("chan", "configure", sock, "-blocking", 0)
+            tk.call("chan", "configure", sock, "-blocking", 0, "-translation", "binary",
+                    "-buffering", "none", "-buffersize", 1 << 20)
+        except TclError as e:
+            self.engine.tls_failed(str(e))
+            return
+        self.tls_pending = (server, dict(zip(*[iter(tk.splitlist(merged))] * 2)))
+        tk.call("chan", "event", sock, "readable", (self.cmd + "_ev", "tls_step"))
+        # the first step sends the ClientHello; the effects of an outcome are
+        # carried out by the run() that handed over StartTls
+        self._tls_step()
+
+    def e_tls_step(self):
+        """A readable event during the TLS handshake."""
+        if self.tls_pending is None or not self.sock:
+            return
+        self._tls_step()
+        self.run()
+
+    def _tls_step(self):
+        """One step of the handshake: ``tls::handshake`` returns 0 while it
+        is in progress, 1 once done, and raises when it failed."""
+        tk = self.tk
+        sock = self.sock
+        try:
+            done = tk.getboolean(tk.call("tls::handshake", sock))
+        except TclError as e:
+            self.tls_pending = None
+            tk.call("chan", "event", sock, "readable", "")
+            self.engine.tls_failed(str(e))
+            return
+        if not done:
+            return
+        server, given = self.tls_pending
+        self.tls_pending = None
+        handler = ("::nats::_on_readable", self.cmd + "_rd")
+        tk.call("chan", "event", sock, "readable", handler)
+        tk.call("set", f"::tclnats::sockets({sock})", handler)
+        try:
             # TclTLS checked the chain (-require); the name in the certificate is ours to check
-            given = dict(zip(*[iter(tk.splitlist(merged))] * 2))
             if tk.getboolean(given.get("-require", 1)):
                 status = dict(zip(*[iter(tk.splitlist(tk.call("tls::status", sock)))] * 2))
                 check_server_name(str(status.get("certificate", "")),
                                   self.engine.pool.tls_name(server, str(given.get("-servername") or "")))
-        except TclError as e:
-            self.engine.tls_failed(str(e))
-            return
-        except NatsError as e:
+        except (TclError, NatsError) as e:
             self.engine.tls_failed(str(e))
             return
         self.engine.tls_done()
@@ -841,6 +973,7 @@ class TclConnection:
         if "utf8_convert" in typed or "check_subjects" in typed:
             self.fast_subjects.clear()
             self.tk.call("array", "unset", f"{self.ns}::FastSubj")
+        if "utf8_convert" in typed or "check_subjects" in typed or "write_buf_size" in typed:
             self._fast_path()
         if "custom_reconnect_delay" in typed:
             cb = o.custom_reconnect_delay
@@ -863,6 +996,8 @@ class TclConnection:
             self.engine.reconnect_delay = None
         if name == "utf8_convert":
             self.utf8 = False
+        if name in ("utf8_convert", "write_buf_size"):
+            self._fast_path()
 
     def c_servers_written(self, *_trace):
         """The Tcl user (or a test) changed the Servers list: take it back."""
@@ -913,6 +1048,12 @@ class TclConnection:
         return (s.host, s.port, s.scheme)
 
     def c_connect(self):
+        out = self.engine._out
+        if not isinstance(out, collections.deque):
+            # Engine.disconnect leaves a list there, and data_to_send(limit)
+            # pops from the left of it (an engine bug, reported): give it a
+            # deque again before the engine queues into it
+            self.engine._out = collections.deque(out)
         self.engine.connect()
         self.run()
 
@@ -929,6 +1070,9 @@ class TclConnection:
             data = _to_bytes(payload)
         headers = self._headers_from_tcl(header) if header else None
         checked = check_subj not in ("0", "false", 0)
+        if eng.status == CONNECTED and (eng.pending_bytes or self.chan_pending) and \
+                eng.write_pressure(self.chan_pending) and not self.c_room():
+            return 0  # nothing accepted: Tcl waits for Room (MakeRoom) and calls again
         eng.publish(subject, data, reply or None, headers, checked)
         if checked and not self.utf8:
             # later publishes to this subject can be queued in Tcl (see nats.tcl)
@@ -942,6 +1086,7 @@ class TclConnection:
                     self.tk.call("set", f"{self.ns}::FastSubj({subj})", 1)
         if eng.has_effects:
             self.run()
+        return 1
 
     def c_pending(self):
         """Tcl has queued publishes (fast path): make sure a flush follows."""
@@ -959,17 +1104,33 @@ class TclConnection:
         # subjects, replies and sizes were checked when they entered the fast path
         self.engine.publish_framed(_to_bytes(buf), int(count))
 
+    def _save_tcl_pubs(self):
+        """The connection is no longer up: the fast path's batch, accepted
+        by publish calls that returned, goes to the reconnect buffer.  Should
+        that be full, the messages are lost, and the log says so."""
+        try:
+            self.drain_tcl_pubs()
+        except NatsError as e:
+            self._log("warn", f"Publishes framed before the connection broke were dropped: {e}")
+
     def _fast_path(self):
         """Open the Tcl publish fast path (FastMax = max_payload) or close it (-1)."""
         eng = self.engine
         limit = -1
-        if not self.utf8 and eng.status != CLOSED:
+        # only while connected: during an outage every publish goes through
+        # Engine.publish, which bounds the reconnect buffer
+        if not self.utf8 and eng.status == CONNECTED:
             mp = (eng.server_info or {}).get("max_payload")
             if isinstance(mp, int):
                 limit = mp
         if limit != self.fast_max:
             self.fast_max = limit
             self.tk.call("set", f"{self.ns}::FastMax", limit)
+        room = max(0, min(FAST_BATCH, eng.options.write_buf_size // 4))
+        if room != self.fast_room:
+            # the payload bytes the fast path frames before it calls c_room
+            self.fast_room = room
+            self.tk.call("set", f"{self.ns}::FastRoom", room)
 
     def _headers_from_tcl(self, header):
         items = self.tk.splitlist(header)
