@@ -4,14 +4,17 @@
 # results (vwait, or yield in a coroutine) and own their children.
 
 oo::class create ::nats::jet_stream {
-    variable Conn ConnNs Js Timeout ApiPrefix Domain Trace ChildrenRef
+    variable Conn ConnNs Js Timeout ApiPrefix Domain Trace ChildrenRef AsyncFull StallWait
 
-    constructor {conn timeout apiPrefix domain trace} {
+    constructor {conn timeout apiPrefix domain trace {maxPending 4000} {stallWait 200}} {
         set Conn $conn
         set Js ""
         array set ChildrenRef {}
+        set AsyncFull 0
+        set StallWait $stallWait
         set ConnNs [info object namespace $conn]
-        set Js [::tclnats::r [[set ${ConnNs}::Py] js_new [self namespace] $timeout $apiPrefix $domain $trace]]
+        set Js [::tclnats::r [[set ${ConnNs}::Py] js_new [self namespace] $timeout $apiPrefix $domain $trace \
+                                  $maxPending $stallWait]]
         set Timeout $timeout
         set Trace $trace
         set Domain $domain
@@ -40,18 +43,38 @@ oo::class create ::nats::jet_stream {
     method timeout {} { return $Timeout }
 
     method publish {subject message args} {
+        set async [::nats::_has_option $args -callback]
+        if {$async && $AsyncFull} {
+            my StallWait
+        }
         set rid [::tclnats::r [$Js publish $subject $message {*}$args]]
-        if {[::nats::_has_option $args -callback]} {
+        if {$async} {
             return $rid
         }
         ${ConnNs}::my WaitRequest $rid
     }
     method publish_msg {msg args} {
+        set async [::nats::_has_option $args -callback]
+        if {$async && $AsyncFull} {
+            my StallWait
+        }
         set rid [::tclnats::r [$Js publish_msg $msg {*}$args]]
-        if {[::nats::_has_option $args -callback]} {
+        if {$async} {
             return $rid
         }
         ${ConnNs}::my WaitRequest $rid
+    }
+    # -publish_async_max_pending publishes with a callback wait for their
+    # ack (AsyncFull is 1): wait in the event loop (or yield inside a
+    # coroutine) for one of them to end, at most -publish_async_stall_wait
+    # ms; still full then, the publish throws ErrTooManyStalledMsgs
+    method StallWait {} {
+        set var [my varname AsyncFull]
+        set timer [after $StallWait [list set $var 0]]
+        while {$AsyncFull} {
+            nats::_coroVwait $var
+        }
+        after cancel $timer
     }
     method fetch {stream consumer args} {
         set rid [::tclnats::r [$Js fetch $stream $consumer {*}$args]]

@@ -611,11 +611,14 @@ oo::class create ::nats::connection {
             domain valid_str ""
             trace bool false
             api_prefix valid_str ""
+            publish_async_max_pending pos_int 4000
+            publish_async_stall_wait timeout 200
         }
         if {[string length $domain] && [string length $api_prefix]} {
             throw [list NATS ErrInvalidArg] "-domain and -api_prefix are mutually exclusive"
         }
-        set js [::nats::jet_stream new [self] $timeout $api_prefix $domain $trace]
+        set js [::nats::jet_stream new [self] $timeout $api_prefix $domain $trace \
+                    $publish_async_max_pending $publish_async_stall_wait]
         set ChildrenRef($js) ""
         return $js
     }

@@ -381,3 +381,58 @@ def test_publishes_framed_in_tcl_when_the_connection_breaks_reach_the_engine_in_
     payloads = [int(line) for line in pending.split(b"\r\n")[1::2] if line]
     assert payloads == [1, 2, 3, 4, 5, 6]
     host.eval("$c destroy")
+
+
+# ------------------------------------------------------------------ 5. async JetStream publish
+
+def test_async_js_publish_stalls_then_every_callback_fires_once(tmp_path, fresh_server, stalled_cleanup):
+    srv = fresh_server
+    stalled_cleanup.append(srv.pid)
+    out, text = run_tcl(tmp_path, PRELUDE + r"""
+        lassign $argv url pid
+        set c [nats::connection new jsasync -log_chan stdout -log_level error]
+        $c configure -servers $url
+        $c connect
+        set js [$c jet_stream -publish_async_max_pending 10 -publish_async_stall_wait 300]
+        $js add_stream ASYNC -subjects {as.>}
+        proc done {id timedOut ack err} {
+            incr ::calls($id)
+            if {$timedOut || $err ne ""} { incr ::bad }
+        }
+        set ::bad 0
+        # many more than max_pending, the server running: each waits its turn
+        for {set i 0} {$i < 200} {incr i} {
+            $js publish as.x $i -callback [list done $i] -timeout 10000
+        }
+        set deadline [expr {[clock milliseconds] + 10000}]
+        while {[array size ::calls] < 200 && [clock milliseconds] < $deadline} { pause 20 }
+        result first_calls [array size ::calls]
+        result first_once [expr {[lsort -unique [lmap {k v} [array get ::calls] {set v}]] eq "1"}]
+        # the server stalls: 10 go out, the 11th waits 300 ms and fails
+        array unset ::calls
+        exec kill -STOP $pid
+        for {set i 0} {$i < 10} {incr i} {
+            $js publish as.y $i -callback [list done $i] -timeout 10000
+        }
+        set t0 [clock milliseconds]
+        result stall_code [code_of {$js publish as.y 10 -callback [list done 10] -timeout 10000}]
+        result stall_ms [expr {[clock milliseconds] - $t0}]
+        exec kill -CONT $pid
+        set deadline [expr {[clock milliseconds] + 10000}]
+        while {[array size ::calls] < 10 && [clock milliseconds] < $deadline} { pause 20 }
+        pause 200
+        result second_calls [lsort -integer [array names ::calls]]
+        result second_once [expr {[lsort -unique [lmap {k v} [array get ::calls] {set v}]] eq "1"}]
+        result bad $::bad
+        result bad_option [code_of {$c jet_stream -publish_async_max_pending 0}]
+        $js delete_stream ASYNC
+        $c destroy
+    """, args=(srv.url, srv.pid), timeout=120)
+    assert out["first_calls"] == "200", text
+    assert out["first_once"] == "1", text
+    assert out["stall_code"] == "ErrTooManyStalledMsgs", text
+    assert 250 <= int(out["stall_ms"]) < 2000, text
+    assert out["second_calls"] == " ".join(str(i) for i in range(10)), text
+    assert out["second_once"] == "1", text
+    assert out["bad"] == "0", text
+    assert out["bad_option"] == "ErrInvalidArg", text

@@ -1299,11 +1299,11 @@ class TclConnection:
         self.tk.call("unset", "-nocomplain", f"{self.ns}::subscriptions({sid})")
         self.run()
 
-    def c_js_new(self, ns, timeout, api_prefix, domain, trace):
+    def c_js_new(self, ns, timeout, api_prefix, domain, trace, max_pending=4000, stall_ms=200):
         from tclnats_py.tclface.js import JetStream, JsBridge
         if self.js is None:
             self.js = JsBridge(self)
-        return JetStream(self.js, ns, timeout, api_prefix, domain, trace).cmd
+        return JetStream(self.js, ns, timeout, api_prefix, domain, trace, max_pending, stall_ms).cmd
 
     def c_cancel_request(self, rid):
         try:

@@ -35,7 +35,7 @@ from tclnats_py.engine.js.ack import NAK, TERM, WPI, ACK, nak_payload
 from tclnats_py.engine.js.api import (JsApi, JsonFloat, Publish, Request, advance, api_call, check_name, filename_safe,
                       stored_from_direct)
 from tclnats_py.engine.js.meta import metadata_from_reply
-from tclnats_py.engine.js.publish import ack_error_dict, parse_ack_fast, publish_headers
+from tclnats_py.engine.js.publish import ack_error_dict, parse_ack_fast, publish_headers, stalled
 from tclnats_py.engine.js.pull import Fetch
 
 __all__ = ["JsBridge", "Chain", "metadata_from_reply", "tcl_value", "make_stream_source",
@@ -354,7 +354,8 @@ class JsBridge:
 class JetStream:
     """One ``nats::jet_stream`` object."""
 
-    def __init__(self, js: JsBridge, ns: str, timeout, api_prefix, domain, trace):
+    def __init__(self, js: JsBridge, ns: str, timeout, api_prefix, domain, trace, max_pending=4000,
+                 stall_ms=200):
         self.js = js
         self.conn = js.conn
         self.tk = js.tk
@@ -367,6 +368,16 @@ class JetStream:
         self.prefix = self.api.prefix
         self.cmd = f"::tclnats::js{next(js.ids)}"
         self.pulls: dict = {}  # rid -> PullRequest of asynchronous fetches
+        # asynchronous publishes (-callback) waiting for their ack: at most
+        # max_pending; while that many are out, ${ns}::AsyncFull is 1 and the
+        # Tcl layer waits up to stall_ms for one (-publish_async_*)
+        self.max_pending = int(max_pending)
+        self.stall_ms = int(stall_ms)
+        if self.max_pending < 1:
+            raise make_error("ErrInvalidArg",
+                             f"Invalid value for the option publish_async_max_pending : {max_pending} (1 or more)")
+        self.async_rids: set = set()
+        self.async_full = False
         js.register(self, self.cmd)
 
     def _log(self, level, text):
@@ -531,7 +542,16 @@ class JetStream:
                 return tcl_value(parse_ack_fast(self.conn.outcome_msg(outcome, req)))
             return self.conn.start_request(subject, data, timeout, finish, headers=headers)
 
+        if len(self.async_rids) >= self.max_pending:
+            self._async_room()
+            if len(self.async_rids) >= self.max_pending:
+                self._show_full(True)
+                raise stalled(self.max_pending, self.stall_ms)
+
         def deliver(outcome, req, out):
+            self.async_rids.discard(req.id)
+            if self.async_full and len(self.async_rids) < self.max_pending:
+                self._show_full(False)
             if outcome in ("timeout", "no_responders", "lost"):
                 out.extend((1, callback, 1, "", ""))
                 return
@@ -546,7 +566,23 @@ class JetStream:
                     out.extend((1, callback, 0, "", tcl_value(ack_error_dict(e))))
                 return
             out.extend((1, callback, 0, tcl_value(ack), ""))
-        return self.conn.start_request(subject, data, timeout, None, headers=headers, async_done=deliver)
+        rid = self.conn.start_request(subject, data, timeout, None, headers=headers, async_done=deliver)
+        self.async_rids.add(rid)
+        if len(self.async_rids) >= self.max_pending:
+            self._show_full(True)
+        return rid
+
+    def _async_room(self):
+        """Forget asynchronous publishes that ended without their callback
+        being told (a request cancelled by its ID)."""
+        live = self.conn.engine.requests
+        self.async_rids = {rid for rid in self.async_rids if rid in live}
+        if self.async_full and len(self.async_rids) < self.max_pending:
+            self._show_full(False)
+
+    def _show_full(self, full: bool):
+        self.async_full = full
+        self.tk.call("set", f"{self.ns}::AsyncFull", 1 if full else 0)
 
     def c_publish(self, subject, data, *args):
         """``$js publish subject message ?options?`` without making a
