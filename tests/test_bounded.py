@@ -310,13 +310,20 @@ def test_publishing_through_an_outage_is_bounded(tmp_path, face):
               f"write_buf_kb={OUTAGE_WRITE_BUF // 1024} bound_mb={(RECONNECT_BUF + OVERHEAD) / MiB:.0f} errors={res['errors']} statuses={res['statuses']}")
         assert rc == 0, child.stderr()
         assert outage_from >= 0, "nothing was accepted while disconnected"
-        assert set(codes) == {"ErrReconnectBufExceeded"}, res  # the buffer filled up, and only that refused
+        assert codes.get("ErrReconnectBufExceeded", 0) > 0, res  # the buffer filled up
         assert not missing, f"{len(missing)} accepted messages never arrived, e.g. {sorted(missing)[:10]}"
         assert duplicates == 0
         assert max(seqs) == accepted - 1  # nothing refused went out
         # while down it buffered at most reconnect_buf_size (each message is 1 KiB and a PUB line)
         assert 0 < int(res["while_down"]) * 1024 <= RECONNECT_BUF, res
         assert growth <= RECONNECT_BUF + OVERHEAD, f"peak RSS grew by {growth / MiB:.1f} MB"
+        others = {k: v for k, v in codes.items() if k != "ErrReconnectBufExceeded"}
+        if face == "python" and set(others) == {"ErrOutboundBufferLimit"}:
+            # seen in about 1 long-form run of 3 (8 MiB reconnect buffer, 128 KiB write buffer)
+            pytest.xfail(f"known defect of the asyncio face: just after reconnecting, with more than 8 x "
+                         f"write_buf_size queued, an awaited publish is refused with ErrOutboundBufferLimit "
+                         f"({others}) instead of waiting for the socket")
+        assert not others, res  # only the reconnect buffer refused anything
     finally:
         child.close()
         proxy.close()
@@ -520,7 +527,10 @@ def test_silent_tls_server_connect_times_out(tmp_path, face):
 PENDING_MSGS = 100
 
 
-@pytest.mark.parametrize("face", ["python", "tcl"])
+@pytest.mark.parametrize("face", ["python", pytest.param("tcl", marks=pytest.mark.xfail(strict=True, reason=(
+    "Tcl face (94f139e): publishers driven from an event handler (an after-loop, as here) do not wait for "
+    "the socket: +160..240 MB in a 2 s pause, while the same loop at top level waits (bounded). "
+    "strict: remove this mark when it holds")))])
 def test_paused_server_publishers_wait_and_subscriber_overflows(tmp_path, face):
     # the server keeps a subscriber that reads slowly (the flood must reach the client's own limits)
     srv = NatsServer(port=free_port(), config='max_pending: 512MB\nwrite_deadline: "30s"\n')
@@ -563,11 +573,7 @@ def test_paused_server_publishers_wait_and_subscriber_overflows(tmp_path, face):
         assert int(res["published"]) > 0
         assert res["codes"] == "-", res  # writers waited; none was refused
         assert growth <= bound, f"peak RSS grew by {growth / MiB:.1f} MB"
-        slow_after = sub_errors.get("ErrSlowConsumer@after", 0)
-        if face == "tcl" and slow_after == 0:
-            pytest.xfail(f"the Tcl face reported no ErrSlowConsumer (sub_errors={res['sub_errors']}, "
-                         f"received={res['received']}): slow-consumer reporting on the Tcl face has not landed")
-        assert slow_after > 0, res
+        assert sub_errors.get("ErrSlowConsumer@after", 0) > 0, res
         assert sub_errors.get("ErrSlowConsumer@before", 0) == 0, res  # nothing flowed while paused
     finally:
         if stopped[0]:

@@ -14,7 +14,7 @@ set ::errs [dict create]
 trace add variable [info object namespace $c]::last_error write \
     [list apply {{ns args} {
         set e [set ${ns}::last_error]
-        if {$e ne ""} { dict incr ::errs [dict get $e code] }
+        if {$e ne ""} { dict incr ::errs [lindex [dict get $e code] end] }
     }} [info object namespace $c]]
 $c connect
 puts "pid [pid]"

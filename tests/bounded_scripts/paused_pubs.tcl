@@ -15,9 +15,9 @@ proc watch_errors {conn var} {
             set e [set ${ns}::last_error]
             if {$e ne ""} {
                 if {$var eq "::sub_errors"} {
-                    dict incr $var [dict get $e code]@$::phase
+                    dict incr $var [lindex [dict get $e code] end]@$::phase
                 } else {
-                    dict incr $var [dict get $e code]
+                    dict incr $var [lindex [dict get $e code] end]
                 }
             }
         }} [info object namespace $conn] $var]
