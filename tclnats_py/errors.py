@@ -200,9 +200,10 @@ class ErrReconnectBufExceeded(ConnectionFailure):
 
 
 class ErrOutboundBufferLimit(ConnectionFailure):
-    """A publish that could not wait for the socket found ``write_buf_size``
-    times 8 bytes waiting to be written (nats-py's OutboundBufferLimitError):
-    the message was not accepted.  Awaiting publish() waits instead."""
+    """A publish that could not wait for the socket found more than
+    8 x ``write_buf_size`` + ``reconnect_buf_size`` bytes waiting to be
+    written (nats-py's OutboundBufferLimitError): the message was not
+    accepted.  Awaiting publish() waits instead."""
     code = "ErrOutboundBufferLimit"
 
 

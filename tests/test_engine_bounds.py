@@ -80,14 +80,29 @@ def test_data_to_send_in_chunks_keeps_order_and_counts():
 
 
 def test_write_pressure_and_the_hard_cap():
-    e, d = connected(write_buf_size=1000)
+    e, d = connected(write_buf_size=1000, reconnect_buf_size=5000)
+    assert e.hard_cap == 1000 * HARD_CAP_FACTOR + 5000
     assert e.write_pressure() == 0
     e.publish("s", b"x" * 990)
     assert e.write_pressure() == 1
-    assert e.write_pressure(buffered=1000 * HARD_CAP_FACTOR) == 2
-    e.check_outbound(buffered=1000)  # within the cap: no error
+    assert e.write_pressure(buffered=e.hard_cap) == 2
+    e.check_outbound(buffered=e.hard_cap - e.pending_bytes)  # at the cap: no error
     with pytest.raises(ErrOutboundBufferLimit):
-        e.check_outbound(buffered=1000 * HARD_CAP_FACTOR)
+        e.check_outbound(buffered=e.hard_cap)
+
+
+def test_a_full_reconnect_buffer_does_not_count_against_waiting_writers():
+    e, d = connected(write_buf_size=1000, reconnect_buf_size=20000, max_reconnect_attempts=-1)
+    _lose(e, d)
+    while True:
+        try:
+            e.publish("s", b"x" * 100)
+        except ErrReconnectBufExceeded:
+            break
+    d.accept()
+    assert e.pending_bytes > 1000 * HARD_CAP_FACTOR  # all of it waits for the new socket
+    assert e.write_pressure() == 1                  # a writer waits, none is refused
+    e.check_outbound()
 
 
 def _retry_waits(e, d):

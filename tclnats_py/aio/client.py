@@ -997,8 +997,8 @@ class Client:
         loop turn, or once (re)connected.  ``await nc.publish(...)`` (the
         nats-py form) also waits while more than ``write_buf_size`` bytes wait
         for the socket, so a fast publisher keeps pace with it; without
-        ``await`` nothing waits, and past 8 times that ErrOutboundBufferLimit
-        refuses the message.  While not connected, past ``reconnect_buf_size``
+        ``await`` nothing waits, and past 8 times that plus the reconnect buffer
+        (Engine.hard_cap) ErrOutboundBufferLimit refuses the message.  While not connected, past ``reconnect_buf_size``
         (``pending_size``) bytes, ErrReconnectBufExceeded refuses it."""
         eng = self._engine
         wait = self._backlog() if eng.pending_bytes >= _WRITE_CHUNK else None

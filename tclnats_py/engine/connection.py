@@ -385,18 +385,27 @@ class Engine:
         driver holds that the socket has not taken yet: 0 below
         ``write_buf_size``; 1 at or past it (a writer that can wait for the
         socket should); 2 past ``HARD_CAP_FACTOR`` times it (a writer that
-        cannot wait fails, see :meth:`check_outbound`)."""
+        cannot wait fails, see :meth:`check_outbound` and :attr:`hard_cap`)."""
         total = self._out_size + buffered
         limit = self.options.write_buf_size
         if total < limit:
             return 0
-        return 2 if total > limit * HARD_CAP_FACTOR else 1
+        return 2 if total > self.hard_cap else 1
+
+    @property
+    def hard_cap(self) -> int:
+        """The bytes past which a writer that cannot wait fails:
+        ``HARD_CAP_FACTOR`` times write_buf_size, plus the reconnect buffer
+        (which a new connection may start with, and writers that wait must
+        not be refused for)."""
+        o = self.options
+        return o.write_buf_size * HARD_CAP_FACTOR + o.reconnect_buf_size
 
     def check_outbound(self, buffered: int = 0) -> None:
         """Raise ErrOutboundBufferLimit when a writer that cannot wait would
         pass the hard cap (:meth:`write_pressure` 2)."""
         if self.write_pressure(buffered) == 2:
-            limit = self.options.write_buf_size * HARD_CAP_FACTOR
+            limit = self.hard_cap
             raise make_error("ErrOutboundBufferLimit",
                              f"Outbound buffer limit of {limit} bytes exceeded: the socket does not take "
                              "the data as fast as it is published (await publish() to wait for it)")
