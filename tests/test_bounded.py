@@ -73,8 +73,8 @@ MAX_PENDING = int(os.environ.get("TCLNATS_BOUND_MAX_PENDING", "512"))     # publ
 OVERHEAD = 16 * MiB
 WRITE_BUF = 256 * 1024  # write_buf_size of the publishers of (4)
 # write_buf_size of the publisher of (1): smaller than an eighth of the reconnect
-# buffer, so that what goes out on reconnecting is more than an unawaited
-# publish may queue (ErrOutboundBufferLimit): awaited publishes must wait, not fail
+# buffer, so that what goes out on reconnecting is more than 8 x write_buf_size:
+# awaited publishes must wait then, never fail with ErrOutboundBufferLimit
 OUTAGE_WRITE_BUF = 128 * 1024
 
 
@@ -318,11 +318,6 @@ def test_publishing_through_an_outage_is_bounded(tmp_path, face):
         assert 0 < int(res["while_down"]) * 1024 <= RECONNECT_BUF, res
         assert growth <= RECONNECT_BUF + OVERHEAD, f"peak RSS grew by {growth / MiB:.1f} MB"
         others = {k: v for k, v in codes.items() if k != "ErrReconnectBufExceeded"}
-        if face == "python" and set(others) == {"ErrOutboundBufferLimit"}:
-            # seen in about 1 long-form run of 3 (8 MiB reconnect buffer, 128 KiB write buffer)
-            pytest.xfail(f"known defect of the asyncio face: just after reconnecting, with more than 8 x "
-                         f"write_buf_size queued, an awaited publish is refused with ErrOutboundBufferLimit "
-                         f"({others}) instead of waiting for the socket")
         assert not others, res  # only the reconnect buffer refused anything
     finally:
         child.close()
