@@ -116,7 +116,8 @@ proc ::nats::_on_readable {reader} {
             after 0 [list return -options $opts $err]
         }
     }
-    ::tclnats::_flush_dirty
+    # these deliveries have run (pending_msgs_limit counts those not run yet)
+    ::tclnats::_flush_dirty $reader
 }
 proc ::nats::_run_posted {cmds} {
     foreach cmd $cmds {

@@ -436,3 +436,80 @@ def test_async_js_publish_stalls_then_every_callback_fires_once(tmp_path, fresh_
     assert out["second_once"] == "1", text
     assert out["bad"] == "0", text
     assert out["bad_option"] == "ErrInvalidArg", text
+
+
+# ------------------------------------------------------------------ 6. slow consumer
+
+def test_slow_consumer_drops_past_the_pending_limit_and_reports_once(tmp_path, nats_server):
+    """Deliveries handed to Tcl by a read and not run yet count, per
+    subscription: the first callback of a burst waits in the event loop (a
+    nested vwait) while the rest of the burst waits behind it; past
+    -pending_msgs_limit the burst is dropped, ErrSlowConsumer is reported once
+    for the episode (later reads during it add no report), and once the
+    callbacks have caught up, deliveries flow again."""
+    out, text = run_tcl(tmp_path, PRELUDE + r"""
+        lassign $argv url
+        set c [nats::connection new slow -log_chan stdout -log_level error]
+        $c configure -servers $url -pending_msgs_limit 20
+        $c connect
+        set p [nats::connection new pub -log_chan stdout -log_level error]
+        $p configure -servers $url
+        $p connect
+        set ::got 0
+        set ::errors 0
+        trace add variable [info object namespace $c]::last_error write {apply {args {incr ::errors}}}
+        proc on_msg {s m r} {
+            incr ::got
+            if {$::got == 1} {
+                # the first callback waits in the event loop: the next reads go on meanwhile
+                pause 1500
+            }
+        }
+        $c subscribe slow.x -callback on_msg
+        $c ping
+        for {set i 0} {$i < 500} {incr i} {
+            $p publish slow.x $i
+        }
+        $p ping
+        set deadline [expr {[clock milliseconds] + 5000}]
+        while {$::got < 21 && [clock milliseconds] < $deadline} { pause 50 }
+        pause 300
+        result first_got $::got
+        result errors $::errors
+        result code [lindex [dict get [set [info object namespace $c]::last_error] code] 1]
+        # caught up: a new burst is delivered in full
+        set before $::got
+        for {set i 0} {$i < 10} {incr i} { $p publish slow.x again }
+        $p ping
+        set deadline [expr {[clock milliseconds] + 3000}]
+        while {$::got < $before + 10 && [clock milliseconds] < $deadline} { pause 20 }
+        result second [expr {$::got - $before}]
+        $c destroy
+        $p destroy
+    """, args=(nats_server.url,), timeout=60)
+    # the one running and 19 waiting behind it: the rest of the 500 was dropped
+    assert out["first_got"] == "20", text
+    assert out["errors"] == "1", text
+    assert out["code"] == "ErrSlowConsumer", text
+    assert out["second"] == "10", text
+
+
+def test_default_limits_drop_nothing(tmp_path, nats_server):
+    out, text = run_tcl(tmp_path, PRELUDE + r"""
+        lassign $argv url
+        set c [nats::connection new fast -log_chan stdout -log_level error]
+        $c configure -servers $url
+        $c connect
+        set ::got 0
+        $c subscribe all.x -callback {apply {{s m r} {incr ::got}}}
+        $c ping
+        for {set i 0} {$i < 20000} {incr i} { $c publish all.x $i }
+        $c ping
+        set deadline [expr {[clock milliseconds] + 10000}]
+        while {$::got < 20000 && [clock milliseconds] < $deadline} { pause 20 }
+        result got $::got
+        result last_error [set [info object namespace $c]::last_error]
+        $c destroy
+    """, args=(nats_server.url,), timeout=60)
+    assert out["got"] == "20000", text
+    assert out.get("last_error", "") == "", text

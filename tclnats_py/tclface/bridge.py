@@ -136,9 +136,14 @@ class _Bridge:
         self.conns.clear()
         self.dirty.clear()
 
-    def _flush_dirty(self):
+    def _flush_dirty(self, reader=None):
         """Write now what callbacks run by a readable handler published,
-        instead of one more event-loop turn for the posted flush."""
+        instead of one more event-loop turn for the posted flush.  ``reader``:
+        the readable handler whose deliveries have all run now."""
+        if reader is not None:
+            conn = self.conns.get(reader[:-3])
+            if conn is not None:
+                conn.batch_done()
         dirty = self.dirty
         while dirty:
             conn = dirty.pop()
@@ -294,6 +299,14 @@ class TclConnection:
         self.chan_pending = 0        # bytes in the socket channel's buffers at the last write
         self.drain_armed = False     # a writable handler (e_drain) is set
         self.room_wanted = False     # a publisher waits for Room (see c_room)
+        # slow consumers: deliveries handed to Tcl by a read and not run yet,
+        # per subscription ([msgs, bytes]); a callback that waits in the event
+        # loop lets the next reads hand over more before its own read's are run
+        self.batch = None            # {sub: [msgs, bytes]} of the read in progress
+        self.batches: list = []      # those of reads whose deliveries are still running
+        self.sub_pending: dict = {}  # sub -> [msgs, bytes] of all of them
+        self.slow_subs: set = set()  # subscriptions in a slow-consumer episode
+        self.limits = (0, 0)
         self.ended_objs: list = []   # Tcl objects to destroy once the effects are done
         self.dead = False
         self.tk.createcommand(self.cmd, self.dispatch)
@@ -467,7 +480,54 @@ class TclConnection:
 
     def _delivery(self, out, sub, msg):
         cb, dictmsg, post = sub.handler
+        batch = self.batch
+        if batch is not None:
+            n = len(msg.data)
+            p = self.sub_pending.get(sub)
+            if p is None:
+                p = self.sub_pending[sub] = [0, 0]
+            max_msgs, max_bytes = self.limits
+            if p[0] >= max_msgs or p[1] + n > max_bytes:
+                self._slow_consumer(sub)
+                return
+            p[0] += 1
+            p[1] += n
+            b = batch.get(sub)
+            if b is None:
+                batch[sub] = [1, n]
+            else:
+                b[0] += 1
+                b[1] += n
         out.extend((post, cb, msg.subject, self._msg_value(msg, dictmsg, sub.sid), msg.reply or ""))
+
+    def _slow_consumer(self, sub):
+        """A delivery past pending_msgs_limit / pending_bytes_limit is
+        dropped; the first of an episode is reported as an async error (the
+        episode ends when the subscription's callbacks have caught up)."""
+        if sub in self.slow_subs:
+            return
+        self.slow_subs.add(sub)
+        text = (f"Slow consumer on subject {sub.subject} (subscription {sub.sid}): messages dropped past "
+                f"-pending_msgs_limit {self.engine.options.pending_msgs_limit} or "
+                f"-pending_bytes_limit {self.engine.options.pending_bytes_limit}")
+        self.tk.call("set", f"{self.ns}::last_error",
+                     ("code", ("NATS", "ErrSlowConsumer"), "errorMessage", text))
+        self._log("warn", text)
+
+    def batch_done(self):
+        """The deliveries of the latest read still running have all run."""
+        if not self.batches:
+            return
+        pend = self.sub_pending
+        for sub, (m, n) in self.batches.pop().items():
+            p = pend.get(sub)
+            if p is None:
+                continue
+            p[0] -= m
+            p[1] -= n
+            if p[0] <= 0:
+                del pend[sub]
+                self.slow_subs.discard(sub)
 
     def _request_done(self, out, req: Request, outcome: str):
         h = req.handler
@@ -686,6 +746,10 @@ class TclConnection:
         this read for the Tcl handler to run once the library's work is done.
         Never raises: an internal error is logged."""
         out = []
+        o = self.engine.options
+        self.limits = (o.pending_msgs_limit if o.pending_msgs_limit > 0 else sys.maxsize,
+                       o.pending_bytes_limit if o.pending_bytes_limit > 0 else sys.maxsize)
+        self.batch = batch = {}
         try:
             self._read(out)
             if out and self.flush_id:
@@ -694,6 +758,11 @@ class TclConnection:
             tb = traceback.format_exc()
             self._log("error", f"internal error in readable event: {tb}")
             sys.stderr.write(tb)
+        finally:
+            self.batch = None
+        if out:
+            # ::nats::_on_readable reports (_flush_dirty) when they have run
+            self.batches.append(batch)
         return tuple(out)
 
     def _read(self, out):
