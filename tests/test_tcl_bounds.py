@@ -255,6 +255,54 @@ def test_publish_loop_to_a_stalled_server_times_out_with_bounded_memory(
     assert grown_mb < 48, text
 
 
+def test_publishers_driven_by_events_wait_too(tmp_path, fresh_nats_server, stalled_cleanup):
+    """A publisher looping through the event loop (after 0) never lets the
+    fast path's batch grow (posted flushes take it to the engine each turn):
+    it must wait all the same once write_buf_size bytes are on their way."""
+    srv = fresh_nats_server
+    stalled_cleanup.append(srv.pid)
+    out, text = run_tcl(tmp_path, PRELUDE + r"""
+        lassign $argv url pid
+        set c [nats::connection new pump -log_chan stdout -log_level error]
+        $c configure -servers $url -write_buf_size 262144 -flush_timeout 1500
+        $c connect
+        set ::payload [string repeat q 1024]
+        $c publish pump.x $::payload
+        $c ping
+        set before [vm VmRSS]
+        exec kill -STOP $pid
+        set ::n 0
+        set t0 [clock milliseconds]
+        proc pump {} {
+            try {
+                for {set i 0} {$i < 10} {incr i} {
+                    $::c publish pump.x $::payload
+                    incr ::n
+                }
+            } trap NATS {msg opts} {
+                set ::code [lindex [dict get $opts -errorcode] 1]
+                return
+            }
+            if {$::n >= 200000} {
+                set ::code ok
+                return
+            }
+            after 0 pump
+        }
+        after 0 pump
+        vwait ::code
+        result code $::code
+        result published $::n
+        result elapsed [expr {[clock milliseconds] - $t0}]
+        result grown_kb [expr {[vm VmHWM] - $before}]
+        $c destroy
+    """, args=(srv.url, srv.pid), timeout=120)
+    assert out["code"] == "ErrTimeout", text
+    assert int(out["published"]) < 50000, text
+    assert int(out["elapsed"]) >= 1400, text
+    assert int(out["grown_kb"]) < 32 * 1024, text
+
+
 def test_publish_waits_for_room_and_then_everything_arrives(tmp_path, fresh_nats_server):
     """A slow reader (a server stopped for a while) makes the publisher wait,
     not fail, when room comes back within flush_timeout; nothing is lost."""

@@ -852,6 +852,8 @@ class TclConnection:
             # again and wakes publishers waiting for room
             self.drain_armed = True
             tk.call("chan", "event", sock, "writable", (self.cmd + "_ev", "drain"))
+        if self.chan_pending or self.fast_room < 0:
+            self._show_room()
 
     def e_drain(self):
         """The socket takes data again: write on, and wake publishers that
@@ -901,7 +903,8 @@ class TclConnection:
                 self.run()
             if eng.status != CONNECTED:
                 return 1
-        if eng.write_pressure(self._buffered()) == 0:
+        self._show_room()
+        if self.fast_room >= 0:
             return 1
         self.room_wanted = True
         return 0
@@ -1195,9 +1198,19 @@ class TclConnection:
         if limit != self.fast_max:
             self.fast_max = limit
             self.tk.call("set", f"{self.ns}::FastMax", limit)
-        room = max(0, min(FAST_BATCH, eng.options.write_buf_size // 4))
+        self._show_room()
+
+    def _show_room(self):
+        """FastRoom: the payload bytes the fast path frames before it calls
+        c_room; -1 while the way to the socket is full, so that the next
+        fast-path publish waits (MakeRoom) even when posted flushes keep
+        taking its batch to the engine (a publisher driven by events)."""
+        eng = self.engine
+        if eng.status == CONNECTED and eng.write_pressure(self.chan_pending):
+            room = -1
+        else:
+            room = max(0, min(FAST_BATCH, eng.options.write_buf_size // 4))
         if room != self.fast_room:
-            # the payload bytes the fast path frames before it calls c_room
             self.fast_room = room
             self.tk.call("set", f"{self.ns}::FastRoom", room)
 
