@@ -164,9 +164,10 @@ def main(argv=None) -> int:
         # for comparison: one process running the Spark source's own partition
         # reader (blocking socket, Arrow batches) over the whole stream, no Spark
         t = time.perf_counter()
+        from tclnats_py.spark.options import parse_conn
+        rc = tspark._ReadConfig({"servers": srv.url, "stream": "BENCH_SPARK"}, parse_conn({"servers": srv.url}))
         raw = cpu.phase("single process, Spark reader code", lambda: sum(
-            b.num_rows for b in tspark._fast_arrow_batches({"servers": srv.url}, "BENCH_SPARK", 1, args.count,
-                                                           None, False)))
+            b.num_rows for b in tspark._arrow_batches(rc, 1, args.count)))
         raw_rate = raw / (time.perf_counter() - t)
         spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")

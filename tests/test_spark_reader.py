@@ -1,13 +1,14 @@
 """The Spark source's blocking partition reader against a real server, without Spark."""
 
 import asyncio
+import logging
 
 import pytest
 
 import tclnats_py
 from tclnats_py.engine.js.meta import parse_metadata, seq_time_pending
-from tclnats_py.spark.reader import eligible as eligible
-from tclnats_py.spark.reader import read_columns as read_columns
+from tclnats_py.spark.options import parse_conn
+from tclnats_py.spark.reader import Meta, read_columns
 
 
 def fill(url, stream, n):
@@ -30,9 +31,9 @@ def _hdr_list(cols):
     return out
 
 
-def rows(url, stream, first, last, filt=None, batch=50):
+def rows(url, stream, first, last, filt=None, batch=50, **kw):
     out = []
-    for cols in read_columns({"servers": url}, "$JS.API", stream, first, last, filt, batch=batch):
+    for cols in read_columns(parse_conn({"servers": url}), stream, first, last, filt, batch=batch, **kw):
         out.extend(zip(cols["subject"], cols["data"], _hdr_list(cols), cols["seq"], cols["ts_ns"]))
     return out
 
@@ -62,13 +63,6 @@ def test_nothing_matching_returns_at_once(js_server):
     assert rows(js_server.url, "SR3", 1, 20, filt="sr3.none") == []
 
 
-def test_eligible_only_for_plain_nats_urls():
-    assert eligible({"servers": "nats://a:4222,nats://b:4222"})
-    assert eligible({"servers": "localhost:4222"})
-    assert not eligible({"servers": "tls://a:4222"})
-    assert not eligible({"servers": "nats://a:4222", "creds": "/x.creds"})
-
-
 def test_range_whose_end_was_deleted_ends_at_what_is_left(js_server):
     fill(js_server.url, "SR4", 100)
 
@@ -84,22 +78,119 @@ def test_range_whose_end_was_deleted_ends_at_what_is_left(js_server):
     assert [r[3] for r in got] == list(range(1, 60))
 
 
-def test_both_read_paths_give_the_same_arrow_batches(js_server):
-    # the asyncio path stays for TLS and credentials: same rows, same schema
-    pytest.importorskip("pyarrow")
-    pytest.importorskip("pyspark")
-    import pyarrow as pa
-    from tclnats_py.spark.datasource import _arrow_batches as _arrow_batches
-    from tclnats_py.spark.datasource import _fast_arrow_batches as _fast_arrow_batches
-    fill(js_server.url, "SR5", 400)
-    opts = {"servers": js_server.url}
-    for first, last, filt, decode in [(1, 400, None, False), (37, 311, "sr5.odd", True)]:
-        fast = pa.Table.from_batches(list(_fast_arrow_batches(opts, "SR5", first, last, filt, decode)))
-        slow = pa.Table.from_batches(list(_arrow_batches(opts, "SR5", first, last, filt, decode)))
-        assert fast.schema == slow.schema
-        assert fast.num_rows == (last - first + 1 if filt is None else len(range(first + first % 2, last + 1, 2)))
-        assert fast.equals(slow)
-        assert fast.column("timestamp")[0].value % 1000 or fast.column("timestamp")[1].value % 1000  # microseconds
+def _consumers(url, stream):
+    async def go():
+        c = await tclnats_py.connect(url)
+        try:
+            return await c.jetstream().consumer_names(stream)
+        finally:
+            await c.close()
+    return asyncio.run(go())
+
+
+def test_a_restarted_server_is_read_on_from_the_last_sequence(fresh_server, caplog):
+    url = fresh_server.url
+
+    async def fill_file():
+        c = await tclnats_py.connect(url)
+        js = c.jetstream()
+        await js.create_stream("SRR", subjects=["srr.*"], storage="file")
+        for i in range(20_000):
+            await js.publish_async("srr.a", b"r" * 200)
+        await js.publish_async_complete(60)
+        await c.close()
+    asyncio.run(fill_file())
+    it = read_columns(parse_conn({"servers": url}), "SRR", 1, 20_000, retries=20, retry_interval_ms=100)
+    seqs = list(next(it)["seq"])
+    assert 0 < len(seqs) < 20_000
+    fresh_server.restart()
+    with caplog.at_level(logging.WARNING, logger="tclnats_py.spark"):
+        for cols in it:
+            seqs.extend(cols["seq"])
+    assert seqs == list(range(1, 20_001))  # every sequence once, in order
+    assert "retry 1 of 20" in caplog.text and "stream SRR at sequence" in caplog.text
+    # past the budget: an error naming the server, the stream and the sequence
+    it = read_columns(parse_conn({"servers": url}), "SRR", 1, 20_000, retries=1, retry_interval_ms=50)
+    next(it)
+    fresh_server.stop()
+    with pytest.raises(tclnats_py.NatsError) as e:
+        for _ in it:
+            pass
+    text = str(e.value)
+    assert "stream SRR at sequence" in text and url in text and "fetchOffset.numRetries=1" in text
+
+
+def test_messages_removed_under_a_running_range(js_server, caplog):
+    fill(js_server.url, "SR6", 1000)
+
+    async def purge():
+        c = await tclnats_py.connect(js_server.url)
+        await c.jetstream().purge_stream("SR6", keep=500)
+        await c.close()
+    asyncio.run(purge())  # planned as 1..1000 before the purge
+    with pytest.raises(tclnats_py.NatsError) as e:
+        rows(js_server.url, "SR6", 1, 1000)
+    assert e.value.code == "ErrDataLoss" and "sequence 1 " in str(e.value) and "now 501" in str(e.value)
+    with caplog.at_level(logging.WARNING, logger="tclnats_py.spark"):
+        got = rows(js_server.url, "SR6", 1, 1000, fail_on_data_loss=False)
+    assert [r[3] for r in got] == list(range(501, 1001))
+    assert "500 message(s) before sequence 501 were removed" in caplog.text
+
+
+def test_closing_a_read_early_deletes_its_consumer(js_server):
+    fill(js_server.url, "SR7", 3000)
+    it = read_columns(parse_conn({"servers": js_server.url}), "SR7", 1, 3000, batch=100)
+    next(it)
+    assert len(_consumers(js_server.url, "SR7")) == 1
+    it.close()
+    assert _consumers(js_server.url, "SR7") == []
+
+
+def test_split_follows_the_filtered_messages(js_server):
+    async def go():
+        c = await tclnats_py.connect(js_server.url)
+        js = c.jetstream()
+        await js.create_stream("SR8", subjects=["sr8.*"], storage="memory")
+        for i in range(2000):
+            await js.publish_async("sr8.b" if i % 10 == 0 or i >= 1800 else "sr8.a", b"x")
+        await js.publish_async_complete()
+        await c.close()
+    asyncio.run(go())
+    with Meta(parse_conn({"servers": js_server.url})) as m:
+        ranges = m.split("SR8", 1, 2000, 4, "sr8.b", stream_last=2000)
+        assert m.split("SR8", 1, 2000, 4, "sr8.none", stream_last=2000) == []
+        assert m.split("SR8", 1, 2000, 3) == [(1, 667), (668, 1334), (1335, 2000)]
+    # 180 matches in 1..1800 and 200 in 1801..2000: four parts of 95
+    counts = [len(rows(js_server.url, "SR8", a, b, "sr8.b")) for a, b in ranges]
+    assert counts == [95, 95, 95, 95] and ranges[0][0] == 1 and ranges[-1][1] == 2000
+
+
+def test_tls_and_auth_in_the_reader(tls_certs, tmp_path):
+    from tclnats_py.testing.auth import userpass_auth
+    from tclnats_py.testing.certs import tls_config
+    from tclnats_py.testing.server import NatsServer
+    up = userpass_auth()
+    with NatsServer(config=tls_config(tls_certs) + up.config, jetstream=True, tls=True) as srv:
+        async def go():
+            c = await tclnats_py.connect(srv.url, tls_ca=tls_certs["ca"], user=up.user, password=up.password)
+            js = c.jetstream()
+            await js.create_stream("SR9", subjects=["sr9.*"], storage="memory")
+            for i in range(50):
+                await js.publish_async("sr9.a", b"%d" % i)
+            await js.publish_async_complete()
+            await c.close()
+        asyncio.run(go())
+        good = {"servers": srv.url, "tlsca": tls_certs["ca"], "user": up.user, "password": up.password}
+        got = [s for cols in read_columns(parse_conn(good), "SR9", 1, 50) for s in cols["seq"]]
+        assert got == list(range(1, 51))
+        with pytest.raises(tclnats_py.NatsError) as e:
+            list(read_columns(parse_conn(dict(good, password="nope")), "SR9", 1, 50))
+        assert e.value.code == "ErrAuthorization"
+        with pytest.raises(tclnats_py.NatsError) as e:  # no CA: not retried, named
+            list(read_columns(parse_conn({"servers": srv.url}), "SR9", 1, 50))
+        assert e.value.code == "ErrTLS" and "certificate" in str(e.value).lower()
+        s = parse_conn(good)
+        assert up.password not in repr(s) and "password=***" in repr(s)
 
 
 # ------------------------------------------------------------------ server-free

@@ -4,51 +4,78 @@
     tclnats_py.spark.datasource.register(spark)                  # formats "jetstream" and "jetstream-kv"
 
     df = (spark.read.format("jetstream").option("servers", url).option("stream", "ORDERS")
-          .option("subject", "orders.*").option("partitions", 4).load())
+          .option("subject", "orders.*").option("minPartitions", 4).load())
     q = (spark.readStream.format("jetstream").option("servers", url).option("stream", "ORDERS")
-         .option("startingoffsets", "earliest").option("maxmessagespertrigger", 10000).load())
+         .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", 10000).load())
     df.write.format("jetstream").option("servers", url).option("subject", "out.x").mode("append").save()
     kv = spark.read.format("jetstream-kv").option("servers", url).option("bucket", "SETTINGS").load()
 
-Reading: batch reads split the stream's sequence range into partitions, each
-read by its own task through an ephemeral pull consumer that is deleted when
-the task ends (and expires on the server anyway), so no consumer state is left
-behind.  Streaming reads use stream sequences as offsets ({"seq": next}), so a
-query restarted from its checkpoint continues exactly where it stopped.
+Reading: the driver plans sequence ranges (split where the subject filter's
+messages are, ``reader.Meta.split``); each task reads its range with the
+blocking reader (``reader.read_columns``) through an ephemeral pull consumer
+that is deleted when the task ends, retrying a broken connection.  Streaming
+reads use stream sequences as offsets ({"seq": next}), so a query restarted
+from its checkpoint continues exactly where it stopped; messages removed
+below that offset fail the query (failOnDataLoss, as Kafka's).
 
-Writing: every row is published with an acknowledgement, to the row's
-``subject`` column or the ``subject`` option, with optional ``headers``, and a
-deterministic ``Nats-Msg-Id`` (query/batch, partition, row index, or a column
-given by ``msgIdColumn``), so a retried task's messages are dropped as
-duplicates by the stream.
+Writing: every row is published with an acknowledgement, to the ``subject``
+option or else the row's ``subject`` column (the option wins, as Kafka's
+``topic``), with optional ``headers``, and a ``Nats-Msg-Id`` made of a
+write id (a UUID per batch write, the query id for a streaming query, or the
+``writeId`` option), the batch, partition and row index (or a column given by
+``msgIdColumn``), so a retried task's messages are dropped as duplicates by
+the stream while two different writes never collide.
 
-Options are checked on the driver, before any task starts: an unknown stream,
-a bad range or an unreachable server fails the query there with the error
-code in the message.
+Options are checked on the driver, before any task starts: an unknown option,
+a bad value, an unknown stream or an unreachable server fails there with an
+error naming the option or the server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
+import time
+import uuid
 
 from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
                                     DataSourceStreamWriter, DataSourceWriter, InputPartition,
                                     WriterCommitMessage)
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from tclnats_py.errors import NatsError, make_error
+try:  # PySpark >= 4.1
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+except ImportError:  # pragma: no cover - older PySpark: Spark runs availableNow as one batch
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        pass
 
-__all__ = ["register", "JetStreamDataSource", "KeyValueDataSource", "read_range"]
+from tclnats_py.errors import NatsError, make_error
+from tclnats_py.spark import options as O
+from tclnats_py.spark.reader import DEFAULT_RETRIES, DEFAULT_RETRY_INTERVAL_MS, Meta, data_loss_message
+
+__all__ = ["register", "JetStreamDataSource", "KeyValueDataSource"]
+
+log = logging.getLogger("tclnats_py.spark")
 
 SCHEMA = ("subject string, data binary, headers map<string, array<string>>, stream string, seq long, "
           "timestamp timestamp")
 KV_SCHEMA = "key string, value binary, revision long, operation string, created timestamp"
-_FETCH = 1000
 
 
 def register(spark) -> None:
-    spark.dataSource.register(JetStreamDataSource)
+    """Register the formats on a session.  The session's default parallelism
+    (the default of minPartitions) travels with the registered class, since
+    the planner's Python processes have no SparkContext to ask."""
+    try:
+        parallelism = int(spark.sparkContext.defaultParallelism)
+    except Exception as e:  # Spark Connect has no sparkContext
+        log.info("no defaultParallelism from the session (%s): minPartitions defaults to 1", e)
+        parallelism = 1
+    # a class of this name that is not the module's: pickled by value, with the figure
+    js = type("JetStreamDataSource", (JetStreamDataSource,),
+              {"default_parallelism": parallelism, "__module__": __name__, "__qualname__": "JetStreamDataSource"})
+    spark.dataSource.register(js)
     spark.dataSource.register(KeyValueDataSource)
 
 
@@ -58,223 +85,142 @@ def _opts(options) -> dict:
     return {str(k).lower(): v for k, v in dict(options).items()}
 
 
-def _bool(v, default=False) -> bool:
-    if v is None:
-        return default
-    return str(v).strip().lower() in ("1", "true", "yes", "on")
+def _stream_name(opts) -> str:
+    stream = opts.get("stream")
+    if not stream:
+        raise make_error("ErrInvalidArg", "option 'stream' is required")
+    return stream
 
 
-def _run(coro):
-    return asyncio.run(coro)
-
-
-async def _connect(opts):
-    import tclnats_py
-    servers = opts.get("servers") or opts.get("url")
-    if not servers:
-        raise make_error("ErrInvalidArg", "option 'servers' is required (a NATS URL)")
+def _meta(settings):
     try:
-        c = await tclnats_py.connect([s.strip() for s in servers.split(",")], connect_timeout=5000,
-                                     max_reconnect_attempts=5, name=opts.get("name", "tclnats-spark"))
+        return Meta(settings)
     except NatsError as e:
-        raise make_error(e.code, f"NATS server unreachable at {servers}: {e}") from None
-    return c, c.jetstream(domain=opts.get("domain"), api_prefix=opts.get("apiprefix"))
+        raise make_error(e.code, f"NATS server unreachable at {settings.servers_text()}: {e}") from None
 
 
-async def _seq_at_time(js, stream, iso, filter_subject):
-    """The first stream sequence at or after a time (a one-message ephemeral consumer)."""
-    cfg = {"deliver_policy": "by_start_time", "opt_start_time": iso, "ack_policy": "none",
-           "inactive_threshold": 10.0, "mem_storage": True}
-    if filter_subject:
-        cfg["filter_subject"] = filter_subject
-    cons = await js.create_consumer(stream, **cfg)
+def _stream_state(m: Meta, stream: str) -> dict:
     try:
-        msgs = await cons.fetch(1)
-        if msgs:
-            return msgs[0].metadata["stream_seq"]
-        info = await js.stream_info(stream)
-        return info["state"]["last_seq"] + 1
-    finally:
-        try:
-            await js.delete_consumer(stream, cons.name)
-        except NatsError:
-            pass
+        return m.stream_info(stream)
+    except NatsError as e:
+        raise make_error(e.code, f"stream {stream}: {e}") from None
 
 
-async def read_chunks(opts, stream, first, last, filter_subject=None):
-    """Messages with first <= seq <= last, as lists (one per pull) of
-    ``(subject, data, headers, seq, timestamp_us)``.
-
-    An ephemeral pull consumer (deleted at the end, and expiring on the server
-    anyway) with two pull requests kept outstanding, so the server is sending
-    the next batch while this one is converted.
-    """
-    if last < first:
-        return
-    from tclnats_py.engine.js.meta import seq_time_pending
-    from tclnats_py.engine.js.pull import classify, pull_request_body, status_error
-    c, js = await _connect(opts)
-    try:
-        cfg = {"deliver_policy": "by_start_sequence", "opt_start_seq": first, "ack_policy": "none",
-               "inactive_threshold": 30.0, "mem_storage": True, "num_replicas": 1}
-        if filter_subject:
-            cfg["filter_subject"] = filter_subject
-        cons = await js.create_consumer(stream, **cfg)
-        inbox = c.new_inbox()
-        sub = await c.subscribe(inbox, pending_msgs_limit=4 * _FETCH + 64)
-        nxt = js.jsapi.next_subject(stream, cons.name)
-        request = pull_request_body(_FETCH, expires_ns=2 * 10**9)
-        c.publish(nxt, request, reply=inbox)
-        c.publish(nxt, request, reply=inbox)
-        try:
-            chunk = []
-            in_pull = 0
-            while True:
-                try:
-                    msg = await sub.next_msg(5.0)
-                except NatsError:
-                    break  # nothing more within the wait: the range is done
-                kind = classify(msg)
-                if kind != "msg":
-                    if kind == "heartbeat" or kind == "flow_control":
-                        continue
-                    if kind == "no_responders":
-                        raise make_error("ErrStreamNotFound", f"stream {stream} or its consumer is gone")
-                    err, terminal = status_error(msg)
-                    if terminal or kind not in ("no_messages", "timeout", "conflict", "pin_mismatch"):
-                        raise err or make_error("ErrJSResponse",
-                                                f"pull on stream {stream} ended: {msg.status} {msg.description}")
-                    # a pull ended (expired / no more messages): ask again unless done
-                    in_pull = 0
-                    if chunk:
-                        yield chunk
-                        chunk = []
-                    if msg.status in (404, 408):
-                        info = await js.consumer_info(stream, cons.name)
-                        if info.get("num_pending", 0) == 0:
-                            return
-                    c.publish(nxt, request, reply=inbox)
-                    continue
-                sseq, ts, _ = seq_time_pending(msg.reply, msg.subject)
-                seq = int(sseq)
-                if seq > last:
-                    break
-                chunk.append((msg.subject, msg.data, msg.headers, seq, int(ts) // 1000))
-                in_pull += 1
-                if seq == last:
-                    break
-                if in_pull == _FETCH:
-                    in_pull = 0
-                    yield chunk
-                    chunk = []
-                    c.publish(nxt, request, reply=inbox)
-            if chunk:
-                yield chunk
-        finally:
-            try:
-                await js.delete_consumer(stream, cons.name)
-            except NatsError:
-                pass
-    finally:
-        await c.close()
+def _description(stream, subject) -> str:
+    return f"JetStream[stream={stream}" + (f", subject={subject}" if subject else "") + "]"
 
 
-async def read_range(opts, stream, first, last, filter_subject=None, decode=False):
-    """The same messages as DataFrame rows (tuples in the source's schema)."""
-    async for chunk in read_chunks(opts, stream, first, last, filter_subject):
-        for subject, data, headers, seq, ts in chunk:
-            row = (subject, data, dict(headers) if headers else None, stream, seq,
-                   datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(microseconds=ts))
-            yield row + ((data.decode("utf-8", "replace"),) if decode else ())
+class _ReadConfig:
+    """What every task of a read needs (pickled with the reader)."""
+
+    def __init__(self, opts, settings):
+        self.settings = settings
+        self.stream = _stream_name(opts)
+        self.filter = opts.get("subject") or None
+        self.decode = O.opt_bool(opts, "decode", False)
+        self.fail_on_data_loss = O.opt_bool(opts, "failondataloss", True)
+        self.retries = O.opt_int(opts, "fetchoffset.numretries", DEFAULT_RETRIES, 0)
+        self.retry_interval_ms = O.opt_int(opts, "fetchoffset.retryintervalms", DEFAULT_RETRY_INTERVAL_MS, 0)
+
+    def batches(self, first, last):
+        return _arrow_batches(self, first, last)
 
 
-def _arrow_batches(opts, stream, first, last, filter_subject, decode):
-    """Arrow record batches, one per fetch: no per-row conversion in Spark."""
-    import pyarrow as pa
-    fields = [("subject", pa.string()), ("data", pa.binary()),
-              ("headers", pa.map_(pa.string(), pa.list_(pa.field("element", pa.string())))),
-              ("stream", pa.string()), ("seq", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC"))]
-    if decode:
-        fields.append(("value", pa.string()))
-    schema = pa.schema(fields)
-    for chunk in _collect(lambda: read_chunks(opts, stream, first, last, filter_subject), buffer=64):
-        subjects, datas, headers, seqs, tss = zip(*chunk)
-        cols = [pa.array(subjects, pa.string()), pa.array(datas, pa.binary()),
-                pa.array([list(h.items()) if h else None for h in headers], fields[2][1]),
-                pa.array([stream] * len(chunk), pa.string()), pa.array(seqs, pa.int64()),
-                pa.array(tss, pa.int64()).cast(pa.timestamp("us", tz="UTC"))]
-        if decode:
-            cols.append(pa.array([d.decode("utf-8", "replace") for d in datas], pa.string()))
-        yield pa.RecordBatch.from_arrays(cols, schema=schema)
+def _min_partitions(opts, default):
+    n = O.opt_int(opts, "minpartitions", None, 1)
+    p = O.opt_int(opts, "partitions", None, 1)
+    if n is not None and p is not None and n != p:
+        raise make_error("ErrInvalidArg", f"options minPartitions ({n}) and partitions ({p}) disagree: give one")
+    return n or p or max(1, int(default or 1))
 
 
-def _api_prefix(opts) -> str:
-    from tclnats_py.engine.js.api import api_prefix
-    return api_prefix(opts.get("domain"), opts.get("apiprefix"))
-
-
-def _fast_arrow_batches(opts, stream, first, last, filter_subject, decode):
-    """The same batches from the blocking-socket reader (tclnats_py.spark.reader)."""
+def _arrow_batches(rc: _ReadConfig, first, last):
+    """Arrow record batches of first..last, one per pull batch of the blocking reader."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    from tclnats_py.spark.reader import read_columns as read_columns
+
+    from tclnats_py.spark.reader import read_columns
     fields = [("subject", pa.string()), ("data", pa.binary()),
               ("headers", pa.map_(pa.string(), pa.list_(pa.field("element", pa.string())))),
               ("stream", pa.string()), ("seq", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC"))]
-    if decode:
+    if rc.decode:
         fields.append(("value", pa.string()))
     schema = pa.schema(fields)
     hdr_type = fields[2][1]
-    stream_value = pa.scalar(stream, pa.string())
-    for cols in read_columns(opts, _api_prefix(opts), stream, first, last, filter_subject):
-        n = len(cols["seq"])
-        if cols["headers"]:
-            hdrs = [None] * n
-            for i, h in cols["headers"]:
-                hdrs[i] = list(h.items())
-            headers = pa.array(hdrs, hdr_type)
-        else:
-            headers = pa.nulls(n, hdr_type)
-        ts_ns = pa.array(cols["ts_ns"], pa.string()).cast(pa.int64())
-        arrays = [pa.array(cols["subject"], pa.string()), pa.array(cols["data"], pa.binary()), headers,
-                  pa.repeat(stream_value, n),
-                  pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols["seq"])]),
-                  pc.divide(ts_ns, 1000).cast(fields[5][1])]
-        if decode:
-            arrays.append(pa.array([d.decode("utf-8", "replace") for d in cols["data"]], pa.string()))
-        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+    stream_value = pa.scalar(rc.stream, pa.string())
+    cols_iter = read_columns(rc.settings, rc.stream, first, last, rc.filter,
+                             fail_on_data_loss=rc.fail_on_data_loss, retries=rc.retries,
+                             retry_interval_ms=rc.retry_interval_ms)
+    try:
+        for cols in cols_iter:
+            n = len(cols["seq"])
+            if not n:
+                continue
+            if cols["headers"]:
+                hdrs = [None] * n
+                for i, h in cols["headers"]:
+                    hdrs[i] = list(h.items())
+                headers = pa.array(hdrs, hdr_type)
+            else:
+                headers = pa.nulls(n, hdr_type)
+            ts_ns = pa.array(cols["ts_ns"], pa.string()).cast(pa.int64())
+            arrays = [pa.array(cols["subject"], pa.string()), pa.array(cols["data"], pa.binary()), headers,
+                      pa.repeat(stream_value, n),
+                      pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols["seq"])]),
+                      pc.divide(ts_ns, 1000).cast(fields[5][1])]
+            if rc.decode:
+                arrays.append(pa.array([d.decode("utf-8", "replace") for d in cols["data"]], pa.string()))
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+    finally:
+        cols_iter.close()  # a task ended early (limit, cancel): the consumer and socket go now
 
 
-def _collect(agen_factory, buffer: int = 20000):
-    """Rows of an async generator, consumed from a plain iterator: the event
-    loop runs in its own thread and hands rows over through a bounded queue."""
-    import queue
+def _collect(agen_factory, buffer: int = 256):
+    """Items of an async generator, consumed from a plain iterator.
+
+    The event loop runs in its own thread; items cross through an
+    asyncio.Queue that the loop awaits (it never blocks its own loop) and the
+    consuming thread reads with run_coroutine_threadsafe.  Closing the
+    iterator early cancels the producer, which closes its connection."""
     import threading
-    q: "queue.Queue" = queue.Queue(maxsize=buffer)
-    done = object()
-    failure = []
-
-    def pump():
-        async def go():
-            async for r in agen_factory():
-                q.put(r)
-        try:
-            asyncio.run(go())
-        except BaseException as e:  # handed to the consuming thread
-            failure.append(e)
-        finally:
-            q.put(done)
-
-    t = threading.Thread(target=pump, name="tclnats-spark-read", daemon=True)
+    loop = asyncio.new_event_loop()
+    t = threading.Thread(target=loop.run_forever, name="tclnats-spark-read", daemon=True)
     t.start()
-    while True:
-        r = q.get()
-        if r is done:
-            break
-        yield r
-    t.join()
-    if failure:
-        raise failure[0]
+    done = object()
+
+    async def make_queue():
+        return asyncio.Queue(buffer)
+    q = asyncio.run_coroutine_threadsafe(make_queue(), loop).result()
+
+    async def produce():
+        try:
+            async for r in agen_factory():
+                await q.put(r)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:  # handed to the consuming thread
+            await q.put((done, e))
+            return
+        await q.put((done, None))
+    task = asyncio.run_coroutine_threadsafe(produce(), loop)
+    try:
+        while True:
+            r = asyncio.run_coroutine_threadsafe(q.get(), loop).result()
+            if isinstance(r, tuple) and len(r) == 2 and r[0] is done:
+                if r[1] is not None:
+                    raise r[1]
+                break
+            yield r
+    finally:
+        task.cancel()
+        try:
+            task.result(10)
+        except BaseException as e:  # the cancellation itself, or what the producer raised on its way out
+            if not isinstance(e, asyncio.CancelledError) and not task.cancelled():
+                log.debug("the reader's producer ended with %r", e)
+        loop.call_soon_threadsafe(loop.stop)
+        t.join(10)
+        loop.close()
 
 
 class _SeqRange(InputPartition):
@@ -288,139 +234,200 @@ class _SeqRange(InputPartition):
 class JetStreamDataSource(DataSource):
     """format("jetstream"): read (batch, streaming) and write a JetStream stream."""
 
+    default_parallelism = 1  # register() ships the session's figure
+
     @classmethod
     def name(cls):
         return "jetstream"
 
     def schema(self):
-        if _bool(self.options.get("decode")):
+        opts = _opts(self.options)
+        # at load(): options of any use are checked here, the stream too when reading
+        O.check_known(opts, set(O.KNOWN_READ) | set(O.KNOWN_STREAM) | set(O.KNOWN_WRITE), "jetstream")
+        O.check_values(opts)
+        settings = O.parse_conn(opts)
+        if opts.get("stream"):
+            with _meta(settings) as m:
+                _stream_state(m, opts["stream"])
+        if O.opt_bool(opts, "decode", False):
             return SCHEMA + ", value string"
         return SCHEMA
 
     def reader(self, schema):
-        return _BatchReader(_opts(self.options))
+        opts = _opts(self.options)
+        O.check_known(opts, O.KNOWN_READ, "jetstream (batch read)")
+        return _BatchReader(opts, self.default_parallelism)
 
     def streamReader(self, schema):
-        return _StreamReader(_opts(self.options))
+        opts = _opts(self.options)
+        O.check_known(opts, O.KNOWN_STREAM, "jetstream (streaming read)")
+        return _StreamReader(opts, self.default_parallelism)
 
     def writer(self, schema, overwrite):
-        return _Writer(_opts(self.options), schema)
+        opts = _opts(self.options)
+        O.check_known(opts, O.KNOWN_WRITE, "jetstream (write)")
+        return _Writer(opts, schema)
 
     def streamWriter(self, schema, overwrite):
-        return _StreamWriter(_opts(self.options), schema)
+        opts = _opts(self.options)
+        O.check_known(opts, O.KNOWN_WRITE, "jetstream (streaming write)")
+        return _StreamWriter(opts, schema)
 
 
 class _BatchReader(DataSourceReader):
-    def __init__(self, opts):
-        self.opts = opts
-        self.stream = opts.get("stream")
-        if not self.stream:
-            raise make_error("ErrInvalidArg", "option 'stream' is required")
-        self.filter = opts.get("subject")
-        self.decode = _bool(opts.get("decode"))
-        self.first, self.last = _run(self._range())
+    def __init__(self, opts, parallelism):
+        self.rc = _ReadConfig(opts, O.parse_conn(opts))
+        self.n = _min_partitions(opts, parallelism)
+        start, end = O.opt_int(opts, "startseq", None, 1), O.opt_int(opts, "endseq", None, 0)
+        if start is not None and end is not None and end < start:
+            raise make_error("ErrInvalidArg", f"bad range: endSeq {end} < startSeq {start}")
+        self.ranges = self._plan(opts, start, end)
 
-    async def _range(self):
-        c, js = await _connect(self.opts)
-        try:
-            try:
-                state = (await js.stream_info(self.stream))["state"]
-            except NatsError as e:
-                raise make_error(e.code, f"stream {self.stream}: {e}") from None
-            first, last = state.get("first_seq", 1), state.get("last_seq", 0)
-            o = self.opts
-            if o.get("startseq"):
-                first = max(first, int(o["startseq"]))
-            if o.get("endseq"):
-                last = min(last, int(o["endseq"]))
-            if o.get("starttime"):
-                first = max(first, await _seq_at_time(js, self.stream, o["starttime"], self.filter))
-            if o.get("endtime"):
-                last = min(last, await _seq_at_time(js, self.stream, o["endtime"], self.filter) - 1)
-            if o.get("startseq") and o.get("endseq") and int(o["endseq"]) < int(o["startseq"]):
-                raise make_error("ErrInvalidArg", f"bad range: endSeq {o['endseq']} < startSeq {o['startseq']}")
-            return first, last
-        finally:
-            await c.close()
+    def _plan(self, opts, start, end):
+        rc = self.rc
+        with _meta(rc.settings) as m:
+            state = _stream_state(m, rc.stream)["state"]
+            # first_seq is 0 in a stream that never had a message
+            first, last = max(1, state.get("first_seq", 0)), state.get("last_seq", 0)
+            if start is not None:
+                if start < first and start <= last:
+                    if rc.fail_on_data_loss:
+                        raise make_error("ErrDataLoss", data_loss_message(rc.stream, start, first, "startSeq"),
+                                         stream=rc.stream, expected=start, available=first)
+                    log.warning("stream %s: startSeq %d is below the first sequence %d: %d message(s) skipped "
+                                "(failOnDataLoss=false)", rc.stream, start, first, first - start)
+                first = max(first, start)
+            if end is not None:
+                last = min(last, end)
+            if opts.get("starttime"):
+                first = max(first, m.seq_at_time(rc.stream, opts["starttime"], rc.filter))
+            if opts.get("endtime"):
+                last = min(last, m.seq_at_time(rc.stream, opts["endtime"], rc.filter) - 1)
+            if last < first:
+                return []
+            return m.split(rc.stream, first, last, self.n, rc.filter, stream_last=state.get("last_seq", 0))
 
     def partitions(self):
-        n = max(1, int(self.opts.get("partitions", 2)))
-        total = self.last - self.first + 1
-        if total <= 0:
+        if not self.ranges:
             return [_SeqRange(1, 0)]
-        size = -(-total // n)
-        return [_SeqRange(s, min(s + size - 1, self.last)) for s in range(self.first, self.last + 1, size)]
+        return [_SeqRange(a, b) for a, b in self.ranges]
 
     def read(self, partition):
-        from tclnats_py.spark.reader import eligible as eligible
-        batches = _fast_arrow_batches if eligible(self.opts) else _arrow_batches
-        yield from batches(self.opts, self.stream, partition.first, partition.last, self.filter, self.decode)
+        yield from self.rc.batches(partition.first, partition.last)
 
 
-class _StreamReader(DataSourceStreamReader):
-    def __init__(self, opts):
+class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, opts, parallelism):
         self.opts = opts
-        self.stream = opts.get("stream")
-        if not self.stream:
-            raise make_error("ErrInvalidArg", "option 'stream' is required")
-        self.filter = opts.get("subject")
-        self.decode = _bool(opts.get("decode"))
-        mx = opts.get("maxmessagespertrigger")
-        self.max_per_trigger = int(mx) if mx else None
+        self.rc = _ReadConfig(opts, O.parse_conn(opts))
+        self.n = _min_partitions(opts, parallelism)
+        mx = O.opt_int(opts, "maxoffsetspertrigger", None, 1)
+        alias = O.opt_int(opts, "maxmessagespertrigger", None, 1)
+        if mx is not None and alias is not None and mx != alias:
+            raise make_error("ErrInvalidArg", f"options maxOffsetsPerTrigger ({mx}) and maxMessagesPerTrigger "
+                             f"({alias}) disagree: give one")
+        self.max_per_trigger = mx or alias
+        self.min_per_trigger = O.opt_int(opts, "minoffsetspertrigger", None, 1)
+        self.max_trigger_delay_ms = O.opt_ms(opts, "maxtriggerdelay", 15 * 60 * 1000)
+        if self.max_per_trigger and self.min_per_trigger and self.min_per_trigger > self.max_per_trigger:
+            raise make_error("ErrInvalidArg", f"option minOffsetsPerTrigger ({self.min_per_trigger}) is above "
+                             f"maxOffsetsPerTrigger ({self.max_per_trigger})")
+        start = str(opts.get("startingoffsets", "earliest")).strip()
+        if not (start in ("earliest", "latest") or start.startswith("time:")
+                or (start.startswith("seq:") and start[4:].isdigit() and int(start[4:]) >= 1)):
+            raise make_error("ErrInvalidArg", f"option startingOffsets must be earliest, latest, seq:N (N >= 1) or "
+                             f"time:ISO-8601, not {start!r}")
+        self.starting = start
+        self.target = None          # the end of an availableNow query
+        self.last_batch = time.monotonic()
+        self.last_state = None
+        self.last_end = None
         self._state()  # fails here, on the driver, for a bad stream or server
 
     def _state(self):
-        async def go():
-            c, js = await _connect(self.opts)
-            try:
-                try:
-                    return (await js.stream_info(self.stream))["state"]
-                except NatsError as e:
-                    raise make_error(e.code, f"stream {self.stream}: {e}") from None
-            finally:
-                await c.close()
-        return _run(go())
+        with _meta(self.rc.settings) as m:
+            self.last_state = _stream_state(m, self.rc.stream)["state"]
+        return self.last_state
 
     def initialOffset(self):
-        start = str(self.opts.get("startingoffsets", "earliest"))
+        start = self.starting
         state = self._state()
         if start == "earliest":
-            return {"seq": state.get("first_seq", 1)}
+            return {"seq": max(1, state.get("first_seq", 0))}
         if start == "latest":
             return {"seq": state.get("last_seq", 0) + 1}
         if start.startswith("seq:"):
             return {"seq": int(start[4:])}
-        if start.startswith("time:"):
-            async def go():
-                c, js = await _connect(self.opts)
-                try:
-                    return await _seq_at_time(js, self.stream, start[5:], self.filter)
-                finally:
-                    await c.close()
-            return {"seq": _run(go())}
-        raise make_error("ErrInvalidArg", f"startingOffsets must be earliest, latest, seq:N or time:ISO, not {start}")
+        with _meta(self.rc.settings) as m:
+            return {"seq": m.seq_at_time(self.rc.stream, start[5:], self.rc.filter)}
 
     def getDefaultReadLimit(self):
         return ReadMaxRows(self.max_per_trigger) if self.max_per_trigger else ReadAllAvailable()
 
+    def prepareForTriggerAvailableNow(self):
+        self.target = self._state().get("last_seq", 0) + 1
+
+    def _available_start(self, seq, state):
+        """``seq``, or the stream's first sequence when messages from seq on were removed."""
+        first = max(1, state.get("first_seq", 0))
+        if seq < first:
+            if self.rc.fail_on_data_loss:
+                raise make_error("ErrDataLoss", data_loss_message(self.rc.stream, seq, first, "query"),
+                                 stream=self.rc.stream, expected=seq, available=first)
+            log.warning("stream %s: %d message(s) from sequence %d to %d were removed before they were read "
+                        "(failOnDataLoss=false: skipped)", self.rc.stream, first - seq, seq, first - 1)
+            return first
+        return seq
+
     def latestOffset(self, start, limit):
-        end = self._state().get("last_seq", 0) + 1
+        state = self._state()
+        s = start["seq"]
+        begin = self._available_start(s, state)
+        end = state.get("last_seq", 0) + 1
+        if self.target is not None:
+            end = min(end, self.target)
+        end = max(end, begin)
         if isinstance(limit, ReadMaxRows):
-            end = min(end, start["seq"] + limit.max_rows)
-        return {"seq": max(end, start["seq"])}
+            end = min(end, begin + limit.max_rows)
+        if (self.target is None and self.min_per_trigger and end - begin < self.min_per_trigger
+                and (time.monotonic() - self.last_batch) * 1000 < self.max_trigger_delay_ms):
+            end = s  # too little yet: wait for more or for maxTriggerDelay
+        if end > s:
+            self.last_batch = time.monotonic()
+        else:
+            end = s
+        self.last_end = end
+        return {"seq": end}
+
+    def reportLatestOffset(self):
+        """The stream's end, with the lag behind it (shown as the source's
+        latestOffset in StreamingQueryProgress)."""
+        state = self.last_state or self._state()
+        latest = state.get("last_seq", 0) + 1
+        out = {"seq": latest, "description": _description(self.rc.stream, self.rc.filter)}
+        if self.last_end is not None:
+            behind_seqs = max(0, latest - self.last_end)
+            msgs, nbytes = state.get("messages", 0), state.get("bytes", 0)
+            behind = min(behind_seqs, msgs)
+            out["messagesBehind"] = behind
+            out["bytesBehind"] = (nbytes * behind) // msgs if msgs else 0
+        return out
 
     def partitions(self, start, end):
-        first, last = start["seq"], end["seq"] - 1
+        state = self.last_state or self._state()
+        first = start["seq"]
+        if first < max(1, state.get("first_seq", 0)):
+            first = self._available_start(first, self._state())
+        last = end["seq"] - 1
         if last < first:
             return []
-        n = max(1, int(self.opts.get("partitions", 1)))
-        size = -(-(last - first + 1) // n)
-        return [_SeqRange(s, min(s + size - 1, last)) for s in range(first, last + 1, size)]
+        with _meta(self.rc.settings) as m:
+            ranges = m.split(self.rc.stream, first, last, self.n, self.rc.filter,
+                             stream_last=state.get("last_seq", 0))
+        return [_SeqRange(a, b) for a, b in ranges]
 
     def read(self, partition):
-        from tclnats_py.spark.reader import eligible as eligible
-        batches = _fast_arrow_batches if eligible(self.opts) else _arrow_batches
-        yield from batches(self.opts, self.stream, partition.first, partition.last, self.filter, self.decode)
+        yield from self.rc.batches(partition.first, partition.last)
 
     def commit(self, end):
         pass  # nothing held on the server: offsets live in Spark's checkpoint
@@ -433,18 +440,25 @@ class _Commit(WriterCommitMessage):
         self.duplicates = duplicates
 
 
-def _write_rows(opts, columns, rows, id_base):
+def _write_rows(settings, opts, columns, rows, id_base):
     subject_opt = opts.get("subject")
     msg_id_col = opts.get("msgidcolumn")
+    if msg_id_col and msg_id_col not in columns:
+        raise make_error("ErrInvalidArg", f"option msgIdColumn: no column {msg_id_col!r} (columns: {columns})")
 
     async def go():
-        c, js = await _connect(opts)
+        import tclnats_py
+        try:
+            c = await tclnats_py.connect(settings.servers, **settings.connect_kwargs())
+        except NatsError as e:
+            raise make_error(e.code, f"NATS server unreachable at {settings.servers_text()}: {e}") from None
+        js = c.jetstream(domain=settings.domain, api_prefix=settings.api_prefix)
         published = duplicates = 0
         try:
             futs = []
             for i, row in enumerate(rows):
                 d = row.asDict() if hasattr(row, "asDict") else dict(zip(columns, row))
-                subject = d.get("subject") or subject_opt
+                subject = subject_opt or d.get("subject")  # the option wins, as Kafka's topic
                 if not subject:
                     raise make_error("ErrInvalidArg", "rows need a 'subject' column or the 'subject' option")
                 data = d.get("data")
@@ -470,38 +484,44 @@ def _write_rows(opts, columns, rows, id_base):
         finally:
             await c.close()
         return _Commit(published, duplicates)
-    return _run(go())
+    return asyncio.run(go())
 
 
 def _task_ids():
     from pyspark import TaskContext
     tc = TaskContext.get()
     if tc is None:
-        return 0, None
-    return tc.partitionId(), tc.getLocalProperty("streaming.sql.batchId")
+        return 0, None, None
+    return tc.partitionId(), tc.getLocalProperty("streaming.sql.batchId"), tc.getLocalProperty("sql.streaming.queryId")
 
 
 class _Writer(DataSourceWriter):
     def __init__(self, opts, schema):
         self.opts = opts
+        self.settings = O.parse_conn(opts)
         self.columns = [f.name for f in schema.fields]
-        # a stable name for this write: given, or derived from the options
-        self.write_id = opts.get("writeid") or "w"
+        # given (an idempotent re-run), or new for this write: two writes never share ids
+        self.write_id = opts.get("writeid") or uuid.uuid4().hex
 
     def write(self, iterator):
-        partition, _ = _task_ids()
-        return _write_rows(self.opts, self.columns, iterator, f"{self.write_id}-{partition}")
+        partition, _, _ = _task_ids()
+        return _write_rows(self.settings, self.opts, self.columns, iterator, f"{self.write_id}-{partition}")
 
 
 class _StreamWriter(DataSourceStreamWriter):
     def __init__(self, opts, schema):
         self.opts = opts
+        self.settings = O.parse_conn(opts)
         self.columns = [f.name for f in schema.fields]
-        self.write_id = opts.get("writeid") or "s"
+        self.write_id = opts.get("writeid")
 
     def write(self, iterator):
-        partition, batch = _task_ids()
-        return _write_rows(self.opts, self.columns, iterator, f"{self.write_id}-{batch}-{partition}")
+        partition, batch, query = _task_ids()
+        base = self.write_id or query
+        if not base:
+            raise make_error("ErrInvalidArg", "no streaming query id in the task (sql.streaming.queryId): "
+                             "give the option writeId")
+        return _write_rows(self.settings, self.opts, self.columns, iterator, f"{base}-{batch}-{partition}")
 
     def commit(self, messages, batchId):
         pass
@@ -519,37 +539,51 @@ class KeyValueDataSource(DataSource):
         return "jetstream-kv"
 
     def schema(self):
+        O.check_known(_opts(self.options), O.KNOWN_KV, "jetstream-kv")
         return KV_SCHEMA
 
     def reader(self, schema):
-        return _KvReader(_opts(self.options))
+        opts = _opts(self.options)
+        O.check_known(opts, O.KNOWN_KV, "jetstream-kv")
+        return _KvReader(opts)
+
+
+async def _kv_connect(settings):
+    import tclnats_py
+    try:
+        c = await tclnats_py.connect(settings.servers, **settings.connect_kwargs())
+    except NatsError as e:
+        raise make_error(e.code, f"NATS server unreachable at {settings.servers_text()}: {e}") from None
+    return c, c.jetstream(domain=settings.domain, api_prefix=settings.api_prefix)
 
 
 class _KvReader(DataSourceReader):
     def __init__(self, opts):
         self.opts = opts
+        self.settings = O.parse_conn(opts)
+        self.history = O.opt_bool(opts, "history", False)
         self.bucket = opts.get("bucket")
         if not self.bucket:
             raise make_error("ErrInvalidArg", "option 'bucket' is required")
 
         async def check():
-            c, js = await _connect(opts)
+            c, js = await _kv_connect(self.settings)
             try:
                 await js.key_value(self.bucket)
             finally:
                 await c.close()
-        _run(check())
+        asyncio.run(check())
 
     def partitions(self):
         return [InputPartition(0)]
 
     def read(self, partition):
-        history = _bool(self.opts.get("history"))
+        history, settings, bucket = self.history, self.settings, self.bucket
 
         async def entries():
-            c, js = await _connect(self.opts)
+            c, js = await _kv_connect(settings)
             try:
-                kv = await js.key_value(self.bucket)
+                kv = await js.key_value(bucket)
                 agen = kv.watch(">", include_history=history)
                 try:
                     async for e in agen:
@@ -562,4 +596,3 @@ class _KvReader(DataSourceReader):
             finally:
                 await c.close()
         yield from _collect(entries)
-

@@ -1,0 +1,280 @@
+"""The Spark source's and sink's options: names, checks, and the connection
+settings every task gets.
+
+Spark option names are case-insensitive (Spark hands them over as given;
+here they are compared lower-case).  Each format has a fixed list of known
+options; an unknown one is an error that lists the known ones, and a bad
+value is an error that names its option.  ``nats.<option>`` passes a
+connection option of the client straight through (as ``kafka.<option>``
+does for Kafka's), checked by the engine's option table.
+
+:class:`ConnSettings` is what crosses from the driver to the executors (it is
+pickled with the reader or writer): servers, credentials, TLS files and
+timeouts.  Its ``repr`` names no secret, and no error raised here quotes a
+password, a token or a seed.
+"""
+
+from __future__ import annotations
+
+import re
+import ssl
+import urllib.parse
+
+from tclnats_py.errors import make_error
+
+__all__ = ["ConnSettings", "check_known", "check_values", "opt_bool", "opt_int", "opt_ms", "parse_conn", "redact_url",
+           "KNOWN_READ", "KNOWN_STREAM", "KNOWN_WRITE", "KNOWN_KV", "CONN_OPTIONS"]
+
+# connection options of every format (lower-case)
+CONN_OPTIONS = ("servers", "url", "name", "user", "password", "token", "creds", "nkey", "tls", "tlsca",
+                "tlscert", "tlskey", "tlsverify", "tlshostname", "connecttimeoutms", "requesttimeoutms",
+                "domain", "apiprefix")
+_READ_COMMON = ("stream", "subject", "decode", "minpartitions", "partitions", "failondataloss",
+                "fetchoffset.numretries", "fetchoffset.retryintervalms")
+KNOWN_READ = CONN_OPTIONS + _READ_COMMON + ("startseq", "endseq", "starttime", "endtime")
+KNOWN_STREAM = CONN_OPTIONS + _READ_COMMON + ("startingoffsets", "maxoffsetspertrigger", "maxmessagespertrigger",
+                                              "minoffsetspertrigger", "maxtriggerdelay")
+KNOWN_WRITE = CONN_OPTIONS + ("subject", "writeid", "msgidcolumn", "checkpointlocation", "path")
+KNOWN_KV = CONN_OPTIONS + ("bucket", "history")
+
+# camel-case spelling of each option, for messages
+_SPELLING = {o.lower(): o for o in (
+    "servers url name user password token creds nkey tls tlsCa tlsCert tlsKey tlsVerify tlsHostname "
+    "connectTimeoutMs requestTimeoutMs domain apiPrefix stream subject decode minPartitions partitions "
+    "failOnDataLoss fetchOffset.numRetries fetchOffset.retryIntervalMs startSeq endSeq startTime endTime "
+    "startingOffsets maxOffsetsPerTrigger maxMessagesPerTrigger minOffsetsPerTrigger maxTriggerDelay "
+    "writeId msgIdColumn checkpointLocation path bucket history").split()}
+
+
+def spelling(name: str) -> str:
+    return _SPELLING.get(name, name)
+
+
+def check_known(opts: dict, known, fmt: str) -> None:
+    """Every option is one of ``known`` or ``nats.<engine option>``."""
+    from tclnats_py.engine.options import OPTION_SPEC
+    bad = []
+    for k in opts:
+        if k in known:
+            continue
+        if k.startswith("nats."):
+            if k[5:] in OPTION_SPEC or k[5:] in _NATS_TLS:
+                continue
+            raise make_error("ErrInvalidArg", f"option {k}: {k[5:]!r} is not a connection option of the client "
+                             f"(known: {', '.join(sorted(OPTION_SPEC))})")
+        bad.append(k)
+    if bad:
+        names = ", ".join(sorted({spelling(k) for k in known}))
+        raise make_error("ErrInvalidArg", f"unknown option{'s' if len(bad) > 1 else ''} "
+                         f"{', '.join(repr(b) for b in sorted(bad))} for format {fmt!r}; known options: {names}, "
+                         f"and nats.<connection option>")
+
+
+_INTS = {"minpartitions": 1, "partitions": 1, "startseq": 1, "endseq": 0, "maxoffsetspertrigger": 1,
+         "maxmessagespertrigger": 1, "minoffsetspertrigger": 1, "fetchoffset.numretries": 0,
+         "fetchoffset.retryintervalms": 0, "connecttimeoutms": 1, "requesttimeoutms": 1}
+_BOOLS = ("decode", "failondataloss", "tls", "tlsverify", "history")
+
+
+def check_values(opts: dict) -> None:
+    """Every typed option present has a value of its type (errors name the option)."""
+    for k, minimum in _INTS.items():
+        opt_int(opts, k, None, minimum)
+    for k in _BOOLS:
+        opt_bool(opts, k, False)
+    opt_ms(opts, "maxtriggerdelay")
+
+
+def opt_bool(opts: dict, name: str, default: bool) -> bool:
+    from tclnats_py.engine.options import to_bool
+    v = opts.get(name)
+    if v is None:
+        return default
+    b = to_bool(str(v).strip())
+    if b is None:
+        raise make_error("ErrInvalidArg", f"option {spelling(name)} must be true or false, not {v!r}")
+    return b
+
+
+def opt_int(opts: dict, name: str, default=None, minimum: int = 0):
+    v = opts.get(name)
+    if v is None or (isinstance(v, str) and v.strip() == ""):
+        return default
+    try:
+        i = int(str(v).strip())
+    except ValueError:
+        raise make_error("ErrInvalidArg", f"option {spelling(name)} must be an integer, not {v!r}") from None
+    if i < minimum:
+        raise make_error("ErrInvalidArg", f"option {spelling(name)} must be >= {minimum}, not {i}")
+    return i
+
+
+_UNITS = {"ms": 1, "s": 1000, "sec": 1000, "m": 60000, "min": 60000, "h": 3600000, "d": 86400000}
+
+
+def opt_ms(opts: dict, name: str, default=None):
+    """A duration: milliseconds, or a number with a unit (Spark's form: 500ms, 30s, 15m, 1h)."""
+    v = opts.get(name)
+    if v is None:
+        return default
+    m = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", str(v).lower())
+    if not m or (m.group(2) and m.group(2) not in _UNITS):
+        raise make_error("ErrInvalidArg", f"option {spelling(name)} must be a duration such as 500ms, 30s or 15m, "
+                         f"not {v!r}")
+    return int(m.group(1)) * _UNITS[m.group(2) or "ms"]
+
+
+def redact_url(url: str) -> str:
+    """A server URL without its user information."""
+    if "@" not in url:
+        return url
+    try:
+        p = urllib.parse.urlsplit(url if "://" in url else "nats://" + url)
+    except ValueError:
+        return "<url>"
+    host = p.hostname or ""
+    if p.port:
+        host += f":{p.port}"
+    return f"{p.scheme}://***@{host}"
+
+
+# nats.<tls option> of the asyncio face, besides the engine's option table
+_NATS_TLS = ("tls_ca", "tls_cert", "tls_key", "tls_hostname", "tls_verify")
+
+
+class ConnSettings:
+    """How a task connects: what the options said, checked on the driver."""
+
+    def __init__(self, servers, *, name="tclnats-spark", user=None, password=None, token=None, creds=None,
+                 nkey=None, tls=False, tls_ca=None, tls_cert=None, tls_key=None, tls_verify=True,
+                 tls_hostname=None, connect_timeout_ms=5000, request_timeout_ms=5000, domain=None,
+                 api_prefix=None, extra=None):
+        self.servers = list(servers)
+        self.name = name
+        self.user, self.password, self.token = user, password, token
+        self.creds, self.nkey = creds, nkey
+        self.tls, self.tls_ca, self.tls_cert, self.tls_key = tls, tls_ca, tls_cert, tls_key
+        self.tls_verify, self.tls_hostname = tls_verify, tls_hostname
+        self.connect_timeout_ms, self.request_timeout_ms = connect_timeout_ms, request_timeout_ms
+        self.domain, self.api_prefix = domain, api_prefix
+        self.extra = dict(extra or {})  # nats.<option>, typed by the engine's table
+
+    def __repr__(self):
+        shown = [f"servers={self.servers_text()!r}"]
+        for k in ("user", "creds", "tls_ca", "tls_cert", "tls_key"):
+            if getattr(self, k):
+                shown.append(f"{k}={getattr(self, k)!r}")
+        for k in ("password", "token", "nkey"):
+            if getattr(self, k):
+                shown.append(f"{k}=***")
+        return f"ConnSettings({', '.join(shown)})"
+
+    def servers_text(self) -> str:
+        return ",".join(redact_url(s) for s in self.servers)
+
+    @property
+    def wants_tls(self) -> bool:
+        return bool(self.tls or self.tls_ca or self.tls_cert
+                    or any(s.startswith("tls://") for s in self.servers))
+
+    def api_prefix_value(self) -> str:
+        from tclnats_py.engine.js.api import api_prefix
+        return api_prefix(self.domain, self.api_prefix)
+
+    def engine_options(self):
+        """The engine's Options for a blocking connection (the reader)."""
+        from tclnats_py.engine.options import OPTION_SPEC, Options
+        kw = {k: v for k, v in self.extra.items() if k in OPTION_SPEC}
+        kw["name"] = self.name
+        for k in ("user", "password", "token", "creds"):
+            if getattr(self, k):
+                kw[k] = getattr(self, k)
+        if self.nkey:
+            kw["nkey_seed"] = self.nkey
+        kw["connect_timeout"] = self.connect_timeout_ms
+        kw["request_timeout"] = self.request_timeout_ms
+        if self.wants_tls:
+            kw["secure"] = True
+        return Options(**kw)
+
+    def ssl_context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=self.tls_ca or self.extra.get("tls_ca"))
+        if not self.tls_verify:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        cert = self.tls_cert or self.extra.get("tls_cert")
+        if cert:
+            ctx.load_cert_chain(cert, self.tls_key or self.extra.get("tls_key"))
+        return ctx
+
+    def connect_kwargs(self) -> dict:
+        """Keyword arguments of ``tclnats_py.connect`` (the asyncio face: the writer and the KV reader)."""
+        kw = dict(self.extra)
+        kw.update(name=self.name, connect_timeout=self.connect_timeout_ms,
+                  request_timeout=self.request_timeout_ms)
+        kw.setdefault("max_reconnect_attempts", 5)
+        kw.setdefault("reconnect_time_wait", 500)
+        for k in ("user", "password", "token", "creds"):
+            if getattr(self, k):
+                kw[k] = getattr(self, k)
+        if self.nkey:
+            kw["nkey_seed"] = self.nkey
+        if self.wants_tls:
+            kw["secure"] = True
+            kw["tls"] = self.ssl_context()
+        if self.tls_hostname:
+            kw["tls_hostname"] = self.tls_hostname
+        return kw
+
+
+def parse_conn(opts: dict) -> ConnSettings:
+    """The connection settings of a format's options (checked here, on the driver)."""
+    import os
+
+    from tclnats_py.engine.options import OPTION_SPEC, coerce
+    servers = opts.get("servers") or opts.get("url")
+    if not servers or not str(servers).strip():
+        raise make_error("ErrInvalidArg", "option 'servers' is required (a NATS URL, or several separated by commas)")
+    servers = [s.strip() for s in str(servers).split(",") if s.strip()]
+    for s in servers:
+        scheme = s.split("://", 1)[0] if "://" in s else "nats"
+        if scheme not in ("nats", "tls"):
+            raise make_error("ErrInvalidArg", f"option servers: {redact_url(s)!r} is not a nats:// or tls:// URL")
+    for name in ("creds", "tlsca", "tlscert", "tlskey"):
+        path = opts.get(name)
+        if path and not os.path.isfile(path):
+            raise make_error("ErrInvalidArg", f"option {spelling(name)}: no such file {path!r}")
+    nkey = opts.get("nkey")
+    if nkey:
+        v = str(nkey).strip()
+        if not (v.startswith("SU") and "/" not in v) and not os.path.isfile(v):
+            raise make_error("ErrInvalidArg", "option nkey must be an NKey user seed (SU...) or the path of a "
+                             "file holding one; the file does not exist")
+    if opts.get("tlskey") and not opts.get("tlscert"):
+        raise make_error("ErrInvalidArg", "option tlsKey needs tlsCert")
+    extra = {}
+    for k, v in opts.items():
+        if not k.startswith("nats."):
+            continue
+        name = k[5:]
+        if name in OPTION_SPEC:
+            extra[name] = coerce(k, OPTION_SPEC[name][0], v)
+        elif name == "tls_verify":
+            extra[name] = opt_bool(opts, k, True)
+        else:
+            extra[name] = v
+    tls_verify = opt_bool(opts, "tlsverify", extra.pop("tls_verify", True))
+    s = ConnSettings(
+        servers, name=opts.get("name") or "tclnats-spark", user=opts.get("user"), password=opts.get("password"),
+        token=opts.get("token"), creds=opts.get("creds"), nkey=nkey, tls=opt_bool(opts, "tls", False),
+        tls_ca=opts.get("tlsca"), tls_cert=opts.get("tlscert"), tls_key=opts.get("tlskey"), tls_verify=tls_verify,
+        tls_hostname=opts.get("tlshostname") or extra.pop("tls_hostname", None),
+        connect_timeout_ms=opt_int(opts, "connecttimeoutms", 5000, 1),
+        request_timeout_ms=opt_int(opts, "requesttimeoutms", 5000, 1),
+        domain=opts.get("domain"), api_prefix=opts.get("apiprefix"), extra=extra)
+    if s.wants_tls:
+        try:
+            s.ssl_context()
+        except (OSError, ssl.SSLError) as e:
+            raise make_error("ErrTLS", f"options tlsCa/tlsCert/tlsKey: {e}") from None
+    return s
