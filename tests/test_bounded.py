@@ -522,10 +522,7 @@ def test_silent_tls_server_connect_times_out(tmp_path, face):
 PENDING_MSGS = 100
 
 
-@pytest.mark.parametrize("face", ["python", pytest.param("tcl", marks=pytest.mark.xfail(strict=True, reason=(
-    "Tcl face (94f139e): publishers driven from an event handler (an after-loop, as here) do not wait for "
-    "the socket: +160..240 MB in a 2 s pause, while the same loop at top level waits (bounded). "
-    "strict: remove this mark when it holds")))])
+@pytest.mark.parametrize("face", ["python", "tcl"])
 def test_paused_server_publishers_wait_and_subscriber_overflows(tmp_path, face):
     # the server keeps a subscriber that reads slowly (the flood must reach the client's own limits)
     srv = NatsServer(port=free_port(), config='max_pending: 512MB\nwrite_deadline: "30s"\n')
