@@ -37,7 +37,7 @@ __all__ = [
     "ErrNotPullConsumer", "ErrObjectNotFound", "ErrPermissions", "ErrProtocol", "ErrPullRequestLimit",
     "ErrSecureConnWanted", "ErrServer", "ErrServerShutdown", "ErrSlowConsumer", "ErrStaleConnection",
     "ErrStreamNotFound", "ErrTLS", "ErrTimeout", "ErrWrongLastSequence",
-    "ErrReconnectBufExceeded", "ErrOutboundBufferLimit", "ErrTooManyStalledMsgs",
+    "ErrReconnectBufExceeded", "ErrOutboundBufferLimit", "ErrTooManyStalledMsgs", "ErrDataLoss",
 ]
 
 
@@ -308,6 +308,13 @@ class ErrTooManyStalledMsgs(JetStreamError):
     ``max_pending`` acks in flight to come back, in vain (nats.go's
     ErrTooManyStalledMsgs): the message was not published."""
     code = "ErrTooManyStalledMsgs"
+
+
+class ErrDataLoss(JetStreamError):
+    """A read needs messages the stream no longer has (purged, or removed
+    by its limits): the Spark source with ``failOnDataLoss`` true (Kafka's
+    default), naming the stream, the sequence it needs and the first one left."""
+    code = "ErrDataLoss"
 
 
 class ErrNoMessages(JetStreamError):

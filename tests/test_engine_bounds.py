@@ -210,3 +210,19 @@ def test_reconnect_buf_size_and_write_buf_size_are_checked():
         make(reconnect_buf_size=-1)
     with pytest.raises(ErrInvalidArg):
         make(write_buf_size="lots")
+
+
+def test_chunked_writes_after_disconnect_and_connect_again():
+    e, d = connected()
+    e.publish("s", b"x")
+    e.disconnect()
+    d.take_wire()  # the PUB went out before the close
+    e.connect()
+    d.pump()
+    d.accept()
+    for _ in range(100):
+        e.publish("s", b"y" * 100)
+    chunks = []
+    while e.want_write:
+        chunks.append(e.data_to_send(1000))
+    assert len(chunks) > 5 and b"".join(chunks).count(b"PUB s  100") == 100

@@ -567,7 +567,7 @@ class Engine:
             npub = sum(1 for c in self._out if c[:3] == b"PUB" or c[:4] == b"HPUB")
             if npub:
                 self._log("warn", f"Discarded {npub} buffered messages")
-        self._out = []
+        self._out.clear()
         self._out_size = 0
         self._flush_signalled = False
         self._fx.append(CancelTimer("reconnect"))
@@ -601,7 +601,7 @@ class Engine:
             if self.status == CONNECTED and self._out:
                 # the driver writes these before closing (data_to_send)
                 self._hs_out.extend(self._out)
-            self._out = []
+            self._out = collections.deque()  # the old one went to _hs_out above
             self._out_size = 0
             self._socket_open = False
             self._fx.append(CLOSE)

@@ -20,7 +20,6 @@ timer; deliveries of one read go back to Tcl in one call.
 
 from __future__ import annotations
 
-import collections
 import heapq
 import itertools
 import math
@@ -1120,12 +1119,6 @@ class TclConnection:
         return (s.host, s.port, s.scheme)
 
     def c_connect(self):
-        out = self.engine._out
-        if not isinstance(out, collections.deque):
-            # Engine.disconnect leaves a list there, and data_to_send(limit)
-            # pops from the left of it (an engine bug, reported): give it a
-            # deque again before the engine queues into it
-            self.engine._out = collections.deque(out)
         self.engine.connect()
         self.run()
 
