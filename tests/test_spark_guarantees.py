@@ -382,6 +382,23 @@ def test_server_restart_mid_read_with_one_task_try(spark, fresh_server):
     assert spark.sparkContext.getConf().get("spark.task.maxFailures", "1") == "1"
 
 
+def test_planning_waits_for_a_restarting_server(fresh_server, caplog):
+    url = fresh_server.url
+    make_stream(url, "RS2", ["rs2.*"], storage="file")
+    publish(url, [("rs2.a", b"x")] * 100)
+    fresh_server.stop()
+    threading.Timer(1.0, fresh_server.start).start()
+    opts = {"servers": url, "stream": "RS2", "fetchoffset.numretries": "20", "fetchoffset.retryintervalms": "200"}
+    with caplog.at_level(logging.WARNING, logger="tclnats_py.spark"):
+        r = tspark._BatchReader(opts, 2)
+    assert [(p.first, p.last) for p in r.partitions()] == [(1, 50), (51, 100)]
+    assert "retry 1 of 20" in caplog.text
+    fresh_server.stop()
+    with pytest.raises(tclnats_py.NatsError) as e:  # past the budget: the server's error
+        tspark._BatchReader(dict(opts, **{"fetchoffset.numretries": "1"}), 2)
+    assert e.value.code == "ErrNoServers" and url in str(e.value)
+
+
 # ------------------------------------------------------------------ 7. planning follows the data
 def test_subject_filtered_plan_is_balanced_and_a_miss_is_quick(spark, js_server):
     make_stream(js_server.url, "PL1", ["pl.*"])

@@ -125,6 +125,25 @@ class _ReadConfig:
     def batches(self, first, last):
         return _arrow_batches(self, first, last)
 
+    def ask(self, fn):
+        """``fn(meta)`` on a driver connection, retried as a task's read is
+        (fetchOffset.numRetries / retryIntervalMs, as Kafka's driver retries
+        its offset requests): a server restarting during planning is waited for."""
+        from tclnats_py.spark.reader import retryable
+        failures = 0
+        while True:
+            try:
+                with _meta(self.settings) as m:
+                    return fn(m)
+            except Exception as e:
+                if not retryable(e) or failures >= self.retries:
+                    raise
+                failures += 1
+                log.warning("stream %s at %s: %s: %s; retry %d of %d in %d ms", self.stream,
+                            self.settings.servers_text(), type(e).__name__, e, failures, self.retries,
+                            self.retry_interval_ms)
+                time.sleep(self.retry_interval_ms / 1000)
+
 
 def _min_partitions(opts, default):
     n = O.opt_int(opts, "minpartitions", None, 1)
@@ -181,28 +200,44 @@ def _collect(agen_factory, buffer: int = 256):
     The event loop runs in its own thread; items cross through an
     asyncio.Queue that the loop awaits (it never blocks its own loop) and the
     consuming thread reads with run_coroutine_threadsafe.  Closing the
-    iterator early cancels the producer, which closes its connection."""
+    iterator early cancels the producer, which closes the generator (and so
+    its connection) before the loop stops."""
     import threading
     loop = asyncio.new_event_loop()
     t = threading.Thread(target=loop.run_forever, name="tclnats-spark-read", daemon=True)
     t.start()
     done = object()
 
-    async def make_queue():
-        return asyncio.Queue(buffer)
-    q = asyncio.run_coroutine_threadsafe(make_queue(), loop).result()
-
-    async def produce():
+    async def produce(q):
+        agen = agen_factory()
         try:
-            async for r in agen_factory():
+            async for r in agen:
                 await q.put(r)
         except asyncio.CancelledError:
             raise
         except BaseException as e:  # handed to the consuming thread
             await q.put((done, e))
             return
+        finally:
+            await agen.aclose()
         await q.put((done, None))
-    task = asyncio.run_coroutine_threadsafe(produce(), loop)
+
+    async def start():
+        q = asyncio.Queue(buffer)
+        return q, asyncio.ensure_future(produce(q))
+
+    async def stop(task):
+        if not task.done():
+            task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        except BaseException as e:  # the producer failed on its way out: say so, it is not lost
+            log.warning("the reader's producer ended with %r", e)
+        await loop.shutdown_asyncgens()
+
+    q, task = asyncio.run_coroutine_threadsafe(start(), loop).result()
     try:
         while True:
             r = asyncio.run_coroutine_threadsafe(q.get(), loop).result()
@@ -212,15 +247,12 @@ def _collect(agen_factory, buffer: int = 256):
                 break
             yield r
     finally:
-        task.cancel()
         try:
-            task.result(10)
-        except BaseException as e:  # the cancellation itself, or what the producer raised on its way out
-            if not isinstance(e, asyncio.CancelledError) and not task.cancelled():
-                log.debug("the reader's producer ended with %r", e)
-        loop.call_soon_threadsafe(loop.stop)
-        t.join(10)
-        loop.close()
+            asyncio.run_coroutine_threadsafe(stop(task), loop).result(30)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            t.join(10)
+            loop.close()
 
 
 class _SeqRange(InputPartition):
@@ -284,28 +316,30 @@ class _BatchReader(DataSourceReader):
         self.ranges = self._plan(opts, start, end)
 
     def _plan(self, opts, start, end):
+        return self.rc.ask(lambda m: self._plan_with(m, opts, start, end))
+
+    def _plan_with(self, m, opts, start, end):
         rc = self.rc
-        with _meta(rc.settings) as m:
-            state = _stream_state(m, rc.stream)["state"]
-            # first_seq is 0 in a stream that never had a message
-            first, last = max(1, state.get("first_seq", 0)), state.get("last_seq", 0)
-            if start is not None:
-                if start < first and start <= last:
-                    if rc.fail_on_data_loss:
-                        raise make_error("ErrDataLoss", data_loss_message(rc.stream, start, first, "startSeq"),
-                                         stream=rc.stream, expected=start, available=first)
-                    log.warning("stream %s: startSeq %d is below the first sequence %d: %d message(s) skipped "
-                                "(failOnDataLoss=false)", rc.stream, start, first, first - start)
-                first = max(first, start)
-            if end is not None:
-                last = min(last, end)
-            if opts.get("starttime"):
-                first = max(first, m.seq_at_time(rc.stream, opts["starttime"], rc.filter))
-            if opts.get("endtime"):
-                last = min(last, m.seq_at_time(rc.stream, opts["endtime"], rc.filter) - 1)
-            if last < first:
-                return []
-            return m.split(rc.stream, first, last, self.n, rc.filter, stream_last=state.get("last_seq", 0))
+        state = _stream_state(m, rc.stream)["state"]
+        # first_seq is 0 in a stream that never had a message
+        first, last = max(1, state.get("first_seq", 0)), state.get("last_seq", 0)
+        if start is not None:
+            if start < first and start <= last:
+                if rc.fail_on_data_loss:
+                    raise make_error("ErrDataLoss", data_loss_message(rc.stream, start, first, "startSeq"),
+                                     stream=rc.stream, expected=start, available=first)
+                log.warning("stream %s: startSeq %d is below the first sequence %d: %d message(s) skipped "
+                            "(failOnDataLoss=false)", rc.stream, start, first, first - start)
+            first = max(first, start)
+        if end is not None:
+            last = min(last, end)
+        if opts.get("starttime"):
+            first = max(first, m.seq_at_time(rc.stream, opts["starttime"], rc.filter))
+        if opts.get("endtime"):
+            last = min(last, m.seq_at_time(rc.stream, opts["endtime"], rc.filter) - 1)
+        if last < first:
+            return []
+        return m.split(rc.stream, first, last, self.n, rc.filter, stream_last=state.get("last_seq", 0))
 
     def partitions(self):
         if not self.ranges:
@@ -345,8 +379,7 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._state()  # fails here, on the driver, for a bad stream or server
 
     def _state(self):
-        with _meta(self.rc.settings) as m:
-            self.last_state = _stream_state(m, self.rc.stream)["state"]
+        self.last_state = self.rc.ask(lambda m: _stream_state(m, self.rc.stream)["state"])
         return self.last_state
 
     def initialOffset(self):
@@ -358,8 +391,7 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return {"seq": state.get("last_seq", 0) + 1}
         if start.startswith("seq:"):
             return {"seq": int(start[4:])}
-        with _meta(self.rc.settings) as m:
-            return {"seq": m.seq_at_time(self.rc.stream, start[5:], self.rc.filter)}
+        return {"seq": self.rc.ask(lambda m: m.seq_at_time(self.rc.stream, start[5:], self.rc.filter))}
 
     def getDefaultReadLimit(self):
         return ReadMaxRows(self.max_per_trigger) if self.max_per_trigger else ReadAllAvailable()
@@ -421,9 +453,8 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         last = end["seq"] - 1
         if last < first:
             return []
-        with _meta(self.rc.settings) as m:
-            ranges = m.split(self.rc.stream, first, last, self.n, self.rc.filter,
-                             stream_last=state.get("last_seq", 0))
+        ranges = self.rc.ask(lambda m: m.split(self.rc.stream, first, last, self.n, self.rc.filter,
+                                               stream_last=state.get("last_seq", 0)))
         return [_SeqRange(a, b) for a, b in ranges]
 
     def read(self, partition):
