@@ -1,10 +1,12 @@
 """Spark benchmark: a batch read of N 128-byte messages through the jetstream
-source on local[2], against one process reading the same stream with a fetch
-loop (tclnats_py's asyncio client, ``consumer.fetch(1000)``), in the same run
-(timed as often as each Spark figure; ratios against its best run); plus the
-streaming micro-batch time.
+source on local[2], against one process reading the same stream with a pull
+fetch loop, in the same run: nats-py's (``pull_subscribe(...).fetch(1000)``)
+and tclnats_py's asyncio face's (``consumer.fetch(1000)``), each timed as often
+as each Spark figure (ratios against their best runs); plus the streaming
+micro-batch time.
 
     python -m tclnats_py.compat.bench_spark [--count 1000000] [--partitions 2,4] [--action count,sum]
+    python -m tclnats_py.compat.bench_spark --faults [--kills 3] [--fault-count 200000]
 
 Actions timed on the Spark side (each a full read of the stream, from planning
 to the result on the driver; the session's first query is timed apart, the
@@ -18,6 +20,14 @@ others follow it in the same session):
 
 ``--cpu`` prints the CPU seconds each process group used in each phase
 (driver Python, JVM, Python workers, nats-server), read from /proc.
+
+``--faults`` is the long form of the fault checks instead: a streaming query
+(jetstream -> parquet, maxOffsetsPerTrigger 20000, local[2]) run by a driver
+process that is killed with SIGKILL (its whole process group: Python, JVM,
+workers) ``--kills`` times while messages keep arriving, then run to the end
+with availableNow: the rows in the table must be the messages published, with
+no duplicate.  Then a batch read during which nats-server restarts, on a
+local[2] master (one try per task): every message once.
 """
 
 import argparse
@@ -54,6 +64,29 @@ async def _fetch_all(url, n):
         got += len(msgs)
     dt = time.perf_counter() - t
     await c.close()
+    return got, dt
+
+
+async def _natspy_fetch_all(url, n):
+    """The same loop with nats-py (the official Python client), if installed."""
+    import nats
+    from nats.js.api import AckPolicy, ConsumerConfig
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    psub = await js.pull_subscribe("", stream="BENCH_SPARK",
+                                   config=ConsumerConfig(ack_policy=AckPolicy.NONE, mem_storage=True,
+                                                         inactive_threshold=30.0))
+    got = 0
+    t = time.perf_counter()
+    while got < n:
+        try:
+            msgs = await psub.fetch(1000, timeout=2.0)
+        except nats.errors.TimeoutError:
+            break
+        got += len(msgs)
+    dt = time.perf_counter() - t
+    await psub.unsubscribe()
+    await nc.close()
     return got, dt
 
 
@@ -142,7 +175,15 @@ def main(argv=None) -> int:
     ap.add_argument("--no-stream", action="store_true", help="skip the streaming micro-batch figure")
     ap.add_argument("--cpu", action="store_true", help="CPU seconds per process group and phase")
     ap.add_argument("--repeat", type=int, default=2, help="time each (partitions, action) this many times")
+    ap.add_argument("--faults", action="store_true", help="the long form of the fault checks (see the module doc)")
+    ap.add_argument("--kills", type=int, default=3, help="--faults: driver kills (at least 3)")
+    ap.add_argument("--fault-count", type=int, default=200_000, help="--faults: messages at the start")
+    ap.add_argument("--_driver", nargs=4, metavar=("URL", "OUT", "CKPT", "MODE"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args._driver:
+        return _driver(*args._driver)
+    if args.faults:
+        return _faults(max(3, args.kills), args.fault_count)
     parts = [int(p) for p in args.partitions.split(",")]
     actions = args.action.split(",")
     from pyspark.sql import SparkSession, functions as F
@@ -161,6 +202,14 @@ def main(argv=None) -> int:
                       for _ in range(args.repeat)]
         got = fetch_runs[0][0]
         single = max(g / dt for g, dt in fetch_runs)
+        try:
+            import nats  # noqa: F401
+            natspy_runs = [cpu.phase("single process nats-py fetch loop",
+                                     lambda: asyncio.run(_natspy_fetch_all(srv.url, args.count)))
+                           for _ in range(args.repeat)]
+        except ImportError:
+            natspy_runs = []
+        natspy = max((g / dt for g, dt in natspy_runs), default=0.0)
         # for comparison: one process running the Spark source's own partition
         # reader (blocking socket, Arrow batches) over the whole stream, no Spark
         t = time.perf_counter()
@@ -215,16 +264,186 @@ def main(argv=None) -> int:
     print(f"{'figure':<34}{'value':>14}")
     print(f"{'Spark local[2] count, 1st query':<34}{cold[1]:>12,.0f}/s  ({cold[0]} rows)  ratio {cold[1] / single:.2f}x"
           "  (JVM and Python workers start cold)")
-    print(f"{'single process fetch loop':<34}{single:>12,.0f}/s  ({got} messages; best of "
+    print(f"{'tclnats_py asyncio fetch loop':<34}{single:>12,.0f}/s  ({got} messages; best of "
           + ", ".join(f"{g / dt:,.0f}" for g, dt in fetch_runs) + ")")
+    if natspy_runs:
+        print(f"{'nats-py pull fetch loop':<34}{natspy:>12,.0f}/s  ({natspy_runs[0][0]} messages; best of "
+              + ", ".join(f"{g / dt:,.0f}" for g, dt in natspy_runs) + ")")
+    else:
+        print(f"{'nats-py pull fetch loop':<34}{'-':>14}  (nats-py is not installed)")
     for p, action, n, rate in results:
+        vs = f"  vs nats-py {rate / natspy:.2f}x" if natspy else ""
         print(f"{f'Spark local[2] {action}, {p} parts':<34}{rate:>12,.0f}/s  ({n} rows)  "
-              f"ratio {rate / single:.2f}x")
+              f"vs asyncio face {rate / single:.2f}x{vs}")
     print(f"{'single process, Spark reader code':<34}{raw_rate:>12,.0f}/s  ({raw} rows, Arrow batches, no Spark)")
     if ms:
         print(f"{'streaming micro-batch (10k msgs)':<34}{ms[len(ms) // 2]:>11} ms  (median of {len(ms)})")
     cpu.report()
     return 0
+
+
+# ------------------------------------------------------------------ --faults
+def _session(app):
+    from pyspark.sql import SparkSession
+
+    import tclnats_py.spark.datasource as tspark
+    spark = (SparkSession.builder.master("local[2]").appName(app).config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    tspark.register(spark)
+    return spark
+
+
+def _driver(url, out, ckpt, mode):
+    """A streaming driver of its own (killed by the parent, or run to the end)."""
+    import json
+    spark = _session("bench-spark-driver")
+    q = (spark.readStream.format("jetstream").option("servers", url).option("stream", "BENCH_FAULTS")
+         .option("maxOffsetsPerTrigger", 20000).load().selectExpr("seq", "data").writeStream.format("parquet")
+         .option("path", out).option("checkpointLocation", ckpt))
+    if mode == "forever":
+        q.trigger(processingTime="0 seconds").start().awaitTermination()
+        return 0
+    q = q.trigger(availableNow=True).start()
+    q.awaitTermination()
+    row = spark.read.parquet(out).selectExpr("count(*) as n", "count(distinct seq) as d", "min(seq) as lo",
+                                             "max(seq) as hi").collect()[0]
+    print("RESULT " + json.dumps({"rows": row.n, "distinct": row.d, "min": row.lo, "max": row.hi}), flush=True)
+    spark.stop()
+    return 0
+
+
+async def _publish(url, stream, n, create=False):
+    import tclnats_py
+    c = await tclnats_py.connect(url)
+    js = c.jetstream()
+    if create:
+        await js.create_stream(stream, subjects=[stream.lower() + ".*"], storage="file")
+    payload = b"f" * 128
+    for _ in range(n):
+        await js.publish_async(stream.lower() + ".x", payload)
+    await js.publish_async_complete(120)
+    await c.close()
+
+
+async def _consumers(url, stream):
+    import tclnats_py
+    c = await tclnats_py.connect(url)
+    try:
+        return await c.jetstream().consumer_names(stream)
+    finally:
+        await c.close()
+
+
+def _commits(ckpt):
+    try:
+        return len([f for f in os.listdir(os.path.join(ckpt, "commits")) if f.isdigit()])
+    except OSError:
+        return 0
+
+
+def _faults(kills, count):
+    import json
+    import random
+    import shutil
+    import signal
+    import subprocess
+    import tempfile
+    import threading
+
+    from tclnats_py.testing.server import NatsServer
+    mod = __spec__.name if __spec__ else "tclnats_py.compat.bench_spark"
+    tmp = tempfile.mkdtemp(prefix="bench-spark-faults-")
+    out, ckpt = os.path.join(tmp, "out"), os.path.join(tmp, "ckpt")
+    figures = []
+    with NatsServer(jetstream=True) as srv:
+        t = time.perf_counter()
+        asyncio.run(_publish(srv.url, "BENCH_FAULTS", count, create=True))
+        published = count
+        print(f"published {count} messages in {time.perf_counter() - t:.1f} s (file storage)", flush=True)
+        rng = random.Random(16)
+        for k in range(kills):
+            before = _commits(ckpt)
+            p = subprocess.Popen([sys.executable, "-m", mod, "--_driver", srv.url, out, ckpt, "forever"],
+                                 start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.time() + 180
+            while time.time() < deadline and _commits(ckpt) <= before and p.poll() is None:
+                time.sleep(0.2)
+            # more messages arrive while the driver runs; then it dies mid-batch at some point
+            more = threading.Thread(target=lambda: asyncio.run(_publish(srv.url, "BENCH_FAULTS", 10_000)))
+            more.start()
+            time.sleep(rng.uniform(0.5, 3.0))
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            more.join()
+            published += 10_000
+            print(f"kill {k + 1}: driver killed after {_commits(ckpt)} committed batches "
+                  f"({_commits(ckpt) - before} in this run); {published} messages published", flush=True)
+        t = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", mod, "--_driver", srv.url, out, ckpt, "availableNow"],
+                           capture_output=True, text=True, timeout=900)
+        line = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
+        if not line:
+            print(r.stdout[-2000:], r.stderr[-4000:])
+            raise SystemExit("the final driver run gave no result")
+        res = json.loads(line[0][7:])
+        figures.append(("driver kills (SIGKILL, process group)", str(kills)))
+        figures.append(("messages published", f"{published:,}"))
+        figures.append(("rows in the parquet table", f"{res['rows']:,}"))
+        figures.append(("duplicates (rows - distinct seq)", f"{res['rows'] - res['distinct']:,}"))
+        figures.append(("missing (published - distinct seq)", f"{published - res['distinct']:,}"))
+        figures.append(("final availableNow run", f"{time.perf_counter() - t:.1f} s"))
+        ok1 = res["rows"] == res["distinct"] == published and res["min"] == 1 and res["max"] == published
+
+        # a batch read during which the server restarts, one try per task
+        spark = _session("bench-spark-restart")
+        df = (spark.read.format("jetstream").option("servers", srv.url).option("stream", "BENCH_FAULTS")
+              .option("minPartitions", 2).option("fetchOffset.numRetries", 30)
+              .option("fetchOffset.retryIntervalMs", 200).load())
+
+        def slow(rows):
+            for i, row in enumerate(rows):
+                if i % 2000 == 0:
+                    time.sleep(0.05)
+                yield row.seq
+        result = {}
+
+        def read():
+            try:
+                result["seqs"] = df.rdd.mapPartitions(slow).collect()
+            except Exception as e:  # printed below
+                result["error"] = e
+        t = time.perf_counter()
+        th = threading.Thread(target=read)
+        th.start()
+        # restart once the tasks read (their consumers exist on the stream)
+        deadline = time.time() + 120
+        while time.time() < deadline and th.is_alive() and not asyncio.run(_consumers(srv.url, "BENCH_FAULTS")):
+            time.sleep(0.05)
+        mid = th.is_alive() and bool(asyncio.run(_consumers(srv.url, "BENCH_FAULTS")))
+        r0 = time.perf_counter()
+        srv.restart()
+        restart_s = time.perf_counter() - r0
+        th.join(600)
+        took = time.perf_counter() - t
+        spark.stop()
+        if "error" in result:
+            print("restart check failed:", str(result["error"])[:3000])
+            seqs = []
+        else:
+            seqs = result["seqs"]
+        figures.append(("restart check: server restarted mid-read", f"{mid} (restart {restart_s:.1f} s)"))
+        figures.append(("restart check: rows / distinct / published",
+                        f"{len(seqs):,} / {len(set(seqs)):,} / {published:,}"))
+        figures.append(("restart check: read time", f"{took:.1f} s"))
+        ok2 = mid and len(seqs) == len(set(seqs)) == published
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{'figure':<44}value")
+    for name, value in figures:
+        print(f"{name:<44}{value}")
+    print("exactly-once across driver kills:", "OK" if ok1 else "FAILED")
+    print("read across a server restart:", "OK" if ok2 else "FAILED")
+    return 0 if ok1 and ok2 else 1
 
 
 if __name__ == "__main__":
