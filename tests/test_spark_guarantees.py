@@ -290,6 +290,8 @@ def test_user_password_token_and_nkey_reach_the_tasks(spark, tmp_path):
         publish(srv.url, [("au.a", b"x")] * 300, user=up.user, password=up.password)
         df = reader(spark, srv.url, "AU1", user=up.user, password=up.password, minPartitions=2)
         assert df.count() == 300
+        # the pass-through form reaches the tasks too
+        assert reader(spark, srv.url, "AU1", **{"nats.user": up.user, "nats.password": up.password}).count() == 300
         plan = df._jdf.queryExecution().toString()
         assert up.password not in plan
         t = time.monotonic()
@@ -405,7 +407,7 @@ def test_subject_filtered_plan_is_balanced_and_a_miss_is_quick(spark, js_server)
     publish(js_server.url, [("pl.a", b"x")] * 9000 + [("pl.b", b"y")] * 1000)
     df = reader(spark, js_server.url, "PL1", subject="pl.b", minPartitions=4)
     sizes = df.rdd.mapPartitions(lambda it: [sum(1 for _ in it)]).collect()
-    assert sizes == [250, 250, 250, 250]
+    assert all(abs(n - 250) <= 6 for n in sizes) and sum(sizes) == 1000, sizes  # boundaries within 1/64 of a part
     t = time.monotonic()
     assert reader(spark, js_server.url, "PL1", subject="pl.none", minPartitions=4).count() == 0
     assert time.monotonic() - t < 10
