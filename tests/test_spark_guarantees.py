@@ -193,6 +193,17 @@ def test_data_loss_warning_names_the_count(js_server, caplog):
     assert e.value.code == "ErrDataLoss" and "needs sequence 11" in str(e.value) and "now 31" in str(e.value)
 
 
+def test_an_offset_past_the_stream_end_is_data_loss(js_server):
+    make_stream(js_server.url, "DL4", ["dl4.*"])  # as if deleted and created again under a running query
+    publish(js_server.url, [("dl4.a", b"x")] * 10)
+    r = tspark._StreamReader({"servers": js_server.url, "stream": "DL4"}, 2)
+    with pytest.raises(tclnats_py.NatsError) as e:
+        r.latestOffset({"seq": 500}, r.getDefaultReadLimit())
+    assert e.value.code == "ErrDataLoss" and "sequence 500" in str(e.value) and "ends at 10" in str(e.value)
+    r = tspark._StreamReader({"servers": js_server.url, "stream": "DL4", "failondataloss": "false"}, 2)
+    assert r.latestOffset({"seq": 500}, r.getDefaultReadLimit()) == {"seq": 500}
+
+
 def test_batch_range_below_the_first_sequence(spark, js_server):
     make_stream(js_server.url, "DL3", ["dl3.*"])
     publish(js_server.url, [("dl3.a", b"x")] * 9000)
@@ -408,6 +419,8 @@ def test_subject_filtered_plan_is_balanced_and_a_miss_is_quick(spark, js_server)
     df = reader(spark, js_server.url, "PL1", subject="pl.b", minPartitions=4)
     sizes = df.rdd.mapPartitions(lambda it: [sum(1 for _ in it)]).collect()
     assert all(abs(n - 250) <= 6 for n in sizes) and sum(sizes) == 1000, sizes  # boundaries within 1/64 of a part
+    # without minPartitions: the session's defaultParallelism, shipped by register()
+    assert reader(spark, js_server.url, "PL1").rdd.getNumPartitions() == spark.sparkContext.defaultParallelism == 2
     t = time.monotonic()
     assert reader(spark, js_server.url, "PL1", subject="pl.none", minPartitions=4).count() == 0
     assert time.monotonic() - t < 10

@@ -414,6 +414,14 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start, limit):
         state = self._state()
         s = start["seq"]
+        if s > state.get("last_seq", 0) + 1:
+            # the stream went back: deleted and created again, or purged with a new first sequence
+            text = (f"stream {self.rc.stream}: the query's offset is sequence {s} but the stream ends at "
+                    f"{state.get('last_seq', 0)} (deleted and created again?)")
+            if self.rc.fail_on_data_loss:
+                raise make_error("ErrDataLoss", f"ErrDataLoss: {text}", stream=self.rc.stream, expected=s,
+                                 available=state.get("last_seq", 0) + 1)
+            log.warning("%s; failOnDataLoss=false: waiting for sequence %d", text, s)
         begin = self._available_start(s, state)
         end = state.get("last_seq", 0) + 1
         if self.target is not None:
