@@ -419,7 +419,7 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             text = (f"stream {self.rc.stream}: the query's offset is sequence {s} but the stream ends at "
                     f"{state.get('last_seq', 0)} (deleted and created again?)")
             if self.rc.fail_on_data_loss:
-                raise make_error("ErrDataLoss", f"ErrDataLoss: {text}", stream=self.rc.stream, expected=s,
+                raise make_error("ErrDataLoss", text, stream=self.rc.stream, expected=s,
                                  available=state.get("last_seq", 0) + 1)
             log.warning("%s; failOnDataLoss=false: waiting for sequence %d", text, s)
         begin = self._available_start(s, state)

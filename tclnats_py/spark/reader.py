@@ -334,7 +334,7 @@ def _even(first, last, n):
 
 
 def data_loss_message(stream, expected, available, what="read"):
-    return (f"ErrDataLoss: stream {stream}: the {what} needs sequence {expected} but the stream's first sequence "
+    return (f"stream {stream}: the {what} needs sequence {expected} but the stream's first sequence "
             f"is now {available}: {available - expected} message(s) were removed (purge, max_msgs, max_age "
             f"or max_bytes) before they were read. Set failOnDataLoss=false to skip them with a warning")
 
