@@ -257,6 +257,16 @@ def test_connect_timeout_reaches_the_reader():
         ls.close()
 
 
+def test_errors_and_reprs_name_no_secret():
+    s = parse_conn({"servers": "nats://alice:s3cret-pw@127.0.0.1:1", "token": "t0ken-x", "password": "pw-9"})
+    text = repr(s) + s.servers_text()
+    assert "s3cret-pw" not in text and "t0ken-x" not in text and "pw-9" not in text
+    assert "nats://***@127.0.0.1:1" in s.servers_text()
+    with pytest.raises(tclnats_py.NatsError) as e:
+        list(read_columns(s, "X", 1, 1, retries=0))
+    assert e.value.code == "ErrNoServers" and "s3cret-pw" not in str(e.value) and "127.0.0.1:1" in str(e.value)
+
+
 # ------------------------------------------------------------------ server-free
 
 
