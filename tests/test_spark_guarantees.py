@@ -42,7 +42,7 @@ def run(coro):
 
 
 async def _conn(url, **kw):
-    return await tclnats_py.connect(url, connect_timeout=5000, reconnect_time_wait=200, **kw)
+    return await tclnats_py.connect(url, **kw)
 
 
 def make_stream(url, stream, subjects, storage="memory", **kw):
@@ -142,7 +142,9 @@ def reader_stream(spark, url, stream, **opts):
 def test_the_subject_option_wins_over_the_column(spark, js_server):
     make_stream(js_server.url, "GW_SUBJ", ["gs.*"])
     df = spark.createDataFrame([("gs.col", b"x")] * 5, "subject string, data binary")
-    df.write.format("jetstream").option("servers", js_server.url).option("subject", "gs.opt").mode("append").save()
+    # nats.<option> takes the engine's names and milliseconds, whatever the asyncio face's units
+    df.write.format("jetstream").option("servers", js_server.url).option("subject", "gs.opt") \
+        .option("nats.flush_timeout", 20000).option("nats.ping_interval", 90000).mode("append").save()
     rows = reader(spark, js_server.url, "GW_SUBJ").collect()
     assert {r.subject for r in rows} == {"gs.opt"} and len(rows) == 5
 

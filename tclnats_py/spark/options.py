@@ -58,10 +58,11 @@ def check_known(opts: dict, known, fmt: str) -> None:
         if k in known:
             continue
         if k.startswith("nats."):
-            if k[5:] in OPTION_SPEC or k[5:] in _NATS_TLS:
+            if (k[5:] in OPTION_SPEC and k[5:] not in _TCL_ONLY) or k[5:] in _NATS_TLS:
                 continue
+            known_names = sorted(set(OPTION_SPEC) - set(_TCL_ONLY) | set(_NATS_TLS))
             raise make_error("ErrInvalidArg", f"option {k}: {k[5:]!r} is not a connection option of the client "
-                             f"(known: {', '.join(sorted(OPTION_SPEC))})")
+                             f"(known: {', '.join(known_names)}; times in milliseconds)")
         bad.append(k)
     if bad:
         names = ", ".join(sorted({spelling(k) for k in known}))
@@ -140,6 +141,20 @@ def redact_url(url: str) -> str:
 
 # nats.<tls option> of the asyncio face, besides the engine's option table
 _NATS_TLS = ("tls_ca", "tls_cert", "tls_key", "tls_hostname", "tls_verify")
+# engine options only the Tcl face has
+_TCL_ONLY = ("dictmsg", "utf8_convert", "tls_opts", "custom_reconnect_delay")
+# the asyncio face's options that took seconds before its *_ms names
+_FACE_SECONDS_BEFORE = ("flush_timeout", "reconnect_jitter", "reconnect_jitter_tls")
+
+
+def _face_takes_ms_names() -> bool:
+    """Whether the asyncio face takes times in seconds with ``*_ms`` names
+    for milliseconds (tclnats_py.aio.options); before it, most were ms."""
+    try:
+        from tclnats_py.aio import options as face
+    except ImportError:
+        return False
+    return "connect_timeout" in getattr(face, "SECONDS", {})
 
 
 class ConnSettings:
@@ -208,12 +223,32 @@ class ConnSettings:
         return ctx
 
     def connect_kwargs(self) -> dict:
-        """Keyword arguments of ``tclnats_py.connect`` (the asyncio face: the writer and the KV reader)."""
-        kw = dict(self.extra)
-        kw.update(name=self.name, connect_timeout=self.connect_timeout_ms,
-                  request_timeout=self.request_timeout_ms)
-        kw.setdefault("max_reconnect_attempts", 5)
-        kw.setdefault("reconnect_time_wait", 500)
+        """Keyword arguments of ``tclnats_py.connect`` (the asyncio face: the writer and the KV reader).
+
+        Times are milliseconds here (the engine's table); the face takes them
+        under its ``*_ms`` names where it has them, else (before those names)
+        in the unit each option had there."""
+        from tclnats_py.engine.options import OPTION_SPEC
+        ms_names = _face_takes_ms_names()
+        kw = {}
+
+        def put_ms(name, ms):
+            if ms_names:
+                kw[name + "_ms"] = ms
+            elif name in _FACE_SECONDS_BEFORE:
+                kw[name] = ms / 1000
+            else:
+                kw[name] = ms
+        kw["name"] = self.name
+        put_ms("connect_timeout", self.connect_timeout_ms)
+        put_ms("request_timeout", self.request_timeout_ms)
+        put_ms("reconnect_time_wait", 500)
+        kw["max_reconnect_attempts"] = 5
+        for k, v in self.extra.items():  # nats.<option> wins
+            if OPTION_SPEC.get(k, ("",))[0] == "timeout":
+                put_ms(k, v)
+            else:
+                kw[k] = v
         for k in ("user", "password", "token", "creds"):
             if getattr(self, k):
                 kw[k] = getattr(self, k)
