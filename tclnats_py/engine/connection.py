@@ -59,7 +59,7 @@ from tclnats_py.engine.options import Options
 from tclnats_py.engine.pool import NoServers, ServerPool, parse_url
 from tclnats_py.engine.subjects import valid_queue, valid_subject, valid_wildcard_subject
 
-__all__ = ["Engine", "Msg", "Subscription", "Request", "Ping", "connect_params", "server_error",
+__all__ = ["Engine", "Msg", "Subscription", "Request", "Ping", "connect_params", "auth_params", "server_error",
            "CLOSED", "CONNECTING", "CONNECTED", "RECONNECTING"]
 
 CLOSED, CONNECTING, CONNECTED, RECONNECTING = "closed", "connecting", "connected", "reconnecting"
@@ -223,6 +223,38 @@ def connect_params(options: Options, info: dict, auth: dict | None = None, *, la
     if auth:
         params.update(auth)
     return params
+
+
+def auth_params(options: Options, info: dict, pool: ServerPool, credentials=None):
+    """The credential fields of the CONNECT answering ``info``, or None:
+    the ``creds``/``nkey_seed`` files' JWT or public NKey, signing the
+    server's nonce (``credentials``: what :func:`tclnats_py.credentials.read_credentials`
+    gave, a NatsError raised here), else, when the server asks for it, the
+    current server's URL credentials or the options' user/password/token.
+    The engine and the Spark reader's blocking connection both send this."""
+    o = options
+    nonce = info.get("nonce")
+    if o.creds or o.nkey_seed:
+        c = credentials
+        if isinstance(c, NatsError):
+            raise c
+        if c is None:
+            raise make_error("ErrAuthorization", "The credentials of the creds/nkey_seed option were not "
+                             "read (a driver calls set_credentials before it opens a socket)")
+        from tclnats_py.engine.auth import nkey_public, sign_nonce
+        jwt, seed = c
+        p = {"jwt": jwt} if jwt else {"nkey": nkey_public(seed)}
+        if nonce:
+            p["sig"] = sign_nonce(seed, nonce)
+        return p
+    if not info.get("auth_required"):
+        return None
+    creds = pool.credentials(o.user, o.password, o.token)
+    if creds is None:
+        s = pool.current
+        where = f"{s.host}:{s.port}" if s else "?"
+        raise make_error("ErrAuthorization", f"No credentials known for NATS server at {where}")
+    return creds
 
 
 class Engine:
@@ -745,27 +777,7 @@ class Engine:
         self._signal_flush()
 
     def _auth_params(self, info: dict):
-        o = self.options
-        nonce = info.get("nonce")
-        if o.creds or o.nkey_seed:
-            c = self._credentials
-            if isinstance(c, NatsError):
-                raise c
-            if c is None:
-                raise make_error("ErrAuthorization", "The credentials of the creds/nkey_seed option were not "
-                                 "read (a driver calls set_credentials before it opens a socket)")
-            from tclnats_py.engine.auth import nkey_public, sign_nonce
-            jwt, seed = c
-            p = {"jwt": jwt} if jwt else {"nkey": nkey_public(seed)}
-            if nonce:
-                p["sig"] = sign_nonce(seed, nonce)
-            return p
-        if not info.get("auth_required"):
-            return None
-        creds = self.pool.credentials(o.user, o.password, o.token)
-        if creds is None:
-            raise make_error("ErrAuthorization", f"No credentials known for NATS server at {self.host_port()}")
-        return creds
+        return auth_params(self.options, info, self.pool, self._credentials)
 
     def set_credentials(self, value) -> None:
         """The driver's reading of the ``creds``/``nkey_seed`` files, given

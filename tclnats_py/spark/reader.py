@@ -50,7 +50,7 @@ import ssl
 import time
 
 from tclnats_py.credentials import read_credentials
-from tclnats_py.engine.connection import Msg, connect_params, server_error
+from tclnats_py.engine.connection import Msg, auth_params, connect_params, server_error
 from tclnats_py.engine.headers import encode_headers, parse_headers
 from tclnats_py.engine.js.api import JsApi, Request, run_sync
 from tclnats_py.engine.js.columns import LAST_EVENT, PING_EVENT, Columns, scan_deliveries
@@ -90,21 +90,8 @@ def retryable(e: BaseException) -> bool:
 
 
 def _auth_params(o, info: dict, pool: ServerPool):
-    """What the engine's Engine._auth_params sends, for a blocking connection."""
-    nonce = info.get("nonce")
-    if o.creds or o.nkey_seed:
-        c = read_credentials(o)
-        if isinstance(c, NatsError):
-            raise c
-        from tclnats_py.engine.auth import nkey_public, sign_nonce
-        jwt, seed = c
-        p = {"jwt": jwt} if jwt else {"nkey": nkey_public(seed)}
-        if nonce:
-            p["sig"] = sign_nonce(seed, nonce)
-        return p
-    if not info.get("auth_required"):
-        return None
-    return pool.credentials(o.user, o.password, o.token)
+    """What the engine sends (engine.connection.auth_params), for a blocking connection."""
+    return auth_params(o, info, pool, read_credentials(o) if (o.creds or o.nkey_seed) else None)
 
 
 class _Conn:
