@@ -46,8 +46,8 @@ def test_consumer_acking_while_the_server_dies(tmp_path):
 
     async def go():
         loop = asyncio.get_running_loop()
-        c = await tclnats_py.connect(srv.url, reconnect_time_wait=50, max_reconnect_attempts=-1,
-                                     connect_timeout=1000)
+        c = await tclnats_py.connect(srv.url, reconnect_time_wait=0.05, max_reconnect_attempts=-1,
+                                     connect_timeout=1)
         js = c.jetstream(timeout=2.0)
         await js.create_stream("ACKC", subjects=["ackc.*"], storage="file")
         for i in range(MESSAGES):

@@ -116,7 +116,7 @@ def test_unsubscribe_max_iterator_and_drain(nats_server):
 def test_reconnect_restores_subscriptions_and_buffered_publishes(fresh_server):
     async def go():
         statuses = []
-        c = await tclnats_py.connect(fresh_server.url, reconnect_time_wait=100, max_reconnect_attempts=-1,
+        c = await tclnats_py.connect(fresh_server.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1,
                                      status_cb=statuses.append)
         sub = await c.subscribe("keep")
         await c.flush()
@@ -137,7 +137,7 @@ def test_reconnect_restores_subscriptions_and_buffered_publishes(fresh_server):
 def test_cluster_failover_and_discovery():
     with NatsCluster(3) as cluster:
         async def go():
-            c = await tclnats_py.connect(cluster.urls[0], reconnect_time_wait=100, randomize=False)
+            c = await tclnats_py.connect(cluster.urls[0], reconnect_time_wait=0.1, randomize=False)
             await asyncio.sleep(0.2)
             assert len(c.all_servers) == 3  # two discovered from INFO connect_urls
             assert any(s["discovered"] == "true" for s in c.all_servers)

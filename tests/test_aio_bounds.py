@@ -39,7 +39,7 @@ def test_publishing_through_an_outage_is_bounded_and_loses_nothing_accepted(fres
     async def go():
         sub_c = None
         c = await tclnats_py.connect(srv.url, reconnect_buf_size=64 * 1024, max_reconnect_attempts=-1,
-                                     reconnect_time_wait=100)
+                                     reconnect_time_wait=0.1)
         srv.kill()
         while c.status == "connected":
             await asyncio.sleep(0.01)
@@ -152,7 +152,7 @@ def test_the_same_auth_refusal_twice_closes_the_connection():
     try:
         async def go():
             errors = []
-            c = await tclnats_py.connect(f"nats://u:p1@127.0.0.1:{port}", reconnect_time_wait=50,
+            c = await tclnats_py.connect(f"nats://u:p1@127.0.0.1:{port}", reconnect_time_wait=0.05,
                                          max_reconnect_attempts=-1, error_cb=errors.append)
             srv.stop()
             srv.config = 'authorization { user: "u", password: "p2" }\n'  # the command writes it anew

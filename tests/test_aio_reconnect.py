@@ -31,7 +31,7 @@ def test_server_restart_restores_subscriptions_and_delivers_buffered_publishes_i
         async def go():
             events = []
             nc = await tclnats_py.connect(
-                srv.url, reconnect_time_wait=50, max_reconnect_attempts=-1,
+                srv.url, reconnect_time_wait=0.05, max_reconnect_attempts=-1,
                 status_cb=lambda s: events.append(s), disconnected_cb=lambda: events.append("DISCONNECTED"),
                 reconnected_cb=lambda: events.append("RECONNECTED"), error_cb=lambda e: events.append(e.code))
             sub = await nc.subscribe("keep.*")
@@ -78,7 +78,7 @@ def test_server_restart_restores_subscriptions_and_delivers_buffered_publishes_i
 def test_pending_flush_and_ping_during_reconnect():
     with NatsServer() as srv:
         async def go():
-            nc = await tclnats_py.connect(srv.url, reconnect_time_wait=50, max_reconnect_attempts=-1)
+            nc = await tclnats_py.connect(srv.url, reconnect_time_wait=0.05, max_reconnect_attempts=-1)
             await in_thread(srv.stop)
             await settle(lambda: nc.status == "reconnecting")
             with pytest.raises(tclnats_py.ErrConnectionClosed):
@@ -94,7 +94,7 @@ def test_giving_up_closes_and_fails_pending_requests_as_timeouts():
     with NatsServer() as srv:
         async def go():
             closed = []
-            nc = await tclnats_py.connect(srv.url, reconnect_time_wait=20, max_reconnect_attempts=2,
+            nc = await tclnats_py.connect(srv.url, reconnect_time_wait=0.02, max_reconnect_attempts=2,
                                           closed_cb=lambda: closed.append(True))
             sub = await nc.subscribe("gone")
             await nc.subscribe("svc.hang", cb=lambda m: None)
@@ -124,7 +124,7 @@ def test_reconnect_delay_callback_and_reconnect_time_wait():
 
             def delay(server):
                 calls.append((server["host"], server["port"], server["reconnects"]))
-                return 30
+                return 0.03  # seconds
             nc = await tclnats_py.connect(srv.url, reconnect_delay=delay, max_reconnect_attempts=-1)
             await in_thread(srv.stop)
             await settle(lambda: len(calls) >= 3)
@@ -139,7 +139,7 @@ def test_reconnect_delay_callback_and_reconnect_time_wait():
 def test_cluster_failover_and_discovered_servers(nats_cluster):
     async def go():
         first = nats_cluster.servers[0]
-        nc = await tclnats_py.connect(first.url, reconnect_time_wait=50, max_reconnect_attempts=-1,
+        nc = await tclnats_py.connect(first.url, reconnect_time_wait=0.05, max_reconnect_attempts=-1,
                                       randomize=False)
         await settle(lambda: len(nc.all_servers) >= 3)  # learnt from INFO connect_urls
         discovered = [s for s in nc.all_servers if s["discovered"] == "true"]

@@ -147,7 +147,7 @@ def test_tls_reconnects_after_a_restart(certs):
     with NatsServer(config=tls_conf(paths)) as srv:
         async def go():
             nc = await tclnats_py.connect(f"tls://localhost:{srv.port}", tls_ca=paths["rootCA.pem"],
-                                          reconnect_time_wait=50, max_reconnect_attempts=-1)
+                                          reconnect_time_wait=0.05, max_reconnect_attempts=-1)
             sub = await nc.subscribe("tls.keep")
             await nc.flush()
             loop = asyncio.get_running_loop()

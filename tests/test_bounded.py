@@ -260,7 +260,7 @@ def test_publishing_through_an_outage_is_bounded(tmp_path, face):
 
             def got(msg):
                 seqs.append(int(msg.data[:10]))
-            snc = await tclnats_py.connect(srv.url, reconnect_time_wait=50, max_reconnect_attempts=-1,
+            snc = await tclnats_py.connect(srv.url, reconnect_time_wait=0.05, max_reconnect_attempts=-1,
                                            status_cb=sub_statuses.append)
             await snc.subscribe("bound.out", cb=got, pending_msgs_limit=-1, pending_bytes_limit=-1)
             await snc.flush()

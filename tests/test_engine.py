@@ -1043,3 +1043,48 @@ def test_creds_file_is_read_again_at_each_connection(tmp_path):
     e.connection_lost("reset")
     d.pump()
     assert d.accept(info_line(auth_required=True, nonce="b"))["jwt"] == "rotated.jwt.y"
+
+
+# ====================================================================== driver hooks of the Python face (issue 17)
+
+def test_tls_first_starts_tls_before_info_then_connects_on_info():
+    e, d = make()
+    e.tls_first = True
+    e.connect()
+    d.pump()
+    e.socket_connected()
+    d.pump()
+    assert len(d.kinds(StartTls)) == 1 and d.take_wire() == b""  # TLS first, nothing written
+    e.tls_done()
+    d.pump()
+    assert d.take_wire() == b""  # now the server's INFO, over TLS
+    d.feed(info_line(tls_required=True))
+    assert len(d.kinds(StartTls)) == 1  # no second handshake
+    out = d.take_wire()
+    assert out.startswith(b"CONNECT {") and b'"tls_required":true' in out.replace(b" ", b"")
+    d.feed(b"PONG\r\n")
+    assert e.status == CONNECTED
+
+
+def test_inbox_prefix_and_auth_cb():
+    e, d = make()
+    e.inbox_prefix = "_APP.r"
+    assert e.new_inbox().startswith("_APP.r.")
+    e.auth_cb = lambda nonce: {"jwt": "J", "sig": "S:" + nonce}
+    e.connect()
+    d.pump()
+    e.socket_connected()
+    d.feed(info_line(nonce="N1", auth_required=True))
+    out = d.take_wire()
+    params = json.loads(out[len(b"CONNECT "):out.index(b"\r\n")])
+    assert params["jwt"] == "J" and params["sig"] == "S:N1"
+
+
+def test_a_failing_auth_cb_is_err_authorization():
+    e, d = make()
+    e.auth_cb = lambda nonce: 1 / 0
+    e.connect()
+    d.pump()
+    e.socket_connected()
+    d.feed(info_line(nonce="N1", auth_required=True))
+    assert "ErrAuthorization" in d.errors()

@@ -36,8 +36,8 @@ def test_js_publish_survives_server_crashes(tmp_path):
     srv.start()
     try:
         async def go():
-            c = await tclnats_py.connect(srv.url, reconnect_time_wait=50, max_reconnect_attempts=-1,
-                                         connect_timeout=1000)
+            c = await tclnats_py.connect(srv.url, reconnect_time_wait=0.05, max_reconnect_attempts=-1,
+                                         connect_timeout=1)
             js = c.jetstream(timeout=2.0)
             await js.create_stream("CRASH", subjects=["crash.*"], storage="file", duplicate_window=300)
             acked = set()
@@ -130,7 +130,7 @@ def test_broken_server_input(garbage, code):
     async def go():
         async with FakeServer(script) as fake:
             errors = []
-            c = await tclnats_py.connect(f"nats://127.0.0.1:{fake.port}", reconnect_time_wait=50,
+            c = await tclnats_py.connect(f"nats://127.0.0.1:{fake.port}", reconnect_time_wait=0.05,
                                          error_cb=errors.append)
             for _ in range(100):
                 if fake.connections >= 2 and c.status == "connected":
@@ -205,8 +205,8 @@ def test_stalled_network_detected_by_pings(nats_server):
     async def go():
         async with StallProxy(nats_server.port) as proxy:
             errors = []
-            c = await tclnats_py.connect(f"nats://127.0.0.1:{proxy.port}", ping_interval=200,
-                                         max_outstanding_pings=2, reconnect_time_wait=100, error_cb=errors.append)
+            c = await tclnats_py.connect(f"nats://127.0.0.1:{proxy.port}", ping_interval=0.2,
+                                         max_outstanding_pings=2, reconnect_time_wait=0.1, error_cb=errors.append)
             proxy.stalled = True
             for _ in range(100):
                 if c.status != "connected":

@@ -542,7 +542,7 @@ def test_fetch_when_the_connection_closes_or_is_lost(fresh_server):
         with pytest.raises(tclnats_py.ErrConnectionClosed):
             await fut
         c = await tclnats_py.connect(fresh_server.url, max_reconnect_attempts=1, reconnect_time_wait=0,
-                                     connect_timeout=300)
+                                     connect_timeout=0.3)
         cons = await c.jetstream().consumer("PY_LOST", "L")
         fut = asyncio.ensure_future(cons.fetch(5, expires=5))
         await asyncio.sleep(0.2)

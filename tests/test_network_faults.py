@@ -133,8 +133,8 @@ async def _until(cond, timeout=10.0):
 def test_python_face_detects_fault_and_recovers(proxy, nats_server, fault):
     async def go():
         errors, statuses = [], []
-        c = await tclnats_py.connect(f"nats://127.0.0.1:{proxy.port}", ping_interval=200,
-                                     max_outstanding_pings=2, reconnect_time_wait=100,
+        c = await tclnats_py.connect(f"nats://127.0.0.1:{proxy.port}", ping_interval=0.2,
+                                     max_outstanding_pings=2, reconnect_time_wait=0.1,
                                      error_cb=errors.append, status_cb=statuses.append)
         sub = await c.subscribe("nf.py")
         await c.flush()

@@ -115,7 +115,7 @@ def test_python_face_checks_the_name_too(pki):
     with NatsServer(config=C.tls_config(paths), tls=True) as srv:
         async def go(host):
             c = await tclnats_py.connect(f"tls://{host}:{srv.port}", tls=ctx,
-                                         connect_timeout=2000)
+                                         connect_timeout=2)
             await c.close()
         asyncio.run(go("localhost"))
         with pytest.raises(tclnats_py.NatsError) as e:
@@ -186,8 +186,8 @@ def test_python_face_checks_a_discovered_address_against_the_configured_name(pki
 
     async def go():
         ctx = ssl.create_default_context(cafile=ca_path)
-        nc = await tclnats_py.connect(f"tls://localhost:{nodes[0].port}", tls=ctx, connect_timeout=2000,
-                                      reconnect_time_wait=100, max_reconnect_attempts=20)
+        nc = await tclnats_py.connect(f"tls://localhost:{nodes[0].port}", tls=ctx, connect_timeout=2,
+                                      reconnect_time_wait=0.1, max_reconnect_attempts=20)
         try:
             for _ in range(250):
                 if any(s["port"] == nodes[1].port for s in nc.all_servers):

@@ -7,15 +7,21 @@
     reply = await nc.request("time.now", b"", timeout=1) # ErrTimeout, ErrNoResponders
     await nc.close()
 
-Options have nats-tcl's names and units (milliseconds for times: connect_timeout,
-reconnect_time_wait, ping_interval, request_timeout), plus ``tls_ca``,
-``tls_cert``, ``tls_key``, ``tls_hostname``, ``tls_verify`` or a ready
-``ssl.SSLContext`` as ``tls``, ``creds``/``nkey_seed``, a ``reconnect_delay``
-callable (server dict -> ms, nats-tcl's -custom_reconnect_delay) and the
-callbacks ``error_cb(err)``, ``status_cb(status)``, ``disconnected_cb()``,
-``reconnected_cb()``, ``closed_cb()`` (plain functions or coroutine functions).
-Errors are the engine's classes (``tclnats_py.ErrTimeout`` ...), the codes the
-Tcl face throws.
+Options have nats-py's names and units: times in seconds (connect_timeout,
+reconnect_time_wait, ping_interval, request_timeout, flush_timeout,
+drain_timeout, reconnect_jitter), milliseconds only under ``*_ms`` names
+(connect_timeout_ms ...); nats-py's user_credentials, nkeys_seed, no_echo,
+dont_randomize, allow_reconnect, inbox_prefix, pending_size,
+discovered_server_cb, lame_duck_mode_cb, user_jwt_cb/signature_cb and
+tls_handshake_first; ``tls`` (an ``ssl.SSLContext``) or ``tls_ca``,
+``tls_cert``, ``tls_key``, ``tls_hostname``, ``tls_verify``; a
+``reconnect_delay`` callable (server dict -> seconds) and the callbacks
+``error_cb(err)``, ``status_cb(status)``, ``disconnected_cb()``,
+``reconnected_cb()``, ``closed_cb()`` (plain functions or coroutine
+functions).  The whole table: :mod:`tclnats_py.aio.options`.  A value out of
+range or an unknown name is ErrInvalidArg (with a "did you mean").  Errors
+are the engine's classes (``tclnats_py.ErrTimeout`` ...), the codes the Tcl
+face throws.
 
 The driver only moves bytes and time (see the contract in ``_engine``):
 
@@ -48,17 +54,18 @@ from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.credentials import read_credentials
 from tclnats_py.engine.options import Options
+from tclnats_py.aio.options import translate
 
 __all__ = ["Client", "Subscription", "connect", "DEFAULT_SERVER"]
 
 DEFAULT_SERVER = "nats://localhost:4222"
 
+# no NullHandler: what this logger says at WARNING and above reaches the
+# root logger's handlers, or logging.lastResort (stderr) when there are none,
+# as asyncio's "Task exception was never retrieved" does
 _log = logging.getLogger("tclnats_py")
-_log.addHandler(logging.NullHandler())
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
 
-# the bounded-memory options this face takes in seconds (the engine's are ms)
-_SECONDS_KW = ("flush_timeout", "reconnect_jitter", "reconnect_jitter_tls")
 # about this many bytes go to the transport per write (Engine.data_to_send(limit))
 _WRITE_CHUNK = 256 * 1024
 # the transport's own buffer: past this it asks us to pause writing (less
@@ -98,9 +105,14 @@ class _WaitForSocket:
         return "<publish: queued, the socket is behind>"
 
 
-# keyword arguments the driver keeps; everything else is an engine option
-_DRIVER_KW = ("error_cb", "status_cb", "disconnected_cb", "reconnected_cb", "closed_cb",
-              "reconnect_delay", "tls", "tls_ca", "tls_cert", "tls_key", "tls_hostname", "tls_verify")
+def _seconds_delay(fn):
+    """A reconnect_delay function (server dict -> seconds) as the engine's (-> ms)."""
+    def delay(server: dict) -> int:
+        v = fn(server)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v <= 86400):
+            raise make_error("ErrInvalidArg", f"reconnect_delay returned {v!r}: seconds (0 to 86400) expected")
+        return int(round(v * 1000))
+    return delay
 
 
 # argument checks: the rules both faces share live in _validate
@@ -114,17 +126,26 @@ def _check_msg(msg) -> Msg:
     return msg
 
 
-def _call_user(client: "Client", fn, *args) -> None:
-    """Call a user hook (plain or coroutine function); failures go to error_cb."""
+def _call_user(client: "Client", fn, *args, what: str | None = None) -> None:
+    """Call a user hook (plain or coroutine function; a coroutine is awaited
+    in a task of the client); its failure goes to :meth:`Client._hook_failed`."""
     try:
         r = fn(*args)
         if inspect.isawaitable(r):
-            client._spawn(r)
-    except Exception as e:  # the user's hook failed: tell error_cb, keep the driver running
-        if fn is not client._error_cb:
-            client._report(e)
-        else:
-            _log.exception("error_cb failed")
+            client._spawn(_await_user(client, fn, r, what))
+    except Exception as e:  # the user's hook failed: report it, keep the driver running
+        client._hook_failed(fn, e, what)
+
+
+async def _await_user(client: "Client", fn, awaitable, what: str | None) -> None:
+    try:
+        await awaitable
+    except Exception as e:  # the user's coroutine failed
+        client._hook_failed(fn, e, what)
+
+
+def _name(fn) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
 
 
 class _ClientMsg(Msg):
@@ -340,7 +361,7 @@ class Subscription:
                     if r is not None and inspect.isawaitable(r):
                         await r
             except Exception as e:  # a user's callback failed: report it, keep consuming
-                client._report(e)
+                client._hook_failed(cb, e, f"the message callback of the subscription to {self.subject}")
 
     async def _wait(self, timeout: float | None) -> None:
         loop = self._client._loop
@@ -399,10 +420,11 @@ class Subscription:
         if gone:
             self._end()
 
-    async def drain(self, timeout: float = 10.0) -> None:
+    async def drain(self, timeout: float | None = None) -> None:
         """Stop interest (UNSUB), let the messages already on their way arrive
-        and be handled (a PING/PONG shows they have), then end."""
-        timeout = check_timeout(timeout, 10.0)
+        and be handled (a PING/PONG shows they have), then end; ``timeout``
+        in seconds (None: the connection's drain_timeout, 10 s by default)."""
+        timeout = check_timeout(timeout, self._client._drain_timeout)
         c = self._client
         es = self._engine_sub
         if not es.closed:
@@ -451,6 +473,12 @@ class Client:
                               version=_version())
         self._error_cb = self._status_cb = None
         self._disconnected_cb = self._reconnected_cb = self._closed_cb = None
+        self._discovered_server_cb = self._lame_duck_mode_cb = None
+        self._signature_cb = self._user_jwt_cb = None
+        self._allow_reconnect = True
+        self._drain_timeout = 10.0
+        self._known_servers: set = set()
+        self._ldm = False
         self._tls = None
         self._tls_opts = {"tls_ca": None, "tls_cert": None, "tls_key": None, "tls_hostname": None,
                           "tls_verify": True}
@@ -477,37 +505,43 @@ class Client:
         self._configure(servers, options)
 
     def _configure(self, servers, options: dict) -> None:
+        """Apply ``connect``'s keyword arguments (see tclnats_py.aio.options):
+        everything is checked before anything is applied."""
         eng = self._engine
-        for k in _DRIVER_KW:
-            if k not in options:
-                continue
-            v = options.pop(k)
+        servers = options.pop("servers", servers)
+        engine_opts, driver = translate(options)
+        if engine_opts:
+            eng.options.update(engine_opts)  # checks (raises) before it assigns
+        for k, v in driver.items():
             if k == "reconnect_delay":
+                eng.reconnect_delay = None if v is None else _seconds_delay(v)
+            elif k == "reconnect_delay_ms":
                 eng.reconnect_delay = v
             elif k == "tls":
                 self._tls = v
                 self._ssl_ctx = None
+            elif k == "tls_handshake_first":
+                eng.tls_first = v
             elif k.startswith("tls_"):
                 self._tls_opts[k] = v
                 self._ssl_ctx = None
+            elif k == "inbox_prefix":
+                eng.inbox_prefix = v
             else:
                 setattr(self, "_" + k, v)
-        if "pending_size" in options:  # nats-py's name of the reconnect buffer
-            options["reconnect_buf_size"] = options.pop("pending_size")
-        for k in _SECONDS_KW:
-            if k in options:
-                v = check_seconds(k, options[k], allow_none=False)
-                if v > MAX_TIMEOUT:
-                    raise make_error("ErrInvalidArg", f"Invalid value for {k}: {v!r} (seconds)")
-                options[k] = int(round(v * 1000))
-        crd = options.get("custom_reconnect_delay")
-        if callable(crd):
-            eng.reconnect_delay = options.pop("custom_reconnect_delay")
-        servers = options.pop("servers", servers)
-        if options:
-            eng.options.update(options)
+        if "signature_cb" in driver or "user_jwt_cb" in driver:
+            eng.auth_cb = self._jwt_auth if self._signature_cb is not None else None
         if servers:
             eng.configure_servers([servers] if isinstance(servers, str) else list(servers))
+
+    def _jwt_auth(self, nonce: str | None) -> dict:
+        """CONNECT's jwt and sig from user_jwt_cb and signature_cb (nats-py's pair)."""
+        jwt = self._user_jwt_cb()
+        p = {"jwt": jwt.decode() if isinstance(jwt, (bytes, bytearray)) else str(jwt)}
+        if nonce:
+            sig = self._signature_cb(nonce)
+            p["sig"] = sig.decode() if isinstance(sig, (bytes, bytearray)) else str(sig)
+        return p
 
     # ------------------------------------------------------------ properties
     @property
@@ -584,14 +618,28 @@ class Client:
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
 
-    def _report(self, err, logged: bool = False) -> None:
-        """An asynchronous error for error_cb; without one it is logged (the
-        engine's own errors were logged already, with its "log" effect)."""
-        if self._error_cb is not None:
-            _call_user(self, self._error_cb, err)
+    def _report(self, err, logged: bool = False, error_cb=None) -> None:
+        """An asynchronous error for ``error_cb`` (default: the client's);
+        without one it is logged at ERROR by the "tclnats_py" logger (the
+        engine's own errors were logged already, with its "log" effect).
+        NatsErrors are logged without a traceback, anything else with it."""
+        cb = error_cb or self._error_cb
+        if cb is not None:
+            _call_user(self, cb, err, what="error_cb")
         elif not logged:
             _log.error("%s: %s", getattr(err, "code", type(err).__name__), err,
                        exc_info=None if isinstance(err, NatsError) else err)
+
+    def _hook_failed(self, fn, err: BaseException, what: str | None = None, error_cb=None) -> None:
+        """A user's callback ``fn`` raised ``err``: it goes to ``error_cb``
+        (default: the client's), as nats-py does; without one, or when the
+        error_cb itself failed, it is logged at ERROR with its traceback,
+        as asyncio reports a task's exception nobody retrieved."""
+        cb = error_cb or self._error_cb
+        if cb is not None and fn is not cb and what != "error_cb":
+            _call_user(self, cb, err, what="error_cb")
+            return
+        _log.error("Exception in %s %s", what or "callback", _name(fn), exc_info=err)
 
     def _run(self, writing: bool = False) -> None:
         """Carry out the engine's effects, in order, until it has none left
@@ -658,14 +706,31 @@ class Client:
                     lvl = _LEVELS.get(f.level, logging.INFO)
                     if _log.isEnabledFor(lvl):
                         _log.log(lvl, f.text)
-                elif k is InfoReceived or k is PongReceived:
-                    continue  # the engine keeps server_info; a PONG matters only to user pings (PingDone)
+                elif k is InfoReceived:
+                    if self._discovered_server_cb is not None or self._lame_duck_mode_cb is not None:
+                        self._info_callbacks(f.info)
+                elif k is PongReceived:
+                    continue  # a PONG matters only to user pings (PingDone)
                 else:
                     raise UnknownEffect(f)
             fx = eng.take(writing)
         if self._transport is not None and eng.status != CONNECTED and eng.want_write:
             # handshake traffic (CONNECT, PING, PONG) goes out at once
             self._transport.write(eng.data_to_send())
+
+    def _info_callbacks(self, info: dict) -> None:
+        """nats-py's discovered_server_cb (a server joined the pool, learnt
+        from an INFO after the first) and lame_duck_mode_cb (the server said
+        ``ldm``)."""
+        known = {(s.host, s.port) for s in self._engine.pool.servers}
+        new = known - self._known_servers
+        first = not self._known_servers
+        self._known_servers |= known
+        if new and not first and self._discovered_server_cb is not None:
+            _call_user(self, self._discovered_server_cb)
+        if info.get("ldm") and not self._ldm and self._lame_duck_mode_cb is not None:
+            _call_user(self, self._lame_duck_mode_cb)
+        self._ldm = bool(info.get("ldm"))
 
     def _flush_now(self) -> None:
         self._flush_handle = None
@@ -763,6 +828,9 @@ class Client:
 
     def _on_status(self, status: str) -> None:
         prev, self._prev_status = self._prev_status, status
+        if status == RECONNECTING and not self._allow_reconnect:
+            # allow_reconnect=False (nats-py): a lost connection closes the client
+            self._engine.disconnect()
         waiters, self._status_waiters = self._status_waiters, []
         for w in waiters:
             if not w.done():
@@ -941,10 +1009,11 @@ class Client:
                 sub._task.cancel()
         await asyncio.sleep(0)  # let the transport run its close
 
-    async def drain(self, timeout: float = 10.0) -> None:
+    async def drain(self, timeout: float | None = None) -> None:
         """Drain every subscription (UNSUB, handle what is on its way, let the
-        callbacks finish), then flush the publishes and close."""
-        timeout = check_timeout(timeout, 10.0)
+        callbacks finish), then flush the publishes and close; ``timeout`` in
+        seconds (None: the drain_timeout option, 10 s by default)."""
+        timeout = check_timeout(timeout, self._drain_timeout)
         eng = self._engine
         if eng.status == CLOSED:
             return

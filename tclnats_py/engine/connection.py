@@ -275,6 +275,14 @@ class Engine:
         self.requests: dict[int, Request] = {}
         # a driver-supplied function server_dict -> ms, for -custom_reconnect_delay
         self.reconnect_delay = None
+        # a driver-supplied function nonce -> CONNECT's auth fields (jwt, sig),
+        # for nats-py's user_jwt_cb/signature_cb; it wins over the options
+        self.auth_cb = None
+        # the first token(s) of new_inbox() subjects (nats-py's inbox_prefix)
+        self.inbox_prefix = "_INBOX"
+        # TLS before the server's INFO (nats-py/nats.go tls_handshake_first;
+        # the server's tls { handshake_first: true })
+        self.tls_first = False
         # the class of delivered messages: a driver may use a subclass of Msg
         # (same constructor) to add methods such as respond()
         self.msg_class = Msg
@@ -511,6 +519,11 @@ class Engine:
 
     def socket_connected(self) -> None:
         if self._phase == _OPENING:
+            if self.tls_first:
+                self._phase = _TLS
+                self._log("debug", "Performing TLS handshake before INFO...")
+                self._fx.append(StartTls(self.pool.current))
+                return
             self._phase = _WAIT_INFO
 
     def socket_failed(self, reason: str) -> None:
@@ -537,6 +550,9 @@ class Engine:
     def tls_done(self) -> None:
         if self._phase == _TLS:
             self._tls_done = True
+            if self.tls_first:
+                self._phase = _WAIT_INFO  # the INFO comes over TLS now
+                return
             self._send_connect()
 
     def tls_failed(self, reason: str) -> None:
@@ -743,6 +759,9 @@ class Engine:
                 info["version"] = m.group(0)
         self.server_info = info
         self._fx.append(InfoReceived(dict(info)))
+        if self._tls_done:  # tls_first: the handshake came before this INFO
+            self._send_connect()
+            return
         server = self.pool.current
         want_tls = self.options.secure or server.scheme == "tls"
         if info.get("tls_required") or (want_tls and info.get("tls_available")):
@@ -777,6 +796,11 @@ class Engine:
         self._signal_flush()
 
     def _auth_params(self, info: dict):
+        if self.auth_cb is not None:
+            try:
+                return self.auth_cb(info.get("nonce"))
+            except Exception as e:  # the user's user_jwt_cb/signature_cb failed
+                raise make_error("ErrAuthorization", f"user_jwt_cb/signature_cb failed: {e!r}") from None
         return auth_params(self.options, info, self.pool, self._credentials)
 
     def set_credentials(self, value) -> None:
@@ -997,7 +1021,7 @@ class Engine:
 
     # ------------------------------------------------------------------ API: requests
     def new_inbox(self) -> str:
-        return "_INBOX." + self._nuid.next()
+        return self.inbox_prefix + "." + self._nuid.next()
 
     def request(self, subject: str, payload: bytes = b"", timeout: int = 0, headers=None,
                 max_msgs: int | None = None, handler=None, check_subject: bool = True) -> Request:

@@ -252,6 +252,8 @@ class NatsServer:
             return False
         try:
             with socket.create_connection((self.host, self.port), timeout=0.5) as s:
+                if self.config and re.search(r"handshake_first\s*[:=]\s*true", self.config):
+                    return True  # TLS comes before INFO: the port answering is what we can see
                 info = _read_info(s, min(deadline, time.monotonic() + 0.5))
                 if info is None:
                     return False

@@ -27,7 +27,7 @@ async def main():
     errors = collections.Counter()
     statuses = []
     nc = await tclnats_py.connect(URL, reconnect_buf_size=BUF, write_buf_size=WBUF, flush_timeout=10,
-                                  max_reconnect_attempts=-1, reconnect_time_wait=100, connect_timeout=1000,
+                                  max_reconnect_attempts=-1, reconnect_time_wait=0.1, connect_timeout=1,
                                   error_cb=lambda e: errors.update([getattr(e, "code", type(e).__name__)]),
                                   status_cb=statuses.append)
     print("pid", os.getpid(), flush=True)

@@ -21,7 +21,7 @@ async def main():
     t0 = time.monotonic()
     raised = "-"
     try:
-        nc = await tclnats_py.connect(URL, connect_timeout=TIMEOUT_MS,
+        nc = await tclnats_py.connect(URL, connect_timeout_ms=TIMEOUT_MS,
                                       tls_verify=False)
     except NatsError as e:
         raised = e.code
