@@ -32,6 +32,7 @@ class OrderedConsumer:
         self._sub = None
         self._started = False
         self._task = None
+        self._report_stop = True  # an error ending the iteration is reported (see _stopped)
 
     def __repr__(self):
         return f"<OrderedConsumer {self.state.stream} name={self.state.name!r}>"
@@ -97,13 +98,31 @@ class OrderedConsumer:
     def __aiter__(self):
         return self
 
+    def _failure(self, err) -> bool:
+        """Whether ``err``, which ended the consumer, is a failure to report
+        (not stop(), not the client closed on purpose)."""
+        if err is None or err.code == "ErrConsumerStopped":
+            return False
+        c = self.js.client
+        return not (err.code == "ErrConnectionClosed" and c.is_closed and c.last_error is None)
+
+    def _stopped(self):
+        """The iteration ends: an error other than stop() is reported once
+        (the client's error_cb, else the logger), as an iterator cannot both
+        end and raise."""
+        err = self.state.stopped
+        if self._report_stop and self._failure(err):
+            self._report_stop = False
+            self.js.client._report(err)
+        raise StopAsyncIteration
+
     async def __anext__(self) -> JsMsg:
         if not self._started:
             await self.start()
         client = self.js.client
         while True:
             if self.state.stopped is not None:
-                raise StopAsyncIteration
+                self._stopped()
             if self._sub is None:
                 await self._recreate()
                 continue
@@ -114,7 +133,7 @@ class OrderedConsumer:
                     raise
                 if client.is_closed:
                     self.state.stop(make_error("ErrConnectionClosed", "Connection closed"))
-                    raise StopAsyncIteration from None
+                    self._stopped()
                 events = self.state.on_heartbeat_missed()
             else:
                 events = self.state.on_msg(msg)
@@ -137,8 +156,30 @@ class OrderedConsumer:
 
     def consume(self, cb, error_cb=None) -> "OrderedConsumer":
         """Deliver every message to ``cb`` (plain or coroutine function) in a
-        task until ``stop()``."""
+        task until ``stop()``.  ``cb``'s exceptions, and the error that ends
+        the consumer (ErrConsumerDeleted, ErrConnectionClosed ...), go to
+        ``error_cb`` (plain or coroutine function, awaited), else to the
+        client's error_cb, else to the "tclnats_py" logger at ERROR."""
+        if not callable(cb):
+            raise make_error("ErrInvalidArg", f"Invalid callback {cb!r}")
+        if error_cb is not None and not callable(error_cb):
+            raise make_error("ErrInvalidArg", f"Invalid error callback {error_cb!r}")
+        client = self.js.client
+        what = f"the callback of the ordered consumer on {self.state.stream}"
+
+        async def call_error_cb(err):
+            if error_cb is None:
+                client._report(err)
+                return
+            try:
+                r = error_cb(err)
+                if inspect.isawaitable(r):
+                    await r
+            except Exception as e:  # the error_cb failed: logged with its traceback
+                client._hook_failed(error_cb, e, "error_cb")
+
         async def run():
+            self._report_stop = False  # run() reports the end itself
             try:
                 async for m in self:
                     try:
@@ -146,11 +187,14 @@ class OrderedConsumer:
                         if inspect.isawaitable(r):
                             await r
                     except Exception as e:  # the user's callback failed; go on
-                        if error_cb is not None:
-                            error_cb(e)
+                        if error_cb is None:
+                            client._hook_failed(cb, e, what)
+                        else:
+                            await call_error_cb(e)
+                if self._failure(self.state.stopped):
+                    await call_error_cb(self.state.stopped)
             except NatsError as e:
-                if error_cb is not None:
-                    error_cb(e)
+                await call_error_cb(e)
         self._task = asyncio.get_running_loop().create_task(run())
         return self
 

@@ -108,20 +108,18 @@ class ConsumeContext(_PullLoop):
         self._arm()
 
     def _report(self, err):
-        if self.error_cb is not None:
-            try:
-                r = self.error_cb(err)
-                if inspect.isawaitable(r):
-                    asyncio.ensure_future(r)
-            except Exception:  # a failing error_cb must not stop consuming
-                pass
+        """A consume warning or its end (ErrNoHeartbeat, ErrConsumerDeleted ...)
+        for ``error_cb`` (a coroutine one is awaited in a task); without
+        one, the client's error_cb; without that, the "tclnats_py" logger
+        (ERROR).  A failing error_cb is logged with its traceback."""
+        self.client._report(err, error_cb=self.error_cb)
 
     def _report_all(self, events):
         for ev in events:
             if ev[0] in ("warning", "stop"):
                 self._report(ev[1])
                 if ev[0] == "stop":
-                    asyncio.ensure_future(self.stop())
+                    self.client._spawn(self.stop())
 
     async def _on_msg(self, msg):
         if self.state.stopped is not None:
@@ -136,7 +134,8 @@ class ConsumeContext(_PullLoop):
                     if inspect.isawaitable(r):
                         await r
                 except Exception as e:  # the user's callback failed: report it, keep consuming
-                    self._report(e)
+                    self.client._hook_failed(self.cb, e, f"the consume callback of {self.consumer.stream}/"
+                                             f"{self.consumer.name}", error_cb=self.error_cb)
             else:
                 self._report_all([ev])
 
