@@ -22,6 +22,8 @@ The classes come in families, by what a caller can do about them::
 
 from __future__ import annotations
 
+import sys as _sys
+
 __all__ = [
     "NatsError", "ArgumentError", "ConnectionFailure", "AuthError", "JetStreamError", "APIError",
     "KeyValueError", "ObjectStoreError", "ERRORS", "CODES", "ASYNC_FATAL", "error_class", "make_error",
@@ -38,6 +40,7 @@ __all__ = [
     "ErrSecureConnWanted", "ErrServer", "ErrServerShutdown", "ErrSlowConsumer", "ErrStaleConnection",
     "ErrStreamNotFound", "ErrTLS", "ErrTimeout", "ErrWrongLastSequence",
     "ErrReconnectBufExceeded", "ErrOutboundBufferLimit", "ErrTooManyStalledMsgs", "ErrDataLoss",
+    "ErrNoKeysFound",
 ]
 
 
@@ -141,8 +144,16 @@ class ErrHeadersNotSupported(ArgumentError):
     code = "ErrHeadersNotSupported"
 
 
-class ErrTimeout(NatsError, TimeoutError):
-    """A request, flush or fetch got no answer in time; ``except TimeoutError`` catches it too."""
+if _sys.version_info >= (3, 11):
+    _TIMEOUT_BASES: tuple = (TimeoutError,)  # asyncio.TimeoutError is TimeoutError from 3.11
+else:  # pragma: no cover - Python 3.10: asyncio's TimeoutError is a class of its own
+    import asyncio.exceptions as _aio_exc
+    _TIMEOUT_BASES = (TimeoutError, _aio_exc.TimeoutError)
+
+
+class ErrTimeout(NatsError, *_TIMEOUT_BASES):  # type: ignore[misc]
+    """A request, flush or fetch got no answer in time; ``except TimeoutError``
+    and ``except asyncio.TimeoutError`` catch it too (on Python 3.10 as well)."""
 
     code = "ErrTimeout"
 
@@ -328,6 +339,12 @@ class ErrBucketNotFound(KeyValueError):
 
 class ErrKeyNotFound(KeyValueError):
     code = "ErrKeyNotFound"
+
+
+class ErrNoKeysFound(KeyValueError):
+    """``keys()`` of a bucket with no key, on the Python face (nats.go's
+    ErrNoKeysFound; the Tcl face throws ErrKeyNotFound as nats-tcl does)."""
+    code = "ErrNoKeysFound"
 
 
 class ErrKeyExists(KeyValueError):

@@ -144,3 +144,23 @@ def test_errors_survive_pickling():
     for code in ("ErrTimeout", "ErrStreamNotFound", "ErrInvalidArg"):
         e = pickle.loads(pickle.dumps(tclnats_py.error_class(code)("a message")))
         assert type(e).code == code and str(e) == "a message"
+
+
+@pytest.mark.unit
+def test_every_error_is_importable_from_the_top_level():
+    """issue 17 item 3: tclnats_py.errors holds every code, the top level exports them all."""
+    import asyncio
+    import tclnats_py
+    import tclnats_py.errors as errors
+    for name in errors.__all__:
+        assert getattr(tclnats_py, name) is getattr(errors, name), name
+        assert name in tclnats_py.__all__
+    for code in errors.CODES:
+        assert getattr(tclnats_py, code).code == code
+    for name in ("ErrJetStreamNotEnabled", "ErrConsumerDeleted", "ErrNoKeysFound", "ErrNoHeartbeat",
+                 "ErrConsumerStopped", "ErrTooManyStalledMsgs"):
+        assert issubclass(getattr(tclnats_py, name), tclnats_py.NatsError)
+    try:
+        raise tclnats_py.ErrTimeout("t")
+    except asyncio.TimeoutError as e:  # also on Python 3.10, where it is not TimeoutError
+        assert e.code == "ErrTimeout" and isinstance(e, TimeoutError)

@@ -76,7 +76,7 @@ def test_key_value_operations(js_server):
             await js.create_key_value("H", history=65)
         assert "PY_KV" in await js.key_value_buckets()
         assert await js.empty_key_value("PY_KV") == 8
-        with pytest.raises(tclnats_py.ErrKeyNotFound):
+        with pytest.raises(tclnats_py.ErrNoKeysFound):
             await kv.keys()
         await js.delete_key_value("PY_KV")
         with pytest.raises(tclnats_py.ErrBucketNotFound):
@@ -196,7 +196,7 @@ def test_mirror_and_aggregate_in_one_domain(js_server):
             try:
                 if len(await agg.keys()) == 1 and len(await ro.keys()) == 2:
                     break
-            except tclnats_py.ErrKeyNotFound:
+            except tclnats_py.ErrNoKeysFound:
                 pass
             await asyncio.sleep(0.05)
         assert await agg.keys() == ["new.1"] and sorted(await ro.keys()) == ["new.1", "old.1"]

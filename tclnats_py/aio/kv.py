@@ -162,23 +162,27 @@ class KeyValue:
     async def _gather(self, keys, **kw) -> list[KvEntry]:
         w = self.watch(keys, **kw)
         out = []
+
+        async def gather():
+            async for entry in w:
+                if entry is None:
+                    break
+                out.append(entry)
         try:
-            async with asyncio.timeout(self.js.timeout):
-                async for entry in w:
-                    if entry is None:
-                        break
-                    out.append(entry)
-        except TimeoutError:
+            # asyncio.wait_for, not asyncio.timeout: Python 3.10 has no asyncio.timeout
+            await asyncio.wait_for(gather(), self.js.timeout)
+        except asyncio.TimeoutError:
             raise make_error("ErrTimeout", f"Timeout while gathering entries of bucket {self.bucket}") from None
         finally:
             await w.stop()
         return out
 
     async def keys(self, keys=">") -> list[str]:
-        """Every key (matching ``keys``) that has a value; ErrKeyNotFound when none."""
+        """Every key (matching ``keys``) that has a value; ErrNoKeysFound
+        (an ErrKeyNotFound too) when none, as nats.go's Keys."""
         entries = await self._gather(keys, ignore_deletes=True, meta_only=True)
         if not entries:
-            raise make_error("ErrKeyNotFound", f"No keys found in bucket {self.bucket}")
+            raise make_error("ErrNoKeysFound", f"No keys found in bucket {self.bucket}")
         return [e.key for e in entries]
 
     async def history(self, key: str) -> list[KvEntry]:
