@@ -20,6 +20,7 @@ from tclnats_py.errors import *  # noqa: F401,F403  every error class (one per c
 from tclnats_py.errors import __all__ as _error_names
 from tclnats_py.engine.connection import CLOSED, CONNECTED, CONNECTING, RECONNECTING, Engine, Msg
 from tclnats_py.engine.options import Options
+from tclnats_py.engine.headers import Headers
 
 __version__ = "0.1.0"
 #: the nats-tcl API level served to Tcl
@@ -27,5 +28,5 @@ TCL_API_VERSION = "3.2.1"
 
 from tclnats_py.aio.client import Client, Subscription, connect  # noqa: E402  the asyncio face
 
-__all__ = ["Engine", "Msg", "Options", "Client", "Subscription", "connect",
+__all__ = ["Engine", "Msg", "Headers", "Options", "Client", "Subscription", "connect",
            "CLOSED", "CONNECTING", "CONNECTED", "RECONNECTING", "TCL_API_VERSION", *_error_names]

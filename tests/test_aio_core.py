@@ -280,7 +280,7 @@ def test_request_reply_forms(nats_server):
         nc = await tclnats_py.connect(nats_server.url, request_timeout=0.5)
 
         async def echo(msg):
-            await msg.respond(b"re:" + msg.data, headers={"Seen": list(msg.headers["K"])} if msg.headers else None)
+            await msg.respond(b"re:" + msg.data, headers={"Seen": msg.headers.get_all("K")} if msg.headers else None)
         await nc.subscribe("svc.echo", cb=echo)
         await nc.subscribe("svc.silent", cb=lambda m: None)
         await nc.flush()

@@ -328,7 +328,7 @@ for i, cs in enumerate([0, -1, "1", 1.5]):
          needs=("obs",))
 for i, kw in enumerate([{"description": 5}, {"headers": ["x"]}, {"metadata": "m"}, {"metadata": {"k": 5}}]):
     case(f"obj-put-kw-{i}", "ErrInvalidArg", lambda e, h, k=kw: h["obs"].put("o2", b"d", **k), needs=("obs",))
-for i, t in enumerate([5, None, "o1", {"bucket": OBJ}]):
+for i, t in enumerate([5, None, "", {"bucket": OBJ}]):  # a str names an object (issue 17)
     case(f"obj-add_link-target-{i}", "ErrInvalidArg", lambda e, h, t=t: h["obs"].add_link("l1", t),
          needs=("obs",))
 for i, b in enumerate(BAD_BUCKETS):

@@ -144,7 +144,7 @@ def test_publish_with_expectations(js_server):
         with pytest.raises(tclnats_py.ErrNoResponders):
             await js.publish("nobody.here", b"x")
         msg = await (await js.stream("PY_PUB")).get_msg(seq=2)
-        assert msg.headers["K"] == ["v"] and msg.data == b"two"
+        assert msg.headers["K"] == "v" and msg.headers.get_all("K") == ["v"] and msg.data == b"two"
         ack = await js.publish_msg(tclnats_py.Msg("pub.c", b"m", headers={"H": ["1"]}), msg_id="m9")
         assert ack.seq == 5
         await js.delete_stream("PY_PUB")
@@ -272,14 +272,29 @@ def test_fetch(js_server):
         s = await js.create_stream("PY_FETCH", subjects=["fetch.*"], storage="memory")
         cons = await s.create_consumer(durable_name="F")
         t0 = time.monotonic()
-        assert await cons.fetch(10) == []  # no_wait, nothing there: 404 at once
+        assert await cons.fetch_no_wait(10) == []  # no_wait, nothing there: 404 at once
         assert time.monotonic() - t0 < 0.5
+        t0 = time.monotonic()
+        assert await cons.fetch(10, max_wait=0.4) == []  # waits out max_wait (the server's 408)
+        assert 0.3 < time.monotonic() - t0 < 1.5
+        # fetch waits 30 s by default (nats.go's Fetch): a message published a second later comes
+        fut = asyncio.ensure_future(cons.fetch(1))
+        await asyncio.sleep(1.0)
+        assert not fut.done()
+        await js.publish("fetch.x", b"waited")
+        waited = await asyncio.wait_for(fut, 5)
+        assert [m.data for m in waited] == [b"waited"]
+        await waited[0].ack_sync()
+        from tclnats_py.aio.jetstream.consumer import DEFAULT_FETCH_WAIT
+        assert DEFAULT_FETCH_WAIT == 30.0
+        with pytest.raises(tclnats_py.ErrInvalidArg):
+            await cons.fetch(1, 1, expires=1)
         for i in range(5):
             await js.publish("fetch.x", f"m{i}")
         msgs = await cons.fetch(3)
         assert [m.data for m in msgs] == [b"m0", b"m1", b"m2"]
         meta = msgs[0].metadata
-        assert (meta["stream"], meta["consumer"], meta["stream_seq"], meta["num_pending"]) == ("PY_FETCH", "F", 1, 4)
+        assert (meta["stream"], meta["consumer"], meta["stream_seq"], meta["num_pending"]) == ("PY_FETCH", "F", 2, 4)  # seq 1: "waited"
         for m in msgs:
             await m.ack()
         t0 = time.monotonic()
@@ -322,7 +337,7 @@ def test_fetch(js_server):
             await Consumer(js, "BOGUS", "BOGUS", cons.info).fetch(1)
         # the consumer deleted during a fetch
         doomed = await s.create_consumer(durable_name="DOOMED")
-        await doomed.fetch(100)  # take what is there
+        await doomed.fetch_no_wait(100)  # take what is there
         fut = asyncio.ensure_future(doomed.fetch(5, expires=5))
         await asyncio.sleep(0.3)
         await doomed.delete()

@@ -92,6 +92,11 @@ def test_links_meta_watch_and_digest(js_server):
         await b.add_link("other-bucket", info)
         assert await a.get_bytes("same-bucket") == b"document"
         assert await b.get_bytes("other-bucket") == b"document"
+        await b.put("own", b"b's own")
+        await b.add_link("by-name", "own")  # an object of this bucket by its name
+        assert await b.get_bytes("by-name") == b"b's own"
+        with pytest.raises(tclnats_py.ErrObjectNotFound):
+            await b.add_link("dangling", "no-such-object")
         link = await b.get_info("other-bucket")
         assert link.is_link and link.link == {"bucket": "PY_A", "name": "doc"}
         await b.add_bucket_link("all-of-a", a)

@@ -54,6 +54,7 @@ from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.credentials import read_credentials
 from tclnats_py.engine.options import Options
+from tclnats_py.engine.headers import Headers
 from tclnats_py.aio.options import translate
 
 __all__ = ["Client", "Subscription", "connect", "DEFAULT_SERVER"]
@@ -502,6 +503,7 @@ class Client:
         self._open_task = None
         self._prev_status = CLOSED
         self._engine.msg_class = type("Msg", (_ClientMsg,), {"__slots__": (), "_client": self})
+        self._engine.headers_class = Headers  # msg.headers["K"] is the first value; get_all("K") every one
         self._configure(servers, options)
 
     def _configure(self, servers, options: dict) -> None:

@@ -208,9 +208,17 @@ class ObjectStore:
         _obj.check_name(name)
         return ObjectInfo(await self.js._run(_obj.delete(self.js.jsapi, self.bucket, name, self._direct)))
 
-    async def add_link(self, name: str, target) -> ObjectInfo:
-        """A link to an object: an ObjectInfo (from put/get_info) of this or
-        another bucket."""
+    async def add_link(self, name: str, target: "ObjectInfo | str") -> ObjectInfo:
+        """Add a link ``name`` in this bucket to the object ``target`` (as
+        nats.go's ``AddLink(name, obj)``): the :class:`ObjectInfo` that
+        ``put`` or ``get_info`` returned, of this or another bucket, or the
+        name of an object of this bucket.  Reading the link
+        (``get_bytes(name)``, ``get(name)``) reads that object.
+        ErrInvalidArg for a deleted object, a link (no links to links) or a
+        name a live object already has; ErrObjectNotFound for a name that is
+        no object."""
+        if isinstance(target, str):
+            target = await self.get_info(target)
         return ObjectInfo(await self.js._run(_obj.add_link(self.js.jsapi, self.bucket, name, target, self._direct)))
 
     async def add_bucket_link(self, name: str, bucket) -> ObjectInfo:

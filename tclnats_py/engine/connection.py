@@ -79,6 +79,13 @@ HARD_CAP_FACTOR = 8
 _IDLE, _OPENING, _WAIT_INFO, _TLS, _WAIT_PONG, _READY, _WAIT_RETRY = range(7)
 
 
+def _hget(h, key):
+    """The stored value of header ``key``: the list of a received message's
+    headers, also when they are the asyncio face's Headers (whose ``get``
+    gives the first value)."""
+    return dict.get(h, key) if isinstance(h, dict) else h.get(key)
+
+
 class Msg:
     """A received (or to-be-published) message."""
 
@@ -97,7 +104,7 @@ class Msg:
         h = self.headers
         if not h:
             return 0
-        s = h.get("Status")
+        s = _hget(h, "Status")  # the stored list, also of a Headers
         if not s:
             return 0
         try:
@@ -112,15 +119,15 @@ class Msg:
     @property
     def description(self) -> str:
         h = self.headers
-        if h and h.get("Description"):
-            return h["Description"][0]
-        return ""
+        d = _hget(h, "Description") if h else None
+        return d[0] if d else ""
 
     def header(self, key: str, default=None):
         h = self.headers
-        if h and key in h and h[key]:
-            return h[key][0]
-        return default
+        v = _hget(h, key) if h else None
+        if isinstance(v, (str, bytes)):
+            return v
+        return v[0] if v else default
 
     def __repr__(self) -> str:
         return f"Msg(subject={self.subject!r}, reply={self.reply!r}, data={self.data[:40]!r}, headers={self.headers!r})"
@@ -283,6 +290,9 @@ class Engine:
         # TLS before the server's INFO (nats-py/nats.go tls_handshake_first;
         # the server's tls { handshake_first: true })
         self.tls_first = False
+        # a driver's dict subclass for received headers (the asyncio face's
+        # Headers); it gets the parsed dict of lists
+        self.headers_class = None
         # the class of delivered messages: a driver may use a subclass of Msg
         # (same constructor) to add methods such as respond()
         self.msg_class = Msg
@@ -877,6 +887,8 @@ class Engine:
         if hdr is not None:
             try:
                 headers = parse_headers(hdr)
+                if self.headers_class is not None:
+                    headers = self.headers_class(headers)
             except NatsError as e:
                 # the body is still delivered (like nats.go processMsg)
                 self._async_error(e.code, str(e))

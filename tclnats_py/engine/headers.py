@@ -15,7 +15,7 @@ import codecs
 from tclnats_py.errors import make_error
 from tclnats_py.engine.validate import header_name_error, header_value_error
 
-__all__ = ["parse_headers", "encode_headers", "status_of", "TCL_UTF8"]
+__all__ = ["parse_headers", "encode_headers", "status_of", "TCL_UTF8", "Headers", "raw_items"]
 
 
 def _tcl_undecodable(err: UnicodeDecodeError):
@@ -69,10 +69,16 @@ def parse_headers(block: bytes) -> dict[str, list[str]]:
     return hdrs
 
 
+def raw_items(headers):
+    """``headers.items()`` with every value as stored: for a :class:`Headers`
+    the lists, not the first values its ``items()`` shows."""
+    return dict.items(headers) if isinstance(headers, dict) else headers.items()
+
+
 def encode_headers(headers) -> bytes:
     """Encode a mapping of key -> value or list of values, ending with a blank line."""
     out = ["NATS/1.0\r\n"]
-    for k, vals in headers.items():
+    for k, vals in raw_items(headers):
         why = header_name_error(k)
         if why is not None:
             raise make_error("ErrInvalidArg", f"Invalid headers: {why}")
@@ -95,10 +101,79 @@ def status_of(headers) -> int:
     """The numeric status of a message's headers, 0 when none."""
     if not headers:
         return 0
-    s = headers.get("Status")
+    s = dict.get(headers, "Status") if isinstance(headers, dict) else headers.get("Status")
     if not s:
         return 0
     try:
         return int(s[0] if isinstance(s, list) else s)
     except ValueError:
         return 0
+
+
+class Headers(dict):
+    """Received headers as the Python face hands them out: a ``dict`` whose
+    stored values are the lists of the wire (repeated keys keep every
+    value; the engine, the Tcl face, ``==`` and ``dict(h)`` see the lists),
+    read as nats-py reads its headers:
+
+    * ``h["K"]``, ``h.get("K")``: the first value, a ``str``; a key not
+      found as written is looked up case-insensitively (``h["nats-msg-id"]``);
+    * ``h.get_all("K")``: every value, a list (``[]`` when absent);
+    * ``items()`` / ``values()``: first values; ``multi_items()``: the lists.
+
+    Publishing takes a Headers, a dict of str or a dict of lists alike.
+    """
+
+    __slots__ = ()
+
+    def _key(self, key):
+        if dict.__contains__(self, key):
+            return key
+        if isinstance(key, str):
+            low = key.lower()
+            for k in dict.keys(self):
+                if k.lower() == low:
+                    return k
+        return None
+
+    def __getitem__(self, key) -> str:
+        k = self._key(key)
+        if k is None:
+            raise KeyError(key)
+        v = dict.__getitem__(self, k)
+        return (v[0] if v else "") if isinstance(v, list) else v
+
+    def __contains__(self, key) -> bool:
+        return self._key(key) is not None
+
+    def get(self, key, default=None):
+        k = self._key(key)
+        if k is None:
+            return default
+        v = dict.__getitem__(self, k)
+        return (v[0] if v else "") if isinstance(v, list) else v
+
+    def get_all(self, key, default=None) -> list:
+        """Every value of ``key`` (case-insensitive lookup), in wire order;
+        ``default`` (an empty list when None) when absent."""
+        k = self._key(key)
+        if k is None:
+            return [] if default is None else default
+        v = dict.__getitem__(self, k)
+        return list(v) if isinstance(v, list) else [v]
+
+    def items(self):
+        return [(k, (v[0] if v else "") if isinstance(v, list) else v) for k, v in dict.items(self)]
+
+    def values(self):
+        return [(v[0] if v else "") if isinstance(v, list) else v for v in dict.values(self)]
+
+    def multi_items(self):
+        """``(key, [values])`` pairs, as stored."""
+        return list(dict.items(self))
+
+    def copy(self) -> "Headers":
+        return Headers({k: list(v) if isinstance(v, list) else v for k, v in dict.items(self)})
+
+    def __repr__(self) -> str:
+        return f"Headers({dict.__repr__(self)})"

@@ -108,7 +108,7 @@ def check_headers(headers):
         return None
     if not hasattr(headers, "items") or isinstance(headers, (str, bytes)):
         raise _bad_header(f"a mapping expected, not {type(headers).__name__}")
-    for k, vals in headers.items():
+    for k, vals in (dict.items(headers) if isinstance(headers, dict) else headers.items()):
         why = header_name_error(k)
         if why is None:
             for v in (vals if isinstance(vals, (list, tuple)) else (vals,)):

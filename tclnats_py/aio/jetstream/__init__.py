@@ -5,11 +5,13 @@
     ack = await js.publish("orders.new", b"apple", msg_id="o-1", expected_stream="ORDERS")
     fut = await js.publish_async("orders.new", b"pear"); await js.publish_async_complete()
     cons = await stream.create_consumer(durable_name="PACKER", ack_wait=30)
-    for msg in await cons.fetch(10, expires=1.0):       # a pull request; [] when none came
+    for msg in await cons.fetch(10, max_wait=1.0):      # waits up to max_wait (30 s default) for 10
         await msg.ack_sync()
+    msgs = await cons.fetch_no_wait(10)                 # what is there now
     ctx = cons.consume(handle, max_messages=500)         # continuous pull; await ctx.stop()
     async for msg in cons.messages(): ...                # the same as an iterator
     async for msg in js.ordered_consumer("ORDERS"): ...  # ADR-17, repairs itself
+    sub = await js.push_subscribe("ORDERS", deliver_group="g", flow_control=True, idle_heartbeat=5)  # push
     kv = await js.create_key_value("SETTINGS")           # tclnats_py.aio.kv
     obs = await js.create_object_store("FILES")          # tclnats_py.aio.objectstore
 
@@ -45,9 +47,11 @@ from tclnats_py.aio.jetstream.stream import Stream  # noqa: F401
 from tclnats_py.aio.jetstream.consumer import Consumer  # noqa: F401
 from tclnats_py.aio.jetstream.pull import ConsumeContext, MessagesContext  # noqa: F401
 from tclnats_py.aio.jetstream.ordered import OrderedConsumer  # noqa: F401
+from tclnats_py.aio.jetstream.push import PushSubscription  # noqa: F401
 
 __all__ = ["new", "JetStream", "Stream", "Consumer", "JsMsg", "StoredMsg", "Info", "StreamInfo", "ConsumerInfo",
            "PubAck", "StreamConfig", "ConsumerConfig", "ConsumeContext", "MessagesContext", "OrderedConsumer",
+           "PushSubscription",
            "stream_source", "subject_transform", "republish"]
 
 # builders of nested config objects (dicts), as nats-tcl's make_* commands

@@ -18,6 +18,11 @@ if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.jetstream.info import ConsumerInfo
 
 
+#: how long :meth:`Consumer.fetch` and :meth:`Consumer.next` wait by
+#: default, in seconds (nats.go jetstream's DefaultMaxWait for Fetch/Next)
+DEFAULT_FETCH_WAIT = 30.0
+
+
 class Consumer:
     """A pull consumer: ``fetch`` batches, ``consume`` continuously, or iterate
     ``messages()``.  ``info`` is the last ConsumerInfo fetched."""
@@ -46,17 +51,34 @@ class Consumer:
     async def delete(self) -> bool:
         return await self.js.delete_consumer(self.stream, self.name)
 
-    async def fetch(self, batch: int = 1, expires: float | None = None, *, max_bytes: int | None = None,
-                    heartbeat: float | None = None, no_wait: bool | None = None) -> list[JsMsg]:
-        """One pull request: up to ``batch`` messages (or ``max_bytes``).
+    async def fetch(self, batch: int = 1, max_wait: float | None = None, *, expires: float | None = None,
+                    max_bytes: int | None = None, heartbeat: float | None = None,
+                    no_wait: bool | None = None) -> list[JsMsg]:
+        """Up to ``batch`` messages (or ``max_bytes``) in one pull request,
+        as nats.go jetstream's ``Fetch``: it waits up to ``max_wait`` seconds
+        (default :data:`DEFAULT_FETCH_WAIT`, 30 s) for the batch to fill and
+        returns early only when it is full or the server ends the request
+        (404/408: expired, nothing more; 409: consumer deleted ...).  The list
+        may be short or empty.  ``expires`` is an older name of ``max_wait``;
+        ``heartbeat`` (seconds) asks for idle heartbeats, two missed ones end
+        the fetch.  For what is there now, without waiting, see
+        :meth:`fetch_no_wait`.
 
-        Without ``expires`` it takes what is there now (no_wait); with it the
-        server waits up to ``expires`` seconds for the batch to fill.  The
-        list may be short or empty.  ErrTimeout only when the server did not
-        answer at all (after checking that the consumer exists: else
-        ErrConsumerNotFound / ErrStreamNotFound); ErrConsumerDeleted etc.
-        when the pull ended with that and brought nothing.
+        Errors: ErrTimeout only when the server did not answer at all (after
+        checking that the consumer exists: else ErrConsumerNotFound /
+        ErrStreamNotFound); ErrConsumerDeleted etc. when the pull ended with
+        that and brought nothing.
         """
+        if expires is not None:
+            if max_wait is not None:
+                raise make_error("ErrInvalidArg", "max_wait and expires both given (expires is its older name)")
+            max_wait = expires
+        if max_wait is None and not no_wait:
+            max_wait = DEFAULT_FETCH_WAIT
+        return await self._fetch(batch, max_wait, max_bytes=max_bytes, heartbeat=heartbeat, no_wait=no_wait)
+
+    async def _fetch(self, batch: int, expires: float | None, *, max_bytes: int | None = None,
+                     heartbeat: float | None = None, no_wait: bool | None = None) -> list[JsMsg]:
         check_int("batch", batch, 1)
         check_int("max_bytes", max_bytes, 1, allow_none=True)
         expires = check_timeout(expires, what="expires")
@@ -112,17 +134,25 @@ class Consumer:
             raise
         return [JsMsg(self.js, m) for m in msgs]
 
-    async def fetch_no_wait(self, batch: int = 1) -> list[JsMsg]:
-        return await self.fetch(batch)
+    async def fetch_no_wait(self, batch: int = 1, *, max_bytes: int | None = None) -> list[JsMsg]:
+        """What is there now, up to ``batch`` messages, without waiting for
+        more (nats.go's ``FetchNoWait``: a no_wait pull request; the server
+        answers at once, 404 when there is nothing).  Bounded by the
+        JetStream context's timeout when the server does not answer."""
+        return await self._fetch(batch, None, max_bytes=max_bytes)
 
-    async def fetch_bytes(self, max_bytes: int, expires: float | None = None) -> list[JsMsg]:
+    async def fetch_bytes(self, max_bytes: int, max_wait: float | None = None, *,
+                          expires: float | None = None) -> list[JsMsg]:
+        """:meth:`fetch` bounded by ``max_bytes`` instead of a count (nats.go's
+        ``FetchBytes``); waits like fetch (``max_wait``, default 30 s)."""
         check_int("max_bytes", max_bytes, 1)
-        return await self.fetch(1_000_000, expires, max_bytes=max_bytes)
+        return await self.fetch(1_000_000, max_wait, expires=expires, max_bytes=max_bytes)
 
-    async def next(self, timeout: float = 5.0) -> JsMsg:
-        """One message, waiting up to ``timeout``; ErrTimeout when none came."""
+    async def next(self, timeout: float = DEFAULT_FETCH_WAIT) -> JsMsg:
+        """One message, waiting up to ``timeout`` seconds (default 30, as
+        nats.go's ``Next``); ErrTimeout when none came."""
         check_timeout(timeout)
-        msgs = await self.fetch(1, expires=timeout)
+        msgs = await self.fetch(1, timeout)
         if not msgs:
             raise make_error("ErrTimeout", f"No message from consumer {self.stream}/{self.name}")
         return msgs[0]

@@ -8,6 +8,7 @@ import asyncio
 
 from tclnats_py.engine.connection import Msg
 from tclnats_py.errors import NatsError, make_error
+from tclnats_py.engine.headers import Headers
 from tclnats_py.engine.validate import _to_bytes, check_int, check_timeout
 from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js.api import Batch, JsApi, Publish, Request, advance, api_call
@@ -21,6 +22,13 @@ from tclnats_py.aio.jetstream.ordered import OrderedConsumer
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.engine.js.api import StoredMsg
+    from tclnats_py.aio.jetstream.push import PushSubscription
+
+
+def _face_headers(m: StoredMsg) -> StoredMsg:
+    if m.headers and type(m.headers) is dict:
+        m.headers = Headers(m.headers)
+    return m
 
 
 class JetStream:
@@ -146,13 +154,14 @@ class JetStream:
 
     async def get_msg(self, stream: str, seq: int | None = None, last_by_subj: str | None = None,
                       next_by_subj: str | None = None) -> StoredMsg:
-        """STREAM.MSG.GET (read-after-write consistent)."""
-        return await self._run(self.jsapi.msg_get(stream, seq, last_by_subj, next_by_subj))
+        """STREAM.MSG.GET (read-after-write consistent); ``headers`` read as
+        :class:`tclnats_py.Headers` (``h["K"]`` the first value)."""
+        return _face_headers(await self._run(self.jsapi.msg_get(stream, seq, last_by_subj, next_by_subj)))
 
     async def direct_get(self, stream: str, seq: int | None = None, last_by_subj: str | None = None,
                          next_by_subj: str | None = None) -> StoredMsg:
         """DIRECT.GET (ADR-31); the stream needs allow_direct (or mirror_direct)."""
-        return await self._run(self.jsapi.direct_get(stream, seq, last_by_subj, next_by_subj))
+        return _face_headers(await self._run(self.jsapi.direct_get(stream, seq, last_by_subj, next_by_subj)))
 
     async def delete_msg(self, stream: str, seq: int, erase: bool = False) -> bool:
         """Delete one message; ``erase`` overwrites it too (SecureDeleteMsg)."""
@@ -250,6 +259,53 @@ class JetStream:
     async def create_or_update_consumer(self, stream: str, config: ConsumerConfig | dict | None = None,
                                         **kw) -> "Consumer":
         return await self._consumer_request(stream, None, config, kw)
+
+    async def push_subscribe(self, stream: str, cb=None, *, consumer: str | None = None,
+                             deliver_subject: str | None = None, deliver_group: str | None = None,
+                             flow_control: bool = False, idle_heartbeat: float | None = None, error_cb=None,
+                             config: ConsumerConfig | dict | None = None, **kw) -> "PushSubscription":
+        """Receive from a push consumer of ``stream`` (the consumers older
+        servers and apps use; new code: pull consumers).
+
+        ``consumer``: bind to that existing push consumer (its deliver
+        subject and group come from its info).  Else a consumer is created
+        with ``deliver_subject`` (default: a new inbox), ``deliver_group``
+        (the queue group its subscribers share), ``flow_control`` (needs
+        ``idle_heartbeat``), ``idle_heartbeat`` (seconds) and the other
+        ConsumerConfig fields in ``config``/``kw`` (``durable_name``,
+        ``ack_policy``, ``filter_subject`` ...).  Messages go to ``cb``
+        (plain or coroutine function) or are read with ``async for`` /
+        ``next_msg``.  Flow control is answered and heartbeats watched (a
+        missed one: ErrNoHeartbeat to ``error_cb``).  ErrInvalidArg when the
+        consumer to bind is a pull consumer."""
+        from tclnats_py.aio.jetstream.push import PushSubscription
+        if cb is not None and not callable(cb):
+            raise make_error("ErrInvalidArg", f"Invalid callback {cb!r}")
+        if error_cb is not None and not callable(error_cb):
+            raise make_error("ErrInvalidArg", f"Invalid error callback {error_cb!r}")
+        if consumer is not None:
+            if deliver_subject or deliver_group or flow_control or idle_heartbeat is not None or config or kw:
+                raise make_error("ErrInvalidArg", "binding to an existing consumer takes no consumer configuration")
+            info = await self.consumer_info(stream, consumer)
+            if not info["config"].get("deliver_subject"):
+                raise make_error("ErrInvalidArg", f"Consumer {stream}/{consumer} is a pull consumer: use "
+                                                  "stream.consumer(...).fetch/consume")
+        else:
+            if flow_control and not idle_heartbeat:
+                raise make_error("ErrInvalidArg", "flow_control needs idle_heartbeat (the server requires both)")
+            cfg = _merge(ConsumerConfig, config, kw)
+            over: dict = {"deliver_subject": deliver_subject or cfg.deliver_subject or self.client.new_inbox()}
+            if deliver_group is not None:
+                over["deliver_group"] = deliver_group
+            if flow_control:
+                over["flow_control"] = True
+            if idle_heartbeat is not None:
+                over["idle_heartbeat"] = check_timeout(idle_heartbeat, what="idle_heartbeat")
+            cfg = cfg.replace(**over)
+            info = (await self._consumer_request(stream, "create", cfg, {})).info
+        ps = PushSubscription(self, info, cb, error_cb)
+        await ps._start()
+        return ps
 
     async def consumer(self, stream: str, name: str) -> "Consumer":
         info = await self.consumer_info(stream, name)

@@ -375,6 +375,8 @@ def stored_from_direct(msg, stream=None) -> StoredMsg:
     stream = (h.get("Nats-Stream") or [stream])[0]
     for k in _DIRECT_HEADERS:
         h.pop(k, None)
+    if h and isinstance(msg.headers, dict) and type(msg.headers) is not dict:
+        h = type(msg.headers)(h)  # the face's Headers stays its Headers
     return StoredMsg(subject, msg.data, h or None, int(seq), time, stream)
 
 

@@ -88,10 +88,11 @@ def mirror_bucket(mirror_stream: str) -> str:
 def operation_of(headers) -> str:
     """PUT, DEL or PURGE; limit markers (ADR-48) count as PURGE/DEL."""
     if headers:
-        op = headers.get(KV_OPERATION)
+        get = headers.get if not isinstance(headers, dict) else lambda k: dict.get(headers, k)
+        op = get(KV_OPERATION)
         if op:
             return op[0]
-        reason = headers.get(MARKER_REASON)
+        reason = get(MARKER_REASON)
         if reason:
             return DEL if reason[0] == "Remove" else PURGE
     return PUT

@@ -38,7 +38,7 @@ def publish_headers(headers=None, *, msg_id: str | None = None, expected_stream:
     key -> list of values), or None when there are none.  0 is a real
     expectation for the sequences (``0``: no message yet on the subject)."""
     out: dict = {}
-    for k, v in (headers or {}).items():
+    for k, v in (dict.items(headers) if isinstance(headers, dict) else (headers or {}).items()):
         out[k] = list(v) if isinstance(v, (list, tuple)) else [v]
     for k, v in ((MSG_ID, msg_id), (EXPECTED_STREAM, expected_stream), (EXPECTED_LAST_SEQ, expected_last_seq),
                  (EXPECTED_LAST_SUBJECT_SEQ, expected_last_subject_seq),

@@ -79,7 +79,10 @@ def status_error(msg):
 def pending_of(msg):
     """``(messages, bytes)`` a status says its pull request still owed, or None."""
     h = msg.headers
-    if not h or PENDING_MSGS not in h:
+    if not h:
+        return None
+    h = dict(h)  # the stored lists, also of the asyncio face's Headers
+    if PENDING_MSGS not in h:
         return None
     try:
         return int(h[PENDING_MSGS][0]), int((h.get(PENDING_BYTES) or ["0"])[0])
