@@ -259,3 +259,12 @@ def test_tls_handshake_first(tls_certs):
                 await tclnats_py.connect(srv.url, tls=client_context(tls_certs), connect_timeout=0.5,
                                          max_reconnect_attempts=1)
         run(go())
+
+
+@pytest.mark.unit
+def test_readme_documents_every_option():
+    import os
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md"),
+                  encoding="utf-8").read()
+    for row in TABLE:
+        assert f"| `{row.name}` | {row.unit} | {row.default} |" in readme, row.name
