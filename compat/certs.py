@@ -37,6 +37,8 @@ def generate_certs(directory: str, hosts=("localhost", "127.0.0.1", "::1"), ca_n
           .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
                                        content_commitment=False, key_encipherment=False, data_encipherment=False,
                                        key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+          # key identifiers: Python 3.13's default context verifies with X509_STRICT, which wants them
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
           .sign(ca_key, hashes.SHA256()))
     sans = []
     for h in hosts:
@@ -53,6 +55,9 @@ def generate_certs(directory: str, hosts=("localhost", "127.0.0.1", "::1"), ca_n
                 .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=30))
                 .add_extension(x509.SubjectAlternativeName(sans), critical=False)
                 .add_extension(x509.ExtendedKeyUsage(usage), critical=False)
+                .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                               critical=False)
                 .sign(ca_key, hashes.SHA256()))
         return key, cert
 
