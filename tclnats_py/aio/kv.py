@@ -109,9 +109,11 @@ class KeyValue:
         return _entry(await self.js._run(self._b.get(key, revision)))
 
     async def get_value(self, key: str, revision: int | None = None) -> bytes:
+        """The value (bytes) of ``key`` (at ``revision``); ErrKeyNotFound."""
         return (await self.get(key, revision)).value
 
     async def status(self) -> KvStatus:
+        """The bucket's status (:class:`KvStatus`: values, history, ttl, bytes ...)."""
         st = await self.js._run(self._b.status())
         ttl = st["ttl"] / 1e9 if st["ttl"] and st["ttl"] > 0 else 0
         return KvStatus(st["bucket"], st["values"], st["history"], ttl, st["bytes"], st["is_compressed"],
@@ -119,15 +121,15 @@ class KeyValue:
                         stream_state=st["stream_state"])
 
     # ------------------------------------------------------------ writes
-    async def put(self, key: str, value) -> int:
+    async def put(self, key: str, value: bytes | str) -> int:
         """Store ``value`` (bytes or str); the new revision."""
         return await self.js._run(self._b.put(key, value))
 
-    async def create(self, key: str, value) -> int:
+    async def create(self, key: str, value: bytes | str) -> int:
         """Store ``value`` only if ``key`` does not exist (or was deleted)."""
         return await self.js._run(self._b.create(key, value))
 
-    async def update(self, key: str, value, last: int) -> int:
+    async def update(self, key: str, value: bytes | str, last: int) -> int:
         """Store ``value`` if ``last`` is still the latest revision of ``key``."""
         return await self.js._run(self._b.update(key, value, last))
 
@@ -144,7 +146,7 @@ class KeyValue:
         return await self.js._run(self._b.revert(key, revision))
 
     # ------------------------------------------------------------ watch, keys, history
-    def watch(self, keys=">", *, include_history: bool = False, ignore_deletes: bool = False,
+    def watch(self, keys: str | list[str] = ">", *, include_history: bool = False, ignore_deletes: bool = False,
               meta_only: bool = False, updates_only: bool = False, idle_heartbeat: float = 5.0) -> "KvWatcher":
         """Entries as they are now (or with their history), then ``None`` (the
         End Of Initial Data), then every change as it happens.  ``keys`` is a
@@ -157,6 +159,7 @@ class KeyValue:
         return KvWatcher(self, opts, self._b.watcher(ignore_deletes=ignore_deletes, updates_only=updates_only))
 
     def watch_all(self, **kw) -> "KvWatcher":
+        """Watch every key; see :meth:`watch`."""
         return self.watch(">", **kw)
 
     async def _gather(self, keys, **kw) -> list[KvEntry]:
@@ -177,7 +180,7 @@ class KeyValue:
             await w.stop()
         return out
 
-    async def keys(self, keys=">") -> list[str]:
+    async def keys(self, keys: str | list[str] = ">") -> list[str]:
         """Every key (matching ``keys``) that has a value; ErrNoKeysFound
         (an ErrKeyNotFound too) when none, as nats.go's Keys."""
         entries = await self._gather(keys, ignore_deletes=True, meta_only=True)
@@ -238,6 +241,7 @@ class KvWatcher:
         return _entry(ev[1]) if ev[0] == "entry" else None
 
     async def stop(self) -> None:
+        """End the watch (its consumer goes); the iteration ends."""
         if self.consumer is not None:
             await self.consumer.stop()
 

@@ -17,6 +17,11 @@ ErrInvalidArg.
 from __future__ import annotations
 
 import inspect
+import os
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+if TYPE_CHECKING:  # names used in annotations only
+    from tclnats_py.aio.client import HeadersArg
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.js import objstore as _obj
@@ -83,6 +88,7 @@ class ObjectStore:
 
     # ------------------------------------------------------------ reads
     async def get_info(self, name: str, show_deleted: bool = False) -> ObjectInfo:
+        """The object's :class:`ObjectInfo` (a deleted one only with ``show_deleted``); ErrObjectNotFound."""
         _obj.check_name(name)
         return ObjectInfo(await self.js._run(_obj.info(self.js.jsapi, self.bucket, name, show_deleted, self._direct)))
 
@@ -102,7 +108,7 @@ class ObjectStore:
             raise make_error("ErrInvalidArg", "A link to a link")
         return store, target
 
-    async def get(self, name: str):
+    async def get(self, name: str) -> AsyncIterator[bytes]:
         """The object's bytes chunk by chunk (an async generator); follows
         links; ErrDigestMismatch at the end if the bytes are not the ones stored."""
         _obj.check_name(name)
@@ -122,12 +128,15 @@ class ObjectStore:
         reader.check()
 
     async def get_bytes(self, name: str) -> bytes:
+        """The whole object as bytes (a link is followed); ErrObjectNotFound, ErrDigestMismatch."""
         return b"".join([c async for c in self.get(name)])
 
     async def get_string(self, name: str, encoding: str = "utf-8") -> str:
+        """The whole object decoded as UTF-8 text."""
         return (await self.get_bytes(name)).decode(encoding)
 
-    async def get_file(self, name: str, path) -> ObjectInfo:
+    async def get_file(self, name: str, path: str | os.PathLike) -> ObjectInfo:
+        """Write the object to the file ``path``; its ObjectInfo."""
         with open(path, "wb") as f:
             async for chunk in self.get(name):
                 f.write(chunk)
@@ -159,7 +168,8 @@ class ObjectStore:
         return Info(_obj.status(self.bucket, await self.js.stream_info(self.stream)))
 
     # ------------------------------------------------------------ writes
-    async def put(self, name: str, data, description: str | None = None, headers=None, metadata=None,
+    async def put(self, name: str, data: Any, description: str | None = None, headers: HeadersArg = None,
+                  metadata: dict[str, str] | None = None,
                   chunk_size: int = _obj.DEFAULT_CHUNK_SIZE) -> ObjectInfo:
         """Store an object: chunks first (acknowledged), then its info; the
         chunks of a previous version are purged afterwards."""
@@ -201,7 +211,7 @@ class ObjectStore:
             raise
         if put.old_nuid:
             await js._run(_obj.purge_chunks(js.jsapi, self.bucket, put.old_nuid))
-        return ObjectInfo(put.info)
+        return ObjectInfo(put.info or {})
 
     async def delete(self, name: str) -> ObjectInfo:
         """Mark ``name`` deleted and purge its chunks (ErrObjectNotFound if unknown)."""
@@ -221,14 +231,14 @@ class ObjectStore:
             target = await self.get_info(target)
         return ObjectInfo(await self.js._run(_obj.add_link(self.js.jsapi, self.bucket, name, target, self._direct)))
 
-    async def add_bucket_link(self, name: str, bucket) -> ObjectInfo:
+    async def add_bucket_link(self, name: str, bucket: "ObjectStore | str") -> ObjectInfo:
         """A link to a whole bucket (an ObjectStore or its name)."""
         target = bucket.bucket if isinstance(bucket, ObjectStore) else bucket
         return ObjectInfo(await self.js._run(_obj.add_bucket_link(self.js.jsapi, self.bucket, name, target,
                                                                   self._direct)))
 
-    async def update_meta(self, name: str, *, new_name: str | None = None, description=None, headers=None,
-                          metadata=None) -> ObjectInfo:
+    async def update_meta(self, name: str, *, new_name: str | None = None, description: str | None = None,
+                          headers: HeadersArg = None, metadata: dict[str, str] | None = None) -> ObjectInfo:
         """Rename an object or change its description, headers, metadata."""
         check_str("description", description)
         check_headers(headers)

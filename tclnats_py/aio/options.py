@@ -29,7 +29,8 @@ from typing import Any, NamedTuple
 from tclnats_py.engine.options import OPTION_SPEC
 from tclnats_py.errors import make_error
 
-__all__ = ["SECONDS", "ALIASES", "NEGATED", "CALLBACKS", "DRIVER", "TABLE", "Option", "translate", "known_names"]
+__all__ = ["SECONDS", "ALIASES", "NEGATED", "CALLBACKS", "DRIVER", "TABLE", "Option", "translate", "known_names",
+           "markdown_table"]
 
 #: time options in seconds: name -> (engine option or None for the driver's
 #: own, default seconds, plausible ceiling in seconds)
@@ -262,3 +263,13 @@ def translate(options: dict) -> tuple[dict, dict]:
                           or p.startswith(".") or p.endswith(".") or ".." in p):
         raise _bad(f"Invalid value for inbox_prefix: {p!r} (a subject without wildcards expected)")
     return engine, driver
+
+
+def markdown_table() -> str:
+    """:data:`TABLE` as a Markdown table (README.md and the API reference show it)."""
+    rows = ["| option | unit | default | nats-py / nats.go name | what it does |", "|---|---|---|---|---|"]
+    rows += [f"| `{o.name}` | {o.unit} | {o.default} | {o.natspy} | {o.doc} |" for o in TABLE]
+    return "\n".join(rows)
+
+
+__doc__ = (__doc__ or "") + "\nThe connect options (times in seconds; ``<name>_ms`` for milliseconds):\n\n" + markdown_table() + "\n"

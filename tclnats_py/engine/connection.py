@@ -44,6 +44,7 @@ drains :meth:`take` again.
 from __future__ import annotations
 
 import collections
+from typing import Callable
 import itertools
 import random
 import re
@@ -284,7 +285,7 @@ class Engine:
         self.reconnect_delay = None
         # a driver-supplied function nonce -> CONNECT's auth fields (jwt, sig),
         # for nats-py's user_jwt_cb/signature_cb; it wins over the options
-        self.auth_cb = None
+        self.auth_cb: Callable[[str | None], dict] | None = None
         # the first token(s) of new_inbox() subjects (nats-py's inbox_prefix)
         self.inbox_prefix = "_INBOX"
         # TLS before the server's INFO (nats-py/nats.go tls_handshake_first;
@@ -292,10 +293,10 @@ class Engine:
         self.tls_first = False
         # a driver's dict subclass for received headers (the asyncio face's
         # Headers); it gets the parsed dict of lists
-        self.headers_class = None
+        self.headers_class: type | None = None
         # the class of delivered messages: a driver may use a subclass of Msg
         # (same constructor) to add methods such as respond()
-        self.msg_class = Msg
+        self.msg_class: type = Msg
         self._fx: list = []
         self._credentials = None         # set_credentials(): what the driver read
         self._parser = P.Parser()

@@ -11,6 +11,7 @@ when parsing; when encoding, those keys are ordinary header lines.
 from __future__ import annotations
 
 import codecs
+from typing import Any
 
 from tclnats_py.errors import make_error
 from tclnats_py.engine.validate import header_name_error, header_value_error
@@ -146,14 +147,15 @@ class Headers(dict):
     def __contains__(self, key) -> bool:
         return self._key(key) is not None
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        """The first value of ``key`` (case-insensitive lookup), or ``default``."""
         k = self._key(key)
         if k is None:
             return default
         v = dict.__getitem__(self, k)
         return (v[0] if v else "") if isinstance(v, list) else v
 
-    def get_all(self, key, default=None) -> list:
+    def get_all(self, key: str, default: list | None = None) -> list:
         """Every value of ``key`` (case-insensitive lookup), in wire order;
         ``default`` (an empty list when None) when absent."""
         k = self._key(key)
@@ -162,17 +164,20 @@ class Headers(dict):
         v = dict.__getitem__(self, k)
         return list(v) if isinstance(v, list) else [v]
 
-    def items(self):
+    def items(self) -> list[tuple[str, str]]:  # type: ignore[override]
+        """``(key, first value)`` pairs (``multi_items()`` gives the lists)."""
         return [(k, (v[0] if v else "") if isinstance(v, list) else v) for k, v in dict.items(self)]
 
-    def values(self):
+    def values(self) -> list[str]:  # type: ignore[override]
+        """The first value of each key."""
         return [(v[0] if v else "") if isinstance(v, list) else v for v in dict.values(self)]
 
-    def multi_items(self):
+    def multi_items(self) -> list[tuple[str, list[str]]]:
         """``(key, [values])`` pairs, as stored."""
         return list(dict.items(self))
 
     def copy(self) -> "Headers":
+        """A copy (the lists copied too)."""
         return Headers({k: list(v) if isinstance(v, list) else v for k, v in dict.items(self)})
 
     def __repr__(self) -> str:

@@ -10,6 +10,8 @@ with nats-tcl's message when the value does not fit the type.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tclnats_py.errors import make_error
 
 __all__ = ["OPTION_SPEC", "Options", "coerce", "to_bool"]
@@ -127,6 +129,39 @@ def coerce(name: str, typ: str, value):
 
 class Options:
     """Typed option values of one connection (attribute per option)."""
+
+    if TYPE_CHECKING:  # the attributes __init__ sets from OPTION_SPEC, for type checkers
+        servers: tuple
+        name: str
+        pedantic: bool
+        verbose: bool
+        randomize: bool
+        connect_timeout: int
+        reconnect_time_wait: int
+        custom_reconnect_delay: str
+        max_reconnect_attempts: int
+        ping_interval: int
+        max_outstanding_pings: int
+        echo: bool
+        tls_opts: str
+        user: str
+        password: str
+        token: str
+        secure: bool
+        check_subjects: bool
+        dictmsg: bool
+        utf8_convert: bool
+        request_timeout: int
+        creds: str
+        nkey_seed: str
+        pending_msgs_limit: int
+        pending_bytes_limit: int
+        reconnect_buf_size: int
+        write_buf_size: int
+        flush_timeout: int
+        reconnect_jitter: int
+        reconnect_jitter_tls: int
+        ignore_auth_error_abort: bool
 
     def __init__(self, **kwargs):
         for k, (_t, d) in OPTION_SPEC.items():

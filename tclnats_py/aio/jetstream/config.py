@@ -11,13 +11,15 @@ from tclnats_py.engine.js import config as _cfg
 
 
 class _ApiConfig:
+    """What StreamConfig and ConsumerConfig (dataclasses) share."""
     _spec: tuple = ()
     _names: frozenset = frozenset()
+    extra: dict  # a field of each dataclass: wire fields the class does not name
 
     def to_api(self, *, defaults: bool = True) -> dict:
         """The wire JSON (ns durations), checked with nats-tcl's rules."""
         opts = {}
-        for f in fields(self):
+        for f in fields(self):  # type: ignore[arg-type]  # the subclasses are dataclasses
             if f.name == "extra":
                 continue
             v = getattr(self, f.name)
@@ -44,7 +46,7 @@ class _ApiConfig:
                 kw[k] = v
             else:
                 extra[k] = v
-        return cls(**kw, extra=extra)
+        return cls(**kw, extra=extra)  # type: ignore[call-arg]
 
     def replace(self, **changes):
         bad = set(changes) - self._names

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import asyncio
 
@@ -13,6 +13,7 @@ from tclnats_py.aio.jetstream.message import JsMsg
 from tclnats_py.aio.jetstream.pull import ConsumeContext, MessagesContext
 
 if TYPE_CHECKING:  # names used in annotations only
+    from tclnats_py.aio.client import ErrorHandler
     from tclnats_py.aio.jetstream.config import ConsumerConfig
     from tclnats_py.aio.jetstream.context import JetStream
     from tclnats_py.aio.jetstream.info import ConsumerInfo
@@ -45,10 +46,12 @@ class Consumer:
         return self.js.jsapi.next_subject(self.stream, self.name)
 
     async def refresh(self) -> ConsumerInfo:
+        """Fetch the consumer's info again (``self.info``) and return it."""
         self.info = await self.js.consumer_info(self.stream, self.name)
         return self.info
 
     async def delete(self) -> bool:
+        """Delete this consumer; True."""
         return await self.js.delete_consumer(self.stream, self.name)
 
     async def fetch(self, batch: int = 1, max_wait: float | None = None, *, expires: float | None = None,
@@ -170,9 +173,9 @@ class Consumer:
                        idle_heartbeat_ms=int(heartbeat * 1000) if heartbeat else None,
                        threshold_messages=threshold_messages, threshold_bytes=threshold_bytes)
 
-    def consume(self, cb, *, max_messages: int | None = None, max_bytes: int | None = None,
+    def consume(self, cb: Callable[[JsMsg], Any], *, max_messages: int | None = None, max_bytes: int | None = None,
                 threshold_messages: int | None = None, threshold_bytes: int | None = None, expires: float = 30.0,
-                heartbeat: float | None = None, error_cb=None, batch: int | None = None,
+                heartbeat: float | None = None, error_cb: ErrorHandler | None = None, batch: int | None = None,
                 threshold: int | None = None) -> "ConsumeContext":
         """Continuous pull (JetStream client API v2 "consume", ADR-37).
 

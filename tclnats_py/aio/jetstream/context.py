@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import asyncio
 
@@ -19,8 +19,13 @@ from tclnats_py.aio.jetstream.publish import _AsyncPub, _check_publish
 from tclnats_py.aio.jetstream.stream import Stream
 from tclnats_py.aio.jetstream.consumer import Consumer
 from tclnats_py.aio.jetstream.ordered import OrderedConsumer
+from tclnats_py.aio.jetstream.message import JsMsg
 
 if TYPE_CHECKING:  # names used in annotations only
+    from tclnats_py.aio.client import ErrorHandler, HeadersArg, Payload
+    from tclnats_py.aio.jetstream.pull import ConsumeContext  # noqa: F401
+    from tclnats_py.aio.kv import KeyValue
+    from tclnats_py.aio.objectstore import ObjectStore
     from tclnats_py.engine.js.api import StoredMsg
     from tclnats_py.aio.jetstream.push import PushSubscription
 
@@ -88,12 +93,13 @@ class JetStream:
     def _server_version(self):
         return self.client.server_info.get("version")
 
-    async def api(self, tail: str, body=None) -> Info:
+    async def api(self, tail: str, body: dict | bytes | str | None = None) -> Info:
         """Any JetStream API call by its subject tail, e.g. ``"STREAM.INFO.S"``."""
         return Info(await self._run(self.jsapi.call(tail, body)))
 
     # ------------------------------------------------------------ account
     async def account_info(self) -> Info:
+        """The account's JetStream usage and limits ($JS.API.INFO)."""
         return Info(await self._run(self.jsapi.account_info()))
 
     # ------------------------------------------------------------ streams
@@ -106,13 +112,13 @@ class JetStream:
         cfg = cfg.replace(name=name)
         return cfg.to_api()
 
-    async def create_stream(self, name, config: StreamConfig | dict | None = None, **kw) -> "Stream":
+    async def create_stream(self, name: str, config: StreamConfig | dict | None = None, **kw) -> "Stream":
         """Create a stream from a StreamConfig and/or keyword fields
         (``create_stream("S", subjects=["s.*"], max_age=60)``)."""
         info = StreamInfo(await self._run(self.jsapi.stream_create(self._stream_body(name, config, kw))))
         return Stream(self, info["config"]["name"], info)
 
-    async def update_stream(self, name, config: StreamConfig | dict | None = None, **kw) -> "Stream":
+    async def update_stream(self, name: str, config: StreamConfig | dict | None = None, **kw) -> "Stream":
         """Update a stream: with a full config, or (only keywords) the current
         config with those fields changed."""
         if config is None and not isinstance(name, StreamConfig):
@@ -120,7 +126,8 @@ class JetStream:
         info = StreamInfo(await self._run(self.jsapi.stream_update(self._stream_body(name, config, kw))))
         return Stream(self, info["config"]["name"], info)
 
-    async def create_or_update_stream(self, name, config: StreamConfig | dict | None = None, **kw) -> "Stream":
+    async def create_or_update_stream(self, name: str, config: StreamConfig | dict | None = None, **kw) -> "Stream":
+        """Create the stream, or update it when it exists; see :meth:`create_stream`."""
         try:
             body = self._stream_body(name, config, kw)
             info = StreamInfo(await self._run(self.jsapi.stream_update(body)))
@@ -131,20 +138,26 @@ class JetStream:
         return Stream(self, info["config"]["name"], info)
 
     async def stream(self, name: str) -> "Stream":
+        """The :class:`Stream` ``name`` (its info fetched now); ErrStreamNotFound."""
         info = await self.stream_info(name)
         return Stream(self, name, info)
 
     async def stream_info(self, name: str, subjects_filter: str | None = None,
                           deleted_details: bool | None = None) -> StreamInfo:
+        """The stream's info (config and state); ``subjects_filter`` lists the subjects matching it
+        in ``state.subjects``; ``deleted_details`` lists deleted sequences.  ErrStreamNotFound."""
         return StreamInfo(await self._run(self.jsapi.stream_info(name, subjects_filter, deleted_details)))
 
     async def delete_stream(self, name: str, /) -> bool:
+        """Delete the stream and its messages; True.  ErrStreamNotFound."""
         return await self._run(self.jsapi.stream_delete(name))
 
     async def stream_names(self, subject: str | None = None) -> list[str]:
+        """The names of the streams (those with a subject matching ``subject`` when given)."""
         return list(await self._run(self.jsapi.stream_names(subject)))
 
     async def streams(self, subject: str | None = None) -> list[StreamInfo]:
+        """The infos of the streams (those with a subject matching ``subject`` when given)."""
         return [StreamInfo(s) for s in await self._run(self.jsapi.stream_list(subject))]
 
     async def purge_stream(self, name: str, filter: str | None = None, keep: int | None = None,
@@ -168,10 +181,10 @@ class JetStream:
         return await self._run(self.jsapi.msg_delete(stream, seq, no_erase=not erase))
 
     # ------------------------------------------------------------ publish
-    async def publish(self, subject: str, data=b"", headers=None, *, msg_id: str | None = None,
+    async def publish(self, subject: str, data: Payload = b"", headers: HeadersArg = None, *, msg_id: str | None = None,
                       expected_stream: str | None = None, expected_last_seq: int | None = None,
                       expected_last_subject_seq: int | None = None, expected_last_msg_id: str | None = None,
-                      ttl=None, timeout: float | None = None) -> PubAck:
+                      ttl: str | int | None = None, timeout: float | None = None) -> PubAck:
         """Publish to a stream and wait for its ack.  ErrNoResponders: no
         stream on ``subject``; ErrWrongLastSequence, ErrJSResponse (e.g.
         10060 for a wrong expected stream)."""
@@ -186,11 +199,12 @@ class JetStream:
         return PubAck(parse_ack_fast(msg))
 
     async def publish_msg(self, msg: Msg, **kw) -> PubAck:
+        """Publish a :class:`Msg` to its stream (subject, data, headers); see :meth:`publish`."""
         if not isinstance(msg, Msg):
             raise make_error("ErrInvalidArg", f"A message expected, not {type(msg).__name__}")
         return await self.publish(msg.subject, msg.data, msg.headers, **kw)
 
-    async def publish_async(self, subject: str, data=b"", headers=None, *, timeout: float | None = None,
+    async def publish_async(self, subject: str, data: Payload = b"", headers: HeadersArg = None, *, timeout: float | None = None,
                             wait_stall: float | None = None, **kw) -> "asyncio.Future":
         """Publish without waiting for the ack: ``fut = await js.publish_async(...)``
         gives a future of the PubAck (nats-py's form).  Acks come back on one
@@ -254,15 +268,18 @@ class JetStream:
         return await self._consumer_request(stream, "create", config, kw)
 
     async def update_consumer(self, stream: str, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+        """Change a consumer's config; see :meth:`create_consumer`."""
         return await self._consumer_request(stream, "update", config, kw)
 
     async def create_or_update_consumer(self, stream: str, config: ConsumerConfig | dict | None = None,
                                         **kw) -> "Consumer":
+        """Create the consumer, or update it when it exists; see :meth:`create_consumer`."""
         return await self._consumer_request(stream, None, config, kw)
 
-    async def push_subscribe(self, stream: str, cb=None, *, consumer: str | None = None,
+    async def push_subscribe(self, stream: str, cb: Callable[[JsMsg], Any] | None = None, *, consumer: str | None = None,
                              deliver_subject: str | None = None, deliver_group: str | None = None,
-                             flow_control: bool = False, idle_heartbeat: float | None = None, error_cb=None,
+                             flow_control: bool = False, idle_heartbeat: float | None = None,
+                             error_cb: ErrorHandler | None = None,
                              config: ConsumerConfig | dict | None = None, **kw) -> "PushSubscription":
         """Receive from a push consumer of ``stream`` (the consumers older
         servers and apps use; new code: pull consumers).
@@ -308,24 +325,29 @@ class JetStream:
         return ps
 
     async def consumer(self, stream: str, name: str) -> "Consumer":
+        """The pull :class:`Consumer` ``name`` of ``stream`` (its info fetched now); ErrConsumerNotFound."""
         info = await self.consumer_info(stream, name)
         return Consumer(self, stream, name, info)
 
     async def consumer_info(self, stream: str, name: str) -> ConsumerInfo:
+        """The consumer's info (config and delivery state); ErrConsumerNotFound, ErrStreamNotFound."""
         return ConsumerInfo(await self._run(self.jsapi.consumer_info(stream, name)))
 
     async def delete_consumer(self, stream: str, name: str) -> bool:
+        """Delete the consumer; True.  ErrConsumerNotFound."""
         return await self._run(self.jsapi.consumer_delete(stream, name))
 
     async def consumer_names(self, stream: str) -> list[str]:
+        """The names of the consumers of ``stream``."""
         return list(await self._run(self.jsapi.consumer_names(stream)))
 
     async def consumers(self, stream: str) -> list[ConsumerInfo]:
+        """The infos of the consumers of ``stream``."""
         return [ConsumerInfo(c) for c in await self._run(self.jsapi.consumer_list(stream))]
 
     def ordered_consumer(self, stream: str, filter_subject: str | None = None, deliver_policy: str = "all",
                          headers_only: bool = False, idle_heartbeat: float = 5.0, *, description: str | None = None,
-                         filter_subjects=None, opt_start_seq: int | None = None, opt_start_time: str | None = None,
+                         filter_subjects: list[str] | None = None, opt_start_seq: int | None = None, opt_start_time: str | None = None,
                          retry: float = 1.0) -> "OrderedConsumer":
         """An ordered consumer (ADR-17): iterate it, or ``await oc.start()``
         then ``next()`` / ``consume(cb)``; ``await oc.stop()`` ends it."""
@@ -342,18 +364,20 @@ class JetStream:
         return OrderedConsumer(self, state)
 
     # ------------------------------------------------------------ Key-Value
-    async def create_key_value(self, bucket: str, **config):
+    async def create_key_value(self, bucket: str, **config: Any) -> "KeyValue":
         """A new bucket (tclnats_py.aio.kv.KeyValue): history, ttl (s),
         max_value_size, max_bucket_size, storage, replicas, description,
         compression, metadata, republish, placement, mirror_name, mirror_domain."""
         from tclnats_py.aio.kv import KeyValue as KeyValue
-        return await KeyValue.create_bucket(self, bucket, **config)
+        # (None only for a KV mirror, which create_kv_mirror makes)
+        return cast("KeyValue", await KeyValue.create_bucket(self, bucket, **config))
 
-    async def update_key_value(self, bucket: str, **config):
+    async def update_key_value(self, bucket: str, **config: Any) -> "KeyValue":
+        """Change a bucket's settings (history, ttl, max_bytes ...); see :meth:`create_key_value`."""
         from tclnats_py.aio.kv import KeyValue as KeyValue
-        return await KeyValue.create_bucket(self, bucket, update=True, **config)
+        return cast("KeyValue", await KeyValue.create_bucket(self, bucket, update=True, **config))
 
-    async def create_kv_aggregate(self, bucket: str, writable: bool, origins, **config):
+    async def create_kv_aggregate(self, bucket: str, writable: bool, origins: list[dict], **config: Any) -> "KeyValue":
         """A bucket gathering other buckets (maybe across domains; origins from
         tclnats_py.aio.kv.kv_origin(...)); read-only unless ``writable``."""
         from tclnats_py.aio.kv import KeyValue as KeyValue
@@ -361,7 +385,8 @@ class JetStream:
             raise make_error("ErrInvalidArg", "List of KV origins is required")
         if "mirror_name" in config or "mirror_domain" in config:
             raise make_error("ErrInvalidArg", "-mirror_name and -mirror_domain are not allowed")
-        return await KeyValue.create_bucket(self, bucket, origins=list(origins), writable=bool(writable), **config)
+        return cast("KeyValue", await KeyValue.create_bucket(self, bucket, origins=list(origins),
+                                                            writable=bool(writable), **config))
 
     async def create_kv_mirror(self, name: str, origin: dict, **config) -> None:
         """A read-only copy of one bucket (serves direct gets); not bindable,
@@ -371,37 +396,44 @@ class JetStream:
             raise make_error("ErrInvalidArg", "-mirror_name and -mirror_domain are not allowed")
         await KeyValue.create_bucket(self, name, mirror_origin=origin, **config)
 
-    async def key_value(self, bucket: str):
+    async def key_value(self, bucket: str) -> "KeyValue":
+        """Bind the existing bucket ``bucket`` (:class:`tclnats_py.aio.kv.KeyValue`); ErrBucketNotFound."""
         from tclnats_py.aio.kv import KeyValue as KeyValue
         return await KeyValue.bind(self, bucket)
 
     async def delete_key_value(self, bucket: str, /) -> bool:
+        """Delete the bucket and its history; True.  ErrBucketNotFound."""
         from tclnats_py.engine.js import kv as _kv
         return await self._run(_kv.delete_bucket(self.jsapi, bucket))
 
     async def key_value_buckets(self) -> list[str]:
+        """The names of the Key-Value buckets."""
         from tclnats_py.engine.js import kv as _kv
         return await self._run(_kv.bucket_names(self.jsapi))
 
     async def empty_key_value(self, bucket: str) -> int:
+        """Purge every key of the bucket; the number of messages removed."""
         from tclnats_py.engine.js import kv as _kv
         return await self._run(_kv.empty_bucket(self.jsapi, bucket))
 
     # ------------------------------------------------------------ Object Store
-    async def create_object_store(self, bucket: str, **config):
+    async def create_object_store(self, bucket: str, **config: Any) -> "ObjectStore":
         """A new object store (tclnats_py.aio.objectstore.ObjectStore): description,
         ttl (s), max_bytes, storage, replicas, compression, metadata."""
         from tclnats_py.aio.objectstore import ObjectStore as ObjectStore
         return await ObjectStore.create_bucket(self, bucket, **config)
 
-    async def object_store(self, bucket: str):
+    async def object_store(self, bucket: str) -> "ObjectStore":
+        """Bind the existing object store ``bucket`` (:class:`tclnats_py.aio.objectstore.ObjectStore`)."""
         from tclnats_py.aio.objectstore import ObjectStore as ObjectStore
         return await ObjectStore.bind(self, bucket)
 
     async def delete_object_store(self, bucket: str, /) -> bool:
+        """Delete the object store and its objects; True."""
         from tclnats_py.engine.js import objstore as _obj
         return await self._run(_obj.delete_bucket(self.jsapi, bucket))
 
     async def object_store_names(self) -> list[str]:
+        """The names of the object stores."""
         from tclnats_py.engine.js import objstore as _obj
         return await self._run(_obj.bucket_names(self.jsapi))

@@ -30,7 +30,8 @@ class JsMsg:
     headers = property(lambda self: self.msg.headers)
     reply = property(lambda self: self.msg.reply)
 
-    def header(self, key: str, default=None):
+    def header(self, key: str, default: str | None = None) -> str | None:
+        """The first value of header ``key``, or ``default``."""
         return self.msg.header(key, default)
 
     @property
@@ -38,7 +39,7 @@ class JsMsg:
         """nats-tcl's ``nats::metadata``: stream, consumer, num_delivered,
         stream_seq, consumer_seq, timestamp (ms), num_pending (+ domain)."""
         if self._meta is None:
-            self._meta = parse_metadata(self.msg.reply, self.msg.subject)
+            self._meta = parse_metadata(self.msg.reply or "", self.msg.subject)
         return self._meta
 
     def _send(self, payload: bytes) -> None:

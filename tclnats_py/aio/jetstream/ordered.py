@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import asyncio
 import inspect
@@ -13,6 +13,8 @@ from tclnats_py.aio.jetstream.info import ConsumerInfo
 from tclnats_py.aio.jetstream.message import JsMsg
 
 if TYPE_CHECKING:  # names used in annotations only
+    from tclnats_py.aio.client import ErrorHandler
+    from tclnats_py.aio.client import Subscription
     from tclnats_py.aio.jetstream.context import JetStream
     from tclnats_py.engine.js import ordered as _ordered
 
@@ -29,9 +31,9 @@ class OrderedConsumer:
         self.js = js
         self.state = state
         self.info: ConsumerInfo | None = None
-        self._sub = None
+        self._sub: Subscription | None = None
         self._started = False
-        self._task = None
+        self._task: asyncio.Task | None = None
         self._report_stop = True  # an error ending the iteration is reported (see _stopped)
 
     def __repr__(self):
@@ -154,7 +156,7 @@ class OrderedConsumer:
         except asyncio.TimeoutError:
             raise make_error("ErrTimeout", f"No message from the ordered consumer on {self.state.stream}") from None
 
-    def consume(self, cb, error_cb=None) -> "OrderedConsumer":
+    def consume(self, cb: Callable[[JsMsg], Any], error_cb: ErrorHandler | None = None) -> "OrderedConsumer":
         """Deliver every message to ``cb`` (plain or coroutine function) in a
         task until ``stop()``.  ``cb``'s exceptions, and the error that ends
         the consumer (ErrConsumerDeleted, ErrConnectionClosed ...), go to

@@ -37,7 +37,7 @@ class _AsyncPub:
         self.core = AsyncPublisher(client.new_inbox(), js._ap_max)
         self.futures: set = old.futures if old is not None else set()
         self.idle_waiters: list = old.idle_waiters if old is not None else []
-        self.timer = None
+        self.timer: asyncio.TimerHandle | None = None
         self.timer_at = 0.0
         self.room_waiters: list = old.room_waiters if old is not None else []
         self.sub = client.engine.subscribe(self.core.subscription_subject, handler=self)

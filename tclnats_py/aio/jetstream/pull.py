@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import asyncio
 import inspect
@@ -23,7 +23,7 @@ class _PullLoop:
         self.consumer = consumer
         self.state = state
         self.client = consumer.js.client
-        self._sub = None
+        self._sub: Any = None  # the inbox Subscription, once started
         self._inbox = None
         self._reconnects = None
         self.warnings: list = []
@@ -68,8 +68,8 @@ class ConsumeContext(_PullLoop):
         super().__init__(consumer, state)
         self.cb = cb
         self.error_cb = error_cb
-        self._timer = None
-        self._task = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task | None = None
         self.closed = asyncio.get_running_loop().create_future()
 
     @property
@@ -80,7 +80,8 @@ class ConsumeContext(_PullLoop):
     def outstanding(self) -> int:
         return self.state.pending_msgs
 
-    def start(self):
+    def start(self) -> None:
+        """Start pulling (consume() calls it)."""
         self._task = asyncio.get_running_loop().create_task(self._start())
 
     async def _start(self):
@@ -194,6 +195,8 @@ class MessagesContext(_PullLoop):
                 self.warnings.append(ev)
 
     async def stop(self) -> None:
+        """Stop pulling; the iteration ends (what is in flight is dropped, unacked messages come back
+        after their ack wait)."""
         self.state.stop()
         if self._sub is not None and self._sub.is_active:
             try:

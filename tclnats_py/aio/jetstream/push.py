@@ -97,6 +97,7 @@ class PushSubscription:
             if self._queue is not None:
                 self._queue.put_nowait(m)
                 continue
+            assert self._cb is not None  # no queue: a callback subscription
             try:
                 r = self._cb(m)
                 if inspect.isawaitable(r):

@@ -30,42 +30,54 @@ class Stream:
         return self.info.config
 
     async def refresh(self) -> StreamInfo:
+        """Fetch the stream's info again (``self.info``) and return it."""
         self.info = await self.js.stream_info(self.name)
         return self.info
 
     async def update(self, config: StreamConfig | None = None, **kw) -> "Stream":
+        """Change the stream's config (the fields given); the updated Stream."""
         s = await self.js.update_stream(self.name, config or self.config, **kw)
         self.info = s.info
         return self
 
     async def delete(self) -> bool:
+        """Delete the stream and its messages; True."""
         return await self.js.delete_stream(self.name)
 
     async def purge(self, filter: str | None = None, keep: int | None = None, seq: int | None = None) -> int:
+        """Remove messages: all, those on ``filter``, all but the last ``keep``, or below ``seq``; how many."""
         return await self.js.purge_stream(self.name, filter, keep, seq)
 
     async def create_consumer(self, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+        """Create a consumer of this stream; see :meth:`JetStream.create_consumer`."""
         return await self.js.create_consumer(self.name, config, **kw)
 
     async def update_consumer(self, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+        """Change a consumer of this stream; see :meth:`JetStream.update_consumer`."""
         return await self.js.update_consumer(self.name, config, **kw)
 
     async def create_or_update_consumer(self, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+        """Create or update a consumer of this stream."""
         return await self.js.create_or_update_consumer(self.name, config, **kw)
 
     async def consumer(self, name: str) -> "Consumer":
+        """The pull consumer ``name`` of this stream; ErrConsumerNotFound."""
         return await self.js.consumer(self.name, name)
 
     async def delete_consumer(self, name: str) -> bool:
+        """Delete the consumer ``name``; True."""
         return await self.js.delete_consumer(self.name, name)
 
     async def consumer_names(self) -> list[str]:
+        """The names of this stream's consumers."""
         return await self.js.consumer_names(self.name)
 
     async def consumers(self) -> list[ConsumerInfo]:
+        """The infos of this stream's consumers."""
         return await self.js.consumers(self.name)
 
     def ordered_consumer(self, **kw) -> "OrderedConsumer":
+        """An ordered consumer of this stream; see :meth:`JetStream.ordered_consumer`."""
         return self.js.ordered_consumer(self.name, **kw)
 
     async def get_msg(self, seq: int | None = None, last_by_subj: str | None = None,
@@ -78,10 +90,13 @@ class Stream:
         return await self.js.get_msg(self.name, seq, last_by_subj, next_by_subj)
 
     async def get_last_msg_for_subject(self, subject: str) -> StoredMsg:
+        """The last message stored on ``subject``; ErrMsgNotFound."""
         return await self.get_msg(last_by_subj=subject)
 
     async def delete_msg(self, seq: int, erase: bool = False) -> bool:
+        """Delete message ``seq`` (``erase``: overwrite it too); True."""
         return await self.js.delete_msg(self.name, seq, erase)
 
     async def secure_delete_msg(self, seq: int) -> bool:
+        """Delete and overwrite message ``seq``; True."""
         return await self.js.delete_msg(self.name, seq, erase=True)
