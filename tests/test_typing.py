@@ -56,3 +56,15 @@ def test_public_methods_have_docstrings_and_annotations():
                 missing_ann.append(f"{cls.__name__}.{name}({p.name})")
     assert not missing_doc, f"{len(missing_doc)} public methods without a docstring: {missing_doc}"
     assert not missing_ann, f"{len(missing_ann)} unannotated: {missing_ann}"
+
+
+@pytest.mark.unit
+def test_options_declared_for_type_checkers_match_the_option_table():
+    """engine/options.py declares Options' attributes for mypy: the same names as OPTION_SPEC."""
+    import ast
+    from tclnats_py.engine.options import OPTION_SPEC
+    src = open(os.path.join(ROOT, "tclnats_py", "engine", "options.py"), encoding="utf-8").read()
+    cls = next(n for n in ast.parse(src).body if isinstance(n, ast.ClassDef) and n.name == "Options")
+    block = next(n for n in cls.body if isinstance(n, ast.If))
+    declared = [n.target.id for n in block.body if isinstance(n, ast.AnnAssign)]
+    assert declared == list(OPTION_SPEC)
