@@ -1,31 +1,19 @@
 """JetStream as Spark DataFrames, on a local[2] Spark session and a real server."""
 
 import asyncio
-import shutil
 
 import pytest
 
-pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
-pytest.importorskip("pyarrow", reason="pyspark's Python data sources need pyarrow")
-if shutil.which("java") is None:
-    pytest.skip("Spark needs a Java runtime", allow_module_level=True)
+from tests.spark_fixtures import session  # noqa: E402  (skips without pyspark/java)
 
 import tclnats_py  # noqa: E402
-import tclnats_py.spark.datasource as tspark  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
 def spark():
-    from pyspark.sql import SparkSession
-    session = (SparkSession.builder.master("local[2]").appName("tclnats-tests")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    tspark.register(session)
-    yield session
-    session.stop()
+    yield from session("local[2]", "tclnats-tests")
 
 
 def publish(url, stream, subjects, messages, headers=None):

@@ -7,33 +7,21 @@ process.  Slow (a cluster starts): skipped unless TCLNATS_SPARK_CLUSTER=1.
 
 import asyncio
 import os
-import shutil
 
 import pytest
 
-pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
-pytest.importorskip("pyarrow", reason="pyspark's Python data sources need pyarrow")
-if shutil.which("java") is None:
-    pytest.skip("Spark needs a Java runtime", allow_module_level=True)
+from tests.spark_fixtures import session  # noqa: E402  (skips without pyspark/java)
 if not os.environ.get("TCLNATS_SPARK_CLUSTER"):
     pytest.skip("the local-cluster long form runs with TCLNATS_SPARK_CLUSTER=1", allow_module_level=True)
 
 import tclnats_py  # noqa: E402
-import tclnats_py.spark.datasource as tspark  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def spark():
-    from pyspark.sql import SparkSession
-    session = (SparkSession.builder.master("local-cluster[2,1,1024]").appName("tclnats-cluster")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-               .config("spark.executor.memory", "768m").getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    tspark.register(session)
-    yield session
-    session.stop()
+    yield from session("local-cluster[2,1,1024]", "tclnats-cluster", **{"spark.executor.memory": "768m"})
 
 
 def fill(url, stream, n, start=0):
