@@ -9,6 +9,7 @@ import time
 import pytest
 
 import tclnats_py
+from tests.aio_helpers import settle
 from tclnats_py.aio.options import TABLE, known_names
 from tclnats_py.testing.server import NatsCluster, NatsServer, free_port
 
@@ -20,13 +21,6 @@ def run(coro):
 async def in_thread(fn, *a):
     return await asyncio.get_running_loop().run_in_executor(None, fn, *a)
 
-
-async def settle(cond, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.02)
 
 
 # ---------------------------------------------------------------- units and checks (no server)

@@ -2,24 +2,17 @@
 loses the node in use, servers discovered from INFO, giving up."""
 
 import asyncio
-import time
 
 import pytest
 
 import tclnats_py
+from tests.aio_helpers import settle
 from tclnats_py.testing.server import NatsServer, free_port
 
 
 def run(coro, timeout=60):
     return asyncio.run(asyncio.wait_for(coro, timeout))
 
-
-async def settle(cond, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.01)
 
 
 async def in_thread(fn, *args):

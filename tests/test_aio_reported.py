@@ -10,23 +10,16 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
 import tclnats_py
+from tests.aio_helpers import settle
 
 
 def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 60))
 
-
-async def settle(cond, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.02)
 
 
 def _errors(caplog):

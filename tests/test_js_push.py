@@ -3,24 +3,17 @@ deliver subject, deliver group, flow control, idle heartbeats, binding to
 an existing push consumer, against a real server."""
 
 import asyncio
-import time
 
 import pytest
 
 import tclnats_py
+from tests.aio_helpers import settle
 from tclnats_py.engine.js.push import PushState
 
 
 def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 90))
 
-
-async def settle(cond, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.02)
 
 
 @pytest.mark.unit

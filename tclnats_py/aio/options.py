@@ -94,7 +94,7 @@ TABLE: tuple[Option, ...] = (
     Option("flush_timeout", "s", "10", "flush_timeout", "longest wait for the socket (publish, close)"),
     Option("drain_timeout", "s", "10", "drain_timeout (30)", "default timeout of drain()"),
     Option("reconnect_buf_size", "bytes", "8 MiB", "pending_size", "bytes buffered while not connected"),
-    Option("write_buf_size", "bytes", "4 MiB", "(nats.go FlusherTimeout)", "bytes queued for the socket before "
+    Option("write_buf_size", "bytes", "4 MiB", "(none; nats-py flushes at pending_size)", "bytes queued for the socket before "
            "await publish() waits"),
     Option("pending_msgs_limit", "msgs", "524288", "pending_msgs_limit (subscribe)", "per-subscription queue"),
     Option("pending_bytes_limit", "bytes", "64 MiB", "pending_bytes_limit (subscribe)", "per-subscription queue"),
