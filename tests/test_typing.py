@@ -1,5 +1,5 @@
 """The public Python API is typed (issue 17 item 8): py.typed ships, mypy
-(mypy.ini: the top-level package, errors and the asyncio face) runs clean,
+(mypy.ini: the whole package) runs clean,
 and the public methods carry annotations and docstrings."""
 
 import inspect

@@ -774,7 +774,7 @@ class Engine:
             self._send_connect()
             return
         server = self.pool.current
-        want_tls = self.options.secure or server.scheme == "tls"
+        want_tls = self.options.secure or (server is not None and server.scheme == "tls")
         if info.get("tls_required") or (want_tls and info.get("tls_available")):
             self._phase = _TLS
             self._log("debug", "Performing TLS handshake...")

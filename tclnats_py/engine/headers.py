@@ -31,7 +31,7 @@ def _tcl_undecodable(err: UnicodeDecodeError):
 
 
 TCL_UTF8 = "tclnats.tcl_utf8"   # the error handler's name, for bytes.decode
-codecs.register_error(TCL_UTF8, _tcl_undecodable)
+codecs.register_error(TCL_UTF8, _tcl_undecodable)  # type: ignore[arg-type]  # (called with decode errors only)
 
 _PREFIX = b"NATS/1.0"
 
@@ -147,7 +147,7 @@ class Headers(dict):
     def __contains__(self, key) -> bool:
         return self._key(key) is not None
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         """The first value of ``key`` (case-insensitive lookup), or ``default``."""
         k = self._key(key)
         if k is None:

@@ -122,7 +122,7 @@ class ServerPool:
         """All or nothing: one bad URL leaves the old list untouched."""
         parsed = [parse_url(u) for u in urls]
         if randomize:
-            seen = {}
+            seen: dict[tuple, Server] = {}
             for s in parsed:
                 seen.setdefault((s.scheme, s.host, s.port, s.user, s.password, s.auth_token), s)
             parsed = list(seen.values())

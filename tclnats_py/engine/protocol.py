@@ -15,6 +15,7 @@ complete before the bad bytes come with it, in ``err.details["ops"]``.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.headers import TCL_UTF8
@@ -92,6 +93,8 @@ class Parser:
         find = buf.find
         pos = 0
         n = len(buf)
+        size: Any  # the digits of a control line, then their int
+        hsize: Any
         try:
             while pos < n:
                 eol = find(b"\r\n", pos)
@@ -187,7 +190,7 @@ class Parser:
         return ops
 
 
-def encode_pub(subject: str, reply: str | None, payload: bytes, header: bytes | None = None) -> bytes:
+def encode_pub(subject: str, reply: str | None, payload: bytes, header: bytes | bytearray | None = None) -> bytes:
     """PUB or HPUB with payload, ready for the wire (``header`` ends with CRLFCRLF).
 
     The reply slot is always written, empty when there is no reply, giving

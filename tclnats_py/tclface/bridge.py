@@ -64,7 +64,7 @@ def tcl_library_dir() -> str:
     next to the package folder.
     """
     try:
-        from tclnats_py import tcl as _tcl_pkg
+        from tclnats_py import tcl as _tcl_pkg  # type: ignore[attr-defined]  # (installed only)
     except ImportError:
         here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tcl")
         if os.path.exists(os.path.join(here, "pkgIndex.tcl")):
@@ -469,9 +469,9 @@ class TclConnection:
                 tk.call("catch", (obj, "destroy"))
 
     def _msg_value(self, msg: Msg, dictmsg: bool, sid):
-        data = msg.data
+        data: bytes | str = msg.data
         if self.utf8:
-            data = data.decode("utf-8", "replace")
+            data = msg.data.decode("utf-8", "replace")
         if not dictmsg:
             return data
         return ("header", headers_to_tcl(msg.headers), "data", data, "subject", msg.subject,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 from tclnats_py._tclcross import TclError
 
@@ -723,8 +724,8 @@ class JetStream:
             raise make_error("ErrInvalidArg", f"Invalid KV origin {origin}: no bucket")
         if org.get("keys"):
             org["keys"] = [str(k) for k in self.args.splitlist("keys", org["keys"])]
-        kw = {k: (org[k] or None) if k != "bucket" else str(org[k])
-              for k in ("bucket", "stream", "keys", "api", "deliver", "domain") if k in org}
+        kw: dict[str, Any] = {k: (org[k] or None) if k != "bucket" else str(org[k])
+                              for k in ("bucket", "stream", "keys", "api", "deliver", "domain") if k in org}
         return _kv.make_origin(**kw)
 
     def _create_bucket(self, bucket, args, **kw):
@@ -1069,8 +1070,8 @@ class Watcher:
         self.array = values_array
         self.init_done = False
         self.gathering = ""
-        self.results = []
-        self.consumer = None
+        self.results: list = []
+        self.consumer: OrderedConsumer | None = None
         self.cmd = f"::tclnats::kvw{next(js.js.ids)}"
         js.js.register(self, self.cmd)
 
@@ -1079,7 +1080,7 @@ class Watcher:
         self.consumer = OrderedConsumer(self.js, ordered, self.ns, self._on_msg, False,
                                         on_created=lambda info: self._events(self.state.on_consumer_created(info)))
         # nats-tcl's watch throws BucketNotFound (without Err) for a missing bucket
-        rid = self.consumer.start()
+        rid = self.consumer.start()  # (type checkers: set just above)
         self.conn.map_error(rid, "ErrStreamNotFound", "BucketNotFound", f"Bucket {self.bucket} not found")
         return rid
 

@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         os.execvpe(tclsh, [tclsh, *args], env)
     opt = args.pop(0)
+    port: int | None
     if "=" in opt:
         port = int(opt.split("=", 1)[1])
     else:

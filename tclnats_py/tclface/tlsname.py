@@ -33,7 +33,7 @@ def names_in(pem: str) -> tuple[list[str], list[str], list[str]]:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(pem)
-        decoded = ssl._ssl._test_decode_cert(path)  # the stdlib's own X.509 decoder
+        decoded = ssl._ssl._test_decode_cert(path)  # type: ignore[attr-defined]  # the stdlib's own X.509 decoder
     except (ssl.SSLError, OSError, ValueError) as e:
         raise make_error("ErrTLS", f"Cannot read the server's certificate: {e}") from None
     finally:

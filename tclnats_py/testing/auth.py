@@ -26,6 +26,7 @@ import json
 import os
 import secrets
 import time
+from typing import Any
 from dataclasses import dataclass, field
 
 import nkeys
@@ -266,9 +267,10 @@ def user_claims(user: KeyPair, name: str, pub_allow=None, pub_deny=None, sub_all
             p["deny"] = list(deny)
         return p
 
-    claims = {"name": name, "sub": user.public_key,
-              "nats": {"pub": perm(pub_allow, pub_deny), "sub": perm(sub_allow, sub_deny),
-                       "subs": -1, "data": -1, "payload": -1, "type": "user", "version": 2}}
+    claims: dict[str, Any] = {"name": name, "sub": user.public_key,
+                              "nats": {"pub": perm(pub_allow, pub_deny), "sub": perm(sub_allow, sub_deny),
+                                       "subs": -1, "data": -1, "payload": -1, "type": "user",
+                                       "version": 2}}
     if expires is not None:
         claims["exp"] = int(expires)
     return claims

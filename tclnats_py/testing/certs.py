@@ -83,7 +83,7 @@ def _validity():
 
 
 def _san(hosts) -> x509.SubjectAlternativeName:
-    entries = []
+    entries: list[x509.GeneralName] = []
     for h in hosts:
         try:
             entries.append(x509.IPAddress(ipaddress.ip_address(h)))
@@ -233,8 +233,10 @@ def client_context(paths: dict | None = None, client_cert: bool = False, ca: str
     """An :class:`ssl.SSLContext` for a client trusting ``ca`` (default
     ``paths['ca']``), presenting the client certificate when ``client_cert``."""
     import ssl
-    ctx = ssl.create_default_context(cafile=ca or paths["ca"])
+    if paths is None and (ca is None or client_cert):
+        raise ValueError("client_context: paths (from make_certs) are needed for the CA or the client certificate")
+    ctx = ssl.create_default_context(cafile=ca or paths["ca"])  # type: ignore[index]
     if client_cert:
-        ctx.load_cert_chain(paths["client_cert"], paths["client_key"])
+        ctx.load_cert_chain(paths["client_cert"], paths["client_key"])  # type: ignore[index]
     return ctx
 

@@ -168,7 +168,8 @@ class NatsServer:
 
     @property
     def pid(self) -> int | None:
-        return self.proc.pid if self.is_running else None
+        proc = self.proc
+        return proc.pid if proc is not None and proc.poll() is None else None
 
     def __repr__(self) -> str:
         state = "running" if self.is_running else "stopped"

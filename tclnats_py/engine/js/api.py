@@ -20,6 +20,7 @@ import calendar
 import datetime
 import json
 import re
+from typing import Any, Generator, TypeVar
 
 from tclnats_py.errors import NatsError, error_class, make_error
 from tclnats_py.engine.subjects import valid_subject, valid_token, valid_wildcard_subject
@@ -27,10 +28,15 @@ from tclnats_py.engine.subjects import valid_subject, valid_token, valid_wildcar
 __all__ = [
     "DEFAULT_API_PREFIX", "api_prefix", "JsApi", "Request", "Publish", "Batch", "advance", "run_sync",
     "check_js_error", "error_from_api", "parse_json", "api_call", "ns2ms", "ms2ns", "iso_to_ms",
-    "ms_to_iso", "filename_safe", "check_name", "StoredMsg", "JS_ERRORS", "JsonFloat", "loads",
+    "ms_to_iso", "filename_safe", "check_name", "StoredMsg", "JS_ERRORS", "JsonFloat", "loads", "Op",
 ]
 
 DEFAULT_API_PREFIX = "$JS.API"
+
+_T = TypeVar("_T")
+#: An operation: a generator that yields the steps it needs (Request,
+#: Publish, Batch), is sent their replies, and returns its result.
+Op = Generator[Any, Any, _T]
 
 
 def api_prefix(domain: str | None = None, prefix: str | None = None) -> str:
@@ -145,7 +151,7 @@ def run_sync(op, handler):
 # ---------------------------------------------------------------- errors
 # API error (code, err_code) -> the error nats-tcl documents (JsAPI.md "Error
 # handling"); every other API error is ErrJSResponse.
-JS_ERRORS = {
+JS_ERRORS: dict[tuple, str] = {
     (400, 10071): "ErrWrongLastSequence",
     (404, 10014): "ErrConsumerNotFound",
     (404, 10037): "ErrMsgNotFound",
@@ -457,12 +463,12 @@ class JsApi:
             resp.pop(k, None)
         return resp
 
-    def stream_delete(self, stream: str) -> bool:
+    def stream_delete(self, stream: str) -> Op[bool]:
         check_name("stream", stream)
         return bool((yield from self.call(f"STREAM.DELETE.{stream}")).get("success"))
 
     def stream_purge(self, stream: str, filter: str | None = None, keep: int | None = None,
-                     seq: int | None = None) -> int:
+                     seq: int | None = None) -> Op[int]:
         """ADR-10: all messages, or those on ``filter``, up to ``seq``
         (exclusive), or all but the last ``keep``; returns how many went."""
         check_name("stream", stream)
@@ -488,17 +494,17 @@ class JsApi:
             if not items or len(out) >= total:
                 return out
 
-    def stream_names(self, subject: str | None = None) -> list:
+    def stream_names(self, subject: str | None = None) -> Op[list]:
         if subject is not None and not valid_wildcard_subject(subject):
             raise make_error("ErrBadSubject", f"Invalid subject {subject}")
         return (yield from self._paged("STREAM.NAMES", "streams", _opt(subject=subject)))
 
-    def stream_list(self, subject: str | None = None) -> list:
+    def stream_list(self, subject: str | None = None) -> Op[list]:
         return (yield from self._paged("STREAM.LIST", "streams", _opt(subject=subject)))
 
     # -------------------------------------------------------- messages
     def msg_get(self, stream: str, seq: int | None = None, last_by_subj: str | None = None,
-                next_by_subj: str | None = None) -> StoredMsg:
+                next_by_subj: str | None = None) -> Op[StoredMsg]:
         check_name("stream", stream)
         _check_get(seq, last_by_subj, next_by_subj)
         resp = yield from self.call(f"STREAM.MSG.GET.{stream}",
@@ -515,11 +521,11 @@ class JsApi:
         return self.request(f"DIRECT.GET.{stream}", _opt(seq=seq, next_by_subj=next_by_subj))
 
     def direct_get(self, stream: str, seq: int | None = None, last_by_subj: str | None = None,
-                   next_by_subj: str | None = None) -> StoredMsg:
+                   next_by_subj: str | None = None) -> Op[StoredMsg]:
         reply = yield self.direct_get_request(stream, seq, last_by_subj, next_by_subj)
         return stored_from_direct(reply, stream)
 
-    def msg_delete(self, stream: str, seq: int, no_erase: bool = True) -> bool:
+    def msg_delete(self, stream: str, seq: int, no_erase: bool = True) -> Op[bool]:
         check_name("stream", stream)
         if not isinstance(seq, int) or isinstance(seq, bool):
             raise make_error("ErrInvalidArg", "Option seq is required")
@@ -594,16 +600,16 @@ class JsApi:
         check_name("consumer", consumer)
         return (yield from self.call(f"CONSUMER.INFO.{stream}.{consumer}"))
 
-    def consumer_delete(self, stream: str, consumer: str) -> bool:
+    def consumer_delete(self, stream: str, consumer: str) -> Op[bool]:
         check_name("stream", stream)
         check_name("consumer", consumer)
         return bool((yield from self.call(f"CONSUMER.DELETE.{stream}.{consumer}")).get("success"))
 
-    def consumer_names(self, stream: str) -> list:
+    def consumer_names(self, stream: str) -> Op[list]:
         check_name("stream", stream)
         return (yield from self._paged(f"CONSUMER.NAMES.{stream}", "consumers", {}))
 
-    def consumer_list(self, stream: str) -> list:
+    def consumer_list(self, stream: str) -> Op[list]:
         check_name("stream", stream)
         return (yield from self._paged(f"CONSUMER.LIST.{stream}", "consumers", {}))
 

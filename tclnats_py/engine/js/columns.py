@@ -15,6 +15,7 @@ then taking the columns from them.  Sans-IO like the rest of the engine.
 from __future__ import annotations
 
 from array import array
+from typing import Any
 
 from tclnats_py.engine.connection import Msg, server_error
 from tclnats_py.engine.headers import parse_headers
@@ -69,9 +70,12 @@ def scan_deliveries(buf: bytes, cols: Columns, last: int, sid: bytes = b"1"):
     bytes (one memchr for the end of the control line, one split, one split
     of the reply), about half the work per message of parsing into frames and
     then taking the columns from them."""
-    events = []
+    events: list = []
     pos = 0
     n = len(buf)
+    seq: Any  # the digits of a reply token, then their int
+    size: Any
+    hsize: Any
     find = buf.find
     add_subject, add_data = cols.subject.append, cols.data.append
     add_seq, add_ts = cols.seq.append, cols.ts_ns.append

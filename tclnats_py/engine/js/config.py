@@ -399,14 +399,14 @@ def consumer_config(options: dict, *, unit: str = "ms", extended: bool = False, 
 
 
 # ------------------------------------------------------------ nested objects
-def make_subject_transform(src: str, dest: str) -> dict:
+def make_subject_transform(src: str | None, dest: str | None) -> dict:
     """nats::make_subject_transform (ADR-36)."""
     if not src or not dest:
         _required("src" if not src else "dest")
     return {"src": str(src), "dest": str(dest)}
 
 
-def make_republish(src: str, dest: str, headers_only: bool = False) -> dict:
+def make_republish(src: str | None, dest: str | None, headers_only: bool = False) -> dict:
     """nats::make_republish."""
     if not src or not dest:
         _required("src" if not src else "dest")

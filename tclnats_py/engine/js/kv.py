@@ -17,6 +17,7 @@ Units: entry ``created`` is ms since the epoch (nats-tcl's); configs and
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.js.api import JsApi, check_name, iso_to_ms, ns2ms
@@ -116,7 +117,7 @@ def make_origin(bucket: str, stream: str | None = None, keys=None, domain: str |
         if api is not None:
             raise make_error("ErrInvalidArg", "-domain and -api are mutually exclusive")
         api = f"$JS.{domain}.API"
-    origin = {"bucket": bucket}
+    origin: dict[str, Any] = {"bucket": bucket}
     for k, v in (("stream", stream), ("keys", keys), ("api", api), ("deliver", deliver)):
         if v is not None:
             origin[k] = list(v) if k == "keys" and not isinstance(v, str) else v
@@ -179,7 +180,7 @@ def bucket_config(bucket: str, *, history: int = 1, ttl_ms: int | None = None, m
         raise make_error("ErrInvalidArg", f"Invalid value for the enum compression : {compression}; "
                                           f"allowed values: none s2")
     dup = _DUP_WINDOW_MS if not ttl_ms or ttl_ms >= _DUP_WINDOW_MS else ttl_ms
-    cfg = {"name": stream_name(bucket), "description": description, "subjects": [f"$KV.{bucket}.>"],
+    cfg: dict[str, Any] = {"name": stream_name(bucket), "description": description, "subjects": [f"$KV.{bucket}.>"],
            "retention": "limits", "max_msgs_per_subject": history, "max_bytes": max_bucket_size,
            "max_age": ttl_ms * _NS_MS if ttl_ms else None, "max_msg_size": max_value_size, "storage": storage,
            "num_replicas": num_replicas, "duplicate_window": dup * _NS_MS, "discard": "new", "deny_delete": True,

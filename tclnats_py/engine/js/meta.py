@@ -39,7 +39,7 @@ def seq_time_pending(reply: str, subject: str = "") -> tuple[str, str, str]:
     ``$JS.ACK`` reply, as the digit strings of the subject: what a bulk
     reader keeps of each message, without building the metadata dict.
     ErrNotJSMessage for any other reply (the digits are not checked)."""
-    t = reply.split(".") if reply else ()
+    t = reply.split(".") if reply else []
     if len(t) == 9 and t[0] == "$JS" and t[1] == "ACK":
         return t[5], t[7], t[8]
     _, t = _tokens(reply, subject)

@@ -32,6 +32,7 @@ import binascii
 import datetime
 import hashlib
 import json
+from typing import Any
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.js.api import JsApi, Request
@@ -160,14 +161,14 @@ def link_of(info: dict) -> dict | None:
 def _new_info(bucket: str, name: str, *, nuid: str = "", size: int = 0, chunks: int = 0, digest: str = "",
               description=None, headers=None, metadata=None, chunk_size: int | None = None, link=None,
               deleted: bool = False) -> dict:
-    info = {"name": name}
+    info: dict[str, Any] = {"name": name}
     if description:
         info["description"] = description
     if headers:
         info["headers"] = {k: (list(v) if isinstance(v, (list, tuple)) else [v]) for k, v in headers.items()}
     if metadata:
         info["metadata"] = dict(metadata)
-    opts = {}
+    opts: dict[str, Any] = {}
     if link is not None:
         opts["link"] = link
     elif chunk_size:
@@ -418,7 +419,7 @@ def list_infos(api: JsApi, bucket: str, show_deleted: bool = False):
     """Operation: the ObjectInfo of every object in stream order (the meta
     subjects keep only their latest message: they are rolled up)."""
     check_bucket(bucket)
-    out = []
+    out: list[dict] = []
     seq = 1
     while True:
         msg = yield from _stored_after(api, bucket, seq, meta_filter(bucket))
