@@ -1,0 +1,1 @@
+"""``nats.aio`` of nats-py 2.x: client, msg, subscription and errors modules."""

@@ -1,0 +1,594 @@
+"""``nats.aio.client`` of nats-py 2.x: :class:`Client` over the asyncio face.
+
+``Client()`` then ``await nc.connect(servers, **options)`` with nats-py's
+connect signature.  Once connected the asyncio face's client
+(``tclnats_py.aio.client.Client``) is ``nc._impl``; the engine under it does
+the work.  This class converts: nats-py's arguments to the face's options,
+messages to :class:`~tclnats_py.natspy.aio.msg.Msg`, subscriptions to
+:class:`~tclnats_py.natspy.aio.subscription.Subscription`, and the engine's
+errors to ``nats.errors`` classes (:func:`tclnats_py.natspy.errors.translate`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import re
+import ssl
+from collections import UserString
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, Union
+from urllib.parse import ParseResult, urlparse
+
+from tclnats_py.aio.client import Client as _ImplClient
+from tclnats_py.engine.auth import nkey_public, parse_creds, seed_from_text, sign_nonce
+from tclnats_py.errors import NatsError
+from tclnats_py.natspy import errors
+from tclnats_py.natspy.aio.msg import Msg, headers_from_impl
+from tclnats_py.natspy.aio.subscription import (DEFAULT_SUB_PENDING_BYTES_LIMIT, DEFAULT_SUB_PENDING_MSGS_LIMIT,
+                                                Subscription)
+
+__all__ = ["Client", "RawCredentials", "Server", "ServerVersion", "Credentials", "__version__",
+           "DEFAULT_INBOX_PREFIX", "DEFAULT_PENDING_SIZE", "DEFAULT_DRAIN_TIMEOUT"]
+
+#: the nats-py version whose API this surface serves
+__version__ = "2.15.0"
+__lang__ = "python3"
+
+_log = logging.getLogger("nats.aio.client")
+
+DEFAULT_INBOX_PREFIX = b"_INBOX"
+DEFAULT_PENDING_SIZE = 2 * 1024 * 1024
+DEFAULT_RECONNECT_TIME_WAIT = 2
+DEFAULT_MAX_RECONNECT_ATTEMPTS = 60
+DEFAULT_PING_INTERVAL = 120
+DEFAULT_MAX_OUTSTANDING_PINGS = 2
+DEFAULT_MAX_PAYLOAD_SIZE = 1048576
+DEFAULT_MAX_FLUSHER_QUEUE_SIZE = 1024
+DEFAULT_FLUSH_TIMEOUT = 10
+DEFAULT_CONNECT_TIMEOUT = 2
+DEFAULT_DRAIN_TIMEOUT = 30
+
+
+class RawCredentials(UserString):
+    """The text of a .creds file given as ``user_credentials`` (not a path)."""
+
+
+Credentials = Union[str, Tuple[str, str], RawCredentials, Path]
+
+
+@dataclass
+class Server:
+    """A server of the pool: its URL and how often the client reconnected to it."""
+
+    uri: ParseResult
+    reconnects: int = 0
+
+
+_SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+                     r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+                     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$")
+
+
+class ServerVersion:
+    """A server's semantic version: ``major``, ``minor``, ``patch``,
+    ``prerelease``, ``build`` and ``dev`` (prerelease+build); ValueError for
+    a version that is not semver."""
+
+    def __init__(self, server_version: str) -> None:
+        self._server_version = server_version
+        self._parts: Optional[tuple] = None
+
+    def parse_version(self) -> None:
+        m = _SEMVER.match(self._server_version)
+        if m is None:
+            raise ValueError(f"{self._server_version} is not a valid Semantic Version")
+        pre, build = m.group(4) or "", m.group(5) or ""
+        self._parts = (int(m.group(1)), int(m.group(2)), int(m.group(3)), pre, build,
+                       f"{pre}+{build}" if build else pre)
+
+    def _part(self, i: int):
+        if self._parts is None:
+            self.parse_version()
+        return self._parts[i]  # type: ignore[index]
+
+    major = property(lambda self: self._part(0))
+    minor = property(lambda self: self._part(1))
+    patch = property(lambda self: self._part(2))
+    prerelease = property(lambda self: self._part(3))
+    build = property(lambda self: self._part(4))
+    dev = property(lambda self: self._part(5))
+
+    def __repr__(self) -> str:
+        return f"<nats server v{self._server_version}>"
+
+
+async def _default_error_callback(ex: Exception) -> None:
+    _log.error("nats: encountered error", exc_info=ex)
+
+
+def _uri(server: dict) -> ParseResult:
+    """A pool entry of the engine as nats-py's ParseResult."""
+    user = server.get("user")
+    auth = ""
+    if user is not None:
+        auth = f"{user}:{server.get('password') or ''}@" if server.get("password") is not None else f"{user}@"
+    elif server.get("auth_token"):
+        auth = f"{server['auth_token']}@"
+    return urlparse(f"{server['scheme']}://{auth}{server['host']}:{server['port']}")
+
+
+def _read_text(path) -> str:
+    with open(path, "r", encoding="utf-8") as f:
+        return f.read()
+
+
+def _jwt_of(text: str) -> str:
+    """The user JWT of a .creds text, or the text itself when it is a bare JWT."""
+    if "BEGIN NATS USER JWT" in text:
+        lines = [ln.strip() for ln in text.splitlines()]
+        for i, ln in enumerate(lines):
+            if "BEGIN NATS USER JWT" in ln and i + 1 < len(lines):
+                return lines[i + 1]
+    return text.strip()
+
+
+class Client:
+    """A nats-py ``Client`` (``nats.NATS``) whose connection is tclnats_py's engine."""
+
+    msg_class: type = Msg
+
+    DISCONNECTED = 0
+    CONNECTED = 1
+    CLOSED = 2
+    RECONNECTING = 3
+    CONNECTING = 4
+    DRAINING_SUBS = 5
+    DRAINING_PUBS = 6
+
+    def __repr__(self) -> str:
+        return f"<nats client v{__version__}>"
+
+    def __init__(self) -> None:
+        self._impl: Optional[_ImplClient] = None
+        self._error_cb: Callable[[Exception], Awaitable[None]] = _default_error_callback
+        self._disconnected_cb = None
+        self._closed_cb = None
+        self._discovered_server_cb = None
+        self._reconnected_cb = None
+        self._lame_duck_mode_cb = None
+        self._draining = 0  # 0, DRAINING_SUBS or DRAINING_PUBS
+        self._closed_explicitly = False
+        self._drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
+        self._err: Optional[BaseException] = None
+        self._inbox_prefix = bytearray(DEFAULT_INBOX_PREFIX)
+        self._subs: Dict[int, Subscription] = {}
+        self.options: Dict[str, Any] = {}
+        self._stats_base = {"in_msgs": 0, "out_msgs": 0, "in_bytes": 0, "out_bytes": 0, "reconnects": 0,
+                            "errors_received": 0}
+
+    # ------------------------------------------------------------ connect
+    async def connect(
+        self,
+        servers: Union[str, List[str]] = "nats://localhost:4222",
+        error_cb=None,
+        disconnected_cb=None,
+        closed_cb=None,
+        discovered_server_cb=None,
+        reconnected_cb=None,
+        name: Optional[str] = None,
+        pedantic: bool = False,
+        verbose: bool = False,
+        allow_reconnect: bool = True,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        reconnect_time_wait: float = DEFAULT_RECONNECT_TIME_WAIT,
+        max_reconnect_attempts: int = DEFAULT_MAX_RECONNECT_ATTEMPTS,
+        ping_interval: float = DEFAULT_PING_INTERVAL,
+        max_outstanding_pings: int = DEFAULT_MAX_OUTSTANDING_PINGS,
+        dont_randomize: bool = False,
+        flusher_queue_size: int = DEFAULT_MAX_FLUSHER_QUEUE_SIZE,
+        no_echo: bool = False,
+        tls: Optional[ssl.SSLContext] = None,
+        tls_hostname: Optional[str] = None,
+        tls_handshake_first: bool = False,
+        user: Optional[str] = None,
+        password: Optional[str] = None,
+        token: Optional[Union[str, Callable[[], str]]] = None,
+        drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+        signature_cb=None,
+        user_jwt_cb=None,
+        user_credentials: Optional[Credentials] = None,
+        nkeys_seed: Optional[str] = None,
+        nkeys_seed_str: Optional[str] = None,
+        inbox_prefix: Union[str, bytes] = DEFAULT_INBOX_PREFIX,
+        pending_size: int = DEFAULT_PENDING_SIZE,
+        flush_timeout: Optional[float] = None,
+        ws_connection_headers: Optional[Dict[str, List[str]]] = None,
+        reconnect_to_server_handler=None,
+        lame_duck_mode_cb=None,
+    ) -> None:
+        """Connect as nats-py does (its argument names, seconds); raises
+        nats.errors classes (NoServersError, TimeoutError, ...), OSError or
+        ssl.SSLError as nats-py would."""
+        for cb in (error_cb, disconnected_cb, closed_cb, reconnected_cb, discovered_server_cb, lame_duck_mode_cb):
+            if cb and not inspect.iscoroutinefunction(cb):
+                raise errors.InvalidCallbackTypeError()
+        if ws_connection_headers is not None or reconnect_to_server_handler is not None:
+            raise errors.Error("ws_connection_headers and reconnect_to_server_handler are not implemented "
+                               "by tclnats_py's nats-py surface")
+        self._error_cb = error_cb or _default_error_callback
+        self._disconnected_cb = disconnected_cb
+        self._closed_cb = closed_cb
+        self._discovered_server_cb = discovered_server_cb
+        self._reconnected_cb = reconnected_cb
+        self._lame_duck_mode_cb = lame_duck_mode_cb
+        if isinstance(inbox_prefix, str):
+            inbox_prefix = inbox_prefix.encode()
+        self._inbox_prefix = bytearray(inbox_prefix)
+        self._drain_timeout = drain_timeout
+        self.options.update(verbose=verbose, pedantic=pedantic, name=name, allow_reconnect=allow_reconnect,
+                            dont_randomize=dont_randomize, reconnect_time_wait=reconnect_time_wait,
+                            max_reconnect_attempts=max_reconnect_attempts, ping_interval=ping_interval,
+                            max_outstanding_pings=max_outstanding_pings, no_echo=no_echo, user=user,
+                            password=password, token=token, connect_timeout=connect_timeout,
+                            drain_timeout=drain_timeout, tls_handshake_first=tls_handshake_first)
+        if tls:
+            self.options["tls"] = tls
+        if tls_hostname:
+            self.options["tls_hostname"] = tls_hostname
+
+        opts: Dict[str, Any] = dict(
+            name=name or "", pedantic=pedantic, verbose=verbose, allow_reconnect=allow_reconnect,
+            connect_timeout=connect_timeout, reconnect_time_wait=reconnect_time_wait,
+            max_reconnect_attempts=max_reconnect_attempts, ping_interval=ping_interval,
+            max_outstanding_pings=max_outstanding_pings, dont_randomize=dont_randomize, no_echo=no_echo,
+            drain_timeout=drain_timeout, pending_size=pending_size, inbox_prefix=inbox_prefix.decode(),
+            error_cb=self._on_error, disconnected_cb=self._on_disconnected, closed_cb=self._on_closed,
+            reconnected_cb=self._on_reconnected, discovered_server_cb=self._on_discovered,
+            lame_duck_mode_cb=self._on_ldm, tls_handshake_first=tls_handshake_first,
+        )
+        if flush_timeout is not None:
+            opts["flush_timeout"] = flush_timeout
+        if tls is not None:
+            opts["tls"] = tls
+        if tls_hostname:
+            opts["tls_hostname"] = tls_hostname
+        if user:
+            opts["user"] = user
+        if password:
+            opts["password"] = password
+        if token:
+            opts["token"] = token() if callable(token) else token
+        self._auth_options(opts, signature_cb, user_jwt_cb, user_credentials, nkeys_seed, nkeys_seed_str)
+        impl = _ImplClient()
+        try:
+            impl._configure(servers if isinstance(servers, (list, tuple)) else [servers], opts)
+        except NatsError as e:
+            raise errors.translate(e) from e
+        self._impl = impl
+        self._closed_explicitly = False
+        try:
+            await impl.connect()
+        except NatsError as e:
+            self._err = errors.translate(e)
+            raise self._err from e
+
+    def _auth_options(self, opts, signature_cb, user_jwt_cb, user_credentials, nkeys_seed, nkeys_seed_str) -> None:
+        """nats-py's credentials forms as the face's options."""
+        if signature_cb is not None or user_jwt_cb is not None:
+            opts["signature_cb"] = signature_cb
+            opts["user_jwt_cb"] = user_jwt_cb
+        if user_credentials is not None:
+            creds = user_credentials
+            if isinstance(creds, RawCredentials):
+                jwt, seed = parse_creds(str(creds), "raw credentials")
+                opts["user_jwt_cb"] = lambda: jwt
+                opts["signature_cb"] = lambda nonce: sign_nonce(seed, nonce)
+            elif isinstance(creds, tuple):
+                jwt_file, seed_file = creds
+
+                def jwt_cb() -> str:
+                    return _jwt_of(_read_text(jwt_file))
+
+                def sig_cb(nonce: str) -> str:
+                    seed = seed_from_text(_read_text(seed_file))
+                    if seed is None:
+                        raise errors.InvalidUserCredentialsError()
+                    return sign_nonce(seed, nonce)
+                opts["user_jwt_cb"] = jwt_cb
+                opts["signature_cb"] = sig_cb
+            else:
+                opts["user_credentials"] = str(creds)
+        if nkeys_seed is not None:
+            opts["nkeys_seed"] = nkeys_seed
+        if nkeys_seed_str is not None:
+            opts["nkeys_seed_str"] = nkeys_seed_str
+
+    # ------------------------------------------------------------ callbacks (the face -> nats-py's)
+    async def _on_error(self, e) -> None:
+        err = errors.translate(e)
+        if isinstance(err, errors.SlowConsumerError):
+            err.sub = self._subs.get(err.sid)
+        self._err = err
+        await self._error_cb(err)
+
+    async def _on_disconnected(self) -> None:
+        if self._disconnected_cb is not None:
+            await self._disconnected_cb()
+
+    async def _on_reconnected(self) -> None:
+        if self._reconnected_cb is not None:
+            await self._reconnected_cb()
+
+    async def _on_closed(self) -> None:
+        if self._closed_cb is not None:
+            await self._closed_cb()
+
+    async def _on_discovered(self) -> None:
+        if self._discovered_server_cb is not None:
+            await self._discovered_server_cb()
+
+    async def _on_ldm(self) -> None:
+        if self._lame_duck_mode_cb is not None:
+            await self._lame_duck_mode_cb()
+
+    # ------------------------------------------------------------ state
+    def _need_impl(self) -> _ImplClient:
+        if self._impl is None:
+            raise errors.ConnectionClosedError()
+        return self._impl
+
+    @property
+    def _status(self) -> int:
+        impl = self._impl
+        if impl is None:
+            return Client.DISCONNECTED
+        if self._draining and not impl.is_closed:
+            return self._draining
+        return {"connected": Client.CONNECTED, "closed": Client.CLOSED, "reconnecting": Client.RECONNECTING,
+                "connecting": Client.CONNECTING}.get(impl.status, Client.DISCONNECTED)
+
+    @property
+    def is_closed(self) -> bool:
+        return self._status == Client.CLOSED
+
+    @property
+    def is_reconnecting(self) -> bool:
+        return self._status == Client.RECONNECTING
+
+    @property
+    def is_connected(self) -> bool:
+        return self._status == Client.CONNECTED or self.is_draining
+
+    @property
+    def is_connecting(self) -> bool:
+        return self._status == Client.CONNECTING
+
+    @property
+    def is_draining(self) -> bool:
+        return self._status in (Client.DRAINING_SUBS, Client.DRAINING_PUBS)
+
+    @property
+    def is_draining_pubs(self) -> bool:
+        return self._status == Client.DRAINING_PUBS
+
+    @property
+    def stats(self) -> Dict[str, int]:
+        s = dict(self._stats_base)
+        if self._impl is not None:
+            s.update(self._impl.stats)
+        return s
+
+    @property
+    def _server_info(self) -> Dict[str, Any]:
+        return self._impl.server_info if self._impl is not None else {}
+
+    @property
+    def max_payload(self) -> int:
+        return self._server_info.get("max_payload", DEFAULT_MAX_PAYLOAD_SIZE)
+
+    @property
+    def client_id(self) -> Optional[int]:
+        return self._server_info.get("client_id")
+
+    @property
+    def client_ip(self) -> Optional[str]:
+        return self._server_info.get("client_ip")
+
+    @property
+    def last_error(self) -> Optional[BaseException]:
+        return self._err
+
+    @property
+    def pending_data_size(self) -> int:
+        return self._impl.pending_data_size if self._impl is not None else 0
+
+    @property
+    def connected_url(self) -> Optional[ParseResult]:
+        impl = self._impl
+        if impl is None or not impl.is_connected:
+            return None
+        cur = impl.engine.pool.current
+        return _uri(cur.as_dict()) if cur is not None else None
+
+    @property
+    def servers(self) -> List[ParseResult]:
+        return [_uri(s) for s in self._impl.all_servers] if self._impl is not None else []
+
+    @property
+    def discovered_servers(self) -> List[ParseResult]:
+        if self._impl is None:
+            return []
+        return [_uri(s) for s in self._impl.all_servers if s.get("discovered") == "true"]
+
+    @property
+    def server_pool(self) -> List[Server]:
+        if self._impl is None:
+            return []
+        return [Server(uri=_uri(s), reconnects=s.get("reconnects", 0)) for s in self._impl.all_servers]
+
+    @property
+    def connected_server_version(self) -> ServerVersion:
+        return ServerVersion(self._server_info.get("version", "0.0.0-unknown"))
+
+    def new_inbox(self) -> str:
+        """A new unique inbox subject: the inbox prefix, a dot and a NUID."""
+        if self._impl is not None:
+            return self._impl.new_inbox()
+        from tclnats_py.engine.nuid import next_token
+        return f"{self._inbox_prefix.decode()}.{next_token()}"
+
+    # ------------------------------------------------------------ close, drain, flush
+    async def close(self) -> None:
+        """Close the connection (what was published is flushed first)."""
+        impl = self._impl
+        if impl is None or impl.is_closed:
+            return
+        self._closed_explicitly = True
+        for s in list(self._subs.values()):
+            s._impl._pending.clear()
+        self._subs.clear()
+        await impl.close()
+
+    async def drain(self) -> None:
+        """Drain every subscription, flush what was published, then close
+        (nats.errors.DrainTimeoutError past ``drain_timeout``)."""
+        if self.is_draining:
+            return
+        impl = self._impl
+        if impl is None or impl.is_closed:
+            raise errors.ConnectionClosedError()
+        if impl.status == "connecting" or impl.is_reconnecting:
+            raise errors.ConnectionReconnectingError()
+        self._draining = Client.DRAINING_SUBS
+        try:
+            await asyncio.wait_for(impl.drain(self._drain_timeout), self._drain_timeout + 1)
+        except asyncio.TimeoutError:
+            await impl.close()
+            raise errors.DrainTimeoutError() from None
+        except NatsError as e:
+            raise errors.translate(e) from e
+        finally:
+            self._draining = 0
+
+    async def flush(self, timeout: float = DEFAULT_FLUSH_TIMEOUT) -> None:
+        """A PING/PONG round trip (nats.errors.FlushTimeoutError when no PONG in time)."""
+        if timeout <= 0:
+            raise errors.BadTimeoutError()
+        impl = self._impl
+        if impl is None or impl.is_closed:
+            raise errors.ConnectionClosedError()
+        try:
+            await impl.flush(timeout)
+        except NatsError as e:
+            if e.code == "ErrTimeout":
+                raise errors.FlushTimeoutError() from e
+            raise errors.translate(e) from e
+
+    async def rtt(self, timeout: float = DEFAULT_FLUSH_TIMEOUT) -> float:
+        """The round trip time to the server, in seconds."""
+        if timeout <= 0:
+            raise errors.BadTimeoutError()
+        impl = self._need_impl()
+        if impl.is_closed:
+            raise errors.ConnectionClosedError()
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        try:
+            await impl.flush(timeout)
+        except NatsError as e:
+            raise errors.translate(e) from e
+        return loop.time() - start
+
+    # ------------------------------------------------------------ messages
+    async def publish(self, subject: str, payload: bytes = b"", reply: str = "",
+                      headers: Optional[Dict[str, Any]] = None) -> None:
+        """Publish ``payload`` (bytes) to ``subject``."""
+        impl = self._impl
+        if impl is None or impl.is_closed:
+            raise errors.ConnectionClosedError()
+        if self.is_draining_pubs:
+            raise errors.ConnectionDrainingError()
+        if len(payload) > self.max_payload and impl.is_connected:
+            raise errors.MaxPayloadError()
+        try:
+            await impl.publish(subject, payload, reply or None, headers)
+        except NatsError as e:
+            raise errors.translate(e) from e
+
+    async def subscribe(self, subject: str, queue: str = "", cb=None, future: Optional[asyncio.Future] = None,
+                        max_msgs: int = 0, pending_msgs_limit: int = DEFAULT_SUB_PENDING_MSGS_LIMIT,
+                        pending_bytes_limit: int = DEFAULT_SUB_PENDING_BYTES_LIMIT) -> Subscription:
+        """Subscribe; ``cb`` a coroutine function, else read with
+        ``next_msg`` / ``messages``; ``future`` gets the first message."""
+        if not subject or " " in subject:
+            raise errors.BadSubjectError()
+        if queue and " " in queue:
+            raise errors.BadSubjectError()
+        impl = self._impl
+        if impl is None or impl.is_closed:
+            raise errors.ConnectionClosedError()
+        if self.is_draining:
+            raise errors.ConnectionDrainingError()
+        if cb is not None and not (inspect.iscoroutinefunction(cb) or (
+                hasattr(cb, "func") and inspect.iscoroutinefunction(cb.func))):
+            raise errors.Error("nats: must use coroutine for subscriptions")
+        make = Msg._from_impl
+        impl_cb = None
+        if cb is not None:
+            def impl_cb(m, _cb=cb, _make=make, _nc=self):
+                return _cb(_make(_nc, m))
+        elif future is not None:
+            def impl_cb(m, _fut=future, _make=make, _nc=self):
+                if not _fut.done():
+                    _fut.set_result(_make(_nc, m))
+        try:
+            isub = await impl.subscribe(subject, queue or None, impl_cb, max_msgs,
+                                        pending_msgs_limit, pending_bytes_limit)
+        except NatsError as e:
+            raise errors.translate(e) from e
+        sub = Subscription(self, isub, cb, future)
+        isub.natspy_sub = sub
+        self._subs[isub.sid] = sub
+        return sub
+
+    async def request(self, subject: str, payload: bytes = b"", timeout: float = 0.5, old_style: bool = False,
+                      headers: Optional[Dict[str, Any]] = None) -> Msg:
+        """A request; nats.errors.TimeoutError, NoRespondersError."""
+        impl = self._impl
+        if impl is None or impl.is_closed:
+            raise errors.ConnectionClosedError()
+        if self.is_draining_pubs:
+            raise errors.ConnectionDrainingError()
+        try:
+            if old_style:
+                msgs = await impl.request_many(subject, payload, 1, timeout, headers)
+                m = msgs[0]
+            else:
+                m = await impl.request(subject, payload, timeout, headers)
+        except NatsError as e:
+            raise errors.translate(e) from e
+        return Msg._from_impl(self, m)
+
+    # ------------------------------------------------------------ JetStream (the JetStream half)
+    def jetstream(self, **opts) -> Any:
+        """The JetStream context (``tclnats_py.natspy.js.JetStreamContext``)."""
+        from tclnats_py.natspy.js import JetStreamContext
+        return JetStreamContext(self, **opts)
+
+    def jsm(self, **opts) -> Any:
+        """The JetStream manager (``tclnats_py.natspy.js.manager.JetStreamManager``)."""
+        from tclnats_py.natspy.js.manager import JetStreamManager
+        return JetStreamManager(self, **opts)
+
+    # ------------------------------------------------------------ context manager
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+
+__all__ += ["headers_from_impl"]

@@ -1,0 +1,191 @@
+"""``nats.aio.msg`` of nats-py 2.x: :class:`Msg`, a delivered message.
+
+A message of the engine (``tclnats_py.aio`` face) becomes a :class:`Msg`
+with :meth:`Msg._from_impl`: headers as nats-py shows them (a plain
+``dict`` of ``str``, the last value of a repeated key; an inline status under
+``Status`` and ``Description``).  The JetStream acknowledgements publish the
+bodies of the JetStream protocol to the reply subject; the metadata comes from
+the engine's reply-subject parser (``tclnats_py.engine.js.meta``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, Optional, Union
+
+from tclnats_py.natspy.errors import Error, MsgAlreadyAckdError, NotJSMessageError, translate
+
+if TYPE_CHECKING:
+    from tclnats_py.natspy.aio.client import Client
+
+__all__ = ["Msg"]
+
+
+def headers_from_impl(h) -> Optional[Dict[str, str]]:
+    """The engine's headers (key -> list of values) as nats-py's dict (key -> last value)."""
+    if not h:
+        return None
+    return {k: (v[-1] if v else "") if isinstance(v, list) else v for k, v in dict.items(h)}
+
+
+@dataclass
+class Msg:
+    """A message: ``subject``, ``reply`` ("" when none), ``data`` (bytes),
+    ``headers`` (dict or None); ``respond`` answers it, the ack methods
+    acknowledge a JetStream delivery."""
+
+    _client: Any
+    subject: str = ""
+    reply: str = ""
+    data: bytes = b""
+    headers: Optional[Dict[str, str]] = None
+
+    _metadata: Optional["Msg.Metadata"] = None
+    _ackd: bool = False
+    _sid: Optional[int] = None
+
+    class Ack:
+        """The bodies of JetStream's acknowledgements and the positions of
+        the tokens of a JetStream acknowledgement reply subject."""
+
+        Ack = b"+ACK"
+        Nak = b"-NAK"
+        Progress = b"+WPI"
+        Term = b"+TERM"
+
+        Prefix0 = "$JS"
+        Prefix1 = "ACK"
+        Domain = 2
+        AccHash = 3
+        Stream = 4
+        Consumer = 5
+        NumDelivered = 6
+        StreamSeq = 7
+        ConsumerSeq = 8
+        Timestamp = 9
+        NumPending = 10
+
+    @classmethod
+    def _from_impl(cls, client: "Client", m: Any) -> "Msg":
+        """A Msg for ``client`` (the natspy Client) from the engine's message ``m``."""
+        h = m.headers
+        return cls(client, m.subject, m.reply or "", m.data,
+                   None if not h else headers_from_impl(h), None, False, m.sid)
+
+    @property
+    def header(self) -> Optional[Dict[str, str]]:
+        """The headers (nats-py's other name for them)."""
+        return self.headers
+
+    @property
+    def is_acked(self) -> bool:
+        """A terminal acknowledgement (ack, nak, term) was sent."""
+        return self._ackd
+
+    @property
+    def sid(self) -> int:
+        """The subscription id the message came on."""
+        if self._sid is None:
+            raise Error("sid not set")
+        return self._sid
+
+    async def respond(self, data: bytes) -> None:
+        """Publish ``data`` to the reply subject (with this message's headers, as nats-py)."""
+        if not self.reply:
+            raise Error("no reply subject available")
+        if not self._client:
+            raise Error("client not set")
+        await self._client.publish(self.reply, data, headers=self.headers)
+
+    # ------------------------------------------------------------ JetStream
+    def _check_reply(self) -> None:
+        if not self.reply:
+            raise NotJSMessageError()
+        if self._ackd:
+            raise MsgAlreadyAckdError(self)
+
+    async def ack(self) -> None:
+        """Acknowledge a JetStream delivery."""
+        self._check_reply()
+        await self._client.publish(self.reply)
+        self._ackd = True
+
+    async def ack_sync(self, timeout: float = 1.0) -> "Msg":
+        """Acknowledge and wait for the server's confirmation."""
+        self._check_reply()
+        resp = await self._client.request(self.reply, timeout=timeout)
+        self._ackd = True
+        return resp
+
+    async def nak(self, delay: Union[int, float, None] = None) -> None:
+        """Ask for a redelivery, after ``delay`` seconds when given."""
+        self._check_reply()
+        body = self.Ack.Nak
+        if delay:
+            body += b" " + json.dumps({"delay": int(delay * 1_000_000_000)}).encode()
+        await self._client.publish(self.reply, body)
+        self._ackd = True
+
+    async def in_progress(self) -> None:
+        """Tell the server the message is still being worked on (may repeat)."""
+        if not self.reply:
+            raise NotJSMessageError()
+        await self._client.publish(self.reply, self.Ack.Progress)
+
+    async def term(self) -> None:
+        """Stop redeliveries of this message."""
+        self._check_reply()
+        await self._client.publish(self.reply, self.Ack.Term)
+        self._ackd = True
+
+    @property
+    def metadata(self) -> "Msg.Metadata":
+        """The JetStream metadata of the reply subject (NotJSMessageError otherwise)."""
+        if self._metadata is None:
+            self._metadata = Msg.Metadata._from_reply(self.reply)
+        return self._metadata
+
+    @dataclass(frozen=True)
+    class Metadata:
+        """Stream and consumer sequences, pending and delivered counts,
+        the time of the message, the stream, consumer and domain."""
+
+        sequence: "Msg.Metadata.SequencePair"
+        num_pending: int
+        num_delivered: int
+        timestamp: datetime.datetime
+        stream: str
+        consumer: str
+        domain: Optional[str] = None
+
+        @dataclass(frozen=True)
+        class SequencePair:
+            consumer: int
+            stream: int
+
+        @classmethod
+        def _from_reply(cls, reply: str) -> "Msg.Metadata":
+            from tclnats_py.engine.js.meta import parse_metadata
+            from tclnats_py.errors import NatsError
+            if not reply:
+                raise NotJSMessageError()
+            try:
+                m = parse_metadata(reply)
+            except NatsError as e:
+                raise translate(e) from e
+            # the engine gives milliseconds; the token has nanoseconds
+            ts = m["timestamp"]
+            toks = reply.split(".")
+            raw = toks[7] if len(toks) == 9 else (toks[9] if len(toks) > 9 else None)
+            if raw is not None and raw.isdigit():
+                ts_s = int(raw) / 1_000_000_000.0
+            else:
+                ts_s = ts / 1000.0
+            return cls(
+                sequence=cls.SequencePair(consumer=m["consumer_seq"], stream=m["stream_seq"]),
+                num_pending=m["num_pending"], num_delivered=m["num_delivered"],
+                timestamp=datetime.datetime.fromtimestamp(ts_s, datetime.timezone.utc),
+                stream=m["stream"], consumer=m["consumer"],
+                domain=m.get("domain", "" if len(toks) > 9 else None))

@@ -1,0 +1,137 @@
+"""``nats.aio.subscription`` of nats-py 2.x: :class:`Subscription` over a
+subscription of the asyncio face (``tclnats_py.aio.client.Subscription``,
+kept as ``_impl``).  The queueing, limits, callbacks' task and draining are
+the face's; this class converts messages (:meth:`Msg._from_impl`) and errors
+(:func:`tclnats_py.natspy.errors.translate`)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, AsyncIterator, Optional
+
+from tclnats_py.errors import NatsError
+from tclnats_py.natspy import errors
+from tclnats_py.natspy.aio.msg import Msg
+
+if TYPE_CHECKING:
+    from tclnats_py.natspy.aio.client import Client
+
+__all__ = ["Subscription", "DEFAULT_SUB_PENDING_MSGS_LIMIT", "DEFAULT_SUB_PENDING_BYTES_LIMIT"]
+
+DEFAULT_SUB_PENDING_MSGS_LIMIT = 512 * 1024
+DEFAULT_SUB_PENDING_BYTES_LIMIT = 128 * 1024 * 1024
+
+
+class Subscription:
+    """A subscription: messages go to its callback (a coroutine function), or
+    are read with ``await sub.next_msg(timeout)`` / ``async for msg in sub.messages``."""
+
+    def __init__(self, conn: "Client", impl: Any, cb=None, future: Optional[asyncio.Future] = None) -> None:
+        self._conn = conn
+        self._impl = impl
+        self._cb = cb
+        self._future = future
+        self._jsi: Any = None  # the JetStream half's per-subscription state
+
+    def __repr__(self) -> str:
+        return f"<nats subscription sid={self._impl.sid} subject={self._impl.subject!r}>"
+
+    # ------------------------------------------------------------ state
+    @property
+    def _id(self) -> int:
+        return self._impl.sid
+
+    @property
+    def subject(self) -> str:
+        return self._impl.subject
+
+    @property
+    def queue(self) -> str:
+        return self._impl.queue
+
+    @property
+    def pending_msgs(self) -> int:
+        """Messages received and not handed out yet."""
+        return self._impl.pending_msgs
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of the messages received and not handed out yet."""
+        return self._impl.pending_bytes
+
+    @property
+    def delivered(self) -> int:
+        """Messages received for this subscription."""
+        return self._impl.received
+
+    @property
+    def messages(self) -> AsyncIterator[Msg]:
+        """``async for msg in sub.messages``: the messages until the subscription ends."""
+        if self._cb is not None or self._future is not None:
+            raise errors.Error("cannot iterate over messages with a non iteration subscription type")
+        return _Messages(self)
+
+    # ------------------------------------------------------------ API
+    async def next_msg(self, timeout: Optional[float] = 1.0) -> Msg:
+        """The next message; nats.errors.TimeoutError after ``timeout`` seconds
+        (None: wait for good), ConnectionClosedError once the client is closed."""
+        if self._conn.is_closed:
+            raise errors.ConnectionClosedError()
+        if self._cb is not None:
+            raise errors.Error("nats: next_msg cannot be used in async subscriptions")
+        try:
+            m = await self._impl.next_msg(timeout)
+        except NatsError as e:
+            if self._conn.is_closed:
+                raise errors.ConnectionClosedError() from e
+            if e.code == "ErrBadSubscription":
+                # ended and empty: nothing will come (nats-py waits for its timeout)
+                raise errors.TimeoutError() from e
+            raise errors.translate(e) from e
+        return Msg._from_impl(self._conn, m)
+
+    async def unsubscribe(self, limit: int = 0) -> None:
+        """Stop now (what is queued is dropped), or after ``limit`` messages in all."""
+        self._check_usable()
+        try:
+            await self._impl.unsubscribe(limit)
+        except NatsError as e:
+            raise errors.translate(e) from e
+        if limit == 0:
+            self._impl._pending.clear()
+            self._impl._pending_bytes = 0
+            if self._impl._task is not None and not self._impl._task.done():
+                self._impl._task.cancel()
+
+    async def drain(self) -> None:
+        """Stop interest, let the messages on their way be handled, then end."""
+        self._check_usable()
+        try:
+            await self._impl.drain(self._conn._drain_timeout)
+        except NatsError as e:
+            raise errors.translate(e) from e
+
+    def _check_usable(self) -> None:
+        if self._conn.is_closed:
+            raise errors.ConnectionClosedError()
+        if self._conn.is_draining:
+            raise errors.ConnectionDrainingError()
+        if not self._impl.is_active:
+            raise errors.BadSubscriptionError()
+
+
+class _Messages:
+    """The async iterator of :attr:`Subscription.messages`."""
+
+    __slots__ = ("_sub",)
+
+    def __init__(self, sub: Subscription) -> None:
+        self._sub = sub
+
+    def __aiter__(self) -> "_Messages":
+        return self
+
+    async def __anext__(self) -> Msg:
+        sub = self._sub
+        m = await sub._impl.__anext__()
+        return Msg._from_impl(sub._conn, m)

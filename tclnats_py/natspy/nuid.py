@@ -1,0 +1,33 @@
+"""``nats.nuid`` of nats-py 2.x: :class:`NUID` over the engine's NUID
+(``tclnats_py.engine.nuid``); ``next()`` gives a ``bytearray`` of 22
+characters, as nats-py's does."""
+
+from __future__ import annotations
+
+from tclnats_py.engine.nuid import Nuid
+
+__all__ = ["NUID", "DIGITS", "BASE", "PREFIX_LENGTH", "SEQ_LENGTH", "TOTAL_LENGTH", "MAX_SEQ"]
+
+DIGITS = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+BASE = 62
+PREFIX_LENGTH = 12
+SEQ_LENGTH = 10
+TOTAL_LENGTH = PREFIX_LENGTH + SEQ_LENGTH
+MAX_SEQ = BASE ** SEQ_LENGTH
+
+
+class NUID:
+    """Unique tokens: a random prefix and a sequence advancing by a random step."""
+
+    def __init__(self) -> None:
+        self._nuid = Nuid()
+
+    def next(self) -> bytearray:
+        return bytearray(self._nuid.next().encode())
+
+    def randomize_prefix(self) -> None:
+        self._nuid._randomize()
+
+    @property
+    def _prefix(self) -> bytearray:
+        return bytearray(self._nuid._prefix.encode())
