@@ -1,0 +1,261 @@
+"""``nats.js.manager`` of nats-py 2.x: :class:`JetStreamManager`, the
+management calls (streams, consumers, messages, account) over the engine's
+JetStream operations (``tclnats_py.engine.js.api``), stepped by the asyncio
+face's JetStream (``tclnats_py.aio.jetstream.JetStream._run``).
+
+This layer converts: nats-py's argument names and ``nats.js.api`` dataclasses
+in (their ``as_dict()`` is the request body), dataclasses out
+(``from_response``), the engine's errors to ``nats.js.errors`` classes.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+from tclnats_py.engine.js import api as _eng
+from tclnats_py.errors import NatsError
+from tclnats_py.natspy import errors as _core
+from tclnats_py.natspy.js import api
+from tclnats_py.natspy.js import errors as _jserr
+
+if TYPE_CHECKING:
+    from tclnats_py.aio.jetstream import JetStream as _ImplJS
+
+__all__ = ["JetStreamManager"]
+
+
+def translate(exc: BaseException) -> BaseException:
+    """An engine error as the nats-py class (JetStream classes first, then the core ones)."""
+    out = _jserr.translate(exc)
+    if out is exc:
+        out = _core.translate(exc)
+    return out
+
+
+def check_stream_name(name: Any) -> None:
+    """nats-py's ValueError for a missing or not filename-safe stream name (ADR-6, the engine's rule)."""
+    if not name:
+        raise ValueError("nats: stream name is required")
+    if not _eng.filename_safe(name):
+        raise ValueError(f"nats: invalid stream name: {name!r}")
+
+
+def check_consumer_name(name: Any) -> None:
+    if not name:
+        raise ValueError("nats: consumer name is required")
+    if not _eng.filename_safe(name):
+        raise ValueError(f"nats: invalid consumer name: {name!r}")
+
+
+def _ms(timeout: Optional[float]) -> Optional[int]:
+    return None if timeout is None else max(1, int(timeout * 1000))
+
+
+def _headers_last(h: Any) -> Optional[Dict[str, str]]:
+    """The engine's headers (key -> list) as nats-py shows them: key -> the last value, None when empty."""
+    if not h:
+        return None
+    out = {}
+    for k, v in dict.items(h):
+        out[k] = (v[-1] if v else "") if isinstance(v, list) else v
+    return out or None
+
+
+def _utc(text: str) -> Optional[datetime.datetime]:
+    return api.parse_time(text) if text else None
+
+
+class JetStreamManager:
+    """Management of streams and consumers: ``nc.jsm()`` (and every
+    ``nc.jetstream()``, which extends it)."""
+
+    def __init__(self, conn: Any, prefix: str = api.DEFAULT_PREFIX, timeout: float = 5,
+                 domain: Optional[str] = None) -> None:
+        if domain is not None:
+            prefix = f"$JS.{domain}.API"
+        self._prefix = prefix
+        self._nc = conn
+        self._timeout = timeout
+        self._impl_js: Optional["_ImplJS"] = None
+
+    # ------------------------------------------------------------ driving the engine
+    @property
+    def _js(self) -> "_ImplJS":
+        """The asyncio face's JetStream on the connection (made when first needed: after connect)."""
+        impl = self._impl_js
+        if impl is None or impl.client is not self._nc._impl:
+            from tclnats_py.aio.jetstream import JetStream
+            impl = self._impl_js = JetStream(self._nc._impl, api_prefix=self._prefix, timeout=self._timeout)
+        return impl
+
+    async def _run(self, op: Any) -> Any:
+        """Run an engine operation; its errors as nats-py's."""
+        try:
+            return await self._js._run(op)
+        except NatsError as e:
+            raise translate(e) from e
+
+    async def _api(self, tail: str, body: Any = None, timeout: Optional[float] = None,
+                   check_subject: bool = True) -> Dict[str, Any]:
+        """One API call by subject tail (``STREAM.INFO.S``); the checked JSON reply."""
+        return await self._run(self._js.jsapi.call(tail, body, _ms(timeout), check_subject))
+
+    # ------------------------------------------------------------ account
+    async def account_info(self) -> api.AccountInfo:
+        return api.AccountInfo.from_response(await self._run(self._js.jsapi.account_info()))
+
+    async def find_stream_name_by_subject(self, subject: str) -> str:
+        """The first stream with a subject matching ``subject``; NotFoundError."""
+        names = await self._run(self._js.jsapi.stream_names(subject))
+        if not names:
+            raise _jserr.NotFoundError()
+        return names[0]
+
+    # ------------------------------------------------------------ streams
+    async def stream_info(self, name: str, subjects_filter: Optional[str] = None) -> api.StreamInfo:
+        check_stream_name(name)
+        resp = await self._run(self._js.jsapi.stream_info(name, subjects_filter or None))
+        return api.StreamInfo.from_response(resp)
+
+    def _stream_config(self, config: Optional[api.StreamConfig], params: Dict[str, Any]) -> api.StreamConfig:
+        if config is None:
+            config = api.StreamConfig()
+        config = config.evolve(**params)
+        check_stream_name(config.name)
+        return config
+
+    async def add_stream(self, config: Optional[api.StreamConfig] = None, **params: Any) -> api.StreamInfo:
+        config = self._stream_config(config, params)
+        return api.StreamInfo.from_response(await self._run(self._js.jsapi.stream_create(config.as_dict())))
+
+    async def update_stream(self, config: Optional[api.StreamConfig] = None, **params: Any) -> api.StreamInfo:
+        config = self._stream_config(config, params)
+        return api.StreamInfo.from_response(await self._run(self._js.jsapi.stream_update(config.as_dict())))
+
+    async def delete_stream(self, name: str) -> bool:
+        check_stream_name(name)
+        return await self._run(self._js.jsapi.stream_delete(name))
+
+    async def purge_stream(self, name: str, seq: Optional[int] = None, subject: Optional[str] = None,
+                           keep: Optional[int] = None) -> bool:
+        check_stream_name(name)
+        body = {k: v for k, v in (("seq", seq), ("filter", subject), ("keep", keep)) if v}
+        return bool((await self._api(f"STREAM.PURGE.{name}", body)).get("success"))
+
+    async def streams_info(self, offset: int = 0) -> List[api.StreamInfo]:
+        """One page of StreamInfos (the server's page size), from ``offset``."""
+        resp = await self._api("STREAM.LIST", {"offset": offset})
+        return [api.StreamInfo.from_response(s) for s in resp.get("streams") or []]
+
+    async def streams_info_iterator(self, offset: int = 0) -> api.StreamsListIterator:
+        resp = await self._api("STREAM.LIST", {"offset": offset})
+        return api.StreamsListIterator(resp.get("offset", offset), resp.get("total", 0), resp.get("streams") or [])
+
+    # ------------------------------------------------------------ consumers
+    async def consumer_info(self, stream: str, consumer: str, timeout: Optional[float] = None) -> api.ConsumerInfo:
+        check_stream_name(stream)
+        check_consumer_name(consumer)
+        resp = await self._api(f"CONSUMER.INFO.{stream}.{consumer}", None, timeout)
+        return api.ConsumerInfo.from_response(resp)
+
+    async def add_consumer(self, stream: str, config: Optional[api.ConsumerConfig] = None,
+                           timeout: Optional[float] = None, **params: Any) -> api.ConsumerInfo:
+        check_stream_name(stream)
+        if config is None:
+            config = api.ConsumerConfig()
+        config = config.evolve(**params)
+        if config.name:
+            check_consumer_name(config.name)
+        if config.durable_name:
+            check_consumer_name(config.durable_name)
+        # nats-py's subject: a named consumer (server 2.9+) by name (and its one
+        # filter, unless ">" or a wildcard, which this client does not put in a
+        # subject), else a durable by the older DURABLE.CREATE, else ephemeral
+        version = self._nc.connected_server_version
+        check = True
+        if config.name and (version.major, version.minor) >= (2, 9):
+            tail = f"CONSUMER.CREATE.{stream}.{config.name}"
+            fs = config.filter_subject
+            if fs and fs != ">" and "*" not in fs.split(".") and ">" not in fs.split("."):
+                tail += f".{fs}"
+        elif config.durable_name:
+            tail = f"CONSUMER.DURABLE.CREATE.{stream}.{config.durable_name}"
+        else:
+            tail = f"CONSUMER.CREATE.{stream}"
+        body = {"stream_name": stream, "config": config.as_dict()}
+        resp = await self._api(tail, body, timeout or self._timeout, check)
+        return api.ConsumerInfo.from_response(resp)
+
+    async def delete_consumer(self, stream: str, consumer: str) -> bool:
+        check_stream_name(stream)
+        check_consumer_name(consumer)
+        return await self._run(self._js.jsapi.consumer_delete(stream, consumer))
+
+    async def pause_consumer(self, stream: str, consumer: str, pause_until: str,
+                             timeout: Optional[float] = None) -> api.ConsumerPause:
+        """Pause deliveries until ``pause_until`` (RFC 3339; server 2.11+)."""
+        check_stream_name(stream)
+        check_consumer_name(consumer)
+        resp = await self._api(f"CONSUMER.PAUSE.{stream}.{consumer}", {"pause_until": api.format_time(pause_until)},
+                               timeout)
+        return api.ConsumerPause.from_response(resp)
+
+    async def resume_consumer(self, stream: str, consumer: str, timeout: Optional[float] = None) -> api.ConsumerPause:
+        """Resume a paused consumer now (a pause until a time long past)."""
+        return await self.pause_consumer(stream, consumer, "1970-01-01T00:00:00Z", timeout)
+
+    async def consumers_info(self, stream: str, offset: Optional[int] = None) -> List[api.ConsumerInfo]:
+        check_stream_name(stream)
+        resp = await self._api(f"CONSUMER.LIST.{stream}", None if offset is None else {"offset": offset})
+        return [api.ConsumerInfo.from_response(c) for c in resp.get("consumers") or []]
+
+    # ------------------------------------------------------------ messages
+    async def get_msg(self, stream_name: str, seq: Optional[int] = None, subject: Optional[str] = None,
+                      direct: Optional[bool] = False, next: Optional[bool] = False) -> api.RawStreamMsg:
+        """A message by sequence, the last on ``subject``, or (``next``) the
+        first on ``subject`` from ``seq``; ``direct``: by DIRECT.GET."""
+        check_stream_name(stream_name)
+        body: Dict[str, Any] = {}
+        if next:
+            body = {"seq": seq, "next_by_subj": subject}
+        elif subject:
+            body = {"last_by_subj": subject}
+        elif seq:
+            body = {"seq": seq}
+        if direct:
+            return await self._direct_get(stream_name, body)
+        resp = await self._api(f"STREAM.MSG.GET.{stream_name}", body)
+        m = resp.get("message") or {}
+        raw = api.RawStreamMsg.from_response(m)
+        stored = _eng.stored_from_get(resp, stream_name)
+        raw.headers = _headers_last(stored.headers)
+        raw.data = stored.data or None
+        return raw
+
+    async def _direct_get(self, stream: str, body: Dict[str, Any]) -> api.RawStreamMsg:
+        jsapi = self._js.jsapi
+        if set(body) == {"last_by_subj"}:
+            req = jsapi.direct_get_request(stream, last_by_subj=body["last_by_subj"])
+        else:
+            req = jsapi.request(f"DIRECT.GET.{stream}", body)
+        try:
+            reply = await self._nc._impl.request(req.subject, req.payload, timeout=self._timeout)
+        except NatsError as e:
+            raise translate(e) from e  # NoRespondersError: nothing serves direct gets there
+        if reply.status == 404:
+            raise _jserr.NotFoundError()
+        if reply.status:
+            raise _jserr.APIError(code=reply.status, description=reply.description)
+        h = _headers_last(reply.headers) or {}
+        seq = h.get("Nats-Sequence")
+        return api.RawStreamMsg(subject=h.get("Nats-Subject"), seq=int(seq) if seq else None, data=reply.data,
+                                headers=h, stream=h.get("Nats-Stream"), time=_utc(h.get("Nats-Time-Stamp", "")))
+
+    async def delete_msg(self, stream_name: str, seq: int) -> bool:
+        check_stream_name(stream_name)
+        return bool((await self._api(f"STREAM.MSG.DELETE.{stream_name}", {"seq": seq})).get("success"))
+
+    async def get_last_msg(self, stream_name: str, subject: str, direct: Optional[bool] = False) -> api.RawStreamMsg:
+        return await self.get_msg(stream_name, subject=subject, direct=direct)
