@@ -113,7 +113,7 @@ setup(
     # live at the top of the repository and ship inside the package as
     # tclnats_py/tcl/ and tclnats_py/compat/
     package_dir={"tclnats_py.tcl": "tcl", "tclnats_py.compat": "compat"},
-    package_data={"tclnats_py": ["py.typed"], "tclnats_py.tcl": ["*.tcl"], "tclnats_py.compat": ["*.tcl"]},
+    package_data={"tclnats_py": ["py.typed"], "tclnats_py.tcl": ["*.tcl", "v2/*.tcl"], "tclnats_py.compat": ["*.tcl"]},
     ext_modules=[
         Extension("tclnats_py._tclcross", ["tclnats_py/_ext/tclcross.c"]),
         Extension("tclnats_py._tclload", ["tclnats_py/_ext/tclload.c"]),

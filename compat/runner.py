@@ -109,6 +109,15 @@ def find_nats_server() -> str:
         raise PrepareError(str(e)) from None
 
 
+def _server_version(server: str) -> str:
+    """``nats-server --version`` (e.g. 'nats-server: v2.15.1'), or '?'."""
+    try:
+        p = subprocess.run([server, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    return (p.stdout or p.stderr).strip() or "?"
+
+
 def find_tclnats_tclsh() -> str:
     for folder in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
         cand = os.path.join(folder, "tclnats-tclsh")
@@ -234,6 +243,11 @@ def side_env(side: str, paths: dict, base: dict | None = None) -> dict:
     env.pop("NATS_URL", None)
     env.pop("TCLLIBPATH", None)
     env["TCLNATS_COMPAT_SIDE"] = side
+    env.pop("TCLNATS_API", None)
+    api = api_generation(paths.get("nats_tcl_version"))
+    if side != "original" and api != 3:
+        # our sides serve the suite's API generation (tcl/pkgIndex.tcl reads it)
+        env["TCLNATS_API"] = str(api)
     if side == "original":
         env["TCLLIBPATH"] = _tcl_list(paths["original"])
     else:
@@ -248,11 +262,74 @@ if {[catch {package require nats} err]} {
     exit 1
 }
 if {[info exists ::tclnats::provider]} {
-    puts "[lindex $::tclnats::provider 0] [lindex $::tclnats::provider 1]"
+    puts "[lindex $::tclnats::provider 0] [lindex $::tclnats::provider 1] (nats [package present nats])"
 } else {
-    puts "other [package ifneeded nats [package present nats]]"
+    puts "other [package ifneeded nats [package present nats]] (nats [package present nats])"
 }
 """
+
+
+def api_generation(version: str | None) -> int:
+    """The nats-tcl API generation of a suite: 2 for 2.x, else 3 (3.x, unknown)."""
+    try:
+        return 2 if version and int(version.split(".")[0]) == 2 else 3
+    except ValueError:
+        return 3
+
+
+def loaded_version(loaded: str) -> str | None:
+    """The version at the end of a provider() answer: '... (nats 2.0.4)' -> '2.0.4'."""
+    m = re.search(r"\(nats (\S+)\)$", loaded)
+    return m.group(1) if m else None
+
+
+def _is_git(path: str) -> bool:
+    p = subprocess.run(["git", "-C", path, "rev-parse", "--git-dir"], capture_output=True, text=True, check=False)
+    return p.returncode == 0
+
+
+def checkout_tag(checkout: str) -> str | None:
+    """The tag of a git checkout's HEAD (exact match), or None."""
+    if not _is_git(checkout):
+        return None
+    p = subprocess.run(["git", "-C", checkout, "describe", "--tags", "--exact-match", "HEAD"],
+                       capture_output=True, text=True, check=False)
+    return p.stdout.strip() or None if p.returncode == 0 else None
+
+
+def export_tag(checkout: str, tag: str, dest: str) -> str:
+    """``git archive`` of ``tag`` from the repository at ``checkout`` into ``dest``."""
+    os.makedirs(dest, exist_ok=True)
+    arch = subprocess.run(["git", "-C", checkout, "archive", "--format=tar", tag], capture_output=True,
+                          check=False)
+    if arch.returncode != 0:
+        raise PrepareError(f"{checkout}: git archive {tag} failed: "
+                           f"{arch.stderr.decode('utf-8', 'replace').strip()[:300]}")
+    untar = subprocess.run(["tar", "-x", "-C", dest], input=arch.stdout, capture_output=True, check=False)
+    if untar.returncode != 0:
+        raise PrepareError(f"tar -x of {tag} failed: {untar.stderr.decode('utf-8', 'replace').strip()[:300]}")
+    return dest
+
+
+def resolve_checkout(checkout: str, tag: str | None, ws: str) -> tuple[str, str | None]:
+    """The folder to run and its tag.  With ``tag``: that tag of the git
+    repository ``checkout`` (exported into the workspace), or ``checkout``
+    itself when it is not a repository and its package version is the
+    tag's.  Without: ``checkout``, its tag detected from git or from the
+    version its pkgIndex.tcl provides (``v<version>``)."""
+    if tag:
+        if _is_git(checkout):
+            return export_tag(checkout, tag, os.path.join(ws, "checkout")), tag
+        version = _nats_version(checkout)
+        if version is None or tag.lstrip("v") != version:
+            raise PrepareError(f"{checkout} is not a git repository and its pkgIndex.tcl provides nats "
+                               f"{version or '?'}, not {tag}")
+        return checkout, tag
+    detected = checkout_tag(checkout)
+    if detected is None:
+        version = _nats_version(checkout)
+        detected = f"v{version}" if version else None
+    return checkout, detected
 
 
 def provider(cmd: str, env: dict) -> str:
@@ -266,15 +343,23 @@ def provider(cmd: str, env: dict) -> str:
 
 
 def netns_prefix() -> list[str]:
-    """Run a command in a fresh network namespace with loopback up, when possible."""
+    """Run a command in a fresh network namespace with loopback up, when
+    possible; also in a PID namespace of its own with its own /proc when
+    that works (v2.x suites skip starting nats-server when ``pgrep`` finds
+    one anywhere on the host)."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return []
     if not (shutil.which("unshare") and shutil.which("ip")):
         return []
-    probe = subprocess.run(["unshare", "--net", "sh", "-c", "ip link set lo up"], check=False, capture_output=True)
-    if probe.returncode != 0:
-        return []
-    return ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"]
+    # in a PID namespace the shell stays as its init (no exec), reaping the
+    # servers the suite kills, so that pgrep does not count their zombies
+    for flags, script in ((["--net", "--pid", "--fork", "--mount-proc"], 'ip link set lo up && "$@"'),
+                          (["--net"], 'ip link set lo up && exec "$@"')):
+        probe = subprocess.run(["unshare", *flags, "sh", "-c", "ip link set lo up"], check=False,
+                               capture_output=True)
+        if probe.returncode == 0:
+            return ["unshare", *flags, "sh", "-c", script, "sh"]
+    return []
 
 
 def busy_ports(ports=SUITE_PORTS) -> list[int]:
@@ -603,7 +688,12 @@ def _parser() -> argparse.ArgumentParser:
                     "(tclnats-tclsh), side by side.",
         epilog="Example: git clone --branch v3.2.1 https://github.com/Kazmirchuk/nats-tcl && "
                "tclnats-compat nats-tcl")
-    ap.add_argument("checkout", help="a nats-tcl checkout (with tests/all.tcl and pkgIndex.tcl)")
+    ap.add_argument("checkout", help="a nats-tcl checkout (with tests/all.tcl and pkgIndex.tcl), or a git "
+                                     "repository of nats-tcl with --tag")
+    ap.add_argument("--tag", default=None,
+                    help="the nats-tcl tag to run, e.g. v2.0.4 or v3.2.1 (exported from CHECKOUT when it is a git "
+                         "repository; default: the checkout's own tag or version). A 2.x suite runs our sides "
+                         "with TCLNATS_API=2")
     ap.add_argument("-file", "--file", dest="files", action="append", default=[], metavar="GLOB",
                     help="test files to run (glob, repeatable; default: all)")
     ap.add_argument("--side", choices=("all", "both") + SIDES, default="all",
@@ -631,6 +721,7 @@ def main(argv=None) -> int:
     ws = tempfile.mkdtemp(prefix="tclnats-compat-")
     try:
         try:
+            checkout, tag = resolve_checkout(checkout, args.tag, ws)
             paths = prepare_workspace(checkout, ws)
         except PrepareError as e:
             print(f"tclnats-compat: {e}", file=sys.stderr)
@@ -647,11 +738,15 @@ def main(argv=None) -> int:
                       "starts its own servers on fixed ports and may talk to these instead",
                       file=sys.stderr)
         version = paths["nats_tcl_version"]
-        out.write(f"nats-tcl {version or '?'} suite from {checkout}: {len(files)} file(s)\n"
-                  f"nats-server {paths['nats_server']}; certificates by {paths['certs']}; "
-                  f"network namespace per side: {'yes' if netns else 'no'}\n")
-        if version and version != "3.2.1":
-            out.write(f"note: tclnats_py serves the nats-tcl 3.2.1 API; this checkout is {version}\n")
+        api = api_generation(version)
+        out.write(f"nats-tcl {version or '?'} (tag {tag or '?'}) suite from {checkout}: {len(files)} file(s)\n"
+                  f"nats-server {paths['nats_server']} ({_server_version(paths['nats_server'])}); "
+                  f"certificates by {paths['certs']}; "
+                  f"network namespace per side: {'yes' if netns else 'no'}\n"
+                  f"our sides serve the nats-tcl {api}.x API"
+                  f"{' (TCLNATS_API=2)' if api == 2 else ''}\n")
+        if version and version not in ("3.2.1", "2.0.4"):
+            out.write(f"note: tclnats_py serves the nats-tcl 3.2.1 and 2.0.4 APIs; this checkout is {version}\n")
         out.flush()
         sides: dict = {}
         for side in requested:
@@ -672,7 +767,9 @@ def main(argv=None) -> int:
             out.write(f"{side}: {resolved} loads package nats from: {loaded}\n")
             out.flush()
             ours = loaded.startswith("tclnats_py ")
-            if ours != (side in OURS):
+            got = loaded_version(loaded)
+            wrong_api = side in OURS and (got is None or api_generation(got) != api)
+            if ours != (side in OURS) or wrong_api:
                 reason = f"package require nats loaded the wrong package: {loaded}"
                 sides[side] = {"available": False, "reason": reason, "command": [cmd]}
                 print(f"{side}: {reason}", file=sys.stderr)
@@ -696,7 +793,7 @@ def main(argv=None) -> int:
         summary = summarize(sides, requested)
         print_report(sides, summary, out)
         if args.json:
-            report = {"checkout": checkout, "nats_tcl_version": version, "files": files,
+            report = {"checkout": checkout, "tag": tag, "nats_tcl_version": version, "files": files,
                       "nats_server": paths["nats_server"],
                       "netns": bool(netns), "sides": {n: {k: v for k, v in s.items() if k != "tail"}
                                                       for n, s in sides.items()},

@@ -1,4 +1,11 @@
-# package nats 3.2.1 (the nats-tcl API level) served by tclnats_py.
+# package nats, served by tclnats_py at two nats-tcl API levels:
+#   3.2.1  the default: `package require nats` (or `package require nats 3`)
+#   2.0.4  nats-tcl 2.x's API (with the additions of its 2022/2023 JetStream
+#          documents): `package require nats 2`, or `package require nats`
+#          with the environment variable TCLNATS_API=2, which offers only
+#          this level so that unmodified 2.x applications get it.
+# Both run on the same engine; one interpreter loads one of them, different
+# interpreters of one process may load different ones.
 #
 # Any Tcl 8.6 interpreter can load it: stock tclsh, wish, Thread workers,
 # child interpreters, C programs that embed Tcl, tkinter interpreters.  The
@@ -10,29 +17,38 @@
 # This folder is the installed tclnats_py/tcl/ (the extension one level
 # up), or tcl/ at the top of a source checkout built in place (the extension
 # in ../tclnats_py/).
-package ifneeded nats 3.2.1 [list apply {{dir} {
-    if {![info exists ::tclnats::hosted]} {
-        set parent [file dirname $dir]
-        set lib ""
-        foreach pkgdir [list $parent [file join $parent tclnats_py]] {
-            set found [glob -nocomplain -directory $pkgdir _tclload*[info sharedlibextension]]
-            if {[llength $found]} {
-                set lib [lindex [lsort $found] 0]
-                break
-            }
-        }
-        if {$lib eq ""} {
-            return -code error -errorcode {NATS ErrPython} "package nats (tclnats_py): its Tcl\
-                extension _tclload[info sharedlibextension] is not beside $dir; install tclnats_py\
-                with pip (python3 -m pip install tclnats_py), or build it in place\
-                (python3 setup.py build_ext --inplace)"
-        }
-        load $lib Tclnats
+foreach {tclnatsVersion tclnatsFiles} {
+    3.2.1 {nats.tcl server_pool.tcl jet_stream.tcl}
+    2.0.4 {nats.tcl server_pool.tcl jet_stream.tcl v2/nats_v2.tcl v2/kv_v2.tcl}
+} {
+    if {$tclnatsVersion eq "3.2.1" && [info exists ::env(TCLNATS_API)] && $::env(TCLNATS_API) eq "2"} {
+        continue
     }
-    source [file join $dir nats.tcl]
-    source [file join $dir server_pool.tcl]
-    source [file join $dir jet_stream.tcl]
-    # which implementation answered (benchmarks and conformance runs print it)
-    set ::tclnats::provider [list tclnats_py [file join $dir pkgIndex.tcl]]
-    package provide nats 3.2.1
-}} $dir]
+    package ifneeded nats $tclnatsVersion [list apply {{dir version files} {
+        if {![info exists ::tclnats::hosted]} {
+            set parent [file dirname $dir]
+            set lib ""
+            foreach pkgdir [list $parent [file join $parent tclnats_py]] {
+                set found [glob -nocomplain -directory $pkgdir _tclload*[info sharedlibextension]]
+                if {[llength $found]} {
+                    set lib [lindex [lsort $found] 0]
+                    break
+                }
+            }
+            if {$lib eq ""} {
+                return -code error -errorcode {NATS ErrPython} "package nats (tclnats_py): its Tcl\
+                    extension _tclload[info sharedlibextension] is not beside $dir; install tclnats_py\
+                    with pip (python3 -m pip install tclnats_py), or build it in place\
+                    (python3 setup.py build_ext --inplace)"
+            }
+            load $lib Tclnats
+        }
+        foreach f $files {
+            source [file join $dir {*}[file split $f]]
+        }
+        # which implementation answered (benchmarks and conformance runs print it)
+        set ::tclnats::provider [list tclnats_py [file join $dir pkgIndex.tcl] $version]
+        package provide nats $version
+    }} $dir $tclnatsVersion $tclnatsFiles]
+}
+unset -nocomplain tclnatsVersion tclnatsFiles

@@ -19,6 +19,7 @@ engine the asyncio face drives.  What is here is the Tcl edge of it:
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from typing import Any
@@ -445,6 +446,16 @@ class JetStream:
     def c_destroy(self):
         self.js.unregister(self.cmd)
 
+    def c_with_timeout(self, timeout):
+        """A copy of this context with another API timeout: the per-call
+        ``-timeout`` of nats-tcl 2.x's Nov 2022 API (destroyed after the call
+        started; its requests keep the copy)."""
+        clone = copy.copy(self)
+        clone.timeout = int(timeout)
+        clone.cmd = f"::tclnats::js{next(self.js.ids)}"
+        self.js.register(clone, clone.cmd)
+        return clone.cmd
+
     # -------------------------------------------------------- streams
     def c_add_stream(self, stream, *args):
         return self.run(self.api.stream_create(self._stream_config(stream, args)), _stream_reply)
@@ -472,6 +483,12 @@ class JetStream:
     def c_stream_names(self, *args):
         o = self.args.build(_NAMES_OPTIONS, args)
         return self.run(_option_subject(self.api.stream_names(o.get("subject"))), tuple)
+
+    def c_stream_list(self, *args):
+        """The info of every stream (nats-tcl 2.x's stream_info without a stream)."""
+        o = self.args.build(_NAMES_OPTIONS, args)
+        return self.run(_option_subject(self.api.stream_list(o.get("subject"))),
+                        lambda infos: tuple(_stream_reply(i) for i in infos))
 
     def c_account_info(self):
         return self.run(self.api.account_info())
@@ -1029,6 +1046,9 @@ class KeyValue:
     def c_get(self, key, *args):
         o = self.js.args.build(_KV_GET_OPTIONS, args)
         return self.js.run(self.b.get(key, o.get("revision")), lambda e: _entry_dict(self.conn, e))
+
+    def c_bucket(self):
+        return self.b.bucket
 
     def c_status(self):
         def post(st):
