@@ -692,7 +692,9 @@ class _Fetch:
                 self.got_heartbeat = True
                 continue
             if kind in ("no_messages", "timeout", "conflict"):
-                raise _core.TimeoutError()
+                # the request ended (or one of an earlier fetch did): nothing
+                # more will come for it, the fetch ends at its timeout
+                continue
             raise _status_error(m)
 
     async def _gather(self) -> None:

@@ -108,7 +108,7 @@ class JetStreamManager:
 
     async def find_stream_name_by_subject(self, subject: str) -> str:
         """The first stream with a subject matching ``subject``; NotFoundError."""
-        names = await self._run(self._js.jsapi.stream_names(subject))
+        names = await self._run(self._js.jsapi.stream_names(subject or None))  # "": any stream
         if not names:
             raise _jserr.NotFoundError()
         return names[0]

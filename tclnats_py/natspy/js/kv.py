@@ -1,0 +1,380 @@
+"""``nats.js.kv`` of nats-py 2.x: :class:`KeyValue` (ADR-8 buckets).
+
+A bucket is the stream ``KV_<bucket>`` with subjects ``$KV.<bucket>.>``;
+entries are read with the JetStream context's ``get_msg`` (direct gets when
+the stream allows them), written with its ``publish`` (expectation headers
+for create/update), watched with an ordered push consumer.  Names, the
+operation of an entry (``KV-Operation``, or an ADR-48 limit marker) and
+the stream's name are the engine's (``tclnats_py.engine.js.kv``); the
+shapes (``Entry``, ``BucketStatus``, ``KeyWatcher``) and exceptions are
+nats-py's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import re
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+from tclnats_py.engine.js import kv as _kv
+from tclnats_py.natspy import errors as _core
+from tclnats_py.natspy.js import api
+from tclnats_py.natspy.js import errors as _jserr
+
+if TYPE_CHECKING:
+    from tclnats_py.natspy.js.client import JetStreamContext
+
+__all__ = ["KeyValue", "KV_OP", "KV_DEL", "KV_PURGE", "MSG_ROLLUP_SUBJECT", "VALID_BUCKET_RE", "VALID_KEY_RE"]
+
+KV_OP = _kv.KV_OPERATION
+KV_DEL = _kv.DEL
+KV_PURGE = _kv.PURGE
+MSG_ROLLUP_SUBJECT = "sub"
+
+VALID_BUCKET_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
+VALID_KEY_RE = re.compile(r"^[-/_=\.a-zA-Z0-9]+$")
+
+_WRONG_LAST_SEQUENCE = (10071, 10164)
+
+
+def _key_ok(key: Any) -> bool:
+    return isinstance(key, str) and bool(VALID_KEY_RE.match(key)) and not key.startswith(".") \
+        and not key.endswith(".")
+
+
+def _bucket_ok(bucket: Any) -> bool:
+    return isinstance(bucket, str) and VALID_BUCKET_RE.match(bucket) is not None
+
+
+def _op(headers: Optional[Dict[str, str]]) -> Optional[str]:
+    """nats-py's operation: None for a value, DEL or PURGE for markers (the engine's rule)."""
+    op = _kv.operation_of({k: [v] for k, v in headers.items()} if headers else None)
+    return None if op == _kv.PUT else op
+
+
+class KeyValue:
+    """A bound bucket: get, put, create, update, delete, purge, watch, keys, history, status."""
+
+    @dataclass
+    class Entry:
+        bucket: str
+        key: str
+        value: Optional[bytes]
+        revision: Optional[int]
+        delta: Optional[int]
+        created: Optional[Any]
+        operation: Optional[str]
+
+    @dataclass(frozen=True)
+    class BucketStatus:
+        stream_info: api.StreamInfo
+        bucket: str
+
+        @property
+        def values(self) -> int:
+            return self.stream_info.state.messages
+
+        @property
+        def history(self) -> int:
+            return self.stream_info.config.max_msgs_per_subject
+
+        @property
+        def ttl(self) -> Optional[float]:
+            return self.stream_info.config.max_age
+
+        @property
+        def marker_ttl(self) -> Optional[float]:
+            return self.stream_info.config.subject_delete_marker_ttl
+
+    def __init__(self, name: str, stream: str, pre: str, js: "JetStreamContext", direct: bool) -> None:
+        self._name = name
+        self._stream = stream
+        self._pre = pre
+        self._js = js
+        self._direct = direct
+
+    # ------------------------------------------------------------ reads
+    async def get(self, key: str, revision: Optional[int] = None, validate_keys: bool = True) -> "KeyValue.Entry":
+        """The latest entry of ``key`` (or the one at ``revision``); KeyNotFoundError when missing or deleted."""
+        if validate_keys and not _key_ok(key):
+            raise _jserr.InvalidKeyError()
+        try:
+            return await self._get(key, revision)
+        except _jserr.KeyDeletedError as e:
+            raise _jserr.KeyNotFoundError(e.entry, e.op) from None
+
+    async def _get(self, key: str, revision: Optional[int] = None) -> "KeyValue.Entry":
+        subject = f"{self._pre}{key}"
+        try:
+            if revision:
+                msg = await self._js.get_msg(self._stream, seq=revision, direct=self._direct)
+            else:
+                msg = await self._js.get_msg(self._stream, subject=subject, direct=self._direct)
+        except _jserr.NotFoundError:
+            raise _jserr.KeyNotFoundError() from None
+        if msg.subject != subject:
+            raise _jserr.KeyNotFoundError(message=f"expected '{subject}', but got '{msg.subject}'")
+        entry = KeyValue.Entry(bucket=self._name, key=key, value=msg.data, revision=msg.seq, delta=None,
+                               created=None, operation=None)
+        op = _op(msg.headers)
+        if op in (KV_DEL, KV_PURGE):
+            raise _jserr.KeyDeletedError(entry, op)
+        return entry
+
+    async def status(self) -> "KeyValue.BucketStatus":
+        return KeyValue.BucketStatus(stream_info=await self._js.stream_info(self._stream), bucket=self._name)
+
+    # ------------------------------------------------------------ writes
+    async def put(self, key: str, value: bytes, validate_keys: bool = True) -> int:
+        """Store ``value``; the new revision."""
+        if validate_keys and not _key_ok(key):
+            raise _jserr.InvalidKeyError(key)
+        return (await self._js.publish(f"{self._pre}{key}", value)).seq
+
+    async def create(self, key: str, value: bytes, validate_keys: bool = True, msg_ttl: Optional[float] = None) -> int:
+        """Store ``value`` only if ``key`` has no value (absent, deleted or purged)."""
+        if validate_keys and not _key_ok(key):
+            raise _jserr.InvalidKeyError(key)
+        try:
+            return await self._update(key, value, 0, validate_keys, msg_ttl)
+        except _jserr.KeyWrongLastSequenceError as first:
+            # a delete or purge marker is the last entry: write on top of it (ADR-8)
+            try:
+                await self._get(key)
+            except _jserr.KeyDeletedError as deleted:
+                return await self._update(key, value, deleted.entry.revision, validate_keys, msg_ttl)
+            raise first
+
+    async def update(self, key: str, value: bytes, last: Optional[int] = None, validate_keys: bool = True) -> int:
+        """Store ``value`` if ``last`` is still the latest revision of ``key``."""
+        return await self._update(key, value, last, validate_keys)
+
+    async def _update(self, key: str, value: bytes, last: Optional[int] = None, validate_keys: bool = True,
+                      msg_ttl: Optional[float] = None) -> int:
+        if validate_keys and not _key_ok(key):
+            raise _jserr.InvalidKeyError(key)
+        hdrs = {api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE.value: str(last or 0)}
+        try:
+            pa = await self._js.publish(f"{self._pre}{key}", value, headers=hdrs, msg_ttl=msg_ttl)
+        except _jserr.APIError as e:
+            if e.err_code in _WRONG_LAST_SEQUENCE:
+                raise _jserr.KeyWrongLastSequenceError(description=e.description) from None
+            raise
+        return pa.seq
+
+    async def delete(self, key: str, last: Optional[int] = None, validate_keys: bool = True,
+                     msg_ttl: Optional[float] = None) -> bool:
+        """A delete marker (history kept); with ``last`` only if it is the latest revision."""
+        if msg_ttl is not None:
+            warnings.warn("msg_ttl on delete() is deprecated and ignored; use create() or purge() for TTL",
+                          DeprecationWarning, stacklevel=2)
+        if validate_keys and not _key_ok(key):
+            raise _jserr.InvalidKeyError(key)
+        hdrs = {KV_OP: KV_DEL}
+        if last and last > 0:
+            hdrs[api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE.value] = str(last)
+        await self._js.publish(f"{self._pre}{key}", headers=hdrs)
+        return True
+
+    async def purge(self, key: str, msg_ttl: Optional[float] = None) -> bool:
+        """A purge marker that removes the key's history."""
+        hdrs = {KV_OP: KV_PURGE, api.Header.ROLLUP.value: MSG_ROLLUP_SUBJECT}
+        await self._js.publish(f"{self._pre}{key}", headers=hdrs, msg_ttl=msg_ttl)
+        return True
+
+    async def purge_deletes(self, olderthan: int = 30 * 60) -> bool:
+        """Remove the delete and purge markers (keeping those younger than ``olderthan`` seconds, <= 0: all)."""
+        watcher = await self.watchall()
+        markers = []
+        async for entry in watcher:
+            if entry is None:
+                break
+            if entry.operation in (KV_DEL, KV_PURGE):
+                markers.append(entry)
+        await watcher.stop()
+        now = datetime.datetime.now(datetime.timezone.utc)
+        for entry in markers:
+            age = (now - entry.created).total_seconds()
+            keep = 1 if olderthan > 0 and olderthan > age else 0
+            await self._js.purge_stream(self._stream, subject=f"{self._pre}{entry.key}", keep=keep)
+        return True
+
+    # ------------------------------------------------------------ watching
+    class KeyWatcher:
+        """The updates of a watch: ``await w.updates(timeout)`` or ``async
+        for``; one None after the initial values; ``await w.stop()``."""
+
+        _STOP = object()
+
+        def __init__(self, js: "JetStreamContext") -> None:
+            self._js = js
+            self._updates: asyncio.Queue = asyncio.Queue(maxsize=256)
+            self._sub: Any = None
+            self._pending: Optional[int] = None
+            self._init_done = False
+
+        def _mark_init(self) -> None:
+            if not self._init_done:
+                self._init_done = True
+                self._updates.put_nowait(None) if not self._updates.full() else None
+
+        async def stop(self) -> None:
+            if self._sub is not None:
+                try:
+                    await self._sub.unsubscribe()
+                except _core.BadSubscriptionError:
+                    pass
+            while True:
+                try:
+                    self._updates.put_nowait(KeyValue.KeyWatcher._STOP)
+                    return
+                except asyncio.QueueFull:
+                    try:
+                        self._updates.get_nowait()
+                    except asyncio.QueueEmpty:
+                        pass
+
+        async def updates(self, timeout: Optional[float] = 5.0) -> Any:
+            try:
+                return await asyncio.wait_for(self._updates.get(), timeout)
+            except asyncio.TimeoutError:
+                raise _core.TimeoutError() from None
+
+        def __aiter__(self) -> "KeyValue.KeyWatcher":
+            return self
+
+        async def __anext__(self) -> Any:
+            entry = await self._updates.get()
+            if entry is KeyValue.KeyWatcher._STOP:
+                raise StopAsyncIteration
+            return entry
+
+    async def watchall(self, **kwargs: Any) -> "KeyValue.KeyWatcher":
+        return await self.watch(">", **kwargs)
+
+    async def watch(self, keys: str, headers_only: bool = False, include_history: bool = False,
+                    ignore_deletes: bool = False, meta_only: bool = False,
+                    inactive_threshold: Optional[float] = None) -> "KeyValue.KeyWatcher":
+        """Entries matching ``keys`` (a key or pattern): the current ones (or
+        their history), a None, then each change."""
+        watcher = KeyValue.KeyWatcher(self._js)
+        ready = asyncio.get_running_loop().create_future()
+        pre = self._pre
+
+        async def on_msg(msg: Any) -> None:
+            if not ready.done():
+                await asyncio.wait_for(asyncio.shield(ready), self._js._timeout)
+            meta = msg.metadata
+            op = _op(msg.headers)
+            last = meta.num_pending == 0
+            if ignore_deletes and op in (KV_DEL, KV_PURGE):
+                if last:
+                    watcher._mark_init()
+                return
+            await watcher._updates.put(KeyValue.Entry(bucket=self._name, key=msg.subject[len(pre):],
+                                                      value=msg.data, revision=meta.sequence.stream,
+                                                      delta=meta.num_pending, created=meta.timestamp,
+                                                      operation=op))
+            if last and not watcher._init_done:
+                watcher._init_done = True
+                await watcher._updates.put(None)
+
+        watcher._sub = await self._js.subscribe(
+            f"{pre}{keys}", stream=self._stream, cb=on_msg, ordered_consumer=True,
+            deliver_policy=None if include_history else api.DeliverPolicy.LAST_PER_SUBJECT,
+            headers_only=meta_only or headers_only or None, inactive_threshold=inactive_threshold or 5 * 60)
+        await asyncio.sleep(0)
+        try:
+            info = await watcher._sub.consumer_info()
+        except BaseException:
+            ready.cancel()
+            await watcher._sub.unsubscribe()
+            raise
+        watcher._pending = info.num_pending
+        ready.set_result(True)
+        if info.num_pending == 0 and watcher._sub.delivered == 0:
+            watcher._mark_init()
+        return watcher
+
+    async def keys(self, filters: Optional[List[str]] = None, **kwargs: Any) -> List[str]:
+        """The keys with a value (those containing one of ``filters`` when given); NoKeysError when none."""
+        watcher = await self.watchall(ignore_deletes=True, meta_only=True)
+        out: List[str] = []
+        async for entry in watcher:
+            if entry is None:
+                break
+            if not filters or any(f in entry.key for f in filters):
+                out.append(entry.key)
+        await watcher.stop()
+        if not out:
+            raise _jserr.NoKeysError()
+        return out
+
+    async def history(self, key: str) -> List["KeyValue.Entry"]:
+        """Every stored entry of ``key``, oldest first; NoKeysError when none."""
+        watcher = await self.watch(key, include_history=True)
+        out = []
+        async for entry in watcher:
+            if entry is None:
+                break
+            out.append(entry)
+        await watcher.stop()
+        if not out:
+            raise _jserr.NoKeysError()
+        return out
+
+
+# ---------------------------------------------------------------- the JetStream context's entry points
+def _pre(bucket: str) -> str:
+    return f"$KV.{bucket}."
+
+
+async def bind_key_value(js: "JetStreamContext", bucket: str) -> KeyValue:
+    if not _bucket_ok(bucket):
+        raise _jserr.InvalidBucketNameError()
+    stream = _kv.stream_name(bucket)
+    try:
+        si = await js.stream_info(stream)
+    except _jserr.NotFoundError:
+        raise _jserr.BucketNotFoundError() from None
+    if si.config.max_msgs_per_subject < 1:
+        raise _jserr.BadBucketError()
+    return KeyValue(bucket, stream, _pre(bucket), js, bool(si.config.allow_direct))
+
+
+async def create_key_value(js: "JetStreamContext", config: Optional[api.KeyValueConfig],
+                           params: Dict[str, Any]) -> KeyValue:
+    if config is None:
+        config = api.KeyValueConfig(bucket=params["bucket"])
+    config = config.evolve(**params)
+    if not _bucket_ok(config.bucket):
+        raise _jserr.InvalidBucketNameError()
+    if config.history > 64:
+        raise _jserr.KeyHistoryTooLargeError()
+    dup_window = 120.0
+    if config.ttl and config.ttl < dup_window:
+        dup_window = config.ttl
+    marker_ttl = None
+    if config.limit_marker_ttl is not None and config.limit_marker_ttl > 0:
+        info = await js.account_info()
+        if not info.api.level or info.api.level < 1:
+            raise _jserr.KeyValueLimitMarkerTTLNotSupportedError()
+        marker_ttl = config.limit_marker_ttl
+    stream = api.StreamConfig(
+        name=_kv.stream_name(config.bucket), description=config.description, subjects=[f"$KV.{config.bucket}.>"],
+        allow_direct=config.direct, allow_rollup_hdrs=True, allow_msg_ttl=True, deny_delete=True,
+        discard=api.DiscardPolicy.NEW, duplicate_window=dup_window, max_age=config.ttl, max_bytes=config.max_bytes,
+        max_consumers=-1, max_msg_size=config.max_value_size, max_msgs=-1, max_msgs_per_subject=config.history,
+        num_replicas=config.replicas, storage=config.storage, republish=config.republish,
+        subject_delete_marker_ttl=marker_ttl)
+    si = await js.add_stream(stream)
+    return KeyValue(config.bucket, stream.name or "", _pre(config.bucket), js, bool(si.config.allow_direct))
+
+
+async def delete_key_value(js: "JetStreamContext", bucket: str) -> bool:
+    if not _bucket_ok(bucket):
+        raise _jserr.InvalidBucketNameError()
+    return await js.delete_stream(_kv.stream_name(bucket))
