@@ -12,6 +12,7 @@ oo::class create ::nats::key_value {
         set ConnNs [info object namespace $conn]
         set Js $jsObj
         set Kv $kvCmd
+        ::tclnats::r [$Kv generation2]
     }
     destructor {
         catch {$Js releaseRef [self]}

@@ -15,6 +15,50 @@
 
 dict set ::nats::_option_defaults request_timeout 0
 
+# a synchronous call waits in the event loop, as in nats-tcl 2.x, where the
+# callbacks of earlier messages run meanwhile (3.2.1's default first waits
+# for the reply on the socket; see nats.tcl)
+set ::tclnats::await_us 0
+
+# 2.x's ping: a lost or closed connection does not end it; it ends with its
+# reply or with ErrTimeout once its timeout is over
+oo::define ::nats::connection method ping {args} {
+    nats::_parse_args $args {
+        timeout timeout 10000
+    }
+    if {$status ne "connected"} {
+        throw [list NATS ErrConnectionClosed] "No connection to NATS server"
+    }
+    set deadline [expr {[clock milliseconds] + $timeout}]
+    set id [::tclnats::r [$Py ping $timeout]]
+    set var [self namespace]::PingResult($id)
+    while {![info exists $var]} {
+        nats::_coroVwait $var
+    }
+    set result [set $var]
+    unset $var
+    if {$result == 1} {
+        return true
+    }
+    set left [expr {$deadline - [clock milliseconds]}]
+    if {$result != 0 && $left > 0} {
+        set timer [after $left [list set $var 0]]
+        nats::_coroVwait $var
+        after cancel $timer
+        unset -nocomplain $var
+    }
+    throw {NATS ErrTimeout} "PING timeout"
+}
+
+# every connection tells the engine which generation it serves
+oo::class create ::nats::_v2_connection {
+    constructor {args} {
+        next {*}$args
+        ::tclnats::r [[set [self namespace]::Py] generation 2]
+    }
+}
+oo::define ::nats::connection mixin ::nats::_v2_connection
+
 oo::define ::nats::connection method jet_stream {args} {
     nats::_parse_args $args {
         timeout timeout 5000

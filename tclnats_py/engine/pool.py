@@ -117,6 +117,9 @@ class ServerPool:
     def __init__(self, rng: random.Random | None = None):
         self.servers: list[Server] = []
         self._rng = rng or random.Random()
+        # nats-tcl 2.x's rule: a connection, not only a failed attempt,
+        # starts a server's reconnect_time_wait (3.x waits after failures only)
+        self.wait_after_connect = False
 
     def set_servers(self, urls, randomize: bool) -> None:
         """All or nothing: one bad URL leaves the old list untouched."""
@@ -172,7 +175,7 @@ class ServerPool:
             if max_attempts >= 0 and s.reconnects >= max_attempts:
                 continue  # dropped from the pool
             wait = 0
-            if s.reconnects > 0:
+            if s.reconnects > 0 or (self.wait_after_connect and s.last_attempt):
                 w = int(delay_for(s))
                 if now < s.last_attempt + w:
                     wait = w - (now - s.last_attempt)
@@ -185,7 +188,7 @@ class ServerPool:
             return
         if ok:
             s.reconnects = 0
-            s.last_attempt = 0
+            s.last_attempt = now if self.wait_after_connect else 0
         else:
             s.reconnects += 1
             s.last_attempt = now

@@ -21,6 +21,7 @@ timer; deliveries of one read go back to Tcl in one call.
 from __future__ import annotations
 
 import heapq
+import importlib
 import itertools
 import math
 import os
@@ -64,13 +65,13 @@ def tcl_library_dir() -> str:
     next to the package folder.
     """
     try:
-        from tclnats_py import tcl as _tcl_pkg  # type: ignore[attr-defined]  # (installed only)
+        _tcl_pkg = importlib.import_module("tclnats_py.tcl")  # (installed only)
     except ImportError:
         here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tcl")
         if os.path.exists(os.path.join(here, "pkgIndex.tcl")):
             return here
         raise
-    return os.path.dirname(os.path.abspath(_tcl_pkg.__file__))
+    return os.path.dirname(os.path.abspath(_tcl_pkg.__file__ or ""))
 
 
 def _now_ms() -> int:
@@ -1402,6 +1403,11 @@ class TclConnection:
         self.run()
         self.flush_now()
         return p.id
+
+    def c_generation(self, api):
+        """The nats-tcl API generation this connection serves (tcl/v2 says 2):
+        2.x's reconnect wait counts from the last connection too."""
+        self.engine.pool.wait_after_connect = str(api) == "2"
 
     def c_inbox(self):
         return self.engine.new_inbox()

@@ -1050,6 +1050,14 @@ class KeyValue:
     def c_bucket(self):
         return self.b.bucket
 
+    def c_generation2(self):
+        """nats-tcl 2.x's reads: by STREAM.MSG.GET (no direct get), and a
+        mirror's by its origin's subjects, as its messages keep them."""
+        self.b.use_direct = False
+        mirror = self.b.config.get("mirror") or {}
+        if mirror.get("name"):
+            self.b.read_prefix = f"$KV.{_kv.mirror_bucket(mirror['name'])}"
+
     def c_status(self):
         def post(st):
             st = _kv.status_to_ms(st)
