@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from tclnats_py import errors as _our
 from tclnats_py.natspy import errors as _core
+from tclnats_py.natspy.js import api  # noqa: F401  (nats-py's module exports it to `import *` too)
 
 __all__ = [
     "Error", "APIError", "ServiceUnavailableError", "ServerError", "NotFoundError", "BadRequestError",
@@ -23,7 +24,7 @@ __all__ = [
     "KeyWrongLastSequenceError", "NoKeysError", "KeyHistoryTooLargeError", "InvalidKeyError",
     "InvalidBucketNameError", "InvalidObjectNameError", "BadObjectMetaError", "LinkIsABucketError",
     "DigestMismatchError", "ObjectNotFoundError", "ObjectDeletedError", "ObjectAlreadyExists",
-    "KeyValueLimitMarkerTTLNotSupportedError", "translate", "api_error",
+    "KeyValueLimitMarkerTTLNotSupportedError", "translate", "api_error", "api",
 ]
 
 
