@@ -1,0 +1,370 @@
+"""``nats.micro.service`` of nats-py 2.x: :class:`Service`, its endpoints and
+groups, and the PING / INFO / STATS payload classes.
+
+Checks, subjects, payloads and counters come from ``tclnats_py.engine.micro``;
+this module subscribes with the natspy client, times each request and
+converts between the payload dicts and nats-py's dataclasses.  (No
+``__all__``: like nats-py's module, ``import *`` gives every public name,
+``json`` included, which nats-py's own tests rely on.)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from asyncio import Event
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, AsyncContextManager, Callable, Dict, List, Optional
+
+from tclnats_py.engine import micro as _micro
+from tclnats_py.engine.nuid import next_token
+from tclnats_py.natspy.aio.msg import Msg
+from tclnats_py.natspy.aio.subscription import Subscription
+from tclnats_py.natspy.micro.request import Handler, Request, ServiceError
+
+DEFAULT_QUEUE_GROUP = _micro.DEFAULT_QUEUE_GROUP
+DEFAULT_PREFIX = _micro.DEFAULT_PREFIX
+INFO_RESPONSE_TYPE = _micro.INFO_TYPE
+PING_RESPONSE_TYPE = _micro.PING_TYPE
+STATS_RESPONSE_TYPE = _micro.STATS_TYPE
+
+
+def _check(problem: Optional[str]) -> None:
+    if problem is not None:
+        raise ValueError(problem)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class ServiceVerb(str, Enum):
+    PING = "PING"
+    STATS = "STATS"
+    INFO = "INFO"
+
+
+def control_subject(verb: ServiceVerb, name: Optional[str] = None, id: Optional[str] = None,
+                    prefix: str = DEFAULT_PREFIX) -> str:
+    """The control subject of ``verb`` for every service, those named ``name``, or the instance ``id``."""
+    return _micro.control_subject(ServiceVerb(verb).value, name, id, prefix)
+
+
+# ---------------------------------------------------------------- configurations
+@dataclass
+class EndpointConfig:
+    """An endpoint: ``name``, ``handler``, ``subject`` (default: the name), ``queue_group``, ``metadata``."""
+
+    name: str
+    handler: Handler
+    queue_group: Optional[str] = None
+    subject: Optional[str] = None
+    metadata: Optional[Dict[str, str]] = None
+
+    def __post_init__(self) -> None:
+        _check(_micro.check_endpoint_name(self.name))
+        _check(_micro.check_endpoint_subject(self.subject))
+        _check(_micro.check_queue_group(self.queue_group))
+
+
+@dataclass
+class GroupConfig:
+    name: str
+    queue_group: Optional[str] = None
+
+
+StatsHandler = Callable[["EndpointStats"], Any]
+
+
+@dataclass
+class ServiceConfig:
+    """A service: ``name``, semantic ``version``, ``description``, ``metadata``,
+    default ``queue_group``, ``stats_handler`` (extra data of each endpoint's STATS)."""
+
+    name: str
+    version: str
+    description: Optional[str] = None
+    metadata: Optional[Dict[str, str]] = None
+    queue_group: Optional[str] = None
+    stats_handler: Optional[StatsHandler] = None
+
+    def __post_init__(self) -> None:
+        _check(_micro.check_service_name(self.name))
+        _check(_micro.check_version(self.version))
+        _check(_micro.check_queue_group(
+            self.queue_group, "It must contain only alphanumeric characters, dashes, and underscores."))
+
+
+# ---------------------------------------------------------------- payload classes
+@dataclass
+class EndpointStats:
+    name: str
+    subject: str
+    queue_group: str
+    num_requests: int
+    num_errors: int
+    processing_time: int
+    average_processing_time: int
+    last_error: Optional[str] = None
+    data: Optional[Any] = None
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "EndpointStats":
+        return cls(name=data["name"], subject=data["subject"], queue_group=data["queue_group"],
+                   num_requests=data["num_requests"], num_errors=data["num_errors"],
+                   processing_time=data["processing_time"], average_processing_time=data["average_processing_time"],
+                   last_error=data["last_error"], data=data["data"])
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"name": self.name, "subject": self.subject, "queue_group": self.queue_group,
+                "num_requests": self.num_requests, "num_errors": self.num_errors,
+                "last_error": self.last_error or "", "processing_time": self.processing_time,
+                "average_processing_time": self.average_processing_time, "data": self.data}
+
+
+@dataclass
+class EndpointInfo:
+    name: str
+    subject: str
+    queue_group: str
+    metadata: Dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "EndpointInfo":
+        return cls(name=data["name"], subject=data["subject"], queue_group=data["queue_group"],
+                   metadata=data["metadata"])
+
+    def to_dict(self) -> Dict[str, Any]:
+        return _micro.endpoint_info(self.name, self.subject, self.queue_group, self.metadata)
+
+
+@dataclass
+class ServicePing:
+    id: str
+    name: str
+    version: str
+    metadata: Dict[str, str] = field(default_factory=dict)
+    type: str = PING_RESPONSE_TYPE
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "ServicePing":
+        return cls(id=data["id"], name=data["name"], version=data["version"], metadata=data.get("metadata", {}))
+
+    def to_dict(self) -> Dict[str, Any]:
+        return _micro.ping_payload(self.id, self.name, self.version, self.metadata)
+
+
+@dataclass
+class ServiceStats:
+    id: str
+    name: str
+    version: str
+    started: datetime
+    endpoints: List[EndpointStats] = field(default_factory=list)
+    metadata: Dict[str, str] = field(default_factory=dict)
+    type: str = STATS_RESPONSE_TYPE
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "ServiceStats":
+        return cls(id=data["id"], name=data["name"], version=data["version"],
+                   started=_micro.parse_started(data["started"]),
+                   endpoints=[EndpointStats.from_dict(e) for e in data["endpoints"]], metadata=data["metadata"])
+
+    def to_dict(self) -> Dict[str, Any]:
+        return _micro.stats_payload(self.id, self.name, self.version, self.started,
+                                    [e.to_dict() for e in self.endpoints], self.metadata)
+
+
+@dataclass
+class ServiceInfo:
+    name: str
+    id: str
+    version: str
+    description: Optional[str] = None
+    endpoints: List[EndpointInfo] = field(default_factory=list)
+    metadata: Dict[str, str] = field(default_factory=dict)
+    type: str = INFO_RESPONSE_TYPE
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "ServiceInfo":
+        return cls(id=data["id"], name=data["name"], version=data["version"], description=data.get("description"),
+                   endpoints=[EndpointInfo.from_dict(e) for e in data["endpoints"]], metadata=data["metadata"],
+                   type=data.get("type", INFO_RESPONSE_TYPE))
+
+    def to_dict(self) -> Dict[str, Any]:
+        out = _micro.info_payload(self.id, self.name, self.version, self.description,
+                                  [e.to_dict() for e in self.endpoints], self.metadata)
+        out["type"] = self.type
+        return out
+
+
+# ---------------------------------------------------------------- endpoints, groups, the service
+class Endpoint:
+    """One endpoint: a queue subscription whose requests go to the handler, counted."""
+
+    def __init__(self, service: "Service", config: EndpointConfig) -> None:
+        self._service = service
+        self._name = config.name
+        self._subject = config.subject or config.name
+        self._queue_group = config.queue_group or DEFAULT_QUEUE_GROUP
+        self._handler = config.handler
+        self._metadata = config.metadata
+        self._stats = _micro.EndpointStats()
+        self._subscription: Optional[Subscription] = None
+
+    async def _start(self) -> None:
+        self._subscription = await self._service._client.subscribe(self._subject, queue=self._queue_group,
+                                                                   cb=self._handle_request)
+
+    async def _stop(self) -> None:
+        sub, self._subscription = self._subscription, None
+        if sub is not None:
+            await sub.unsubscribe()
+
+    def _reset(self) -> None:
+        self._stats.reset()
+
+    async def _handle_request(self, msg: Msg) -> None:
+        t0 = time.perf_counter_ns()
+        st = self._stats
+        st.started()
+        request = Request(msg)
+        try:
+            await self._handler(request)
+        except Exception as error:  # the handler failed: counted, and the requester gets an error reply
+            st.failed(repr(error))
+            if isinstance(error, ServiceError):
+                await request.respond_error(error.code, error.description)
+            else:
+                await request.respond_error("500", repr(error))
+        st.finished(time.perf_counter_ns() - t0)
+
+    def _stats_of(self, handler: Optional[StatsHandler]) -> EndpointStats:
+        st = self._stats
+        out = EndpointStats(name=self._name, subject=self._subject, queue_group=self._queue_group,
+                            num_requests=st.num_requests, num_errors=st.num_errors,
+                            processing_time=st.processing_time, average_processing_time=st.average_processing_time,
+                            last_error=st.last_error)
+        if handler is not None:
+            out.data = handler(out)
+        return out
+
+
+class Group:
+    """Endpoints under a common subject prefix (and default queue group)."""
+
+    def __init__(self, service: "Service", config: GroupConfig) -> None:
+        self._service = service
+        self._prefix = config.name
+        self._queue_group = config.queue_group
+
+    async def add_endpoint(self, config: Optional[EndpointConfig] = None, **kwargs: Any) -> None:
+        config = EndpointConfig(**kwargs) if config is None else replace(config, **kwargs)
+        config = replace(config, subject=_micro.group_subject(self._prefix, config.subject or config.name),
+                         queue_group=config.queue_group or self._queue_group)
+        await self._service.add_endpoint(config)
+
+    def add_group(self, config: Optional[GroupConfig] = None, **kwargs: Any) -> "Group":
+        config = replace(config, **kwargs) if config else GroupConfig(**kwargs)
+        config = replace(config, name=f"{self._prefix}.{config.name}",
+                         queue_group=config.queue_group or self._queue_group)
+        return Group(self._service, config)
+
+
+class Service(AsyncContextManager):
+    """A running service instance (``add_service`` starts one)."""
+
+    def __init__(self, client: Any, config: ServiceConfig) -> None:
+        self._id = next_token()
+        self._name = config.name
+        self._version = config.version
+        self._description = config.description
+        self._metadata = config.metadata or {}
+        self._queue_group = config.queue_group
+        self._stats_handler = config.stats_handler
+        self._client = client
+        self._subscriptions: Dict[str, Subscription] = {}
+        self._endpoints: List[Endpoint] = []
+        self._started = _utcnow()
+        self._stopped = Event()
+        self._prefix = DEFAULT_PREFIX
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    async def start(self) -> None:
+        """Subscribe to the control subjects (PING, INFO, STATS: all, by name, by id)."""
+        if self._subscriptions:
+            return
+        handlers = {"PING": self._handle_ping_request, "INFO": self._handle_info_request,
+                    "STATS": self._handle_stats_request}
+        for verb, key, subject in _micro.control_subjects(self._name, self._id, self._prefix):
+            self._subscriptions[key] = await self._client.subscribe(subject, cb=handlers[verb])
+        self._started = _utcnow()
+        await self._client.flush()
+
+    async def add_endpoint(self, config: Optional[EndpointConfig] = None, **kwargs: Any) -> None:
+        config = EndpointConfig(**kwargs) if config is None else replace(config, **kwargs)
+        config = replace(config, queue_group=config.queue_group or self._queue_group)
+        endpoint = Endpoint(self, config)
+        await endpoint._start()
+        self._endpoints.append(endpoint)
+
+    def add_group(self, config: Optional[GroupConfig] = None, **kwargs: Any) -> Group:
+        config = replace(config, **kwargs) if config else GroupConfig(**kwargs)
+        config = replace(config, queue_group=config.queue_group or self._queue_group)
+        return Group(self, config)
+
+    def stats(self) -> ServiceStats:
+        return ServiceStats(id=self._id, name=self._name, version=self._version, metadata=self._metadata,
+                            endpoints=[e._stats_of(self._stats_handler) for e in self._endpoints],
+                            started=self._started)
+
+    def info(self) -> ServiceInfo:
+        return ServiceInfo(id=self._id, name=self._name, version=self._version, metadata=self._metadata,
+                           description=self._description,
+                           endpoints=[EndpointInfo(name=e._name, subject=e._subject, queue_group=e._queue_group,
+                                                   metadata=e._metadata)  # type: ignore[arg-type]
+                                      for e in self._endpoints])
+
+    async def reset(self) -> None:
+        """Start the statistics over."""
+        for e in self._endpoints:
+            e._reset()
+        self._started = _utcnow()
+
+    async def stop(self) -> None:
+        """Unsubscribe the endpoints and drain the control subscriptions."""
+        if self._stopped.is_set():
+            return
+        for e in self._endpoints:
+            await e._stop()
+        for sub in self._subscriptions.values():
+            await sub.drain()
+        self._endpoints = []
+        self._subscriptions = {}
+        self._stopped.set()
+
+    @property
+    def stopped(self) -> Event:
+        return self._stopped
+
+    async def __aenter__(self) -> "Service":
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        await self.stop()
+
+    async def _handle_ping_request(self, msg: Msg) -> None:
+        await msg.respond(json.dumps(_micro.ping_payload(self._id, self._name, self._version,
+                                                         self._metadata)).encode())
+
+    async def _handle_info_request(self, msg: Msg) -> None:
+        await msg.respond(json.dumps(self.info().to_dict()).encode())
+
+    async def _handle_stats_request(self, msg: Msg) -> None:
+        await msg.respond(json.dumps(self.stats().to_dict()).encode())
