@@ -18,6 +18,16 @@ from run to run, and whoever runs second in a fixed order is favoured.  The
 last two columns are the CPU time of this process (both connections) per
 message: where the rates are close and the CPU is not, the figure is bound by
 waiting for the server, not by the client.
+
+Two more columns come from the same run: "raw socket" (compat/bench_raw.py:
+protocol bytes framed in advance through plain sockets, the ceiling; each
+figure of ours is also printed as a percentage of it), and the new official
+client nats-core / nats-jetstream, which needs Python >= 3.13: it runs in a
+subprocess of that Python (``--py313 PATH``, default: $TCLNATS_BENCH_PY313,
+then ``python3.13`` on PATH) together with tclnats_py on that same Python, so
+that the two are compared on one interpreter; when it cannot run, the column
+says why.  Last, the peak RSS of a process that connects and awaits 200,000
+publishes, for each client (``--no-rss`` skips it).
 """
 
 from __future__ import annotations
@@ -25,7 +35,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 
@@ -42,14 +55,38 @@ class Side:
         if self.name == "tclnats_py":
             import tclnats_py
             return await tclnats_py.connect(url)
+        if self.name == "nats-core":
+            import nats.client
+            return await nats.client.connect(url)
         import nats
         return await nats.connect(url)
 
     async def publish(self, c, subject, data, reply=None):
         if self.name == "tclnats_py":
             await c.publish(subject, data, reply)  # waits only when the socket is behind
+        elif self.name == "nats-core":
+            await c.publish(subject, data, reply=reply)
         else:
             await c.publish(subject, data, reply=reply or "")
+
+    async def subscribe(self, c, subject, cb):
+        """Messages to the coroutine function ``cb``, one after the other."""
+        if self.name != "nats-core":
+            return await c.subscribe(subject, cb=cb)
+        sub = await c.subscribe(subject)  # nats-core: no coroutine callbacks; a task reads the messages
+
+        async def pump():
+            async for msg in sub:
+                await cb(msg)
+        self.tasks = getattr(self, "tasks", [])
+        self.tasks.append(asyncio.get_running_loop().create_task(pump()))
+        return sub
+
+    def jetstream(self, c):
+        if self.name == "nats-core":
+            from nats import jetstream
+            return jetstream.new(c)
+        return c.jetstream()
 
     async def flush(self, c):
         await c.flush()
@@ -62,10 +99,13 @@ class Side:
         return await c.request(subject, data, timeout=timeout)
 
     async def js_publish(self, js, subject, data):
-        return await js.publish(subject, data)
+        ack = await js.publish(subject, data)
+        return ack.sequence if self.name == "nats-core" else ack.seq
 
     async def js_publish_async_all(self, js, subject, data, n):
         """n asynchronous JetStream publishes, then every ack."""
+        if self.name == "nats-core":
+            raise NotImplementedError("nats-jetstream has no asynchronous publish")
         if self.name == "tclnats_py":
             for _ in range(n):
                 await js.publish_async(subject, data)
@@ -101,7 +141,7 @@ async def workload(side: Side, url: str, count: int) -> dict:
         got += 1
         if got == count and not done.done():
             done.set_result(None)
-    await b.subscribe(f"bp.{tag}.deliver", cb=on_msg)
+    await side.subscribe(b, f"bp.{tag}.deliver", on_msg)
     await side.flush(b)
     t, c = time.perf_counter(), time.process_time()
     for _ in range(count):
@@ -112,7 +152,7 @@ async def workload(side: Side, url: str, count: int) -> dict:
 
     async def echo(msg):
         await side.publish(b, msg.reply, msg.data)
-    await b.subscribe(f"bp.{tag}.svc", cb=echo)
+    await side.subscribe(b, f"bp.{tag}.svc", echo)
     await side.flush(b)
     rounds = max(500, count // 50)
     t, c = time.perf_counter(), time.process_time()
@@ -134,22 +174,108 @@ async def workload(side: Side, url: str, count: int) -> dict:
     await side.request(a, f"$JS.API.STREAM.DELETE.{stream}", b"")
     cfg = json.dumps({"name": stream, "subjects": [f"bpjs.{tag}.>"], "storage": "memory"}).encode()
     await side.request(a, f"$JS.API.STREAM.CREATE.{stream}", cfg)
-    js = a.jetstream()
+    js = side.jetstream(a)
     t, c = time.perf_counter(), time.process_time()
     for _ in range(rounds):
-        ack = await side.js_publish(js, f"bpjs.{tag}.x", PAYLOAD)
-        assert ack.seq > 0
+        seq = await side.js_publish(js, f"bpjs.{tag}.x", PAYLOAD)
+        assert seq > 0
     out["js_publish"] = _figure(rounds, t, c)
     n_async = max(5000, count // 2)
-    t, c = time.perf_counter(), time.process_time()
-    await side.js_publish_async_all(js, f"bpjs.{tag}.y", PAYLOAD, n_async)
-    out["js_publish_async"] = _figure(n_async, t, c)
+    if side.name != "nats-core":
+        t, c = time.perf_counter(), time.process_time()
+        await side.js_publish_async_all(js, f"bpjs.{tag}.y", PAYLOAD, n_async)
+        out["js_publish_async"] = _figure(n_async, t, c)
+    else:
+        n_async = 0
     info = json.loads((await side.request(a, f"$JS.API.STREAM.INFO.{stream}", b"")).data)
     assert info["state"]["messages"] == rounds + n_async, info["state"]
     await side.request(a, f"$JS.API.STREAM.DELETE.{stream}", b"")
+    for task in getattr(side, "tasks", ()):
+        task.cancel()
     await a.close()
     await b.close()
     return out
+
+
+FIGURES = ["publish", "deliver", "request", "request_async", "js_publish", "js_publish_async"]
+
+
+def which_package() -> str:
+    """Where tclnats_py comes from, and whether it is this checkout's."""
+    import tclnats_py
+    return os.path.dirname(os.path.abspath(tclnats_py.__file__))
+
+
+def _peak_rss(name: str, url: str, n: int) -> dict:
+    """Run in a subprocess: connect, await ``n`` publishes, flush; the peak RSS (VmHWM)."""
+    async def go():
+        side = Side(name)
+        c = await side.connect(url)
+        subject = "bp.rss." + name.replace("-", "_")
+        for _ in range(n):
+            await side.publish(c, subject, PAYLOAD)
+        await side.flush(c)
+        await c.close()
+    asyncio.run(go())
+    with open("/proc/self/status") as f:
+        hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
+    return {"name": name, "peak_rss_mb": hwm / 1024, "python": sys.version.split()[0]}
+
+
+def _py313(arg: str | None) -> tuple[str | None, str]:
+    """(path of a Python >= 3.13 with nats-core and nats-jetstream, or None; why not)."""
+    cands = [arg] if arg else [os.environ.get("TCLNATS_BENCH_PY313"), shutil.which("python3.13"),
+                               "/tmp/venv313/bin/python"]
+    why = "no Python >= 3.13 found (--py313 PATH or $TCLNATS_BENCH_PY313)"
+    for exe in cands:
+        if not exe or not os.path.exists(exe):
+            continue
+        r = subprocess.run([exe, "-c", "import sys, nats.client, nats.jetstream; "
+                            "assert sys.version_info >= (3, 13); print(sys.version.split()[0])"],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            return exe, r.stdout.strip()
+        why = f"{exe}: nats-core/nats-jetstream not importable ({r.stderr.strip().splitlines()[-1:]})"
+    return None, why
+
+
+def _child(exe: str, args: list, env_extra: dict | None = None, timeout: float = 900) -> dict:
+    """This file run by ``exe`` (tclnats_py importable from this checkout); its JSON answer."""
+    import tclnats_py
+    root = os.path.dirname(os.path.dirname(os.path.abspath(tclnats_py.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [root] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+    env.update(env_extra or {})
+    r = subprocess.run([exe, os.path.abspath(__file__)] + args, capture_output=True, text=True, env=env,
+                       timeout=timeout)
+    if r.returncode != 0:
+        raise RuntimeError(f"{exe} {' '.join(args)} failed:\n{r.stdout}\n{r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _rounds(names: list, url: str, count: int, rounds: int, raw: bool) -> dict:
+    """Each side's figures for each round, the sides taking turns (order
+    rotated every round); ``raw`` adds the raw-socket ceiling."""
+    runs: dict = {name: [] for name in names}
+    if raw:
+        runs["raw socket"] = []
+    order = list(runs)
+    for r in range(max(1, rounds)):
+        k = r % len(order)
+        for name in order[k:] + order[:k]:
+            if name == "raw socket":
+                from tclnats_py.compat import bench_raw
+                figs = bench_raw.run(url, count, FIGURES, tag=f"r{r}")
+                runs[name].append({f: (v, 0.0) for f, v in figs.items()})
+            else:
+                runs[name].append(asyncio.run(workload(Side(name), url, count)))
+    return runs
+
+
+def _median(rs: list) -> dict:
+    return {fig: (statistics.median(run[fig][0] for run in rs if fig in run),
+                  statistics.median(run[fig][1] for run in rs if fig in run))
+            for fig in FIGURES if any(fig in run for run in rs)}
 
 
 def main(argv=None) -> int:
@@ -158,28 +284,84 @@ def main(argv=None) -> int:
     ap.add_argument("--short", action="store_true")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json")
+    ap.add_argument("--py313", help="a Python >= 3.13 with nats-core and nats-jetstream installed")
+    ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS figure")
+    # internal: what a subprocess runs
+    ap.add_argument("--child-sides", help=argparse.SUPPRESS)
+    ap.add_argument("--child-rss", help=argparse.SUPPRESS)
+    ap.add_argument("--url", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     count = 5000 if args.short else args.count
+    if args.child_sides:
+        print(json.dumps(_rounds(args.child_sides.split(","), args.url, count, args.rounds, False)))
+        return 0
+    if args.child_rss:
+        print(json.dumps(_peak_rss(args.child_rss, args.url, count)))
+        return 0
+    pkg = which_package()
+    print(f"tclnats_py loaded from {pkg}", flush=True)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not pkg.startswith(here):
+        raise SystemExit(f"tclnats_py.compat.bench_py: tclnats_py comes from {pkg}, not from this tree ({here})")
+    py313, py313_why = _py313(args.py313)
     from tclnats_py.testing.server import NatsServer
-    runs: dict = {"nats-py": [], "tclnats_py": []}
+    core: dict | None = None
+    rss: list = []
     with NatsServer(jetstream=True) as srv:
-        for r in range(max(1, args.rounds)):
-            order = ("nats-py", "tclnats_py") if r % 2 == 0 else ("tclnats_py", "nats-py")
-            for name in order:
-                runs[name].append(asyncio.run(workload(Side(name), srv.url, count)))
-    med = {name: {fig: (statistics.median(run[fig][0] for run in rs), statistics.median(run[fig][1] for run in rs))
-                   for fig in rs[0]} for name, rs in runs.items()}
-    print(f"{'figure':<18}{'nats-py':>14}{'tclnats_py':>14}{'ratio':>8}   {'CPU us/msg: nats-py':>20}{'tclnats_py':>11}"
-          f"   (128-byte messages, count={count}, median of {len(runs['nats-py'])} rounds)")
+        runs = _rounds(["nats-py", "tclnats_py"], srv.url, count, args.rounds, True)
+        if py313:
+            try:
+                core = _child(py313, ["--child-sides", "nats-core,tclnats_py", "--url", srv.url,
+                                      "--count", str(count), "--rounds", str(args.rounds)])
+            except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
+                py313_why = f"nats-core run failed: {str(e).strip().splitlines()[-1][:200]}"
+        if not args.no_rss:
+            n_rss = 20000 if args.short else 200000
+            jobs = [("tclnats_py", sys.executable), ("nats-py", sys.executable)]
+            if py313:
+                jobs += [("nats-core", py313), ("tclnats_py", py313)]
+            for name, exe in jobs:
+                try:
+                    rss.append(_child(exe, ["--child-rss", name, "--url", srv.url, "--count", str(n_rss)]))
+                except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
+                    print(f"peak RSS of {name} on {exe}: failed: {e}", file=sys.stderr)
+    med = {name: _median(rs) for name, rs in runs.items()}
+    cmed = {name: _median(rs) for name, rs in core.items()} if core else {}
+    ver = sys.version.split()[0]
+    print(f"128-byte messages, count={count}, median of {args.rounds} rounds; Python {ver}; "
+          f"rates in msg/s (request: req/s); CPU in us/msg of this process")
+    head = (f"{'figure':<18}{'nats-py':>11}{'tclnats_py':>12}{'ratio':>7}{'raw socket':>12}{'% of raw':>9}"
+            f"   {'CPU nats-py':>11}{'tclnats_py':>11}")
+    if cmed:
+        head += f"   | {'nats-core':>10}{'tclnats_py':>11}{'ratio':>7}  (Python {py313_why})"
+    print(head)
     rows = []
-    for fig in med["tclnats_py"]:
+    for fig in FIGURES:
         (o, oc), (t, tc) = med["nats-py"][fig], med["tclnats_py"][fig]
-        rows.append({"figure": fig, "nats-py": o, "tclnats_py": t, "ratio": t / o, "cpu_us_nats_py": oc,
-                     "cpu_us_tclnats_py": tc})
-        print(f"{fig:<18}{o:>14,.0f}{t:>14,.0f}{t / o:>7.2f}x   {oc:>20.1f}{tc:>11.1f}")
+        raw = med["raw socket"].get(fig, (None, 0))[0]
+        row = {"figure": fig, "nats-py": o, "tclnats_py": t, "ratio": t / o, "raw_socket": raw,
+               "pct_of_raw": (100 * t / raw) if raw else None, "cpu_us_nats_py": oc, "cpu_us_tclnats_py": tc}
+        line = (f"{fig:<18}{o:>11,.0f}{t:>12,.0f}{t / o:>6.2f}x{(f'{raw:,.0f}' if raw else '-'):>12}"
+                f"{(f'{100 * t / raw:.1f}%' if raw else '-'):>9}   {oc:>11.1f}{tc:>11.1f}")
+        if cmed:
+            nc = cmed["nats-core"].get(fig)
+            t13 = cmed["tclnats_py"].get(fig)
+            if nc and t13:
+                row.update(nats_core=nc[0], tclnats_py_313=t13[0], ratio_nats_core=t13[0] / nc[0])
+                line += f"   | {nc[0]:>10,.0f}{t13[0]:>11,.0f}{t13[0] / nc[0]:>6.2f}x"
+            else:
+                line += f"   | {'-':>10}{(f'{t13[0]:,.0f}' if t13 else '-'):>11}{'-':>7}  (nats-jetstream has none)"
+        rows.append(row)
+        print(line)
+    if not cmed:
+        print(f"nats-core / nats-jetstream: not measured: {py313_why}")
+    if rss:
+        print(f"peak RSS of a process awaiting {20000 if args.short else 200000:,} publishes: " + ", ".join(
+            f"{r['name']} (Python {r['python']}) {r['peak_rss_mb']:.1f} MB" for r in rss))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"count": count, "rounds": runs, "figures": rows}, f, indent=2)
+            json.dump({"count": count, "rounds": runs, "figures": rows, "nats_core_rounds": core,
+                       "peak_rss": rss, "python": ver}, f, indent=2)
     return 0
 
 

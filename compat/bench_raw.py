@@ -1,0 +1,417 @@
+"""The ceiling of the benchmarks: NATS protocol bytes framed in advance and
+written through plain blocking sockets, with the least parsing that tells
+a reply from the rest, in one Python thread (two for delivery: a publisher
+and a reader).  No client library: what this machine, this Python and this
+server allow, measured in the same run as the clients (compat/bench_py.py,
+compat/bench.py print every figure as a percentage of it).
+
+    python -m tclnats_py.compat.bench_raw URL [--count N] [FIGURE ...]
+
+Figures (the names of both benchmarks): publish, deliver, request,
+request_async (256 in flight), js_publish (a PUB to a stream's subject and
+its ack), js_publish_async (4000 acks in flight), fetch (pull requests of
+500), kv_put, kv_get (DIRECT.GET of the last value).
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import sys
+import threading
+import time
+from urllib.parse import urlparse
+
+PAYLOAD = b"x" * 128
+FIGURES = ["publish", "deliver", "request", "request_async", "js_publish", "js_publish_async",
+           "fetch", "kv_put", "kv_get"]
+
+
+class RawConn:
+    """One NATS connection over a blocking socket: CONNECT, then frames in,
+    messages out (``MSG``/``HMSG`` as (subject, reply, payload)); PINGs from
+    the server are answered, +OK and INFO skipped."""
+
+    def __init__(self, url: str):
+        u = urlparse(url)
+        self.sock = socket.create_connection((u.hostname or "127.0.0.1", u.port or 4222))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = bytearray()
+        self.pos = 0
+        self._line()  # INFO
+        self.send(b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,'
+                  b'"protocol":1,"lang":"raw","version":"0"}\r\n')
+        self.ping_wait()
+
+    def send(self, data) -> None:
+        self.sock.sendall(data)
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def _fill(self) -> None:
+        if self.pos:
+            del self.buf[:self.pos]
+            self.pos = 0
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("the server closed the connection")
+        self.buf += chunk
+
+    def _line(self) -> bytes:
+        while True:
+            eol = self.buf.find(b"\r\n", self.pos)
+            if eol >= 0:
+                line = bytes(self.buf[self.pos:eol])
+                self.pos = eol + 2
+                return line
+            self._fill()
+
+    def next(self, block: bool = True):
+        """The next message, or a control line's first word (b"PONG", ...);
+        None when ``block`` is false and no complete frame is buffered."""
+        while True:
+            buf = self.buf
+            eol = buf.find(b"\r\n", self.pos)
+            if eol < 0:
+                if not block:
+                    return None
+                self._fill()
+                continue
+            c = buf[self.pos]
+            if c == 77 or c == 72:  # MSG / HMSG
+                args = buf[self.pos:eol].split()
+                size = int(args[-1])
+                end = eol + 2 + size
+                if end + 2 > len(buf):
+                    if not block:
+                        return None
+                    self._fill()
+                    continue
+                reply = args[3] if len(args) == (5 if c == 77 else 6) else None
+                payload = bytes(buf[eol + 2:end])
+                self.pos = end + 2
+                return args[1], reply, payload
+            word = bytes(buf[self.pos:self.pos + 4])
+            self.pos = eol + 2
+            if word == b"PING":
+                self.send(b"PONG\r\n")
+                continue
+            if word == b"-ERR":
+                raise RuntimeError(bytes(buf[self.pos - 2 - (eol - self.pos):eol]).decode())
+            if word == b"+OK" or word == b"INFO":
+                continue
+            return word
+
+    def msg(self):
+        while True:
+            m = self.next()
+            if isinstance(m, tuple):
+                return m
+
+    def ping_wait(self) -> None:
+        self.send(b"PING\r\n")
+        while self.next() != b"PONG":
+            pass
+
+    def request(self, subject: bytes, reply: bytes, payload: bytes = b""):
+        """One round trip: a PUB with a reply subject, the first message back
+        (the connection subscribes to its inbox once, see :func:`inbox`)."""
+        self.send(b"PUB %s %s %d\r\n%s\r\n" % (subject, reply, len(payload), payload))
+        return self.msg()
+
+
+def inbox(conn: RawConn, prefix: bytes) -> None:
+    conn.send(b"SUB %s.* 99\r\n" % prefix)
+    conn.ping_wait()
+
+
+def _rate(n: int, t0: float) -> float:
+    return n / (time.perf_counter() - t0)
+
+
+def publish(url: str, count: int, tag: str) -> float:
+    c = RawConn(url)
+    frame = b"PUB bench.raw.%s.pub  %d\r\n%s\r\n" % (tag.encode(), len(PAYLOAD), PAYLOAD)
+    per = 512
+    batch = frame * per
+    t0 = time.perf_counter()
+    full, rest = divmod(count, per)
+    for _ in range(full):
+        c.send(batch)
+    if rest:
+        c.send(frame * rest)
+    c.ping_wait()
+    r = _rate(count, t0)
+    c.close()
+    return r
+
+
+def deliver(url: str, count: int, tag: str) -> float:
+    sub, pub = RawConn(url), RawConn(url)
+    subject = b"bench.raw.%s.deliver" % tag.encode()
+    sub.send(b"SUB %s 1\r\n" % subject)
+    sub.ping_wait()
+    frame = b"PUB %s  %d\r\n%s\r\n" % (subject, len(PAYLOAD), PAYLOAD)
+    msg_len = len(b"MSG %s 1 %d\r\n%s\r\n" % (subject, len(PAYLOAD), PAYLOAD))
+    want = msg_len * count
+
+    def send_all():
+        per = 512
+        full, rest = divmod(count, per)
+        batch = frame * per
+        for _ in range(full):
+            pub.send(batch)
+        if rest:
+            pub.send(frame * rest)
+
+    t0 = time.perf_counter()
+    th = threading.Thread(target=send_all)
+    th.start()
+    got = len(sub.buf) - sub.pos
+    buf = bytearray(1 << 20)
+    recv_into = sub.sock.recv_into
+    while got < want:  # every frame has the same length: count bytes
+        n = recv_into(buf)
+        if not n:
+            raise ConnectionError("the server closed the connection")
+        got += n
+    r = _rate(count, t0)
+    th.join()
+    sub.close()
+    pub.close()
+    return r
+
+
+def request(url: str, rounds: int, tag: str) -> float:
+    a, b = RawConn(url), RawConn(url)
+    svc = b"bench.raw.%s.svc" % tag.encode()
+    b.send(b"SUB %s 1\r\n" % svc)
+    b.ping_wait()
+    inbox(a, b"_RAW.%s" % tag.encode())
+    head = b"PUB %s _RAW.%s." % (svc, tag.encode())
+    tail = b" %d\r\n%s\r\n" % (len(PAYLOAD), PAYLOAD)
+    t0 = time.perf_counter()
+    for i in range(rounds):
+        a.send(b"%s%d%s" % (head, i, tail))
+        _, reply, data = b.msg()
+        b.send(b"PUB %s %d\r\n%s\r\n" % (reply, len(data), data))
+        a.msg()
+    r = _rate(rounds, t0)
+    a.close()
+    b.close()
+    return r
+
+
+def request_async(url: str, n: int, tag: str, inflight: int = 256) -> float:
+    a, b = RawConn(url), RawConn(url)
+    svc = b"bench.raw.%s.svca" % tag.encode()
+    b.send(b"SUB %s 1\r\n" % svc)
+    b.ping_wait()
+    inbox(a, b"_RAWA.%s" % tag.encode())
+    head = b"PUB %s _RAWA.%s." % (svc, tag.encode())
+    tail = b" %d\r\n%s\r\n" % (len(PAYLOAD), PAYLOAD)
+    t0 = time.perf_counter()
+    sent = min(n, inflight)
+    a.send(b"".join(b"%s%d%s" % (head, i, tail) for i in range(sent)))
+    done = 0
+    while done < n:
+        ready, _, _ = select.select([a.sock, b.sock], [], [])
+        if b.sock in ready:
+            b._fill()
+            out = []
+            while True:
+                m = b.next(block=False)
+                if m is None:
+                    break
+                if isinstance(m, tuple):
+                    out.append(b"PUB %s %d\r\n%s\r\n" % (m[1], len(m[2]), m[2]))
+            if out:
+                b.send(b"".join(out))
+        if a.sock in ready:
+            a._fill()
+            more = []
+            while True:
+                m = a.next(block=False)
+                if m is None:
+                    break
+                if isinstance(m, tuple):
+                    done += 1
+                    if sent < n:
+                        more.append(b"%s%d%s" % (head, sent, tail))
+                        sent += 1
+            if more:
+                a.send(b"".join(more))
+    r = _rate(n, t0)
+    a.close()
+    b.close()
+    return r
+
+
+def _api(c: RawConn, subject: str, body: dict | bytes, prefix: bytes, seq=[0]) -> dict:
+    seq[0] += 1
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    _, _, reply = c.request(subject.encode(), b"%s.api%d" % (prefix, seq[0]), data)
+    return json.loads(reply) if reply else {}
+
+
+def _stream(c: RawConn, prefix: bytes, name: str, subjects: list, **cfg) -> None:
+    _api(c, f"$JS.API.STREAM.DELETE.{name}", b"", prefix)
+    out = _api(c, f"$JS.API.STREAM.CREATE.{name}",
+               dict({"name": name, "subjects": subjects, "storage": "memory"}, **cfg), prefix)
+    if "error" in out:
+        raise RuntimeError(f"stream {name}: {out['error']}")
+
+
+def js_publish(url: str, rounds: int, tag: str) -> float:
+    a = RawConn(url)
+    prefix = b"_RAWJ.%s" % tag.encode()
+    inbox(a, prefix)
+    name = f"BENCH_RAWJ_{tag.upper()}"
+    _stream(a, prefix, name, [f"rawjs.{tag}.>"])
+    subject = f"rawjs.{tag}.x".encode()
+    t0 = time.perf_counter()
+    for i in range(rounds):
+        _, _, ack = a.request(subject, b"%s.%d" % (prefix, i), PAYLOAD)
+        if b'"seq"' not in ack:
+            raise RuntimeError(f"no ack: {ack!r}")
+    r = _rate(rounds, t0)
+    _api(a, f"$JS.API.STREAM.DELETE.{name}", b"", prefix)
+    a.close()
+    return r
+
+
+def js_publish_async(url: str, n: int, tag: str, inflight: int = 4000) -> float:
+    a = RawConn(url)
+    prefix = b"_RAWK.%s" % tag.encode()
+    inbox(a, prefix)
+    name = f"BENCH_RAWK_{tag.upper()}"
+    _stream(a, prefix, name, [f"rawjsa.{tag}.>"])
+    head = b"PUB rawjsa.%s.y %s." % (tag.encode(), prefix)
+    tail = b" %d\r\n%s\r\n" % (len(PAYLOAD), PAYLOAD)
+    t0 = time.perf_counter()
+    sent = min(n, inflight)
+    a.send(b"".join(b"%s%d%s" % (head, i, tail) for i in range(sent)))
+    done = 0
+    while done < n:
+        a._fill()
+        more = []
+        while True:
+            m = a.next(block=False)
+            if m is None:
+                break
+            if isinstance(m, tuple):
+                done += 1
+                if sent < n:
+                    more.append(b"%s%d%s" % (head, sent, tail))
+                    sent += 1
+        if more:
+            a.send(b"".join(more))
+    r = _rate(n, t0)
+    _api(a, f"$JS.API.STREAM.DELETE.{name}", b"", prefix)
+    a.close()
+    return r
+
+
+def fetch(url: str, total: int, tag: str, batch: int = 500) -> float:
+    a = RawConn(url)
+    prefix = b"_RAWF.%s" % tag.encode()
+    inbox(a, prefix)
+    name = f"BENCH_RAWF_{tag.upper()}"
+    _stream(a, prefix, name, [f"rawf.{tag}.>"])
+    frame = b"PUB rawf.%s.f  %d\r\n%s\r\n" % (tag.encode(), len(PAYLOAD), PAYLOAD)
+    a.send(frame * total)
+    a.ping_wait()
+    out = _api(a, f"$JS.API.CONSUMER.CREATE.{name}.PULL",
+               {"stream_name": name, "config": {"durable_name": "PULL", "ack_policy": "none",
+                                                "filter_subject": f"rawf.{tag}.f"}}, prefix)
+    if "error" in out:
+        raise RuntimeError(f"consumer: {out['error']}")
+    nxt = f"$JS.API.CONSUMER.MSG.NEXT.{name}.PULL".encode()
+    body = json.dumps({"batch": batch, "expires": 2_000_000_000}).encode()
+    got = 0
+    i = 0
+    t0 = time.perf_counter()
+    while got < total:
+        i += 1
+        a.send(b"PUB %s %s.f%d %d\r\n%s\r\n" % (nxt, prefix, i, len(body), body))
+        n = 0
+        while n < batch and got + n < total:
+            subject, _, _ = a.msg()
+            if subject.startswith(prefix):  # a status (404/408): the batch ended
+                break
+            n += 1
+        got += n
+    r = _rate(got, t0)
+    _api(a, f"$JS.API.STREAM.DELETE.{name}", b"", prefix)
+    a.close()
+    return r
+
+
+def kv(url: str, rounds: int, tag: str) -> tuple[float, float]:
+    a = RawConn(url)
+    prefix = b"_RAWV.%s" % tag.encode()
+    inbox(a, prefix)
+    bucket = f"BENCH_RAWV_{tag.upper()}"
+    _stream(a, prefix, f"KV_{bucket}", [f"$KV.{bucket}.>"], max_msgs_per_subject=1, allow_direct=True,
+            allow_rollup_hdrs=True, deny_delete=True, discard="new")
+    keys = [f"$KV.{bucket}.key.{i}".encode() for i in range(100)]
+    t0 = time.perf_counter()
+    for i in range(rounds):
+        _, _, ack = a.request(keys[i % 100], b"%s.p%d" % (prefix, i), PAYLOAD)
+        if b'"seq"' not in ack:
+            raise RuntimeError(f"no ack: {ack!r}")
+    put = _rate(rounds, t0)
+    gets = [f"$JS.API.DIRECT.GET.KV_{bucket}.$KV.{bucket}.key.{i}".encode() for i in range(100)]
+    t0 = time.perf_counter()
+    for i in range(rounds):
+        _, _, value = a.request(gets[i % 100], b"%s.g%d" % (prefix, i))
+        if not value.endswith(PAYLOAD):  # HMSG: the headers, then the value
+            raise RuntimeError(f"wrong value: {value!r}")
+    get = _rate(rounds, t0)
+    _api(a, f"$JS.API.STREAM.DELETE.KV_{bucket}", b"", prefix)
+    a.close()
+    return put, get
+
+
+def run(url: str, count: int, figures=None, tag: str = "raw") -> dict:
+    """The figures of both benchmarks for ``count`` messages, with their
+    derived counts (round trips: max(200 or 500, count // 50), as each
+    benchmark uses): {figure: msg/s}."""
+    want = set(figures or FIGURES)
+    rounds = max(500, count // 50)
+    out = {}
+    if "publish" in want:
+        out["publish"] = publish(url, count, tag)
+    if "deliver" in want:
+        out["deliver"] = deliver(url, count, tag)
+    if "request" in want:
+        out["request"] = request(url, rounds, tag)
+    if "request_async" in want:
+        out["request_async"] = request_async(url, max(2000, count // 10), tag)
+    if "js_publish" in want:
+        out["js_publish"] = js_publish(url, rounds, tag)
+    if "js_publish_async" in want:
+        out["js_publish_async"] = js_publish_async(url, max(5000, count // 2), tag)
+    if "fetch" in want:
+        out["fetch"] = fetch(url, max(2000, count // 5), tag)
+    if "kv_put" in want or "kv_get" in want:
+        out["kv_put"], out["kv_get"] = kv(url, rounds, tag)
+    return out
+
+
+def main(argv=None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("url")
+    ap.add_argument("--count", type=int, default=100000)
+    ap.add_argument("figures", nargs="*")
+    args = ap.parse_args(argv)
+    for k, v in run(args.url, args.count, args.figures).items():
+        print(f"{k} {v:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
