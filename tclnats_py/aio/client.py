@@ -1171,21 +1171,23 @@ class Client:
         return max(1, int(timeout * 1000)) if timeout else 0
 
     async def request(self, subject: str, data: Payload = b"", timeout: float | None = None,
-                      headers: HeadersArg = None) -> Msg:
+                      headers: HeadersArg = None, *, check_subject: bool = True) -> Msg:
         """New-style request (shared inbox, first reply).  ``timeout`` in
         seconds, None: the request_timeout option.  ErrTimeout,
-        ErrNoResponders, ErrConnectionClosed (closed meanwhile)."""
+        ErrNoResponders, ErrConnectionClosed (closed meanwhile).
+        ``check_subject=False`` sends a subject with wildcard tokens as it is
+        (the server takes it; nats-py's KV with validate_keys=False does)."""
         loop = self._need_loop()
         ms = self._timeout_ms(timeout)
         if headers is not None:
             check_headers(headers)
         eng = self._engine
-        if not eng.check_subject(subject):
+        if check_subject and not eng.check_subject(subject):
             # before the engine makes its shared reply subscription
             raise make_error("ErrBadSubject", f"Invalid subject {subject}")
         fut = loop.create_future()
         lone = not eng.requests and self._flush_handle is None
-        req = eng.request(subject, _to_bytes(data), ms, headers, None, fut)
+        req = eng.request(subject, _to_bytes(data), ms, headers, None, fut, check_subject=check_subject)
         if lone:
             # the only request in flight and nothing else waiting for the
             # coalesced write: it leaves now, not one loop turn later

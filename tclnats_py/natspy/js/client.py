@@ -117,7 +117,11 @@ class JetStreamContext(JetStreamManager):
         if impl is None or impl.is_closed:
             raise _core.ConnectionClosedError()
         try:
-            reply = await impl.request(subject, payload, self._timeout if timeout is None else timeout, hdrs)
+            # nats-py sends the subject as given: wildcard tokens too (KV keys
+            # with validate_keys=False); only what would break the protocol is refused
+            loose = bool(subject) and isinstance(subject, str) and not any(c.isspace() for c in subject)
+            reply = await impl.request(subject, payload, self._timeout if timeout is None else timeout, hdrs,
+                                       check_subject=not loose)
             resp = parse_ack(reply)
         except NatsError as e:
             if e.code == "ErrNoResponders":
