@@ -18,6 +18,13 @@ figure.  Round-trip figures on a small VM swing with its load (an idle vCPU
 sleeps and is slow to wake), which is why the sides alternate.  ``--short`` is the quick form used
 in CI (informational: no figure is asserted).  Without ``--nats-tcl`` only the
 tclnats_py side runs.
+
+Two more columns come from the same run: "raw socket", the ceiling
+(compat/bench_raw.py: protocol bytes framed in advance through plain
+sockets, same workloads, taking its turn with the sides), with tclnats_py's
+figure as a percentage of it; and, before the table, the start of ``tclsh``
++ ``package require nats`` (wall time, median of 7, and the process's RSS
+after it) for each side, next to a bare tclsh.
 """
 
 from __future__ import annotations
@@ -88,6 +95,38 @@ def run_side(cmd, env, url, count, figures, timeout):
     return result
 
 
+STARTUP_SCRIPT = """package require nats
+set f [open /proc/self/status]
+set s [read $f]
+close $f
+regexp {VmRSS:\\s+(\\d+)} $s -> rss
+puts "rss $rss"
+exit 0
+"""
+
+
+def startup(cmd: list, env: dict, n: int = 7, bare: bool = False) -> tuple[float, float]:
+    """(median wall seconds of ``tclsh`` running ``package require nats`` and
+    exiting, median RSS in MB at the end); ``bare``: no package require."""
+    with tempfile.NamedTemporaryFile("w", suffix=".tcl", delete=False) as f:
+        f.write(STARTUP_SCRIPT.replace("package require nats\n", "") if bare else STARTUP_SCRIPT)
+        script = f.name
+    times, rss = [], []
+    try:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            out = subprocess.run(cmd + [script], env=env, capture_output=True, text=True, timeout=60)
+            times.append(time.perf_counter() - t0)
+            if out.returncode != 0:
+                raise SystemExit(f"{' '.join(cmd)} {script} failed: {out.stderr.strip()[:300]}")
+            rss.append(int(out.stdout.split()[-1]) / 1024)
+    finally:
+        os.unlink(script)
+    times.sort()
+    rss.sort()
+    return times[len(times) // 2], rss[len(rss) // 2]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nats-tcl", help="path of a nats-tcl checkout (the original, run under tclsh)")
@@ -99,6 +138,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3,
                     help="runs per side, taken in turns; each figure is the median (the short form: 1)")
     ap.add_argument("--launcher", action="store_true", help="also measure through tclnats-tclsh")
+    ap.add_argument("--no-raw", action="store_true", help="skip the raw-socket ceiling")
     ap.add_argument("figures", nargs="*", help=f"subset of {FIGURES}")
     args = ap.parse_args(argv)
     count = 5000 if args.short else args.count
@@ -123,12 +163,29 @@ def main(argv=None) -> int:
             print(f"{name}: {exe} loads package nats from: {loaded}", flush=True)
             if loaded.startswith("tclnats_py ") != (name != "original"):
                 raise SystemExit(f"tclnats_py.compat.bench: side {name} loads the wrong package nats: {loaded}")
+        exe0 = shutil.which(args.tclsh) or args.tclsh
+        t_bare, r_bare = startup([exe0], env, bare=True)
+        print(f"start: {exe0} alone {t_bare:.3f} s, {r_bare:.1f} MB RSS", flush=True)
+        for name, cmd, side_env in sides:
+            t_start, r_start = startup(cmd, side_env)
+            results.setdefault("startup", {})[name] = (t_start, r_start)
+            print(f"start: {name}: {' '.join(cmd)} + package require nats {t_start:.3f} s, {r_start:.1f} MB RSS",
+                  flush=True)
+        if not args.no_raw:
+            sides_raw = [("raw socket", None, None)]
+        else:
+            sides_raw = []
         # the sides take turns, so that a change in the machine's load during
         # the run reaches them alike; each figure is the median of the rounds
-        runs = {name: [] for name, _, _ in sides}
-        for _ in range(rounds):
-            for name, cmd, side_env in sides:
-                runs[name].append(run_side(cmd, side_env, url, count, figures, 900))
+        runs = {name: [] for name, _, _ in sides + sides_raw}
+        for r in range(rounds):
+            for name, cmd, side_env in sides + sides_raw:
+                if cmd is None:
+                    from tclnats_py.compat import bench_raw
+                    got = bench_raw.run(url, count, figures or FIGURES, tag=f"t{r}")
+                    runs[name].append({k: (v, "") for k, v in got.items()})
+                else:
+                    runs[name].append(run_side(cmd, side_env, url, count, figures, 900))
         for name, got in runs.items():
             merged = {}
             for fig in FIGURES:
@@ -144,9 +201,10 @@ def main(argv=None) -> int:
     orig = results.get("original", {})
     ours = results.get("tclnats", {})
     slow = results.get("tclnats_launcher")
+    raw = results.get("raw socket", {})
     extra = f"{'tclnats-tclsh':>14}{'ratio':>8}" if slow is not None else ""
-    print(f"{'figure':<12}{'original':>14}{'tclsh+ext':>14}{'ratio':>8}{extra}  unit   "
-          f"(128-byte messages, count={count}, median of {rounds} round(s))")
+    print(f"{'figure':<12}{'original':>14}{'tclsh+ext':>14}{'ratio':>8}{'raw socket':>13}{'% of raw':>9}{extra}  unit   "
+          f"(128-byte messages, count={count}, median of {rounds} round(s); Tcl: {shutil.which(args.tclsh)})")
     table = []
     for fig in FIGURES:
         if fig not in ours and fig not in orig:
@@ -155,8 +213,11 @@ def main(argv=None) -> int:
         t, unit = ours.get(fig, (None, orig.get(fig, (0, ""))[1]))
         ratio = (t / o) if (o and t) else None
         row = {"figure": fig, "original": o, "tclnats": t, "ratio": ratio, "unit": unit}
+        rv = raw.get(fig, (None, ""))[0]
+        row.update(raw_socket=rv, pct_of_raw=(100 * t / rv) if (rv and t) else None)
         line = (f"{fig:<12}{(f'{o:,.0f}' if o else '-'):>14}{(f'{t:,.0f}' if t else '-'):>14}"
-                f"{(f'{ratio:.2f}x' if ratio else '-'):>8}")
+                f"{(f'{ratio:.2f}x' if ratio else '-'):>8}{(f'{rv:,.0f}' if rv else '-'):>13}"
+                f"{(f'{100 * t / rv:.1f}%' if (rv and t) else '-'):>9}")
         if slow is not None:
             s_val = slow.get(fig, (None, ""))[0]
             s_ratio = (s_val / o) if (o and s_val) else None
@@ -167,7 +228,8 @@ def main(argv=None) -> int:
         print(f"{line}  {unit}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"count": count, "rounds": rounds, "server": url, "figures": table}, f, indent=2)
+            json.dump({"count": count, "rounds": rounds, "server": url, "figures": table,
+                       "startup": results.get("startup", {})}, f, indent=2)
     return 0 if ours else 1
 
 
