@@ -263,6 +263,7 @@ class Subscription:
         self._engine_sub: _EngineSub = None  # type: ignore[assignment]  # set by Client.subscribe
         self.dropped = 0
         self.delivered = 0
+        self.report_each_drop = False  # True: ErrSlowConsumer for every dropped message
 
     def __repr__(self) -> str:
         return f"<Subscription sid={self.sid} subject={self.subject!r} queue={self.queue!r}>"
@@ -299,8 +300,9 @@ class Subscription:
         pending = self._pending
         if len(pending) >= self._limit_msgs or self._pending_bytes + n > self._limit_bytes:
             self.dropped += 1
-            if not self._slow:
-                # once per episode; it ends when the consumer has caught up
+            if not self._slow or self.report_each_drop:
+                # once per episode (it ends when the consumer has caught up),
+                # or each message for nats-py's surface (tclnats_py.natspy)
                 self._slow = True
                 self._client._report(make_error(
                     "ErrSlowConsumer", f"Slow consumer on subject {self.subject}: messages dropped",

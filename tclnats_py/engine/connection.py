@@ -737,6 +737,18 @@ class Engine:
         elif kind is P.ERR:
             self._on_err(op[1])
 
+    def _add_connect_urls(self, info: dict) -> None:
+        for url in info.get("connect_urls") or ():
+            if isinstance(url, str) and self.pool.add_discovered(url) is not None:
+                self._log("debug", f"Added {url} to the server pool")
+            elif not isinstance(url, str) or not self._well_formed(url):
+                url = url if isinstance(url, str) else repr(url)
+                if url in self._bad_urls:
+                    continue
+                # a malformed entry: said once, then ignored
+                self._bad_urls.add(url)
+                self._log("warn", f"Ignoring invalid URL {url!r} in connect_urls of {self.host_port()}")
+
     def _on_info(self, info: dict) -> None:
         # fields of the wrong type (a broken or hostile server) are dropped:
         # they would fail later, far from here, with a TypeError
@@ -746,17 +758,7 @@ class Engine:
         if self.status == CONNECTED or self._phase == _WAIT_PONG:
             self.server_info.update(info)
             self._fx.append(InfoReceived(dict(self.server_info)))
-            urls = info.get("connect_urls") or ()
-            for url in urls:
-                if isinstance(url, str) and self.pool.add_discovered(url) is not None:
-                    self._log("debug", f"Added {url} to the server pool")
-                elif not isinstance(url, str) or not self._well_formed(url):
-                    url = url if isinstance(url, str) else repr(url)
-                    if url in self._bad_urls:
-                        continue
-                    # a malformed entry: said once, then ignored
-                    self._bad_urls.add(url)
-                    self._log("warn", f"Ignoring invalid URL {url!r} in connect_urls of {self.host_port()}")
+            self._add_connect_urls(info)
             if info.get("ldm"):
                 self._log("warn", f"Server {self.host_port()} entered lame duck mode")
             return
@@ -769,6 +771,9 @@ class Engine:
             if m:
                 info["version"] = m.group(0)
         self.server_info = info
+        # the handshake's connect_urls join the pool too (as in nats.go and
+        # nats-py), so the INFO that follows CONNECT brings nothing new
+        self._add_connect_urls(info)
         self._fx.append(InfoReceived(dict(info)))
         if self._tls_done:  # tls_first: the handshake came before this INFO
             self._send_connect()

@@ -40,7 +40,9 @@ def parse_headers(block: bytes) -> dict[str, list[str]]:
     """Parse a header block (with or without the trailing blank line).
 
     Raises ErrBadHeaderMsg for an unknown version line.  Lines without a colon
-    are skipped, like the reference clients do.
+    or with an empty name are skipped, like the reference clients do; so is
+    nothing after the colon, while ``K: `` (blanks only) is ``K = ""`` as in
+    nats-tcl, which is how nats-py sends an empty value.
     """
     text = block.decode("utf-8", TCL_UTF8)
     lines = text.split("\r\n")
@@ -57,11 +59,11 @@ def parse_headers(block: bytes) -> dict[str, list[str]]:
     for line in lines[1:]:
         if not line:
             continue
-        k, sep, v = line.partition(":")
+        k, sep, raw = line.partition(":")
         k = k.strip()
-        v = v.strip()
-        if not sep or not k or not v:
-            continue
+        v = raw.strip()
+        if not sep or not k or not raw:
+            continue  # as nats-tcl: "K:" is skipped, "K: " is K = "" (what nats-py sends for "")
         lst = hdrs.get(k)
         if lst is None:
             hdrs[k] = [v]

@@ -11,6 +11,7 @@ JetStream errors (``tclnats_py.errors.JetStreamError``) are translated by
 from __future__ import annotations
 
 import asyncio
+import ssl
 from typing import Any
 
 from tclnats_py import errors as _our
@@ -190,7 +191,6 @@ _BY_CODE: dict[str, type[Error]] = {
     "ErrOutboundBufferLimit": OutboundBufferLimitError,
     "ErrReconnectBufExceeded": OutboundBufferLimitError,
     "ErrNotJSMessage": NotJSMessageError,
-    "ErrConnectionTimeout": TimeoutError,
 }
 
 
@@ -200,6 +200,21 @@ def _js_translate():
     except ImportError:  # the JetStream half not there: the core classes only
         return None
     return js_translate
+
+
+def _os_error(cls, errno_: int):
+    def make(exc):
+        return cls(errno_, exc.message)
+    return make
+
+
+# engine codes nats-py shows as Python's own exceptions (what its socket,
+# TLS and timeout layers raise)
+_NATIVE = {
+    "ErrConnectionRefused": _os_error(ConnectionRefusedError, 111),
+    "ErrTLS": lambda exc: ssl.SSLError(1, exc.message),
+    "ErrConnectionTimeout": lambda exc: asyncio.TimeoutError(),
+}
 
 
 def translate(exc: BaseException) -> BaseException:
@@ -216,6 +231,13 @@ def translate(exc: BaseException) -> BaseException:
             if out is not exc:
                 return out
     code = exc.code
+    native = _NATIVE.get(code)
+    if native is not None:
+        out = native(exc)
+        out.code = code  # type: ignore[attr-defined]
+        out.description = exc.message  # type: ignore[attr-defined]
+        out.__cause__ = exc
+        return out
     if code == "ErrSlowConsumer":
         d = exc.details
         new: Error = SlowConsumerError(d.get("subject", ""), "", d.get("sid", 0), None)

@@ -23,7 +23,8 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, Union
 from urllib.parse import ParseResult, urlparse
 
 from tclnats_py.aio.client import Client as _ImplClient
-from tclnats_py.engine.auth import nkey_public, parse_creds, seed_from_text, sign_nonce
+from tclnats_py.credentials import load_creds
+from tclnats_py.engine.auth import parse_creds, seed_from_text, sign_nonce
 from tclnats_py.errors import NatsError
 from tclnats_py.natspy import errors
 from tclnats_py.natspy.aio.msg import Msg, headers_from_impl
@@ -160,7 +161,10 @@ class Client:
         self._reconnected_cb = None
         self._lame_duck_mode_cb = None
         self._draining = 0  # 0, DRAINING_SUBS or DRAINING_PUBS
-        self._closed_explicitly = False
+        self._close_cbs_done = False
+        self._connecting = False
+        self._out_bytes = 0
+        self._in_bytes = 0
         self._drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
         self._err: Optional[BaseException] = None
         self._inbox_prefix = bytearray(DEFAULT_INBOX_PREFIX)
@@ -259,21 +263,56 @@ class Client:
             opts["user"] = user
         if password:
             opts["password"] = password
-        if token:
-            opts["token"] = token() if callable(token) else token
+        if token and not callable(token):
+            opts["token"] = token
+        # nats-py checks no subject but the empty one; the server answers the rest
+        opts["check_subjects"] = False
         self._auth_options(opts, signature_cb, user_jwt_cb, user_credentials, nkeys_seed, nkeys_seed_str)
         impl = _ImplClient()
+        # nats-py: tls:// alone does not require TLS (the server's INFO decides)
+        servers = [servers] if isinstance(servers, str) else list(servers)
+        servers = ["nats://" + s[6:] if s.startswith("tls://") else s for s in servers]
         try:
-            impl._configure(servers if isinstance(servers, (list, tuple)) else [servers], opts)
+            impl._configure(servers, opts)
         except NatsError as e:
             raise errors.translate(e) from e
+        if token and callable(token) and signature_cb is None and user_credentials is None:
+            # a token function: asked again for each connection, as nats-py does
+            impl.engine.auth_cb = lambda _nonce: {"auth_token": token()}
         self._impl = impl
-        self._closed_explicitly = False
+        self._close_cbs_done = False
+        self._connecting = True
         try:
-            await impl.connect()
-        except NatsError as e:
-            self._err = errors.translate(e)
-            raise self._err from e
+            await self._first_connect(impl, allow_reconnect, max_reconnect_attempts, reconnect_time_wait)
+        finally:
+            self._connecting = False
+
+    async def _first_connect(self, impl, allow_reconnect: bool, max_attempts: int, wait: float) -> None:
+        """nats-py's first connect: each failed round of the pool goes to
+        error_cb (the face reports every server's failure); with
+        allow_reconnect the pool is tried again after ``reconnect_time_wait``
+        until ``max_reconnect_attempts`` rounds failed (NoServersError), for
+        good when it is negative; without, the first failure is raised."""
+        rounds = 0
+        while True:
+            try:
+                await impl.connect()
+                return
+            except NatsError as e:
+                last = self._err
+                if last is not None and getattr(last, "code", None) == e.code:
+                    err = last  # the very error error_cb was given (nats-py raises that one)
+                else:
+                    err = errors.translate(e)
+                    if e.code != "ErrNoServers":
+                        self._err = err
+                if not allow_reconnect:
+                    raise err from e
+                rounds += 1
+                if 0 <= max_attempts < rounds:
+                    self._err = errors.NoServersError()
+                    raise self._err from e
+            await asyncio.sleep(wait)
 
     def _auth_options(self, opts, signature_cb, user_jwt_cb, user_credentials, nkeys_seed, nkeys_seed_str) -> None:
         """nats-py's credentials forms as the face's options."""
@@ -300,7 +339,15 @@ class Client:
                 opts["user_jwt_cb"] = jwt_cb
                 opts["signature_cb"] = sig_cb
             else:
-                opts["user_credentials"] = str(creds)
+                path = str(creds)
+                try:
+                    _jwt, seed = load_creds(path)
+                except NatsError as e:
+                    raise errors.InvalidUserCredentialsError() from e
+                # a seed nkeys cannot read: nkeys' own error, as nats-py
+                import nkeys
+                nkeys.from_seed(bytearray(seed))
+                opts["user_credentials"] = path
         if nkeys_seed is not None:
             opts["nkeys_seed"] = nkeys_seed
         if nkeys_seed_str is not None:
@@ -308,6 +355,19 @@ class Client:
 
     # ------------------------------------------------------------ callbacks (the face -> nats-py's)
     async def _on_error(self, e) -> None:
+        code = getattr(e, "code", None)
+        if code in ("ErrServer", "ErrBadSubject", "ErrPermissions"):
+            # a -ERR of the server: nats-py's Error("nats: <text>"); any but a
+            # permissions violation closes the connection (nats-py's rule)
+            err: BaseException = errors.Error(f"nats: {e}")
+            err.code = code
+            err.__cause__ = e
+            self._err = err
+            if code == "ErrPermissions":
+                await self._error_cb(err)
+            elif self._impl is not None and not self._impl.is_closed:
+                await self._impl.close()
+            return
         err = errors.translate(e)
         if isinstance(err, errors.SlowConsumerError):
             err.sub = self._subs.get(err.sid)
@@ -323,6 +383,9 @@ class Client:
             await self._reconnected_cb()
 
     async def _on_closed(self) -> None:
+        if self._connecting:
+            return  # a failed first connect: nats-py calls no closed_cb
+        self._close_cbs_done = True
         if self._closed_cb is not None:
             await self._closed_cb()
 
@@ -379,6 +442,9 @@ class Client:
         s = dict(self._stats_base)
         if self._impl is not None:
             s.update(self._impl.stats)
+        # nats-py counts payload bytes, the engine bytes on the wire
+        s["out_bytes"] = self._out_bytes
+        s["in_bytes"] = self._in_bytes
         return s
 
     @property
@@ -442,15 +508,22 @@ class Client:
 
     # ------------------------------------------------------------ close, drain, flush
     async def close(self) -> None:
-        """Close the connection (what was published is flushed first)."""
+        """Close the connection (what was published is flushed first);
+        disconnected_cb and closed_cb run once, as in nats-py, even when
+        the connection never came up."""
         impl = self._impl
-        if impl is None or impl.is_closed:
-            return
-        self._closed_explicitly = True
         for s in list(self._subs.values()):
             s._impl._pending.clear()
         self._subs.clear()
-        await impl.close()
+        if impl is not None and not impl.is_closed:
+            await impl.close()
+            return
+        if not self._close_cbs_done:
+            self._close_cbs_done = True
+            if self._disconnected_cb is not None:
+                await self._disconnected_cb()
+            if self._closed_cb is not None:
+                await self._closed_cb()
 
     async def drain(self) -> None:
         """Drain every subscription, flush what was published, then close
@@ -511,12 +584,18 @@ class Client:
             raise errors.ConnectionClosedError()
         if self.is_draining_pubs:
             raise errors.ConnectionDrainingError()
+        if not subject:
+            raise errors.BadSubjectError()
         if len(payload) > self.max_payload and impl.is_connected:
             raise errors.MaxPayloadError()
+        if headers is not None:
+            # nats-py skips blank names and trims names and values
+            headers = {k.strip(): v for k, v in headers.items() if k.strip()}
         try:
             await impl.publish(subject, payload, reply or None, headers)
         except NatsError as e:
             raise errors.translate(e) from e
+        self._out_bytes += len(payload)
 
     async def subscribe(self, subject: str, queue: str = "", cb=None, future: Optional[asyncio.Future] = None,
                         max_msgs: int = 0, pending_msgs_limit: int = DEFAULT_SUB_PENDING_MSGS_LIMIT,
@@ -550,7 +629,7 @@ class Client:
         except NatsError as e:
             raise errors.translate(e) from e
         sub = Subscription(self, isub, cb, future)
-        isub.natspy_sub = sub
+        isub.report_each_drop = True  # nats-py reports every dropped message
         self._subs[isub.sid] = sub
         return sub
 

@@ -71,6 +71,8 @@ class Msg:
     def _from_impl(cls, client: "Client", m: Any) -> "Msg":
         """A Msg for ``client`` (the natspy Client) from the engine's message ``m``."""
         h = m.headers
+        if client is not None:
+            client._in_bytes += len(m.data)
         return cls(client, m.subject, m.reply or "", m.data,
                    None if not h else headers_from_impl(h), None, False, m.sid)
 

@@ -32,6 +32,7 @@ class Subscription:
         self._cb = cb
         self._future = future
         self._jsi: Any = None  # the JetStream half's per-subscription state
+        self._closed = False  # unsubscribed or drained by the program
 
     def __repr__(self) -> str:
         return f"<nats subscription sid={self._impl.sid} subject={self._impl.subject!r}>"
@@ -93,11 +94,14 @@ class Subscription:
     async def unsubscribe(self, limit: int = 0) -> None:
         """Stop now (what is queued is dropped), or after ``limit`` messages in all."""
         self._check_usable()
-        try:
-            await self._impl.unsubscribe(limit)
-        except NatsError as e:
-            raise errors.translate(e) from e
+        if not self._impl._engine_sub.closed:
+            try:
+                await self._impl.unsubscribe(limit)
+            except NatsError as e:
+                raise errors.translate(e) from e
+        # else: it ended at its message limit; nats-py lets it be unsubscribed
         if limit == 0:
+            self._closed = True
             self._impl._pending.clear()
             self._impl._pending_bytes = 0
             if self._impl._task is not None and not self._impl._task.done():
@@ -106,6 +110,7 @@ class Subscription:
     async def drain(self) -> None:
         """Stop interest, let the messages on their way be handled, then end."""
         self._check_usable()
+        self._closed = True
         try:
             await self._impl.drain(self._conn._drain_timeout)
         except NatsError as e:
@@ -116,7 +121,7 @@ class Subscription:
             raise errors.ConnectionClosedError()
         if self._conn.is_draining:
             raise errors.ConnectionDrainingError()
-        if not self._impl.is_active:
+        if self._closed:
             raise errors.BadSubscriptionError()
 
 
