@@ -655,7 +655,26 @@ def summarize(sides: dict, requested) -> dict:
         elif s["exit_code"] not in (0, None) and not failed[n] and not any(v.get("error") for v in s["files"].values()):
             problems.append(f"{n}: all.tcl exited with code {s['exit_code']}")
     ok = not differ and not any(failed.values()) and not problems
-    return {"ok": ok, "differ": differ, "failed": failed, "problems": problems}
+    return {"ok": ok, "differ": differ, "failed": failed, "problems": problems,
+            "not_kept": not_kept(sides)}
+
+
+def not_kept(sides: dict) -> dict:
+    """For each of our sides that ran beside the original: the tests the
+    original passes that do not pass there (the criterion when the original
+    itself fails some tests with this nats-server)."""
+    orig = sides.get("original")
+    if not orig or not orig.get("available"):
+        return {}
+    passed = {(f, t) for f, v in orig["files"].items() for t, o in v["tests"].items() if o == "PASSED"}
+    out = {}
+    for n in OURS:
+        s = sides.get(n)
+        if not s or not s.get("available"):
+            continue
+        out[n] = sorted(f"{f} {t}" for f, t in passed
+                        if s["files"].get(f, {}).get("tests", {}).get(t) != "PASSED")
+    return out
 
 
 def print_report(sides: dict, summary: dict, stream) -> None:
@@ -676,6 +695,9 @@ def print_report(sides: dict, summary: dict, stream) -> None:
             stream.write(f"\nfailed on {n} ({len(tests)}): {', '.join(tests)}\n")
     if summary["problems"]:
         stream.write("\nproblems:\n" + "".join(f"  {p}\n" for p in summary["problems"]))
+    for n, tests in summary.get("not_kept", {}).items():
+        stream.write(f"\ntests the original passes that {n} does not: {len(tests)}"
+                     f"{': ' + ', '.join(tests) if tests else ''}\n")
     stream.write(f"\nresult: {'OK' if summary['ok'] else 'NOT OK'}\n")
 
 

@@ -709,6 +709,11 @@ class JetStream:
     def c_bind_kv_bucket(self, bucket):
         return self.run(_kv.bind(self.api, bucket), self._bucket_cmd)
 
+    def c_kv_unchecked(self, bucket):
+        """A bucket handle made without asking the server (the Aug 2023 KV
+        API's -check_bucket false): no mirror known, reads by STREAM.MSG.GET."""
+        return KeyValue(self, _kv.Bucket(self.api, bucket, {})).cmd
+
     def c_create_kv_bucket(self, bucket, *args):
         return self._create_bucket(bucket, args)
 
@@ -1042,6 +1047,10 @@ class KeyValue:
 
     def c_purge(self, key):
         return self.js.run(self.b.purge(key), lambda r: "")
+
+    def c_purge_ack(self, key):
+        """purge, returning the PubAck of the marker (the Aug 2023 KV API)."""
+        return self.js.run(self.b.purge(key))
 
     def c_get(self, key, *args):
         o = self.js.args.build(_KV_GET_OPTIONS, args)

@@ -376,8 +376,8 @@ class Bucket:
         yield from self._publish(key, b"", hdrs)
 
     def purge(self, key: str):
-        """Operation: a PURGE marker that rolls up (removes) the history."""
-        yield from self._publish(key, b"", {KV_OPERATION: [PURGE], "Nats-Rollup": ["sub"]})
+        """Operation: a PURGE marker that rolls up (removes) the history; its PubAck."""
+        return (yield from self._publish(key, b"", {KV_OPERATION: [PURGE], "Nats-Rollup": ["sub"]}))
 
     def revert(self, key: str, revision: int):
         """Operation: put the value of ``revision`` again; the new revision."""
