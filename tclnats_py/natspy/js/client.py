@@ -89,7 +89,7 @@ class JetStreamContext(JetStreamManager):
         self._async_futures: set = set()
 
     @property
-    def _js(self):  # type: ignore[override]
+    def _js(self):
         impl = self._impl_js
         if impl is None or impl.client is not self._nc._impl:
             from tclnats_py.aio.jetstream import JetStream
@@ -241,6 +241,7 @@ class JetStreamContext(JetStreamManager):
                 config.mem_storage = True
             info = await self.add_consumer(stream, config=config)
             consumer = info.name
+        assert consumer is not None
         return await self.subscribe_bind(stream, config, consumer, cb=cb, manual_ack=manual_ack,
                                          ordered_consumer=ordered_consumer, pending_msgs_limit=pending_msgs_limit,
                                          pending_bytes_limit=pending_bytes_limit)
@@ -385,7 +386,7 @@ class JetStreamContext(JetStreamManager):
                     return out
 
         @property
-        def messages(self):  # type: ignore[override]
+        def messages(self):
             if self._cb is not None:
                 raise _core.Error("cannot iterate over messages with a non iteration subscription type")
             return _PushMessages(self)

@@ -116,8 +116,8 @@ class ObjectStore:
                   show_deleted: Optional[bool] = False) -> "ObjectStore.ObjectResult":
         """The object (its info and bytes; into ``writeinto`` when given); links are followed."""
         info = await self.get_info(name, show_deleted)
-        if info.is_link():
-            link = info.options.link  # type: ignore[union-attr]
+        link = info.options.link if info.options is not None else None
+        if link is not None:
             if not link.name:
                 raise _jserr.LinkIsABucketError()
             other = await self._js.object_store(link.bucket)
@@ -253,9 +253,10 @@ class ObjectStore:
                                 updates_only=updates_only)
         watcher._impl = impl
         # the ordered consumer is made now (errors here), the updates come in a task
-        impl.consumer = self._js._js.ordered_consumer(self._stream, _obj.meta_filter(self._name), impl.policy)
-        await self._call(impl.consumer.start())
-        impl._queue += impl.state.on_consumer_created(impl.consumer.info)
+        oc = self._js._js.ordered_consumer(self._stream, _obj.meta_filter(self._name), impl.policy)
+        impl.consumer = oc
+        await self._call(oc.start())
+        impl._queue += impl.state.on_consumer_created(oc.info)
 
         async def pump() -> None:
             while True:
