@@ -402,10 +402,16 @@ class Subscription:
         if self._cb is not None:
             raise make_error("ErrInvalidArg", "next_msg on a subscription with a callback")
         timeout = check_timeout(timeout)
+        if self._pending:
+            return self._take()
+        # the timeout bounds the whole wait: a wake-up whose message another
+        # reader took first goes on waiting for what is left of it
+        loop = self._client._loop
+        deadline = None if timeout is None else loop.time() + timeout
         while not self._pending:
             if self._closed:
                 raise make_error("ErrBadSubscription", f"Subscription to {self.subject} has ended")
-            await self._wait(timeout)
+            await self._wait(None if deadline is None else max(0.0, deadline - loop.time()))
         return self._take()
 
     def __aiter__(self):
