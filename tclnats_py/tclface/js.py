@@ -1060,12 +1060,8 @@ class KeyValue:
         return self.b.bucket
 
     def c_generation2(self):
-        """nats-tcl 2.x's reads: by STREAM.MSG.GET (no direct get), and a
-        mirror's by its origin's subjects, as its messages keep them."""
-        self.b.use_direct = False
-        mirror = self.b.config.get("mirror") or {}
-        if mirror.get("name"):
-            self.b.read_prefix = f"$KV.{_kv.mirror_bucket(mirror['name'])}"
+        """nats-tcl 2.x's reads (see _kv.Bucket.read_as_2x)."""
+        self.b.read_as_2x()
 
     def c_status(self):
         def post(st):

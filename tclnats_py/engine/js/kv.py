@@ -270,6 +270,14 @@ class Bucket:
     def __repr__(self):
         return f"Bucket({self.bucket!r}, read={self.read_prefix!r}, write={self.write_subject('*')!r})"
 
+    def read_as_2x(self) -> None:
+        """nats-tcl 2.x's reads: by STREAM.MSG.GET only, and a mirror's by
+        its origin's subjects, which the mirror's messages keep."""
+        self.use_direct = False
+        mirror = self.config.get("mirror") or {}
+        if mirror.get("name"):
+            self.read_prefix = f"$KV.{mirror_bucket(mirror['name'])}"
+
     def read_subject(self, key: str) -> str:
         return f"{self.read_prefix}.{key}"
 
