@@ -132,6 +132,14 @@ def test_management_calls_take_timeout_and_callback(tmp_path, js_server):
         lassign $::res(add) t r e
         show add "$t [dict get $r config name] <$e>"
         $js publish mg.a 1 -header {K v1}
+        $js publish mg.a 1 -stream OTHER -callback {apply {{t a e} { set ::pub [list $t $a $e] }}}
+        vwait ::pub
+        lassign $::pub t a e
+        show pub_error "$t <$a> [dict get $e code] [dict get $e err_code] [expr {[dict get $e description] eq [dict get $e errorMessage]}]"
+        set m [nats::msg create mg.b -data x]
+        $js publish_msg $m -timeout 2000 -callback {apply {{t a e} { set ::pub [list $t $a $e] }}}
+        vwait ::pub
+        show pub_ok "[lindex $::pub 0] [dict get [lindex $::pub 1] stream] <[lindex $::pub 2]>"
         $js publish mg.b 2
         show header [nats::header get [$js stream_msg_get MG -seq 1 -timeout 3000] K]
         $js stream_names -callback {done names}
@@ -164,15 +172,17 @@ def test_management_calls_take_timeout_and_callback(tmp_path, js_server):
     """, js_server, tmp_path)
     assert out["add"] == "0 MG <>"
     assert out["header"] == "v1"
+    assert out["pub_error"] == "0 <> 400 10060 1"
+    assert out["pub_ok"] == "0 MG <>"
     assert out["names"] == "0 MG"
-    assert out["info"] == "2"
+    assert out["info"] == "3"
     assert out["nope"] == "0 <> NATS ErrStreamNotFound"
     assert out["get"] == "2"
     assert out["del"] == "true"
-    assert out["msgs"] == "1"
+    assert out["msgs"] == "2"
     assert "MG" in out["all"].split()
     assert int(out["all_timeout"]) >= 1
-    assert out["purge"] == "1"
+    assert out["purge"] == "2"
     assert out["badtimeout"].startswith("{NATS ErrBadTimeout}")
     assert out["nocallback"].startswith("{NATS ErrInvalidArg}")
     assert out["delete"] == "true"

@@ -170,6 +170,9 @@ oo::class create ::nats::jet_stream {
             dict unset args -header
             return [my publish_msg $msg {*}$args]
         }
+        if {[::nats::_has_option $args -callback]} {
+            dict set args -callback [list ::nats::_v2_pub_done [dict get $args -callback]]
+        }
         set rid [::tclnats::r [$Js publish $subject $message {*}$args]]
         if {[::nats::_has_option $args -callback]} {
             return $rid
@@ -177,6 +180,9 @@ oo::class create ::nats::jet_stream {
         ${ConnNs}::my WaitRequest $rid
     }
     method publish_msg {msg args} {
+        if {[::nats::_has_option $args -callback]} {
+            dict set args -callback [list ::nats::_v2_pub_done [dict get $args -callback]]
+        }
         set rid [::tclnats::r [$Js publish_msg $msg {*}$args]]
         if {[::nats::_has_option $args -callback]} {
             return $rid
@@ -318,6 +324,15 @@ proc ::nats::_v2_call_done {callback post result} {
     lassign $result - code message
     set timedOut [expr {[lindex $code 1] in {ErrTimeout ErrNoResponders}}]
     after 0 [list {*}$callback $timedOut "" [dict create code $code errorMessage $message]]
+}
+
+# an asynchronous publish has ended: 2.0.4's pubError (code err_code
+# errorMessage) also carries description, as the Nov 2022 document has it
+proc ::nats::_v2_pub_done {callback timedOut pubAck pubError} {
+    if {$pubError ne ""} {
+        dict set pubError description [dict get $pubError errorMessage]
+    }
+    uplevel #0 [list {*}$callback $timedOut $pubAck $pubError]
 }
 
 # 2.x's stream_info: without the paging fields
