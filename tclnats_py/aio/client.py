@@ -528,6 +528,7 @@ class Client:
         self._subs: dict[int, Subscription] = {}
         self._busy_subs = 0  # callback subscriptions with messages being handled
         self._pub_heads: dict[str, bytes] = {}  # subject -> its PUB frame's start, once checked
+        self._pub_max = 0  # the server's max_payload (0 until its INFO): the fast path's bound
         self._status_waiters: list = []
         self._tasks: set = set()
         self._open_task: asyncio.Task | None = None
@@ -740,6 +741,8 @@ class Client:
                     if _log.isEnabledFor(lvl):
                         _log.log(lvl, f.text)
                 elif k is InfoReceived:
+                    mp = f.info.get("max_payload")
+                    self._pub_max = mp if isinstance(mp, int) else sys.maxsize
                     if self._discovered_server_cb is not None or self._lame_duck_mode_cb is not None:
                         self._info_callbacks(f.info)
                 elif k is PongReceived:
@@ -1103,28 +1106,27 @@ class Client:
         ``await`` nothing waits, and past 8 times that plus the reconnect buffer
         (Engine.hard_cap) ErrOutboundBufferLimit refuses the message.  While not connected, past ``reconnect_buf_size``
         (``pending_size``) bytes, ErrReconnectBufExceeded refuses it."""
-        eng = self._engine
-        wait = self._backlog() if eng.pending_bytes >= _WRITE_CHUNK else None
         if reply is None and headers is None and data.__class__ is bytes and subject.__class__ is str:
             # the common case: a subject that passed the engine's checks before
             head = self._pub_heads.get(subject)
-            if head is not None:
-                info = eng.server_info
-                mp = info.get("max_payload") if info else None
-                if mp is None or len(data) <= mp:
-                    eng.publish_framed(b"%s%d\r\n%s\r\n" % (head, len(data), data), 1)
-                    if eng.has_effects:
+            if head is not None and len(data) <= self._pub_max:
+                eng = self._engine
+                wait = self._backlog() if eng._out_size >= _WRITE_CHUNK else None
+                if eng.publish_frame(b"%s%d\r\n%s\r\n" % (head, len(data), data), _WRITE_CHUNK):
+                    if eng._fx:
                         self._run()
-                    return wait or self._ready
-            else:
-                eng.publish(subject, data)  # checks (raises) as always
-                heads = self._pub_heads
-                if len(heads) >= 4096:
-                    heads.clear()
-                heads[subject] = f"PUB {subject}  ".encode()  # nats-tcl's frame: an empty reply slot
-                if eng.has_effects:
-                    self._run()
                 return wait or self._ready
+        eng = self._engine
+        wait = self._backlog() if eng._out_size >= _WRITE_CHUNK else None
+        if reply is None and headers is None and data.__class__ is bytes and subject.__class__ is str:
+            eng.publish(subject, data)  # checks (raises) as always
+            heads = self._pub_heads
+            if len(heads) >= 4096:
+                heads.clear()
+            heads[subject] = f"PUB {subject}  ".encode()  # nats-tcl's frame: an empty reply slot
+            if eng.has_effects:
+                self._run()
+            return wait or self._ready
         if headers is not None:
             check_headers(headers)
         eng.publish(subject, data if data.__class__ is bytes else _to_bytes(data), reply, headers)

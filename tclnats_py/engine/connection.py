@@ -963,6 +963,24 @@ class Engine:
             self._flush_signalled = True
             self._fx.append(FLUSH)
 
+    def publish_frame(self, data: bytes, chunk: int) -> bool:
+        """Queue one PUB frame already framed by the driver (a subject that
+        passed :meth:`publish`'s checks before, a payload within max_payload):
+        the asyncio face's fast path.  True when the driver has work now:
+        effects to carry out (a ``Flush``) or ``chunk`` bytes or more queued
+        (time to write and look at :meth:`write_pressure`)."""
+        if self.status != CONNECTED:
+            self.publish_framed(data, 1)
+            return True
+        self.stats["out_msgs"] += 1
+        self._out.append(data)
+        size = self._out_size = self._out_size + len(data)
+        if not self._flush_signalled:
+            self._flush_signalled = True
+            self._fx.append(FLUSH)
+            return True
+        return size >= chunk
+
     def publish_framed(self, data: bytes, count: int) -> None:
         """Queue ``count`` PUB commands already framed by the caller (the Tcl
         face's fast path, which frames only subjects and replies that passed

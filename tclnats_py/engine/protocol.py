@@ -10,12 +10,21 @@ boundary yields the same operations.  It never raises anything but
 :class:`~tclnats_py.errors.NatsError` with code ErrProtocol (malformed
 input) or ErrServer (control line over the limit); the operations that were
 complete before the bad bytes come with it, in ``err.details["ops"]``.
+
+An optional compiled scanner (``tclnats_py._natsproto``, built from
+``_ext/natsproto.c`` with the Tcl extension) decodes the plain frames (MSG,
+HMSG, PING, PONG, +OK) between the Python parser's steps; at anything else it
+stops and this module handles that one operation, so operations and errors
+are this module's either way.  ``TCLNATS_PY_ACCEL=0`` turns it off,
+``TCLNATS_PY_ACCEL=1`` makes its absence an ImportError; unset, it is used
+when it was built.  ``ACCELERATED`` says which one runs.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import os
+from typing import Any, Callable
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.headers import TCL_UTF8
@@ -38,6 +47,26 @@ _PONG_OP = (PONG,)
 _OK_OP = (OK,)
 
 
+def _load_scanner() -> Callable[[Any, int, list], int] | None:
+    mode = os.environ.get("TCLNATS_PY_ACCEL", "")
+    if mode == "0":
+        return None
+    try:
+        from tclnats_py import _natsproto  # type: ignore[attr-defined]
+    except ImportError:
+        if mode == "1":
+            raise ImportError("TCLNATS_PY_ACCEL=1 but tclnats_py._natsproto is not built "
+                              "(python setup.py build_ext --inplace)") from None
+        return None
+    _natsproto.setup(MSG, _PING_OP, _PONG_OP, _OK_OP)
+    scan: Callable[[Any, int, list], int] = _natsproto.scan
+    return scan
+
+
+_scan = _load_scanner()
+ACCELERATED = _scan is not None
+
+
 def _proto_error(msg: str):
     return make_error("ErrProtocol", msg)
 
@@ -50,11 +79,16 @@ class Parser:
     * ``("-ERR", text)`` (quotes stripped)
     """
 
-    __slots__ = ("_buf", "_need")
+    __slots__ = ("_buf", "_need", "_scan")
 
-    def __init__(self) -> None:
+    def __init__(self, accelerated: bool | None = None) -> None:
         self._buf = bytearray()  # the unparsed tail of what was fed
         self._need = 0  # the tail's length once the payload it waits for is complete
+        # the compiled scanner (None: pure Python); accelerated=False forces
+        # pure Python, True requires the scanner
+        if accelerated and _scan is None:
+            raise ImportError("tclnats_py._natsproto is not available")
+        self._scan = _scan if accelerated is not False else None
 
     def reset(self) -> None:
         self._buf.clear()
@@ -95,8 +129,14 @@ class Parser:
         n = len(buf)
         size: Any  # the digits of a control line, then their int
         hsize: Any
+        scan = self._scan
         try:
             while pos < n:
+                if scan is not None:
+                    # the plain frames in C; what it stops at is handled below, one operation
+                    pos = scan(buf, pos, ops)
+                    if pos >= n:
+                        break
                 eol = find(b"\r\n", pos)
                 if eol < 0:
                     if n - pos > MAX_CONTROL_LINE:
