@@ -161,6 +161,10 @@ def test_management_calls_take_timeout_and_callback(tmp_path, js_server):
         show msgs [dict get [$js stream_info MG -timeout 2000] state messages]
         show all [lsort [lmap i [$js stream_info] {dict get $i config name}]]
         show all_timeout [llength [$js stream_info -timeout 2000]]
+        $js publish mg.c 5
+        $js publish mg.c 6
+        show keep [$js purge_stream MG -filter mg.c -keep 1]
+        show below [$js purge_stream MG -seq 3 -timeout 2000]
         $js purge_stream MG -callback {done purge}
         vwait ::res(purge)
         show purge [lindex $::res(purge) 1]
@@ -182,6 +186,7 @@ def test_management_calls_take_timeout_and_callback(tmp_path, js_server):
     assert out["msgs"] == "2"
     assert "MG" in out["all"].split()
     assert int(out["all_timeout"]) >= 1
+    assert out["keep"] == "1" and out["below"] == "1"
     assert out["purge"] == "2"
     assert out["badtimeout"].startswith("{NATS ErrBadTimeout}")
     assert out["nocallback"].startswith("{NATS ErrInvalidArg}")
@@ -271,6 +276,9 @@ def test_consumer_options_and_management(tmp_path, js_server):
         show time [lmap k {deliver_policy opt_start_time replay_policy} {dict get $r config $k}]
         $js add_pull_consumer CON LAST -deliver_policy last_per_subject -filter_subject con.>
         show last [dict get [$js consumer_info CON LAST] num_pending]
+        $js add_pull_consumer CON LAST1 -deliver_policy last -num_replicas 1 -ack_policy all
+        show last1 [lmap k {deliver_policy num_replicas} {dict get [$js consumer_info CON LAST1] config $k}]
+        show last1_pending [dict get [$js consumer_info CON LAST1] num_pending]
         $js add_pull_consumer CON NEW -deliver_policy new
         show new [dict get [$js consumer_info CON NEW -timeout 2000] num_pending]
         show names [lsort [$js consumer_names CON]]
@@ -285,7 +293,8 @@ def test_consumer_options_and_management(tmp_path, js_server):
     assert out["time"] == "by_start_time 2020-01-01T00:00:00Z original"
     assert out["last"] == "2"
     assert out["new"] == "0"
-    assert out["names"] == "EPH LAST NEW PUSH TIME"
+    assert out["last1"] == "last 1" and out["last1_pending"] == "1"
+    assert out["names"] == "EPH LAST LAST1 NEW PUSH TIME"
     assert out["bad_enum"].startswith("{NATS ErrInvalidArg}")
     assert out["delete"] == "true"
     assert out["gone"] == "NATS ErrConsumerNotFound"
