@@ -513,6 +513,33 @@ def test_key_value_factory_watch_and_unwatch(tmp_path, js_server):
     assert out["gone_error"] == "1"
 
 
+def test_key_value_factory_mirror_reads_the_copy_and_writes_the_origin(tmp_path, js_server):
+    out = v2("""
+        set kv [$js key_value]
+        catch {$kv del MIR}
+        catch {$kv del ORIG}
+        $kv add ORIG -history 3
+        $kv put ORIG k v
+        show mirror [dict get [$kv add MIR -mirror_name ORIG] config mirror name]
+        proc copied {n} {
+            for {set i 0} {$i < 100 && [dict get [$::kv info MIR] values_stored] < $n} {incr i} { after 50 }
+        }
+        copied 1
+        show get [dict get [$kv get MIR k] value]
+        show put [$kv put MIR k2 v2]
+        show origin [dict get [$kv get ORIG k2] value]
+        copied 2
+        show copy [dict get [$kv get MIR k2] value]
+        show history [llength [$kv history MIR]]
+        show keys [lsort [$kv keys MIR]]
+        show info [dict exists [$kv info MIR] mirror]
+        $kv del MIR
+        $kv del ORIG
+    """, js_server, tmp_path)
+    assert out == {"mirror": "KV_ORIG", "get": "v", "put": "2", "origin": "v2", "copy": "v2", "history": "2",
+                   "keys": "k k2", "info": "1"}
+
+
 @pytest.mark.skipif(LAUNCHER is None, reason="tclnats-tclsh is not installed")
 def test_the_same_2x_script_under_tclnats_tclsh(tmp_path, js_server):
     script = """
