@@ -233,12 +233,14 @@ def connect_params(options: Options, info: dict, auth: dict | None = None, *, la
     return params
 
 
-def auth_params(options: Options, info: dict, pool: ServerPool, credentials=None):
+def auth_params(options: Options, info: dict, pool: ServerPool, credentials=None, always: bool = False):
     """The credential fields of the CONNECT answering ``info``, or None:
     the ``creds``/``nkey_seed`` files' JWT or public NKey, signing the
     server's nonce (``credentials``: what :func:`tclnats_py.credentials.read_credentials`
     gave, a NatsError raised here), else, when the server asks for it, the
     current server's URL credentials or the options' user/password/token.
+    ``always``: the user/password/token go even when the server does not
+    ask (nats-py and nats.go send them; nats-tcl only when asked).
     The engine and the Spark reader's blocking connection both send this."""
     o = options
     nonce = info.get("nonce")
@@ -256,7 +258,9 @@ def auth_params(options: Options, info: dict, pool: ServerPool, credentials=None
             p["sig"] = sign_nonce(seed, nonce)
         return p
     if not info.get("auth_required"):
-        return None
+        if not always:
+            return None
+        return pool.credentials(o.user, o.password, o.token)
     creds = pool.credentials(o.user, o.password, o.token)
     if creds is None:
         s = pool.current
@@ -286,6 +290,10 @@ class Engine:
         # a driver-supplied function nonce -> CONNECT's auth fields (jwt, sig),
         # for nats-py's user_jwt_cb/signature_cb; it wins over the options
         self.auth_cb: Callable[[str | None], dict] | None = None
+        # credentials in CONNECT even when the server does not ask (auth_params)
+        self.send_auth_always = False
+        # (servers, server_info) -> (server or None, wait ms): see _chosen_server
+        self.choose_server: Callable[[list, dict], tuple] | None = None
         # the first token(s) of new_inbox() subjects (nats-py's inbox_prefix)
         self.inbox_prefix = "_INBOX"
         # TLS before the server's INFO (nats-py/nats.go tls_handshake_first;
@@ -478,6 +486,42 @@ class Engine:
         self.pool.set_servers(urls, self.options.randomize)
         self.options.servers = tuple(urls)
 
+    def replace_servers(self, urls) -> None:
+        """Replace the pool of a connection that is up or reconnecting
+        (nats-py's set_server_pool): the next (re)connection uses it; a
+        server kept keeps its attempt counters; the current one stays current
+        when it is in the new list.  All or nothing, as configure_servers."""
+        if self.status == CLOSED:
+            raise make_error("ErrConnectionClosed", "Connection closed")
+        old = {(s.host, s.port): s for s in self.pool.servers}
+        cur = self.pool.current
+        self.pool.set_servers(urls, self.options.randomize)
+        servers = self.pool.servers
+        for s in servers:
+            o = old.get((s.host, s.port))
+            if o is not None:
+                s.reconnects, s.last_attempt = o.reconnects, o.last_attempt
+        if cur is not None:
+            keep = [s for s in servers if (s.host, s.port) == (cur.host, cur.port)]
+            if keep:  # the current server is the pool's last
+                servers.remove(keep[0])
+                servers.append(keep[0])
+        self.options.servers = tuple(urls)
+
+    def force_reconnect(self) -> None:
+        """Leave the current server and reconnect to the next one of the
+        pool, as after a lost connection but without an error (nats.go's
+        ForceReconnect, nats-py's force_reconnect); nothing unless connected."""
+        if self.status != CONNECTED:
+            return
+        self._log("info", f"Reconnecting: leaving {self.host_port()} on request")
+        self._drop_socket()
+        self._set_status(RECONNECTING)
+        self.stats["reconnects"] += 1
+        self._orphan_pings.extend(p for p in self._pings if p is not None and not p.done)
+        self._pings = []
+        self._connect_next()
+
     # ------------------------------------------------------------------ connect
     def connect(self) -> None:
         if self.status != CLOSED:
@@ -495,6 +539,8 @@ class Engine:
         return self.options.reconnect_time_wait
 
     def _connect_next(self) -> None:
+        if self.choose_server is not None and self.status == RECONNECTING and self._chosen_server():
+            return
         try:
             server, wait = self.pool.next_server(
                 self.status == CONNECTING, self.options.max_reconnect_attempts,
@@ -517,6 +563,28 @@ class Engine:
             self._fx.append(StartTimer("reconnect", wait))
             return
         self._attempt(server)
+
+    def _chosen_server(self) -> bool:
+        """The user's ``choose_server(servers, server_info) -> (server or
+        None, wait ms)`` picks the next server (nats.go's ReconnectToServer
+        handler); False: it declined (None, a server not in the pool, or it
+        failed), the pool's own order applies."""
+        servers = self.pool.servers
+        try:
+            pick, wait = self.choose_server(list(servers), dict(self.server_info))
+        except Exception as e:  # the user's handler failed: the default order
+            self._log("error", f"reconnect server handler failed: {e!r}")
+            return False
+        if pick is None or not any(pick is s for s in servers):
+            return False
+        servers.remove(pick)
+        servers.append(pick)  # the current server is the pool's last
+        if wait > 0:
+            self._phase = _WAIT_RETRY
+            self._fx.append(StartTimer("reconnect", int(wait)))
+        else:
+            self._attempt(pick)
+        return True
 
     def _attempt(self, server) -> None:
         self._phase = _OPENING
@@ -817,7 +885,7 @@ class Engine:
                 return self.auth_cb(info.get("nonce"))
             except Exception as e:  # the user's user_jwt_cb/signature_cb failed
                 raise make_error("ErrAuthorization", f"user_jwt_cb/signature_cb failed: {e!r}") from None
-        return auth_params(self.options, info, self.pool, self._credentials)
+        return auth_params(self.options, info, self.pool, self._credentials, self.send_auth_always)
 
     def set_credentials(self, value) -> None:
         """The driver's reading of the ``creds``/``nkey_seed`` files, given

@@ -25,13 +25,15 @@ from urllib.parse import ParseResult, urlparse
 from tclnats_py.aio.client import Client as _ImplClient
 from tclnats_py.credentials import load_creds
 from tclnats_py.engine.auth import parse_creds, seed_from_text, sign_nonce
+from tclnats_py.engine.headers import parse_headers
+from tclnats_py.engine.pool import parse_url
 from tclnats_py.errors import NatsError
 from tclnats_py.natspy import errors
 from tclnats_py.natspy.aio.msg import Msg, headers_from_impl
 from tclnats_py.natspy.aio.subscription import (DEFAULT_SUB_PENDING_BYTES_LIMIT, DEFAULT_SUB_PENDING_MSGS_LIMIT,
                                                 Subscription)
 
-__all__ = ["Client", "RawCredentials", "Server", "ServerVersion", "Credentials", "__version__",
+__all__ = ["Client", "RawCredentials", "Server", "Srv", "ServerVersion", "PROVIDED_PRIVATE", "Credentials", "__version__",
            "DEFAULT_INBOX_PREFIX", "DEFAULT_PENDING_SIZE", "DEFAULT_DRAIN_TIMEOUT"]
 
 #: the nats-py version whose API this surface serves
@@ -66,6 +68,61 @@ class Server:
 
     uri: ParseResult
     reconnects: int = 0
+
+
+@dataclass
+class Srv:
+    """A server of the pool, as nats-py's private ``Srv`` shows it."""
+
+    uri: ParseResult
+    reconnects: int = 0
+    last_attempt: Optional[float] = None
+    did_connect: bool = False
+    discovered: bool = False
+    tls_name: Optional[str] = None
+    server_version: Optional[str] = None
+
+
+class _SrvView:
+    """A server of the engine's pool seen as nats-py's ``Srv`` (``reconnects``
+    writes through to the pool)."""
+
+    __slots__ = ("_s",)
+
+    def __init__(self, server) -> None:
+        self._s = server
+
+    @property
+    def uri(self) -> ParseResult:
+        return _uri(self._s.as_dict())
+
+    @property
+    def reconnects(self) -> int:
+        return self._s.reconnects
+
+    @reconnects.setter
+    def reconnects(self, n: int) -> None:
+        self._s.reconnects = n
+
+    @property
+    def discovered(self) -> bool:
+        return self._s.discovered
+
+    @property
+    def last_attempt(self) -> Optional[float]:
+        return self._s.last_attempt / 1000.0 if self._s.last_attempt else None
+
+    def __repr__(self) -> str:
+        return f"<Srv {self.uri.geturl()} reconnects={self.reconnects}>"
+
+
+#: nats-py private attributes this surface serves with nats-py's meaning
+#: (nats-py's own tests read them); the suite runner counts the tests that
+#: touch only these
+PROVIDED_PRIVATE = frozenset({
+    "_server_info", "_max_payload", "_pending_data_size", "_server_pool", "_process_headers", "_subs", "_status",
+    "_id", "_received", "_err", "_parse_server_uri",
+})
 
 
 _SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -136,6 +193,11 @@ def _jwt_of(text: str) -> str:
     return text.strip()
 
 
+def _headers_arg(headers: Dict[str, Any]) -> Dict[str, Any]:
+    """Headers to publish as nats-py sends them: blank names skipped, names trimmed."""
+    return {k.strip(): v for k, v in headers.items() if k.strip()}
+
+
 class Client:
     """A nats-py ``Client`` (``nats.NATS``) whose connection is tclnats_py's engine."""
 
@@ -165,10 +227,11 @@ class Client:
         self._connecting = False
         self._out_bytes = 0
         self._in_bytes = 0
+        self._pending_size = DEFAULT_PENDING_SIZE
         self._drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
         self._err: Optional[BaseException] = None
         self._inbox_prefix = bytearray(DEFAULT_INBOX_PREFIX)
-        self._subs: Dict[int, Subscription] = {}
+        self._all_subs: Dict[int, Subscription] = {}
         self.options: Dict[str, Any] = {}
         self._stats_base = {"in_msgs": 0, "out_msgs": 0, "in_bytes": 0, "out_bytes": 0, "reconnects": 0,
                             "errors_received": 0}
@@ -219,9 +282,8 @@ class Client:
         for cb in (error_cb, disconnected_cb, closed_cb, reconnected_cb, discovered_server_cb, lame_duck_mode_cb):
             if cb and not inspect.iscoroutinefunction(cb):
                 raise errors.InvalidCallbackTypeError()
-        if ws_connection_headers is not None or reconnect_to_server_handler is not None:
-            raise errors.Error("ws_connection_headers and reconnect_to_server_handler are not implemented "
-                               "by tclnats_py's nats-py surface")
+        if ws_connection_headers is not None:
+            raise errors.Error("ws_connection_headers: WebSocket is not implemented by tclnats_py's nats-py surface")
         self._error_cb = error_cb or _default_error_callback
         self._disconnected_cb = disconnected_cb
         self._closed_cb = closed_cb
@@ -232,6 +294,7 @@ class Client:
             inbox_prefix = inbox_prefix.encode()
         self._inbox_prefix = bytearray(inbox_prefix)
         self._drain_timeout = drain_timeout
+        self._pending_size = pending_size
         self.options.update(verbose=verbose, pedantic=pedantic, name=name, allow_reconnect=allow_reconnect,
                             dont_randomize=dont_randomize, reconnect_time_wait=reconnect_time_wait,
                             max_reconnect_attempts=max_reconnect_attempts, ping_interval=ping_interval,
@@ -276,6 +339,9 @@ class Client:
             impl._configure(servers, opts)
         except NatsError as e:
             raise errors.translate(e) from e
+        impl.engine.send_auth_always = True  # nats-py sends what it was given
+        if reconnect_to_server_handler is not None:
+            impl.engine.choose_server = self._server_chooser(reconnect_to_server_handler)
         if token and callable(token) and signature_cb is None and user_credentials is None:
             # a token function: asked again for each connection, as nats-py does
             impl.engine.auth_cb = lambda _nonce: {"auth_token": token()}
@@ -353,6 +419,23 @@ class Client:
         if nkeys_seed_str is not None:
             opts["nkeys_seed_str"] = nkeys_seed_str
 
+    def _server_chooser(self, handler):
+        """nats-py's reconnect_to_server_handler(servers, server_info) ->
+        (Server or None, delay seconds) as the engine's choose_server."""
+        def choose(pool: list, info: dict):
+            views = [Server(uri=_uri(s.as_dict()), reconnects=s.reconnects) for s in pool]
+            pick, delay = handler(views, info)
+            if pick is None:
+                return None, 0
+            for v, s in zip(views, pool):
+                if pick is v or (pick.uri.hostname, pick.uri.port) == (s.host, s.port):
+                    return s, int(max(0.0, float(delay or 0)) * 1000)
+            if self._impl is not None:
+                # a server not in the pool: said to error_cb, the pool's order applies
+                self._impl._spawn(self._error_cb(errors.ServerNotInPoolError()))
+            return None, 0
+        return choose
+
     # ------------------------------------------------------------ callbacks (the face -> nats-py's)
     async def _on_error(self, e) -> None:
         code = getattr(e, "code", None)
@@ -370,7 +453,7 @@ class Client:
             return
         err = errors.translate(e)
         if isinstance(err, errors.SlowConsumerError):
-            err.sub = self._subs.get(err.sid)
+            err.sub = self._all_subs.get(err.sid)
         self._err = err
         await self._error_cb(err)
 
@@ -451,17 +534,56 @@ class Client:
     def _server_info(self) -> Dict[str, Any]:
         return self._impl.server_info if self._impl is not None else {}
 
+    # nats-py private attributes its own test suite reads; served with
+    # nats-py's meaning (see PROVIDED_PRIVATE)
+    @property
+    def _subs(self) -> Dict[int, Subscription]:
+        """The live subscriptions by sid (nats-py drops one once it ended)."""
+        live = {}
+        for sid, sub in list(self._all_subs.items()):
+            if sub._closed or not sub._impl.is_active:
+                del self._all_subs[sid]
+            else:
+                live[sid] = sub
+        return live
+
+    @property
+    def _max_payload(self) -> int:
+        return self.max_payload
+
+    @property
+    def _pending_data_size(self) -> int:
+        return self.pending_data_size
+
+    @property
+    def _server_pool(self) -> List[_SrvView]:
+        if self._impl is None:
+            return []
+        return [_SrvView(s) for s in self._impl.engine.pool.servers]
+
+    async def _process_headers(self, raw) -> Optional[Dict[str, str]]:
+        """A header block (bytes) as nats-py's headers dict, None when empty;
+        the engine's parser does the work."""
+        if not raw:
+            return None
+        try:
+            parsed = parse_headers(bytes(raw))
+        except NatsError as e:
+            await self._error_cb(errors.translate(e))
+            return None
+        return headers_from_impl({k: v for k, v in parsed.items() if k.isascii() and not any(c.isspace() for c in k)})
+
     @property
     def max_payload(self) -> int:
         return self._server_info.get("max_payload", DEFAULT_MAX_PAYLOAD_SIZE)
 
     @property
     def client_id(self) -> Optional[int]:
-        return self._server_info.get("client_id")
+        return None if self.is_closed else self._server_info.get("client_id")
 
     @property
     def client_ip(self) -> Optional[str]:
-        return self._server_info.get("client_ip")
+        return None if self.is_closed else self._server_info.get("client_ip")
 
     @property
     def last_error(self) -> Optional[BaseException]:
@@ -495,6 +617,34 @@ class Client:
             return []
         return [Server(uri=_uri(s), reconnects=s.get("reconnects", 0)) for s in self._impl.all_servers]
 
+    @staticmethod
+    def _parse_server_uri(connect_url: str) -> ParseResult:
+        """A server URL (scheme and port optional) as a ParseResult; the
+        engine's URL rules (``tclnats_py.engine.pool.parse_url``)."""
+        try:
+            return _uri(parse_url(connect_url).as_dict())
+        except NatsError as e:
+            raise errors.Error("nats: invalid connect url option") from e
+
+    def set_server_pool(self, servers: List[str]) -> None:
+        """Replace the server pool; the next reconnection uses it."""
+        impl = self._impl
+        if impl is None or impl.is_closed:
+            raise errors.ConnectionClosedError()
+        urls = ["nats://" + u[6:] if u.startswith("tls://") else u for u in servers]
+        try:
+            impl.engine.replace_servers(urls)
+        except NatsError as e:
+            raise errors.translate(e) from e
+
+    async def force_reconnect(self) -> None:
+        """Leave the current server for the next one of the pool."""
+        impl = self._impl
+        if impl is None or not impl.is_connected or not self.options.get("allow_reconnect", True):
+            return
+        impl.engine.force_reconnect()
+        impl._run()
+
     @property
     def connected_server_version(self) -> ServerVersion:
         return ServerVersion(self._server_info.get("version", "0.0.0-unknown"))
@@ -512,11 +662,16 @@ class Client:
         disconnected_cb and closed_cb run once, as in nats-py, even when
         the connection never came up."""
         impl = self._impl
-        for s in list(self._subs.values()):
+        for s in list(self._all_subs.values()):
             s._impl._pending.clear()
-        self._subs.clear()
+        self._all_subs.clear()
         if impl is not None and not impl.is_closed:
+            was_connected = impl.is_connected
             await impl.close()
+            if not was_connected and self._disconnected_cb is not None:
+                # nats-py's close() says disconnected even when the
+                # connection was down already (the face said it then)
+                await self._disconnected_cb()
             return
         if not self._close_cbs_done:
             self._close_cbs_done = True
@@ -589,13 +744,14 @@ class Client:
         if len(payload) > self.max_payload and impl.is_connected:
             raise errors.MaxPayloadError()
         if headers is not None:
-            # nats-py skips blank names and trims names and values
-            headers = {k.strip(): v for k, v in headers.items() if k.strip()}
+            headers = _headers_arg(headers)
         try:
             await impl.publish(subject, payload, reply or None, headers)
         except NatsError as e:
             raise errors.translate(e) from e
         self._out_bytes += len(payload)
+        if impl.pending_data_size > self._pending_size and impl.is_connected:
+            impl._write_more()  # nats-py's forced flush past pending_size
 
     async def subscribe(self, subject: str, queue: str = "", cb=None, future: Optional[asyncio.Future] = None,
                         max_msgs: int = 0, pending_msgs_limit: int = DEFAULT_SUB_PENDING_MSGS_LIMIT,
@@ -630,7 +786,7 @@ class Client:
             raise errors.translate(e) from e
         sub = Subscription(self, isub, cb, future)
         isub.report_each_drop = True  # nats-py reports every dropped message
-        self._subs[isub.sid] = sub
+        self._all_subs[isub.sid] = sub
         return sub
 
     async def request(self, subject: str, payload: bytes = b"", timeout: float = 0.5, old_style: bool = False,
@@ -641,6 +797,8 @@ class Client:
             raise errors.ConnectionClosedError()
         if self.is_draining_pubs:
             raise errors.ConnectionDrainingError()
+        if headers is not None:
+            headers = _headers_arg(headers)
         try:
             if old_style:
                 msgs = await impl.request_many(subject, payload, 1, timeout, headers)

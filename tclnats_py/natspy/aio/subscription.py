@@ -43,6 +43,10 @@ class Subscription:
         return self._impl.sid
 
     @property
+    def _received(self) -> int:
+        return self._impl.received
+
+    @property
     def subject(self) -> str:
         return self._impl.subject
 
