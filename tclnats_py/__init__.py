@@ -26,7 +26,23 @@ __version__ = "0.1.0"
 #: the nats-tcl API level served to Tcl
 TCL_API_VERSION = "3.2.1"
 
-from tclnats_py.aio.client import Client, Subscription, connect  # noqa: E402  the asyncio face
+# the asyncio face is imported on first use (PEP 562): the Tcl face, which
+# imports this package too, starts without asyncio
+_AIO = ("Client", "Subscription", "connect")
+
+
+def __getattr__(name: str):
+    if name in _AIO:
+        from tclnats_py.aio import client as _client
+        value = getattr(_client, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'tclnats_py' has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_AIO))
+
 
 __all__ = ["Engine", "Msg", "Headers", "Options", "Client", "Subscription", "connect",
            "CLOSED", "CONNECTING", "CONNECTED", "RECONNECTING", "TCL_API_VERSION", *_error_names]

@@ -69,12 +69,26 @@ def test_no_import_circle():
 
 
 def test_top_level_import_loads_only_engine_and_asyncio_core():
-    code = "import sys, tclnats_py; print('\\n'.join(m for m in sys.modules if m.startswith('tclnats_py')))"
-    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                check=True, cwd=os.path.dirname(PKG)).stdout.split())
+    # the asyncio client comes with the first use of tclnats_py.connect/Client
+    # (the Tcl face imports the package too, and starts without asyncio)
+    code = ("import sys, tclnats_py; first = 'asyncio' in sys.modules; tclnats_py.connect; "
+            "print(first); print('\\n'.join(m for m in sys.modules if m.startswith('tclnats_py')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=os.path.dirname(PKG)).stdout.split()
+    assert out[0] == "False"
+    loaded = set(out[1:])
     assert "tclnats_py.aio.client" in loaded and "tclnats_py.engine.connection" in loaded
     for face in ("tclnats_py.tclface", "tclnats_py.spark", "tclnats_py.aio.jetstream", "tclnats_py.engine.js"):
         assert not any(m == face or m.startswith(face + ".") for m in loaded), (face, sorted(loaded))
+
+
+def test_tcl_face_starts_without_asyncio_jetstream_or_ssl():
+    code = ("import sys, tclnats_py.tclface.bridge; "
+            "print(' '.join(m for m in ('asyncio', 'ssl', 'tclnats_py.engine.js', 'tclnats_py.tclface.js', "
+            "'traceback', 'secrets') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=os.path.dirname(PKG)).stdout.strip()
+    assert out == "", out
 
 
 def test_jetstream_wire_subjects_only_in_the_engine():

@@ -352,7 +352,7 @@ class Subscription:
         is_coro = self._cb_is_coro
         client = self._client
         loop = client._loop
-        take = self._take
+        popleft = pending.popleft
         while True:
             if not pending:
                 self._slow = False
@@ -370,7 +370,11 @@ class Subscription:
                 self._waiters.append(w)
                 await w
                 continue
-            msg = take()
+            msg = popleft()  # self._take(), inline
+            self._pending_bytes -= len(msg.data)
+            self.delivered += 1
+            if not pending:
+                self._slow = False
             try:
                 if is_coro:
                     await cb(msg)

@@ -65,6 +65,9 @@ __all__ = ["Engine", "Msg", "Subscription", "Request", "Ping", "connect_params",
 
 CLOSED, CONNECTING, CONNECTED, RECONNECTING = "closed", "connecting", "connected", "reconnecting"
 
+_MSG = P.MSG
+_tuple_new = tuple.__new__
+
 # the largest max_msgs of a SUB/UNSUB: the server reads at most 9 digits there
 # (more and the UNSUB is dropped, the subscription never ends)
 MAX_SUB_MSGS = 999_999_999
@@ -779,10 +782,15 @@ class Engine:
             # what was complete before the bad bytes is handled, then the socket goes
             ops = e.details.pop("ops", ())
             bad = e
+        handle = self._handle
+        on_msg = self._on_msg
         for op in ops:
             if not self._socket_open:
                 break
-            self._handle(op)
+            if op[0] is _MSG:
+                on_msg(op)
+            else:
+                handle(op)
         if bad is not None and self._socket_open:
             self._fail(bad.code, str(bad))
 
@@ -975,7 +983,7 @@ class Engine:
             gone = True
         kind = sub.kind
         if kind == "user":
-            self._fx.append(Deliver(sub, msg))
+            self._fx.append(_tuple_new(Deliver, (sub, msg)))  # Deliver(sub, msg) without its Python __new__
             if gone:
                 self._fx.append(SubGone(sid))
         elif kind == "mux":

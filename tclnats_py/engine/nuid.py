@@ -7,7 +7,11 @@ random step), so consecutive inboxes are unique without a syscall each.
 
 from __future__ import annotations
 
-import secrets
+import random
+
+# the OS's randomness (what the secrets module uses), without importing
+# secrets and its hmac/hashlib/base64 at start-up
+_sysrand = random.SystemRandom()
 
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _BASE = 62
@@ -23,9 +27,9 @@ class Nuid:
         self._randomize()
 
     def _randomize(self) -> None:
-        self._prefix = "".join(secrets.choice(_ALPHABET) for _ in range(_PREFIX_LEN))
-        self._seq = secrets.randbelow(_MAX_SEQ // 2)
-        self._inc = 33 + secrets.randbelow(333)
+        self._prefix = "".join(_sysrand.choice(_ALPHABET) for _ in range(_PREFIX_LEN))
+        self._seq = _sysrand.randrange(_MAX_SEQ // 2)
+        self._inc = 33 + _sysrand.randrange(333)
 
     def next(self) -> str:
         self._seq += self._inc

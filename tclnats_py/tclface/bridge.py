@@ -27,7 +27,6 @@ import math
 import os
 import sys
 import time
-import traceback
 from tclnats_py._tclcross import Interp, TclError
 
 from tclnats_py.engine.effects import (CancelTimer, Close, Deliver, ErrorChanged, Flush, InfoReceived, Log, Open,
@@ -40,7 +39,23 @@ from tclnats_py.engine.options import OPTION_SPEC, Options, coerce
 from tclnats_py.engine.pool import parse_url
 from tclnats_py.tclface.tlsname import check_server_name
 from tclnats_py.engine.validate import header_name_error, header_value_error
-from tclnats_py.tclface.js import Chain, tcl_value
+
+# tclnats_py.tclface.js (and the engine's JetStream modules under it) is
+# imported on first use, not by `package require nats`: _js() loads it and
+# notes its Chain class, which only its operations create
+_Chain: type | None = None
+
+
+def _js():
+    global _Chain
+    from tclnats_py.tclface import js
+    _Chain = js.Chain
+    return js
+
+
+def _format_exc() -> str:
+    import traceback  # (with linecache, tokenize: only when there is one to format)
+    return _format_exc()
 
 __all__ = ["install", "tcl_library_dir", "TclConnection"]
 
@@ -151,7 +166,7 @@ class _Bridge:
                 try:
                     conn.flush_now()
                 except Exception:
-                    tb = traceback.format_exc()
+                    tb = _format_exc()
                     conn._log("error", f"internal error in flush: {tb}")
                     sys.stderr.write(tb)
 
@@ -162,23 +177,23 @@ class _Bridge:
             return (1, ("NATS", e.code), str(e))
 
     def _metadata(self, reply, subject):
-        from tclnats_py.tclface.js import metadata_from_reply
+        metadata_from_reply = _js().metadata_from_reply
         return self._wrap(lambda: tuple(_flat(metadata_from_reply(reply, subject))))
 
     def _make_stream_source(self, *args):
-        from tclnats_py.tclface.js import make_stream_source
+        make_stream_source = _js().make_stream_source
         return self._wrap(lambda: make_stream_source(self.tk, args))
 
     def _make_subject_transform(self, *args):
-        from tclnats_py.tclface.js import make_subject_transform
+        make_subject_transform = _js().make_subject_transform
         return self._wrap(lambda: make_subject_transform(self.tk, args))
 
     def _make_republish(self, *args):
-        from tclnats_py.tclface.js import make_republish
+        make_republish = _js().make_republish
         return self._wrap(lambda: make_republish(self.tk, args))
 
     def _make_kv_origin(self, *args):
-        from tclnats_py.tclface.js import make_kv_origin
+        make_kv_origin = _js().make_kv_origin
         return self._wrap(lambda: make_kv_origin(self.tk, args))
 
     def _new_connection(self, obj, ns, log_level):
@@ -233,7 +248,7 @@ class _Op:
                 raise
             value = fn(e)
         for fn in self.after:
-            if isinstance(value, Chain):
+            if _Chain is not None and isinstance(value, _Chain):
                 break
             value = fn(value)
         return value
@@ -242,7 +257,7 @@ class _Op:
 def _reply(result):
     """A result for Tcl: ``{0 value}``, or ``{2 rid}`` when another request
     gives it (a follow-up); ``::tclnats::r`` unpacks it."""
-    if result.__class__ is Chain:
+    if result.__class__ is _Chain and _Chain is not None:
         return (2, result.rid)
     return (0, "" if result is None else result)
 
@@ -335,7 +350,7 @@ class TclConnection:
         return _reply(result)
 
     def _internal_error(self, what, e):
-        tb = traceback.format_exc()
+        tb = _format_exc()
         self._log("error", f"internal error in {what}: {tb}")
         return (1, ("NATS", "ErrInternal"), f"{type(e).__name__}: {e}")
 
@@ -344,7 +359,7 @@ class TclConnection:
         try:
             getattr(self, "e_" + op)(*args)
         except Exception:
-            tb = traceback.format_exc()
+            tb = _format_exc()
             self._log("error", f"internal error in {op} event: {tb}")
             sys.stderr.write(tb)
 
@@ -432,7 +447,7 @@ class TclConnection:
                     for old in tk.splitlist(tk.call("array", "names", var)):
                         if old not in info:
                             tk.call("unset", f"{var}({old})")
-                    tk.call("array", "set", var, tcl_value(info))
+                    tk.call("array", "set", var, _js().tcl_value(info))
                     self._fast_path()
                 elif k is PongReceived:
                     tk.call("set", f"{ns}::pong", 1)
@@ -755,7 +770,7 @@ class TclConnection:
             if out and self.flush_id:
                 self.flush_now()  # PONGs and acks go out before user callbacks run
         except Exception:
-            tb = traceback.format_exc()
+            tb = _format_exc()
             self._log("error", f"internal error in readable event: {tb}")
             sys.stderr.write(tb)
         finally:
@@ -1376,7 +1391,8 @@ class TclConnection:
         self.run()
 
     def c_js_new(self, ns, timeout, api_prefix, domain, trace, max_pending=4000, stall_ms=200):
-        from tclnats_py.tclface.js import JetStream, JsBridge
+        js = _js()
+        JetStream, JsBridge = js.JetStream, js.JsBridge
         if self.js is None:
             self.js = JsBridge(self)
         return JetStream(self.js, ns, timeout, api_prefix, domain, trace, max_pending, stall_ms).cmd

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import ssl
-import tempfile
 
 from tclnats_py.engine.pool import is_ip_address
 
@@ -29,6 +27,8 @@ __all__ = ["names_in", "host_matches", "check_server_name", "is_ip_address"]
 
 def names_in(pem: str) -> tuple[list[str], list[str], list[str]]:
     """(DNS names, IP addresses, common names) of a PEM certificate."""
+    import ssl  # here: a Tcl interpreter that never uses TLS starts without ssl
+    import tempfile
     fd, path = tempfile.mkstemp(suffix=".pem")
     try:
         with os.fdopen(fd, "w") as f:
