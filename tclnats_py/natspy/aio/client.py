@@ -30,6 +30,7 @@ from tclnats_py.engine.pool import parse_url
 from tclnats_py.errors import NatsError
 from tclnats_py.natspy import errors
 from tclnats_py.natspy.aio.msg import Msg, headers_from_impl
+from tclnats_py.natspy.nuid import NUID
 from tclnats_py.natspy.aio.subscription import (DEFAULT_SUB_PENDING_BYTES_LIMIT, DEFAULT_SUB_PENDING_MSGS_LIMIT,
                                                 Subscription)
 
@@ -121,7 +122,7 @@ class _SrvView:
 #: touch only these
 PROVIDED_PRIVATE = frozenset({
     "_server_info", "_max_payload", "_pending_data_size", "_server_pool", "_process_headers", "_subs", "_status",
-    "_id", "_received", "_err", "_parse_server_uri",
+    "_id", "_received", "_err", "_parse_server_uri", "_nuid", "_pending_queue",
 })
 
 
@@ -193,6 +194,25 @@ def _jwt_of(text: str) -> str:
     return text.strip()
 
 
+def _check_creds_file(path: str) -> None:
+    """A .creds file nats-py would refuse is refused as nats-py does: no
+    seed line after the seed marker is InvalidUserCredentialsError, a seed
+    line nkeys cannot read is nkeys' own error."""
+    import nkeys
+    try:
+        _jwt, seed = load_creds(path)
+    except NatsError as e:
+        try:
+            lines = _read_text(path).split("\n")
+        except OSError:
+            raise errors.InvalidUserCredentialsError() from e
+        for i, line in enumerate(lines):
+            if "BEGIN USER NKEY SEED" in line and len(lines) - i > 2:
+                nkeys.from_seed(bytearray(lines[i + 1].strip().encode()))
+        raise errors.InvalidUserCredentialsError() from e
+    nkeys.from_seed(bytearray(seed))
+
+
 def _headers_arg(headers: Dict[str, Any]) -> Dict[str, Any]:
     """Headers to publish as nats-py sends them: blank names skipped, names trimmed."""
     return {k.strip(): v for k, v in headers.items() if k.strip()}
@@ -227,11 +247,13 @@ class Client:
         self._connecting = False
         self._out_bytes = 0
         self._in_bytes = 0
+        self._reconnects = 0
         self._pending_size = DEFAULT_PENDING_SIZE
         self._drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
         self._err: Optional[BaseException] = None
         self._inbox_prefix = bytearray(DEFAULT_INBOX_PREFIX)
         self._all_subs: Dict[int, Subscription] = {}
+        self._nuid = NUID()
         self.options: Dict[str, Any] = {}
         self._stats_base = {"in_msgs": 0, "out_msgs": 0, "in_bytes": 0, "out_bytes": 0, "reconnects": 0,
                             "errors_received": 0}
@@ -309,8 +331,10 @@ class Client:
         opts: Dict[str, Any] = dict(
             name=name or "", pedantic=pedantic, verbose=verbose, allow_reconnect=allow_reconnect,
             connect_timeout=connect_timeout, reconnect_time_wait=reconnect_time_wait,
-            max_reconnect_attempts=max_reconnect_attempts, ping_interval=ping_interval,
-            max_outstanding_pings=max_outstanding_pings, dont_randomize=dont_randomize, no_echo=no_echo,
+            # nats-py drops a server after max_reconnect_attempts + 1 failures
+            # in a row (none when not > 0); the engine after max_reconnect_attempts
+            max_reconnect_attempts=max_reconnect_attempts + 1 if max_reconnect_attempts > 0 else -1,
+            ping_interval=ping_interval, max_outstanding_pings=max_outstanding_pings, dont_randomize=dont_randomize, no_echo=no_echo,
             drain_timeout=drain_timeout, pending_size=pending_size, inbox_prefix=inbox_prefix.decode(),
             error_cb=self._on_error, disconnected_cb=self._on_disconnected, closed_cb=self._on_closed,
             reconnected_cb=self._on_reconnected, discovered_server_cb=self._on_discovered,
@@ -330,6 +354,8 @@ class Client:
             opts["token"] = token
         # nats-py checks no subject but the empty one; the server answers the rest
         opts["check_subjects"] = False
+        # nats-py retries a server that refuses the credentials until max_reconnect_attempts
+        opts["ignore_auth_error_abort"] = True
         self._auth_options(opts, signature_cb, user_jwt_cb, user_credentials, nkeys_seed, nkeys_seed_str)
         impl = _ImplClient()
         # nats-py: tls:// alone does not require TLS (the server's INFO decides)
@@ -406,13 +432,7 @@ class Client:
                 opts["signature_cb"] = sig_cb
             else:
                 path = str(creds)
-                try:
-                    _jwt, seed = load_creds(path)
-                except NatsError as e:
-                    raise errors.InvalidUserCredentialsError() from e
-                # a seed nkeys cannot read: nkeys' own error, as nats-py
-                import nkeys
-                nkeys.from_seed(bytearray(seed))
+                _check_creds_file(path)
                 opts["user_credentials"] = path
         if nkeys_seed is not None:
             opts["nkeys_seed"] = nkeys_seed
@@ -462,6 +482,7 @@ class Client:
             await self._disconnected_cb()
 
     async def _on_reconnected(self) -> None:
+        self._reconnects += 1
         if self._reconnected_cb is not None:
             await self._reconnected_cb()
 
@@ -528,6 +549,8 @@ class Client:
         # nats-py counts payload bytes, the engine bytes on the wire
         s["out_bytes"] = self._out_bytes
         s["in_bytes"] = self._in_bytes
+        # nats-py counts reconnections made, the engine connections lost
+        s["reconnects"] = self._reconnects
         return s
 
     @property
@@ -692,12 +715,23 @@ class Client:
             raise errors.ConnectionReconnectingError()
         self._draining = Client.DRAINING_SUBS
         try:
-            await asyncio.wait_for(impl.drain(self._drain_timeout), self._drain_timeout + 1)
-        except asyncio.TimeoutError:
+            subs = [s._impl for s in self._all_subs.values() if not s._closed and s._impl.is_active]
+            if subs:
+                try:
+                    await asyncio.wait_for(asyncio.gather(*(s.drain(self._drain_timeout) for s in subs)),
+                                           self._drain_timeout)
+                except asyncio.TimeoutError:
+                    # nats-py: the timeout goes to error_cb, the connection closes all the same
+                    await self._error_cb(errors.DrainTimeoutError())
+                except NatsError as e:
+                    await self._error_cb(errors.translate(e))
+            self._draining = Client.DRAINING_PUBS
+            if impl.is_connected:
+                try:
+                    await impl.flush(self._drain_timeout)
+                except NatsError as e:
+                    await self._error_cb(errors.translate(e))
             await impl.close()
-            raise errors.DrainTimeoutError() from None
-        except NatsError as e:
-            raise errors.translate(e) from e
         finally:
             self._draining = 0
 

@@ -43,6 +43,11 @@ class Subscription:
         return self._impl.sid
 
     @property
+    def _pending_queue(self) -> "_PendingView":
+        """nats-py's pending queue as its suite reads it (``qsize()``, ``empty()``)."""
+        return _PendingView(self._impl)
+
+    @property
     def _received(self) -> int:
         return self._impl.received
 
@@ -144,3 +149,18 @@ class _Messages:
         sub = self._sub
         m = await sub._impl.__anext__()
         return Msg._from_impl(sub._conn, m)
+
+
+class _PendingView:
+    """The messages a subscription holds and has not handed out yet."""
+
+    __slots__ = ("_impl",)
+
+    def __init__(self, impl: Any) -> None:
+        self._impl = impl
+
+    def qsize(self) -> int:
+        return self._impl.pending_msgs
+
+    def empty(self) -> bool:
+        return self._impl.pending_msgs == 0
