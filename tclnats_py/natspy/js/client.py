@@ -21,7 +21,9 @@ import inspect
 import json
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional
 
+from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js import pull as _pull
+from tclnats_py.engine.js.api import api_call
 from tclnats_py.engine.js.publish import parse_ack, publish_headers
 from tclnats_py.engine.js.push import PushState
 from tclnats_py.errors import NatsError
@@ -36,10 +38,17 @@ if TYPE_CHECKING:
     from tclnats_py.natspy.js.kv import KeyValue
     from tclnats_py.natspy.js.object_store import ObjectStore
 
-__all__ = ["JetStreamContext", "DEFAULT_JS_SUB_PENDING_MSGS_LIMIT", "DEFAULT_JS_SUB_PENDING_BYTES_LIMIT"]
+__all__ = ["JetStreamContext", "DEFAULT_JS_SUB_PENDING_MSGS_LIMIT", "DEFAULT_JS_SUB_PENDING_BYTES_LIMIT",
+           "NO_RESPONDERS_STATUS", "KV_STREAM_TEMPLATE", "KV_PRE_TEMPLATE", "KV_MAX_HISTORY"]
 
 DEFAULT_JS_SUB_PENDING_MSGS_LIMIT = 512 * 1024
 DEFAULT_JS_SUB_PENDING_BYTES_LIMIT = 256 * 1024 * 1024
+
+# nats-py's module constants (programs import some of them)
+NO_RESPONDERS_STATUS = "503"
+KV_STREAM_TEMPLATE = "KV_{bucket}"
+KV_PRE_TEMPLATE = "$KV.{bucket}."
+KV_MAX_HISTORY = 64
 
 Callback = Callable[[Msg], Awaitable[None]]
 
@@ -67,14 +76,6 @@ async def _core_subscribe(nc: Any, subject: str, queue: str, impl_cb: Any, cls: 
     isub.natspy_sub = sub
     nc._subs[isub.sid] = sub
     return sub
-
-
-class _Status:
-    """What a status message is, by the engine's rules (``engine.js.pull.classify``)."""
-
-    @staticmethod
-    def kind(m: Any) -> str:
-        return _pull.classify(m)
 
 
 class JetStreamContext(JetStreamManager):
@@ -244,13 +245,13 @@ class JetStreamContext(JetStreamManager):
         assert consumer is not None
         return await self.subscribe_bind(stream, config, consumer, cb=cb, manual_ack=manual_ack,
                                          ordered_consumer=ordered_consumer, pending_msgs_limit=pending_msgs_limit,
-                                         pending_bytes_limit=pending_bytes_limit)
+                                         pending_bytes_limit=pending_bytes_limit, _info=info)
 
     async def subscribe_bind(self, stream: str, config: api.ConsumerConfig, consumer: str,
                              cb: Optional[Callback] = None, manual_ack: bool = False, ordered_consumer: bool = False,
                              pending_msgs_limit: int = DEFAULT_JS_SUB_PENDING_MSGS_LIMIT,
                              pending_bytes_limit: int = DEFAULT_JS_SUB_PENDING_BYTES_LIMIT,
-                             ) -> "JetStreamContext.PushSubscription":
+                             _info: Optional[api.ConsumerInfo] = None) -> "JetStreamContext.PushSubscription":
         """Push-subscribe to the existing consumer ``consumer`` (its config
         gives the deliver subject and group).  With ``cb`` messages are acked
         after ``cb`` returns unless ``manual_ack`` (or the consumer acks none)."""
@@ -266,6 +267,9 @@ class JetStreamContext(JetStreamManager):
         sub._consumer = consumer
         sub._jsi = jsi
         jsi.sub = sub
+        sub._created_info = _info  # the consumer as created (what was pending then), when this call made it
+        if ordered_consumer:
+            jsi.created(_info if _info is not None else await self.consumer_info(stream, consumer))
         jsi.start()
         return sub
 
@@ -356,13 +360,14 @@ class JetStreamContext(JetStreamManager):
         _js: "JetStreamContext"
         _stream: str
         _consumer: str
+        _created_info: Optional[api.ConsumerInfo] = None
 
         async def consumer_info(self) -> api.ConsumerInfo:
             return await self._js._jsm.consumer_info(self._stream, self._consumer)
 
         @property
         def delivered(self) -> int:
-            return self._jsi.state.delivered if self._jsi is not None else 0
+            return self._jsi.delivered if self._jsi is not None else 0
 
         async def next_msg(self, timeout: Optional[float] = 1.0) -> Msg:
             if self._cb is not None:
@@ -471,12 +476,15 @@ class _PushMessages:
 
 
 class _PushState:
-    """The JetStream side of a push subscription: sorts what arrives on the
-    deliver subject with the engine's :class:`PushState` (flow control and
-    stalled heartbeats answered, user messages handed on), watches idle
-    heartbeats, auto-acks after the callback, and for an ordered consumer
-    recreates the consumer from the next stream sequence on a gap or
-    silence (ADR-17)."""
+    """The JetStream side of a push subscription.
+
+    What arrives on the deliver subject is sorted by the engine: its
+    :class:`PushState` (flow control and stalled heartbeats answered, user
+    messages handed on, missed heartbeats reported) or, for an ordered
+    consumer, its ADR-17 :class:`~tclnats_py.engine.js.ordered.OrderedConsumer`
+    (gaps and silence recreate the consumer from the next stream sequence on
+    a new deliver subject).  This class carries the events out and runs the
+    callback (acking after it unless the subscription acks manually)."""
 
     def __init__(self, js: JetStreamContext, stream: str, consumer: str, config: api.ConsumerConfig,
                  ordered: bool, cb: Optional[Callback], auto_ack: bool) -> None:
@@ -485,41 +493,64 @@ class _PushState:
         self.stream = stream
         self.consumer = consumer
         self.config = config
-        self.ordered = ordered
         self.cb = cb
         self.auto_ack = auto_ack
         hb = config.idle_heartbeat
         self.state = PushState(stream, consumer, int(hb * 1000) if hb else None)
+        self.ordered: Optional[_ordered.OrderedConsumer] = None
+        if ordered:
+            policy = config.deliver_policy
+            threshold = config.inactive_threshold
+            self.ordered = _ordered.OrderedConsumer(
+                stream, filter_subject=None if config.filter_subjects else (config.filter_subject or None),
+                filter_subjects=config.filter_subjects,
+                deliver_policy=getattr(policy, "value", policy) or "all", opt_start_seq=config.opt_start_seq,
+                opt_start_time=api.format_time(config.opt_start_time), headers_only=bool(config.headers_only),
+                idle_heartbeat_ms=max(1, int((hb or 5) * 1000)),
+                inactive_threshold_ms=int(threshold * 1000) if threshold else 5 * 60 * 1000)
         self.sub: Optional[JetStreamContext.PushSubscription] = None
-        self.stream_seq = 0        # last stream sequence handed on (ordered)
-        self.consumer_seq = 0      # last consumer sequence seen (ordered)
-        self.active = True
+        self.delivered = 0
+        self.last_seen = 0.0  # loop time of the last message or heartbeat
         self._hb_task: Optional[asyncio.Task] = None
         self._resetting = False
 
+    def created(self, info: api.ConsumerInfo) -> None:
+        """The consumer the subscription starts on (an ordered one tracks its sequences from here)."""
+        if self.ordered is not None:
+            d = info.delivered
+            self.ordered.on_created({"name": info.name, "delivered": {
+                "stream_seq": d.stream_seq if d else 0, "consumer_seq": d.consumer_seq if d else 0}})
+
     # -------------------------------------------------------- lifecycle
     def start(self) -> None:
-        if self.state.heartbeat_timeout_ms:
-            self._hb_task = asyncio.get_running_loop().create_task(self._watch())
+        ms = self.ordered.heartbeat_timeout_ms if self.ordered is not None else self.state.heartbeat_timeout_ms
+        if ms:
+            self._hb_task = asyncio.get_running_loop().create_task(self._watch(ms / 1000))
 
     def stop(self) -> None:
+        if self.ordered is not None:
+            self.ordered.stop()
         t, self._hb_task = self._hb_task, None
         if t is not None and t is not asyncio.current_task():
             t.cancel()
 
-    async def _watch(self) -> None:
-        """Idle heartbeats: two intervals with nothing from the server is a
-        missed heartbeat (an ordered consumer starts over)."""
-        wait = self.state.heartbeat_timeout_ms / 1000  # type: ignore[operator]
+    async def _watch(self, wait: float) -> None:
+        """Idle heartbeats: nothing from the server for the engine's timeout
+        (counted from the last thing that came) is a missed heartbeat."""
+        loop = asyncio.get_running_loop()
+        self.last_seen = loop.time()
         while not self.nc.is_closed:
-            await asyncio.sleep(wait)
-            if not self.active:
-                if self.ordered:
+            left = self.last_seen + wait - loop.time()
+            if left > 0:
+                await asyncio.sleep(left)
+                continue
+            self.last_seen = loop.time()  # the next miss is counted from now
+            if self.ordered is not None:
+                if self.ordered.on_heartbeat_missed():
                     await self._reset()
-                else:
-                    for ev in self.state.on_heartbeat_missed():
-                        await self._report(ev[1])
-            self.active = False
+            else:
+                for ev in self.state.on_heartbeat_missed():
+                    await self._report(ev[1])
 
     async def _report(self, err: BaseException) -> None:
         cb = getattr(self.nc, "_error_cb", None)
@@ -532,35 +563,22 @@ class _PushState:
     # -------------------------------------------------------- messages
     def handle(self, m: Any) -> Optional[Msg]:
         """One message of the deliver subject: the user's Msg, or None when
-        it was a control message (answered here)."""
-        self.active = True
-        for ev in self.state.on_msg(m):
+        it was a control message (carried out here)."""
+        self.last_seen = asyncio.get_running_loop().time()
+        events = self.ordered.on_msg(m) if self.ordered is not None else self.state.on_msg(m)
+        out = None
+        for ev in events:
             kind = ev[0]
             if kind == "deliver":
-                if self.ordered and not self._in_order(m):
-                    return None
-                return Msg._from_impl(self.nc, m)
-            if kind == "publish":
+                self.delivered += 1
+                out = Msg._from_impl(self.nc, m)
+            elif kind == "publish":
                 self.nc._impl.publish(ev[1], ev[2])
+            elif kind == "reset":
+                self.nc._impl._spawn(self._reset())
             elif kind in ("warning", "stop"):
                 self.nc._impl._spawn(self._report(ev[1]))
-        if self.ordered and _Status.kind(m) == "heartbeat":
-            last = m.header("Nats-Last-Consumer")
-            if last is not None and str(last).isdigit() and int(last) != self.consumer_seq:
-                self.nc._impl._spawn(self._reset())
-        return None
-
-    def _in_order(self, m: Any) -> bool:
-        from tclnats_py.engine.js.meta import parse_metadata
-        meta = parse_metadata(m.reply or "", m.subject)
-        if self._resetting:
-            return False
-        if meta["consumer_seq"] != self.consumer_seq + 1:
-            self.nc._impl._spawn(self._reset())
-            return False
-        self.consumer_seq = meta["consumer_seq"]
-        self.stream_seq = meta["stream_seq"]
-        return True
+        return out
 
     async def on_impl_msg(self, m: Any) -> None:
         """The impl subscription's callback (a callback subscription)."""
@@ -580,36 +598,43 @@ class _PushState:
 
     # -------------------------------------------------------- ordered consumer
     async def _reset(self) -> None:
-        """Start over from the next stream sequence on a new deliver subject."""
-        if self._resetting or self.sub is None or self.nc.is_closed:
+        """Recreate the ordered consumer (the engine's request: from the next
+        stream sequence) on a new deliver subject, retrying as the engine says."""
+        oc = self.ordered
+        if oc is None or self._resetting or self.sub is None or self.nc.is_closed:
             return
         self._resetting = True
         try:
-            sub = self.sub
-            new_deliver = self.nc.new_inbox()
-            impl = self.nc._impl
-            old = sub._impl
-            new = await impl.subscribe(new_deliver, None, old._cb, 0, old._limit_msgs, old._limit_bytes)
-            new.natspy_sub = sub
-            self.nc._subs.pop(old.sid, None)
-            self.nc._subs[new.sid] = sub
-            sub._impl = new
-            if old.is_active:
-                await old.unsubscribe()
-            cfg = self.config
-            cfg.deliver_subject = new_deliver
-            cfg.deliver_policy = api.DeliverPolicy.BY_START_SEQUENCE
-            cfg.opt_start_seq = self.stream_seq + 1
-            cfg.durable_name = None
-            cfg.name = None
-            self.consumer_seq = 0
-            try:
-                info = await self.js._jsm.add_consumer(self.stream, config=cfg)
-                sub._consumer = self.consumer = info.name
-            except Exception as e:  # reported: the watcher tries again after the next silence
-                await self._report(e)
+            while oc.stopped is None and not self.nc.is_closed:
+                try:
+                    await self._recreate(oc)
+                    return
+                except NatsError as e:
+                    for ev in oc.on_create_failed(e):
+                        await self._report(ev[-1])
+                        if ev[0] == "retry":
+                            await asyncio.sleep(ev[1] / 1000)
         finally:
             self._resetting = False
+
+    async def _recreate(self, oc: "_ordered.OrderedConsumer") -> None:
+        sub = self.sub
+        assert sub is not None
+        impl = self.nc._impl
+        deliver = impl.new_inbox()
+        old = sub._impl
+        new = await impl.subscribe(deliver, None, old._cb, 0, old._limit_msgs, old._limit_bytes)
+        new.natspy_sub = sub
+        self.nc._subs.pop(old.sid, None)
+        self.nc._subs[new.sid] = sub
+        sub._impl = new
+        if old.is_active:
+            await old.unsubscribe()
+        req = oc.create_request(self.js._js.jsapi, deliver, impl.server_info.get("version"))
+        info = await self.js._js._run(api_call(req))
+        oc.on_created(info)
+        sub._consumer = self.consumer = info.get("name", "")
+        self.config.deliver_subject = deliver
 
 
 class _Fetch:

@@ -286,16 +286,20 @@ class KeyValue:
             f"{pre}{keys}", stream=self._stream, cb=on_msg, ordered_consumer=True,
             deliver_policy=None if include_history else api.DeliverPolicy.LAST_PER_SUBJECT,
             headers_only=meta_only or headers_only or None, inactive_threshold=inactive_threshold or 5 * 60)
-        await asyncio.sleep(0)
+        # what was pending when the consumer was created: nothing means the
+        # initial values are done at once (the engine's rule, InitialData)
+        info = watcher._sub._created_info
         try:
-            info = await watcher._sub.consumer_info()
+            if info is None:
+                info = await watcher._sub.consumer_info()
         except BaseException:
             ready.cancel()
             await watcher._sub.unsubscribe()
             raise
         watcher._pending = info.num_pending
         ready.set_result(True)
-        if info.num_pending == 0 and watcher._sub.delivered == 0:
+        initial = _kv.InitialData(ignore_deletes)
+        if initial.on_consumer_created({"num_pending": info.num_pending or 0}):
             watcher._mark_init()
         return watcher
 
