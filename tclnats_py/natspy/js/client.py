@@ -28,6 +28,7 @@ from tclnats_py.engine.js.publish import parse_ack, publish_headers
 from tclnats_py.engine.js.push import PushState
 from tclnats_py.errors import NatsError
 from tclnats_py.natspy import errors as _core
+from tclnats_py.natspy.aio.client import _headers_arg
 from tclnats_py.natspy.aio.msg import Msg
 from tclnats_py.natspy.aio.subscription import Subscription
 from tclnats_py.natspy.js import api
@@ -104,6 +105,12 @@ class JetStreamContext(JetStreamManager):
 
     # ------------------------------------------------------------ publish
     def _headers(self, headers: Optional[Dict[str, Any]], stream: Optional[str], msg_ttl: Optional[float]):
+        if headers:
+            # nats-py's header rules: names and values trimmed, blank names
+            # skipped; a name with whitespace inside is one every nats-py
+            # receiver drops when it parses the message, so it is not sent
+            headers = {k: v.strip() if isinstance(v, str) else v for k, v in _headers_arg(headers).items()
+                       if not any(c.isspace() for c in k)}
         try:
             return publish_headers(headers, expected_stream=stream, ttl=_ttl_header(msg_ttl))
         except NatsError as e:
