@@ -20,6 +20,26 @@ dict set ::nats::_option_defaults request_timeout 0
 # for the reply on the socket; see nats.tcl)
 set ::tclnats::await_us 0
 
+# 2.x's synchronous calls: callbacks posted before the reply came (a
+# watcher's entries read together with a put's reply) run before the call
+# returns, as they do in 2.x where the reply is read later
+oo::define ::nats::connection method WaitResult {rid} {
+    set var [self namespace]::results($rid)
+    while {![info exists $var]} {
+        nats::_coroVwait $var
+    }
+    set r [set $var]
+    unset $var
+    ::nats::_v2_run_posted
+    return $r
+}
+proc ::nats::_v2_run_posted {} {
+    set var ::nats::_v2_turn([incr ::nats::_v2_turns])
+    after 0 [list set $var 1]
+    nats::_coroVwait $var
+    unset $var
+}
+
 # 2.x's ping: a lost or closed connection does not end it; it ends with its
 # reply or with ErrTimeout once its timeout is over
 oo::define ::nats::connection method ping {args} {
