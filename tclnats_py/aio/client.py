@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import inspect
 import logging
 import ssl
@@ -212,6 +213,11 @@ class _Protocol(asyncio.Protocol):
         if c._attempt == self.attempt:
             c._engine.receive_data(data)
             c._run()
+            if c._flush_handle is not None and not c._busy_subs:
+                # the callbacks that ran now are done: what they published
+                # (replies) leaves with this read, not a loop turn later
+                c._flush_handle.cancel()
+                c._flush_now()
 
     def eof_received(self):
         return False  # close the transport; connection_lost reports it
@@ -233,6 +239,46 @@ class _Protocol(asyncio.Protocol):
             c._transport = None
             c._engine.connection_lost(str(exc) if exc else None)
             c._run()
+
+
+# a coroutine callback's first step runs as part of its subscription's
+# consumer task (asyncio.current_task() is that task), in the task's context
+_enter_task = getattr(asyncio.tasks, "_enter_task", None)
+_leave_task = getattr(asyncio.tasks, "_leave_task", None)
+_EAGER = sys.version_info >= (3, 11) and _enter_task is not None and _leave_task is not None
+
+
+class _Resume:
+    """Awaiting it goes on with a coroutine whose first step already ran and
+    yielded ``first`` (what the consumer task then waits for), as if the task
+    had run it from the start: what the task sends or throws goes to it."""
+
+    __slots__ = ("coro", "first")
+
+    def __init__(self, coro, first):
+        self.coro = coro
+        self.first = first
+
+    def __await__(self):
+        coro = self.coro
+        y = self.first
+        self.first = None
+        while True:
+            try:
+                v = yield y
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as e:  # thrown in by the task (CancelledError): to the coroutine
+                try:
+                    y = coro.throw(e)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    y = coro.send(v)
+                except StopIteration as stop:
+                    return stop.value
 
 
 class Subscription:
@@ -260,6 +306,11 @@ class Subscription:
         self._closed = False
         self._slow = False
         self._busy = False  # counted in the client's _busy_subs (a callback with messages to handle)
+        # the consumer task waits with nothing queued: a message then runs the
+        # callback at once (_run_now), in the task's name and context
+        self._parked = False
+        self._ctx: contextvars.Context | None = None  # the consumer task's context
+        self._carry: Any = None  # a callback's rest, handed to the consumer task
         self._engine_sub: _EngineSub = None  # type: ignore[assignment]  # set by Client.subscribe
         self.dropped = 0
         self.delivered = 0
@@ -308,6 +359,9 @@ class Subscription:
                     "ErrSlowConsumer", f"Slow consumer on subject {self.subject}: messages dropped",
                     sid=self.sid, subject=self.subject))
             return
+        if self._parked:
+            self._run_now(msg)
+            return
         pending.append(msg)
         self._pending_bytes += n
         if not self._busy and self._cb is not None:
@@ -315,6 +369,56 @@ class Subscription:
             self._client._busy_subs += 1
         if self._waiters:
             self._wake()
+
+    def _run_now(self, msg: Msg) -> None:
+        """Run the callback for ``msg`` now: its consumer task waits with
+        nothing queued, so order holds.  A coroutine callback runs its first
+        step here as the consumer task (current task, its context); when it
+        has to wait, the task goes on with the rest (_carry) and messages
+        queue meanwhile.  Saves a task switch per message, and what the
+        callback publishes leaves with this read's write."""
+        client = self._client
+        cb = self._cb
+        task = self._task
+        loop = client._loop
+        try:
+            _enter_task(loop, task)
+        except RuntimeError:  # another task runs (not from a socket event): queue it
+            self._parked = False
+            self._pending.append(msg)
+            self._pending_bytes += len(msg.data)
+            self._busy = True
+            client._busy_subs += 1
+            self._wake()
+            return
+        self.delivered += 1
+        what = f"the message callback of the subscription to {self.subject}"
+        try:
+            if self._cb_is_coro:
+                coro = self._ctx.run(cb, msg)
+            else:
+                r = self._ctx.run(cb, msg)
+                if r is None or not inspect.isawaitable(r):
+                    return
+                coro = r.__await__() if not inspect.iscoroutine(r) else r
+            try:
+                y = self._ctx.run(coro.send, None)
+            except StopIteration:
+                return
+        except asyncio.CancelledError:
+            task.cancel()  # as when the task itself had run it
+            return
+        except Exception as e:  # a user's callback failed: report it, keep consuming
+            client._hook_failed(cb, e, what)
+            return
+        finally:
+            _leave_task(loop, task)
+        # it waits for something: the consumer task carries on with it
+        self._carry = _Resume(coro, y)
+        self._parked = False
+        self._busy = True
+        client._busy_subs += 1
+        self._wake()
 
     def _wake(self) -> None:
         ws, self._waiters = self._waiters, []
@@ -354,6 +458,13 @@ class Subscription:
         loop = client._loop
         popleft = pending.popleft
         while True:
+            if self._carry is not None:
+                carry, self._carry = self._carry, None
+                try:
+                    await carry
+                except Exception as e:  # a user's callback failed: report it, keep consuming
+                    client._hook_failed(cb, e, f"the message callback of the subscription to {self.subject}")
+                continue
             if not pending:
                 self._slow = False
                 if self._busy:
@@ -368,7 +479,11 @@ class Subscription:
                     return
                 w = loop.create_future()
                 self._waiters.append(w)
-                await w
+                self._parked = self._ctx is not None
+                try:
+                    await w
+                finally:
+                    self._parked = False
                 continue
             msg = popleft()  # self._take(), inline
             self._pending_bytes -= len(msg.data)
@@ -1174,7 +1289,12 @@ class Client:
         sub._engine_sub = self._engine.subscribe(subject, queue or "", max_msgs, handler=sub)
         self._subs[sub.sid] = sub
         if cb is not None:
-            sub._task = self._need_loop().create_task(sub._consume())
+            loop = self._need_loop()
+            if _EAGER:
+                sub._ctx = contextvars.copy_context()
+                sub._task = loop.create_task(sub._consume(), context=sub._ctx)
+            else:
+                sub._task = loop.create_task(sub._consume())
         self._run()
         return sub
 
