@@ -244,6 +244,7 @@ class Client:
         self._lame_duck_mode_cb = None
         self._draining = 0  # 0, DRAINING_SUBS or DRAINING_PUBS
         self._close_cbs_done = False
+        self._closing = False
         self._connecting = False
         self._out_bytes = 0
         self._in_bytes = 0
@@ -373,6 +374,7 @@ class Client:
             impl.engine.auth_cb = lambda _nonce: {"auth_token": token()}
         self._impl = impl
         self._close_cbs_done = False
+        self._closing = False
         self._connecting = True
         try:
             await self._first_connect(impl, allow_reconnect, max_reconnect_attempts, reconnect_time_wait)
@@ -469,6 +471,7 @@ class Client:
             if code == "ErrPermissions":
                 await self._error_cb(err)
             elif self._impl is not None and not self._impl.is_closed:
+                self._closing = True
                 await self._impl.close()
             return
         err = errors.translate(e)
@@ -489,6 +492,10 @@ class Client:
     async def _on_closed(self) -> None:
         if self._connecting:
             return  # a failed first connect: nats-py calls no closed_cb
+        if not self._close_cbs_done and not self._closing and self._impl is not None \
+                and self._impl.last_error is not None:
+            # the face gave up reconnecting: nats-py's last error says so
+            self._err = errors.NoServersError()
         self._close_cbs_done = True
         if self._closed_cb is not None:
             await self._closed_cb()
@@ -690,6 +697,7 @@ class Client:
         self._all_subs.clear()
         if impl is not None and not impl.is_closed:
             was_connected = impl.is_connected
+            self._closing = True
             await impl.close()
             if not was_connected and self._disconnected_cb is not None:
                 # nats-py's close() says disconnected even when the
@@ -731,6 +739,7 @@ class Client:
                     await impl.flush(self._drain_timeout)
                 except NatsError as e:
                     await self._error_cb(errors.translate(e))
+            self._closing = True
             await impl.close()
         finally:
             self._draining = 0
