@@ -21,7 +21,9 @@ waiting for the server, not by the client.
 
 Two more columns come from the same run: "raw socket" (compat/bench_raw.py:
 protocol bytes framed in advance through plain sockets, the ceiling; each
-figure of ours is also printed as a percentage of it), and the new official
+figure of ours is also printed as a percentage of it), "no accel" (tclnats_py
+in a subprocess with the parser's compiled accelerator off,
+TCLNATS_PY_ACCEL=0, when it is built), and the new official
 client nats-core / nats-jetstream, which needs Python >= 3.13: it runs in a
 subprocess of that Python (``--py313 PATH``, default: $TCLNATS_BENCH_PY313,
 then ``python3.13`` on PATH) together with tclnats_py on that same Python, so
@@ -127,9 +129,13 @@ async def workload(side: Side, url: str, count: int) -> dict:
     b = await side.connect(url)
     tag = side.name.replace("-", "_")
 
+    # the three libraries take publish(subject, payload) alike: the loop calls
+    # the client's own method, so that no wrapper's cost is measured with it
+    publish = a.publish
+    subject = f"bp.{tag}.pub"
     t, c = time.perf_counter(), time.process_time()
     for _ in range(count):
-        await side.publish(a, f"bp.{tag}.pub", PAYLOAD)
+        await publish(subject, PAYLOAD)
     await side.flush(a)
     out["publish"] = _figure(count, t, c)
 
@@ -143,9 +149,10 @@ async def workload(side: Side, url: str, count: int) -> dict:
             done.set_result(None)
     await side.subscribe(b, f"bp.{tag}.deliver", on_msg)
     await side.flush(b)
+    subject = f"bp.{tag}.deliver"
     t, c = time.perf_counter(), time.process_time()
     for _ in range(count):
-        await side.publish(a, f"bp.{tag}.deliver", PAYLOAD)
+        await publish(subject, PAYLOAD)
     await side.flush(a)
     await asyncio.wait_for(done, 120)
     out["deliver"] = _figure(count, t, c)
@@ -306,6 +313,7 @@ def main(argv=None) -> int:
     py313, py313_why = _py313(args.py313)
     from tclnats_py.testing.server import NatsServer
     core: dict | None = None
+    pure: dict | None = None
     rss: list = []
     with NatsServer(jetstream=True) as srv:
         runs = _rounds(["nats-py", "tclnats_py"], srv.url, count, args.rounds, True)
@@ -315,6 +323,14 @@ def main(argv=None) -> int:
                                       "--count", str(count), "--rounds", str(args.rounds)])
             except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
                 py313_why = f"nats-core run failed: {str(e).strip().splitlines()[-1][:200]}"
+        from tclnats_py.engine import protocol as _proto
+        if _proto.ACCELERATED:
+            # the same figures with the parser's accelerator off (TCLNATS_PY_ACCEL=0)
+            try:
+                pure = _child(sys.executable, ["--child-sides", "tclnats_py", "--url", srv.url, "--count", str(count),
+                                               "--rounds", str(args.rounds)], {"TCLNATS_PY_ACCEL": "0"})
+            except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
+                print(f"tclnats_py without the accelerator: failed: {e}", file=sys.stderr)
         if not args.no_rss:
             n_rss = 20000 if args.short else 200000
             jobs = [("tclnats_py", sys.executable), ("nats-py", sys.executable)]
@@ -327,11 +343,12 @@ def main(argv=None) -> int:
                     print(f"peak RSS of {name} on {exe}: failed: {e}", file=sys.stderr)
     med = {name: _median(rs) for name, rs in runs.items()}
     cmed = {name: _median(rs) for name, rs in core.items()} if core else {}
+    pmed = _median(pure["tclnats_py"]) if pure else {}
     ver = sys.version.split()[0]
     print(f"128-byte messages, count={count}, median of {args.rounds} rounds; Python {ver}; "
           f"rates in msg/s (request: req/s); CPU in us/msg of this process")
     head = (f"{'figure':<18}{'nats-py':>11}{'tclnats_py':>12}{'ratio':>7}{'raw socket':>12}{'% of raw':>9}"
-            f"   {'CPU nats-py':>11}{'tclnats_py':>11}")
+            f"{'no accel':>10}   {'CPU nats-py':>11}{'tclnats_py':>11}")
     if cmed:
         head += f"   | {'nats-core':>10}{'tclnats_py':>11}{'ratio':>7}  (Python {py313_why})"
     print(head)
@@ -342,7 +359,10 @@ def main(argv=None) -> int:
         row = {"figure": fig, "nats-py": o, "tclnats_py": t, "ratio": t / o, "raw_socket": raw,
                "pct_of_raw": (100 * t / raw) if raw else None, "cpu_us_nats_py": oc, "cpu_us_tclnats_py": tc}
         line = (f"{fig:<18}{o:>11,.0f}{t:>12,.0f}{t / o:>6.2f}x{(f'{raw:,.0f}' if raw else '-'):>12}"
-                f"{(f'{100 * t / raw:.1f}%' if raw else '-'):>9}   {oc:>11.1f}{tc:>11.1f}")
+                f"{(f'{100 * t / raw:.1f}%' if raw else '-'):>9}"
+                f"{(f'{pmed[fig][0]:,.0f}' if fig in pmed else '-'):>10}   {oc:>11.1f}{tc:>11.1f}")
+        if fig in pmed:
+            row["tclnats_py_no_accel"] = pmed[fig][0]
         if cmed:
             nc = cmed["nats-core"].get(fig)
             t13 = cmed["tclnats_py"].get(fig)
@@ -361,6 +381,7 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"count": count, "rounds": runs, "figures": rows, "nats_core_rounds": core,
+                       "no_accel_rounds": pure,
                        "peak_rss": rss, "python": ver}, f, indent=2)
     return 0
 
