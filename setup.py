@@ -137,6 +137,7 @@ setup(
             "tclnats-server = tclnats_py.testing.server:main",
             "tclnats-compat = tclnats_py.compat.runner:main",
             "tclnats-natscli = tclnats_py.compat.natscli:main",
+            "tclnats-natspy-compat = tclnats_py.compat.natspy_runner:main",
         ],
     },
     classifiers=[

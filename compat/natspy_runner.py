@@ -144,8 +144,9 @@ def private_uses(test_file: Path, private: set[str]) -> dict[str, list[str]]:
 
 
 # ---------------------------------------------------------------- running
-def parse_junit(path: Path) -> dict[str, str]:
-    """``{"Class::test": "passed" | "failed" | "skipped"}`` from a junit XML."""
+def parse_junit(path: Path, module: str | None = None) -> dict[str, str]:
+    """``{"Class::test" or "test": "passed" | "failed" | "skipped"}`` from a
+    junit XML of the test file whose stem is ``module``."""
     out: dict[str, str] = {}
     if not path.exists():
         return out
@@ -153,7 +154,8 @@ def parse_junit(path: Path) -> dict[str, str]:
     for tc in root.iter("testcase"):
         cls = (tc.get("classname") or "").rsplit(".", 1)[-1]
         name = tc.get("name") or ""
-        tid = f"{cls}::{name}" if cls and not cls.startswith("test_") else name
+        module_level = cls == module if module else cls.startswith("test_")
+        tid = f"{cls}::{name}" if cls and not module_level else name
         outcome = "passed"
         for child in tc:
             if child.tag in ("failure", "error"):
@@ -174,7 +176,9 @@ def checkout_root(path: Path) -> Path:
 
 
 def side_command(side: str, files: list[str], junit: Path, extra: list[str]) -> list[str]:
-    pytest_args = ["-p", "no:cacheprovider", "-q", "-o", "addopts=", "--junitxml", str(junit),
+    # run in the checkout (cwd): no conftest or ini file above it takes part
+    pytest_args = ["-p", "no:cacheprovider", "-q", "-o", "addopts=", "--rootdir=.", "--confcutdir=.",
+                   "--junitxml", str(junit),
                    *[f"tests/{f}" for f in files], *extra]
     if side == "natspy":
         return [sys.executable, "-m", "pytest", *pytest_args]
@@ -211,7 +215,7 @@ def run_side(side: str, root: Path, files: list[str], bindir: Path, workdir: Pat
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, 9)
                 p.wait()
-        res = parse_junit(junit)
+        res = parse_junit(junit, Path(f).stem)
         if not res:
             res = {"<file>": "error"}
         results[f] = res

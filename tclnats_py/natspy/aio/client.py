@@ -250,6 +250,7 @@ class Client:
         self._in_bytes = 0
         self._reconnects = 0
         self._pending_size = DEFAULT_PENDING_SIZE
+        self._small_pending = False
         self._drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
         self._err: Optional[BaseException] = None
         self._inbox_prefix = bytearray(DEFAULT_INBOX_PREFIX)
@@ -318,6 +319,8 @@ class Client:
         self._inbox_prefix = bytearray(inbox_prefix)
         self._drain_timeout = drain_timeout
         self._pending_size = pending_size
+        # the face writes every 256 KiB by itself: a forced write matters below that
+        self._small_pending = pending_size < 512 * 1024
         self.options.update(verbose=verbose, pedantic=pedantic, name=name, allow_reconnect=allow_reconnect,
                             dont_randomize=dont_randomize, reconnect_time_wait=reconnect_time_wait,
                             max_reconnect_attempts=max_reconnect_attempts, ping_interval=ping_interval,
@@ -776,16 +779,15 @@ class Client:
     # ------------------------------------------------------------ messages
     async def publish(self, subject: str, payload: bytes = b"", reply: str = "",
                       headers: Optional[Dict[str, Any]] = None) -> None:
-        """Publish ``payload`` (bytes) to ``subject``."""
+        """Publish ``payload`` (bytes) to ``subject``; the engine checks the
+        rest (closed, max_payload, buffer bounds)."""
         impl = self._impl
-        if impl is None or impl.is_closed:
+        if impl is None:
             raise errors.ConnectionClosedError()
-        if self.is_draining_pubs:
+        if self._draining == 6:  # DRAINING_PUBS
             raise errors.ConnectionDrainingError()
         if not subject:
             raise errors.BadSubjectError()
-        if len(payload) > self.max_payload and impl.is_connected:
-            raise errors.MaxPayloadError()
         if headers is not None:
             headers = _headers_arg(headers)
         try:
@@ -793,7 +795,7 @@ class Client:
         except NatsError as e:
             raise errors.translate(e) from e
         self._out_bytes += len(payload)
-        if impl.pending_data_size > self._pending_size and impl.is_connected:
+        if self._small_pending and impl.pending_data_size > self._pending_size and impl.is_connected:
             impl._write_more()  # nats-py's forced flush past pending_size
 
     async def subscribe(self, subject: str, queue: str = "", cb=None, future: Optional[asyncio.Future] = None,
@@ -838,7 +840,7 @@ class Client:
         impl = self._impl
         if impl is None or impl.is_closed:
             raise errors.ConnectionClosedError()
-        if self.is_draining_pubs:
+        if self._draining == 6:  # DRAINING_PUBS
             raise errors.ConnectionDrainingError()
         if headers is not None:
             headers = _headers_arg(headers)
