@@ -272,6 +272,9 @@ class JetStreamContext(JetStreamManager):
         sub._js = self
         sub._stream = stream
         sub._consumer = consumer
+        # the limits as given (nats-py keeps them so; <= 0: unbounded)
+        sub._pending_msgs_limit = pending_msgs_limit
+        sub._pending_bytes_limit = pending_bytes_limit
         sub._jsi = jsi
         jsi.sub = sub
         sub._created_info = _info  # the consumer as created (what was pending then), when this call made it
@@ -368,6 +371,8 @@ class JetStreamContext(JetStreamManager):
         _stream: str
         _consumer: str
         _created_info: Optional[api.ConsumerInfo] = None
+        _pending_msgs_limit: int = DEFAULT_JS_SUB_PENDING_MSGS_LIMIT
+        _pending_bytes_limit: int = DEFAULT_JS_SUB_PENDING_BYTES_LIMIT
 
         async def consumer_info(self) -> api.ConsumerInfo:
             return await self._js._jsm.consumer_info(self._stream, self._consumer)

@@ -25,11 +25,22 @@ if TYPE_CHECKING:
     from tclnats_py.aio.objectstore import ObjectStore as _ImplStore
     from tclnats_py.natspy.js.client import JetStreamContext
 
-__all__ = ["ObjectStore", "VALID_BUCKET_RE", "OBJ_DEFAULT_CHUNK_SIZE"]
+__all__ = ["ObjectStore", "VALID_BUCKET_RE", "VALID_KEY_RE", "OBJ_DEFAULT_CHUNK_SIZE", "OBJ_STREAM_TEMPLATE",
+           "OBJ_ALL_CHUNKS_PRE_TEMPLATE", "OBJ_ALL_META_PRE_TEMPLATE", "OBJ_CHUNKS_PRE_TEMPLATE",
+           "OBJ_META_PRE_TEMPLATE", "OBJ_NO_PENDING", "OBJ_DIGEST_TYPE", "OBJ_DIGEST_TEMPLATE"]
 
-from tclnats_py.natspy.js.kv import VALID_BUCKET_RE  # noqa: E402  the same bucket rule
+from tclnats_py.natspy.js.kv import VALID_BUCKET_RE, VALID_KEY_RE  # noqa: E402  the same name rules
 
 OBJ_DEFAULT_CHUNK_SIZE = _obj.DEFAULT_CHUNK_SIZE
+# nats-py's module constants (the ADR-20 subjects as format templates)
+OBJ_STREAM_TEMPLATE = "OBJ_{bucket}"
+OBJ_ALL_CHUNKS_PRE_TEMPLATE = "$O.{bucket}.C.>"
+OBJ_ALL_META_PRE_TEMPLATE = "$O.{bucket}.M.>"
+OBJ_CHUNKS_PRE_TEMPLATE = "$O.{bucket}.C.{obj}"
+OBJ_META_PRE_TEMPLATE = "$O.{bucket}.M.{obj}"
+OBJ_NO_PENDING = "0"
+OBJ_DIGEST_TYPE = "SHA-256="
+OBJ_DIGEST_TEMPLATE = OBJ_DIGEST_TYPE + "{digest}"
 
 
 def _info(d: Any) -> api.ObjectInfo:
