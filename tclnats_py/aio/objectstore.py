@@ -16,6 +16,7 @@ ErrInvalidArg.
 
 from __future__ import annotations
 
+import builtins
 import inspect
 import os
 from typing import TYPE_CHECKING, Any, AsyncIterator
@@ -142,7 +143,7 @@ class ObjectStore:
                 f.write(chunk)
         return (await self._resolve(name))[1]
 
-    async def list(self, show_deleted: bool = False) -> list[ObjectInfo]:
+    async def list(self, show_deleted: bool = False) -> builtins.list[ObjectInfo]:
         """The infos of every object (and link); deleted ones only if asked."""
         w = self.watch(ignore_deletes=not show_deleted)
         out = []
