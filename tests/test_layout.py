@@ -102,8 +102,8 @@ def test_jetstream_wire_subjects_only_in_the_engine():
             if wire.search(code) and not code.strip().startswith(("\"", "'", "``")):
                 outside.append(f"{path.relative_to(PKG)}:{i}: {line.strip()}")
     tcl_dir = PKG.parent / "tcl" if (PKG.parent / "tcl" / "pkgIndex.tcl").exists() else PKG / "tcl"
-    for path in tcl_dir.glob("*.tcl"):
+    for path in tcl_dir.rglob("*.tcl"):  # the 2.x layer (tcl/v2/) too
         for i, line in enumerate(path.read_text().splitlines(), 1):
             if wire.search(line) and not line.strip().startswith("#"):
-                outside.append(f"tcl/{path.name}:{i}: {line.strip()}")
+                outside.append(f"tcl/{path.relative_to(tcl_dir).as_posix()}:{i}: {line.strip()}")
     assert not outside, "\n".join(outside)
