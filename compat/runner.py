@@ -9,6 +9,12 @@ compared test by test.
                    [--json REPORT.json] [--tclsh tclsh]
                    [--tclnats-tclsh tclnats-tclsh]
                    [--timeout SECONDS] [--no-netns] [--keep-workspace]
+                   [--tag TAG]
+
+With ``--tag`` (e.g. v2.0.4) a git checkout's tag is exported and run;
+without it, the checkout's own tag (or ``v`` + the version its pkgIndex.tcl
+provides) is reported.  A nats-tcl 2.x suite runs our sides with
+TCLNATS_API=2, and they must load tclnats_py's 2.0.4.
 
 The checkout is never modified.  Its ``tests/`` folder and its package files
 (the ``*.tcl`` files at its top) are copied into a temporary workspace, which
