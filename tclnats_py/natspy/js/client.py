@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional
 
 from tclnats_py.engine.js import ordered as _ordered
-from tclnats_py.engine.js import pull as _pull
-from tclnats_py.engine.js.api import api_call
+from tclnats_py.engine.js import inbox_fetch as _inbox_fetch
+from tclnats_py.engine.js.api import advance, api_call
 from tclnats_py.engine.js.publish import parse_ack, publish_headers
 from tclnats_py.engine.js.push import PushState
 from tclnats_py.errors import NatsError
@@ -650,172 +649,50 @@ class _PushState:
 
 
 class _Fetch:
-    """One ``PullSubscription.fetch``: nats-py's contract over the engine's
-    pull request bodies and status classification.
-
-    Messages left on the subscription's inbox (from an earlier request that
-    outlived its fetch) are taken first.  Then, for a batch of one: one
-    request that waits up to the timeout.  For more: a ``no_wait`` request
-    (what is there now); when that brought nothing, one request that waits,
-    and returns once a message came and the rest followed (or the request
-    ended).  No message at all: TimeoutError (FetchTimeoutError when the
-    server sent heartbeats)."""
+    """One ``PullSubscription.fetch``: the engine's operation for nats-py's
+    contract (``engine.js.inbox_fetch``) stepped on the subscription's inbox;
+    its messages become nats-py Msgs, its errors nats-py's."""
 
     def __init__(self, ps: "JetStreamContext.PullSubscription", batch: int, timeout: Optional[float],
                  heartbeat: Optional[float]) -> None:
         self.ps = ps
         self.batch = batch
         self.timeout = timeout
-        self.heartbeat_ns = int(heartbeat * 1_000_000_000) if heartbeat else None
-        self.loop = asyncio.get_running_loop()
-        self.start = self.loop.time()
-        self.got_heartbeat = False
-        self.msgs: List[Msg] = []
+        self.heartbeat = heartbeat
 
-    def _left(self) -> Optional[float]:
-        return None if self.timeout is None else self.timeout - (self.loop.time() - self.start)
-
-    def _request(self, batch: int, expires: Optional[float], no_wait: bool = False) -> None:
-        ns = int(expires * 1_000_000_000) - 100_000 if expires else None
-        body = _pull.pull_request_body(batch, ns if ns and ns > 0 else None, no_wait, None, self.heartbeat_ns)
+    async def run(self) -> List[Msg]:
         ps = self.ps
         impl = ps._nc._impl
         if impl is None or impl.is_closed:
             raise _core.ConnectionClosedError()
+        inbox = ps._sub._impl
+        loop = asyncio.get_running_loop()
+        op = _inbox_fetch.inbox_fetch(ps._nms, ps._deliver, self.batch, self.timeout, self.heartbeat, loop.time())
         try:
-            impl.publish(ps._nms, body, ps._deliver)
+            kind, step = advance(op)
+            while kind == "step":
+                if step.__class__ is _inbox_fetch.NextMsg:
+                    left = None if step.deadline is None else step.deadline - loop.time()
+                    msg = None
+                    if left is None or left > 0:
+                        try:
+                            msg = await inbox.next_msg(left)
+                        except NatsError as e:
+                            if e.code not in ("ErrTimeout", "ErrBadSubscription"):
+                                raise
+                    kind, step = advance(op, (msg, loop.time()))
+                elif step.__class__ is _inbox_fetch.TakeQueued:
+                    kind, step = advance(op, inbox._take() if inbox.pending_msgs else None)
+                else:  # the pull request
+                    impl.publish(step.subject, step.payload, step.reply)
+                    await asyncio.sleep(0)
+                    kind, step = advance(op)
         except NatsError as e:
+            if e.code == "ErrTimeout":
+                raise (_jserr.FetchTimeoutError() if e.details.get("heartbeats") else _core.TimeoutError()) from e
+            if e.code == "ErrNoResponders":
+                raise _jserr.ServiceUnavailableError() from e
+            if e.code == "ErrJSResponse":
+                raise _jserr.APIError(code=e.details.get("code"), description=e.details.get("description")) from e
             raise translate(e) from e
-
-    async def _next(self, timeout: Optional[float]) -> Any:
-        """The next raw message of the inbox (the asyncio face's Msg); asyncio.TimeoutError."""
-        sub = self.ps._sub
-        if timeout is not None and timeout <= 0:
-            raise _core.TimeoutError()
-        try:
-            return await sub._impl.next_msg(timeout)
-        except NatsError as e:
-            if e.code in ("ErrTimeout", "ErrBadSubscription"):
-                raise _core.TimeoutError() from e
-            raise translate(e) from e
-
-    def _user(self, m: Any) -> Msg:
-        return Msg._from_impl(self.ps._nc, m)
-
-    def _drain_left_over(self) -> None:
-        impl = self.ps._sub._impl
-        while impl.pending_msgs and len(self.msgs) < self.batch:
-            m = impl._take()
-            if _pull.classify(m) == "msg":
-                self.msgs.append(self._user(m))
-
-    def _timed_out(self) -> BaseException:
-        return _jserr.FetchTimeoutError() if self.got_heartbeat else _core.TimeoutError()
-
-    async def run(self) -> List[Msg]:
-        self._drain_left_over()
-        if self.batch == 1:
-            if self.msgs:
-                return self.msgs
-            return [await self._one()]
-        return await self._many()
-
-    async def _one(self) -> Msg:
-        self._request(1, self.timeout)
-        while True:
-            try:
-                m = await self._next(self._left())
-            except _core.TimeoutError:
-                raise self._timed_out() from None
-            kind = _pull.classify(m)
-            if kind == "msg":
-                return self._user(m)
-            if kind in ("heartbeat", "flow_control"):
-                self.got_heartbeat = True
-                continue
-            if kind in ("no_messages", "timeout", "conflict"):
-                # the request ended (or one of an earlier fetch did): nothing
-                # more will come for it, the fetch ends at its timeout
-                continue
-            raise _status_error(m)
-
-    async def _gather(self) -> None:
-        """Take messages until the batch is full, the request ends or time is up."""
-        while len(self.msgs) < self.batch:
-            left = self._left()
-            if left is not None and left <= 0:
-                return
-            try:
-                m = await self._next(left)
-            except _core.TimeoutError:
-                return
-            kind = _pull.classify(m)
-            if kind == "msg":
-                self.msgs.append(self._user(m))
-            elif kind in ("heartbeat", "flow_control"):
-                self.got_heartbeat = True
-            elif kind in ("no_messages", "timeout"):
-                return
-            elif kind == "conflict":
-                return
-            else:
-                raise _status_error(m)
-
-    async def _many(self) -> List[Msg]:
-        needed = self.batch - len(self.msgs)
-        if needed <= 0:
-            return self.msgs
-        had = bool(self.msgs)
-        # what is there now (without expires when messages are in hand already:
-        # with one the server would hold the no_wait request for its duration)
-        self._request(needed, None if had else self.timeout, no_wait=True)
-        await asyncio.sleep(0)
-        try:
-            first = await self._next(self.timeout)
-        except _core.TimeoutError:
-            if self.msgs:
-                return self.msgs
-            raise
-        kind = _pull.classify(first)
-        if kind in ("heartbeat", "flow_control"):
-            self.got_heartbeat = True
-        elif kind == "msg":
-            self.msgs.append(self._user(first))
-            await self._gather()
-        elif kind not in ("no_messages", "timeout", "conflict"):
-            raise _status_error(first)
-        if self.msgs:
-            return self.msgs
-        # nothing now: one request that waits for the rest of the time
-        left = self._left()
-        if left is not None and left <= 0.0001:
-            raise self._timed_out()
-        self._request(self.batch, left)
-        await asyncio.sleep(0)
-        while not self.msgs:
-            left = self._left()
-            try:
-                m = await self._next(left)
-            except _core.TimeoutError:
-                raise self._timed_out() from None
-            kind = _pull.classify(m)
-            if kind in ("heartbeat", "flow_control"):
-                self.got_heartbeat = True
-                continue
-            if kind == "msg":
-                self.msgs.append(self._user(m))
-                break
-            if kind in ("no_messages", "timeout", "conflict"):
-                # a status for an earlier request on this inbox: go on waiting
-                # until the time is up
-                continue
-            raise _status_error(m)
-        await self._gather()
-        return self.msgs
-
-
-def _status_error(m: Any) -> BaseException:
-    """A status that ends a fetch with an error (nats-py's APIError.from_msg)."""
-    if m.status == 503:
-        return _jserr.ServiceUnavailableError()
-    return _jserr.APIError(code=m.status, description=m.description)
+        return [Msg._from_impl(ps._nc, m) for m in step]

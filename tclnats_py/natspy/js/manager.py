@@ -10,7 +10,6 @@ in (their ``as_dict()`` is the request body), dataclasses out
 
 from __future__ import annotations
 
-import base64
 import datetime
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
