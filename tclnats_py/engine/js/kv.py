@@ -78,6 +78,11 @@ def stream_name(bucket: str) -> str:
     return f"KV_{bucket}"
 
 
+def key_prefix(bucket: str) -> str:
+    """``$KV.<bucket>.``: the subject of a key is this and the key (ADR-8)."""
+    return f"$KV.{bucket}."
+
+
 def mirror_bucket(mirror_stream: str) -> str:
     """The bucket a KV mirror copies, from its mirror's stream name: the
     ``KV_`` prefix is dropped when it is there, the name kept whole when it

@@ -22,6 +22,8 @@ from dataclasses import dataclass, fields, replace
 from enum import Enum
 from typing import Any, ClassVar, Dict, Iterator, List, Optional
 
+from tclnats_py.engine.js.api import DEFAULT_API_PREFIX
+
 __all__ = [
     "Header", "StatusCode", "DEFAULT_PREFIX", "INBOX_PREFIX", "Base", "PubAck", "Placement", "ExternalStream",
     "External", "StreamSource", "StreamSourceInfo", "LostStreamData", "StreamState", "RetentionPolicy",
@@ -51,7 +53,7 @@ class Header(str, Enum):
     STATUS = "Status"
 
 
-DEFAULT_PREFIX = "$JS.API"
+DEFAULT_PREFIX = DEFAULT_API_PREFIX
 INBOX_PREFIX = b"_INBOX."
 
 

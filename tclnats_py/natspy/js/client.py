@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional
 
 from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js import inbox_fetch as _inbox_fetch
+from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js.api import advance, api_call
 from tclnats_py.engine.js.publish import parse_ack, publish_headers
 from tclnats_py.engine.js.push import PushState
@@ -46,8 +47,8 @@ DEFAULT_JS_SUB_PENDING_BYTES_LIMIT = 256 * 1024 * 1024
 
 # nats-py's module constants (programs import some of them)
 NO_RESPONDERS_STATUS = "503"
-KV_STREAM_TEMPLATE = "KV_{bucket}"
-KV_PRE_TEMPLATE = "$KV.{bucket}."
+KV_STREAM_TEMPLATE = _kv.stream_name("{bucket}")
+KV_PRE_TEMPLATE = _kv.key_prefix("{bucket}")
 KV_MAX_HISTORY = 64
 
 Callback = Callable[[Msg], Awaitable[None]]

@@ -1,6 +1,6 @@
 """``nats.js.kv`` of nats-py 2.x: :class:`KeyValue` (ADR-8 buckets).
 
-A bucket is the stream ``KV_<bucket>`` with subjects ``$KV.<bucket>.>``;
+A bucket is the stream ``KV_<bucket>`` holding one subject per key (ADR-8);
 entries are read with the JetStream context's ``get_msg`` (direct gets when
 the stream allows them), written with its ``publish`` (expectation headers
 for create/update), watched with an ordered push consumer.  Names, the
@@ -333,7 +333,7 @@ class KeyValue:
 
 # ---------------------------------------------------------------- the JetStream context's entry points
 def _pre(bucket: str) -> str:
-    return f"$KV.{bucket}."
+    return _kv.key_prefix(bucket)
 
 
 async def bind_key_value(js: "JetStreamContext", bucket: str) -> KeyValue:
@@ -368,7 +368,7 @@ async def create_key_value(js: "JetStreamContext", config: Optional[api.KeyValue
             raise _jserr.KeyValueLimitMarkerTTLNotSupportedError()
         marker_ttl = config.limit_marker_ttl
     stream = api.StreamConfig(
-        name=_kv.stream_name(config.bucket), description=config.description, subjects=[f"$KV.{config.bucket}.>"],
+        name=_kv.stream_name(config.bucket), description=config.description, subjects=[_pre(config.bucket) + ">"],
         allow_direct=config.direct, allow_rollup_hdrs=True, allow_msg_ttl=True, deny_delete=True,
         discard=api.DiscardPolicy.NEW, duplicate_window=dup_window, max_age=config.ttl, max_bytes=config.max_bytes,
         max_consumers=-1, max_msg_size=config.max_value_size, max_msgs=-1, max_msgs_per_subject=config.history,

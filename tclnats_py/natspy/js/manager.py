@@ -73,7 +73,7 @@ class JetStreamManager:
     def __init__(self, conn: Any, prefix: str = api.DEFAULT_PREFIX, timeout: float = 5,
                  domain: Optional[str] = None) -> None:
         if domain is not None:
-            prefix = f"$JS.{domain}.API"
+            prefix = _eng.api_prefix(domain)
         self._prefix = prefix
         self._nc = conn
         self._timeout = timeout

@@ -33,11 +33,11 @@ from tclnats_py.natspy.js.kv import VALID_BUCKET_RE, VALID_KEY_RE  # noqa: E402 
 
 OBJ_DEFAULT_CHUNK_SIZE = _obj.DEFAULT_CHUNK_SIZE
 # nats-py's module constants (the ADR-20 subjects as format templates)
-OBJ_STREAM_TEMPLATE = "OBJ_{bucket}"
-OBJ_ALL_CHUNKS_PRE_TEMPLATE = "$O.{bucket}.C.>"
-OBJ_ALL_META_PRE_TEMPLATE = "$O.{bucket}.M.>"
-OBJ_CHUNKS_PRE_TEMPLATE = "$O.{bucket}.C.{obj}"
-OBJ_META_PRE_TEMPLATE = "$O.{bucket}.M.{obj}"
+OBJ_STREAM_TEMPLATE = _obj.stream_name("{bucket}")
+OBJ_ALL_CHUNKS_PRE_TEMPLATE = _obj.chunk_subject("{bucket}", ">")
+OBJ_ALL_META_PRE_TEMPLATE = _obj.meta_filter("{bucket}")
+OBJ_CHUNKS_PRE_TEMPLATE = _obj.chunk_subject("{bucket}", "{obj}")
+OBJ_META_PRE_TEMPLATE = _obj.meta_filter("{bucket}")[:-1] + "{obj}"
 OBJ_NO_PENDING = "0"
 OBJ_DIGEST_TYPE = "SHA-256="
 OBJ_DIGEST_TEMPLATE = OBJ_DIGEST_TYPE + "{digest}"
