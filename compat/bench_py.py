@@ -19,6 +19,10 @@ last two columns are the CPU time of this process (both connections) per
 message: where the rates are close and the CPU is not, the figure is bound by
 waiting for the server, not by the client.
 
+The column "nats-py API on tclnats_py" runs the nats-py calls of the nats-py
+side through ``tclnats_py.natspy`` (nats-py's API over this engine), in the
+same rounds; its ratio is against nats-py.
+
 Two more columns come from the same run: "raw socket" (compat/bench_raw.py:
 protocol bytes framed in advance through plain sockets, the ceiling; each
 figure of ours is also printed as a percentage of it), "no accel" (tclnats_py
@@ -60,6 +64,9 @@ class Side:
         if self.name == "nats-core":
             import nats.client
             return await nats.client.connect(url)
+        if self.name == "natspy":  # nats-py's API on tclnats_py's engine: nats-py's calls below
+            from tclnats_py import natspy
+            return await natspy.connect(url)
         import nats
         return await nats.connect(url)
 
@@ -316,7 +323,7 @@ def main(argv=None) -> int:
     pure: dict | None = None
     rss: list = []
     with NatsServer(jetstream=True) as srv:
-        runs = _rounds(["nats-py", "tclnats_py"], srv.url, count, args.rounds, True)
+        runs = _rounds(["nats-py", "tclnats_py", "natspy"], srv.url, count, args.rounds, True)
         if py313:
             try:
                 core = _child(py313, ["--child-sides", "nats-core,tclnats_py", "--url", srv.url,
@@ -348,7 +355,7 @@ def main(argv=None) -> int:
     print(f"128-byte messages, count={count}, median of {args.rounds} rounds; Python {ver}; "
           f"rates in msg/s (request: req/s); CPU in us/msg of this process")
     head = (f"{'figure':<18}{'nats-py':>11}{'tclnats_py':>12}{'ratio':>7}{'raw socket':>12}{'% of raw':>9}"
-            f"{'no accel':>10}   {'CPU nats-py':>11}{'tclnats_py':>11}")
+            f"{'no accel':>10}   {'CPU nats-py':>11}{'tclnats_py':>11}   {'nats-py API on tclnats_py':>26}{'ratio':>7}")
     if cmed:
         head += f"   | {'nats-core':>10}{'tclnats_py':>11}{'ratio':>7}  (Python {py313_why})"
     print(head)
@@ -363,6 +370,10 @@ def main(argv=None) -> int:
                 f"{(f'{pmed[fig][0]:,.0f}' if fig in pmed else '-'):>10}   {oc:>11.1f}{tc:>11.1f}")
         if fig in pmed:
             row["tclnats_py_no_accel"] = pmed[fig][0]
+        napi = med.get("natspy", {}).get(fig)
+        if napi:
+            row.update(natspy_api=napi[0], ratio_natspy_api=napi[0] / o)
+        line += f"   {(f'{napi[0]:,.0f}' if napi else '-'):>26}{(f'{napi[0] / o:.2f}x' if napi else '-'):>7}"
         if cmed:
             nc = cmed["nats-core"].get(fig)
             t13 = cmed["tclnats_py"].get(fig)
