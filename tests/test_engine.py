@@ -1088,3 +1088,80 @@ def test_a_failing_auth_cb_is_err_authorization():
     e.socket_connected()
     d.feed(info_line(nonce="N1", auth_required=True))
     assert "ErrAuthorization" in d.errors()
+
+
+# -- what nats-py's surface (tclnats_py.natspy) needs of the engine ------------------------------
+
+def test_handshake_connect_urls_join_the_pool():
+    e, d = make()
+    e.connect()
+    d.pump()
+    d.accept(info_line(connect_urls=["h2:4222", "h3:4222"]))
+    assert sorted((s.host, s.discovered) for s in e.pool.servers) == [("h1", False), ("h2", True), ("h3", True)]
+    assert e.pool.current.host == "h1"
+
+
+def test_credentials_sent_unasked_only_when_told():
+    e, d = make(["nats://u:p@h1:4222"])
+    e.connect()
+    d.pump()
+    assert "user" not in d.accept()  # nats-tcl's rule: only when the server asks
+    e2, d2 = make(["nats://u:p@h1:4222"])
+    e2.send_auth_always = True       # nats-py's and nats.go's
+    e2.connect()
+    d2.pump()
+    params = d2.accept()
+    assert (params["user"], params["pass"]) == ("u", "p")
+
+
+def test_replace_servers_keeps_counters_and_the_current_server():
+    e, d = connected(["nats://h1:4222", "nats://h2:4222"])
+    h2 = [s for s in e.pool.servers if s.host == "h2"][0]
+    h2.reconnects = 5
+    e.replace_servers(["nats://h2:4222", "nats://h1:4222", "nats://h3:4222"])
+    by = {s.host: s for s in e.pool.servers}
+    assert by["h2"].reconnects == 5 and by["h3"].reconnects == 0
+    assert e.pool.current.host == "h1"
+    with pytest.raises(NatsError) as ei:
+        e.replace_servers(["nats://h1:bad"])
+    assert ei.value.code == "ErrInvalidArg" and len(e.pool.servers) == 3  # all or nothing
+    e.disconnect()
+    d.pump()
+    with pytest.raises(NatsError) as ei:
+        e.replace_servers(["nats://h1:4222"])
+    assert ei.value.code == "ErrConnectionClosed"
+
+
+def test_force_reconnect_goes_to_the_next_server_without_an_error():
+    e, d = connected(["nats://h1:4222", "nats://h2:4222"])
+    e.force_reconnect()
+    d.pump()
+    assert e.status == RECONNECTING and d.closes == 1 and d.opened[-1].host == "h2"
+    assert d.errors() == []
+    d.accept()
+    assert e.status == CONNECTED and e.stats["reconnects"] == 1
+    e2, d2 = make()
+    e2.force_reconnect()  # not connected: nothing
+    assert e2.status == CLOSED
+
+
+def test_choose_server_picks_the_next_server_and_its_wait():
+    e, d = connected(["nats://h1:4222", "nats://h2:4222", "nats://h3:4222"], max_reconnect_attempts=-1)
+    seen = []
+
+    def choose(servers, info):
+        seen.append(([s.host for s in servers], info.get("server_id")))
+        pick = [s for s in servers if s.host == "h3"]
+        return (pick[0], 250) if len(seen) == 1 else (None, 0)
+    e.choose_server = choose
+    e.connection_lost(None)
+    d.pump()
+    assert seen[0][1] == "S1" and sorted(seen[0][0]) == ["h1", "h2", "h3"]
+    assert d.timers["reconnect"] == d.now + 250 and len(d.opened) == 1
+    d.advance(250)
+    assert d.opened[-1].host == "h3"
+    d.refuse()  # declined this time (None): the pool's own order
+    assert len(seen) == 2 and d.opened[-1].host != "h3"
+    e.choose_server = lambda servers, info: (object(), 0)  # not a server of the pool: declined too
+    d.refuse()
+    assert e.status == RECONNECTING

@@ -125,3 +125,8 @@ def test_bytes_that_are_not_utf8_decode_as_tcl_decodes_them():
         got = parse_headers(block)["K"][0]
         assert "\ufffd" not in got
         assert got == tk.call("encoding", "convertfrom", "utf-8", raw), raw
+
+
+def test_blank_value_is_an_empty_value_nothing_after_the_colon_is_skipped():
+    # nats-tcl's rule; nats-py sends "K: " for an empty value
+    assert parse_headers(b"NATS/1.0\r\nK: \r\nJ:\r\nL:\t\r\n\r\n") == {"K": [""], "L": [""]}
