@@ -115,8 +115,14 @@ def test_tag_is_exported_from_a_git_checkout_or_detected(tmp_path):
         runner.resolve_checkout(str(plain), "v3.2.1", str(ws))   # not a repository: its version must match
 
 
+def _has_tclnats_tclsh() -> bool:
+    cmd = runner.find_tclnats_tclsh()
+    return os.path.isfile(cmd) or shutil.which(cmd) is not None
+
+
 @needs_tclsh
 @pytest.mark.tcl
+@pytest.mark.skipif(not _has_tclnats_tclsh(), reason="tclnats-tclsh is not installed")
 def test_a_2x_suite_runs_our_sides_with_the_2x_api(tmp_path, capsys):
     checkout = _checkout(tmp_path / "nats-tcl")
     out = tmp_path / "r.json"
