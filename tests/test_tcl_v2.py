@@ -121,6 +121,38 @@ def test_both_generations_in_one_process_talk_to_each_other(tmp_path, js_server)
     assert out["back"] == "v2 got again"
 
 
+def test_a_thread_worker_serves_2x_while_the_main_thread_serves_3x(tmp_path, js_server):
+    out = lines(ok(run_tcl(f"""
+        package require Thread
+        package require nats
+        set c3 [nats::connection new main]
+        $c3 configure -servers {js_server.url}
+        $c3 connect
+        $c3 subscribe thr.svc -callback {{apply {{{{s m r}} {{ $::c3 publish $r "main got $m" }}}}}}
+        $c3 ping
+        set t [thread::create]
+        thread::send $t [list set url {js_server.url}]
+        # asynchronous: the main thread's event loop answers the worker's request meanwhile
+        thread::send -async $t {{
+            package require nats 2
+            set c2 [nats::connection new worker]
+            $c2 configure -servers $url
+            $c2 connect
+            set js [$c2 jet_stream]
+            set r "[package present nats] [$c2 request thr.svc hi -timeout 2000] [info object class $js]"
+            $c2 destroy
+            set r
+        }} ::reply
+        vwait ::reply
+        puts "worker: $::reply"
+        puts "main: [package present nats] [expr {{"fetch" in [info class methods ::nats::jet_stream]}}]"
+        thread::release $t
+        $c3 destroy
+    """, tmp_path)))
+    assert out["worker"] == "2.0.4 main got hi ::nats::jet_stream"
+    assert out["main"] == "3.2.1 1"
+
+
 # ------------------------------------------------------------ seed 000: management calls
 
 def test_management_calls_take_timeout_and_callback(tmp_path, js_server):
