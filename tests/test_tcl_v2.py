@@ -225,20 +225,31 @@ def test_management_calls_take_timeout_and_callback(tmp_path, js_server):
     assert out["delete"] == "true"
 
 
-def test_a_management_call_timing_out_tells_its_callback(tmp_path, js_server):
-    # a JetStream API prefix nobody answers: ErrTimeout in the sync form,
-    # timedOut=1 with the error dict in the async form
+def test_a_management_call_failing_or_timing_out_tells_its_callback(tmp_path, js_server):
+    # an API prefix nobody serves: ErrJetStreamNotEnabled (2.x's name for no
+    # responders there), timedOut 0; one whose requests are received but
+    # never answered: ErrTimeout after the call's -timeout, timedOut 1
     out = v2("""
         set dead [$conn jet_stream -domain nobody -timeout 300]
         show sync [err {$dead stream_names}]
-        $dead stream_names -timeout 200 -callback {apply {{t r e} { set ::r [list $t $r $e] }}}
+        $dead stream_names -callback {apply {{t r e} { set ::r [list $t $r $e] }}}
         vwait ::r
         lassign $::r t r e
         show async "$t <$r> [dict get $e code]"
+        $conn subscribe {$JS.silent.API.>} -callback {apply {{s m r} {}}}
+        $conn ping
+        set silent [$conn jet_stream -domain silent -timeout 5000]
+        set t0 [clock milliseconds]
+        $silent stream_names -timeout 300 -callback {apply {{t r e} { set ::r [list $t $r $e] }}}
+        vwait ::r
+        lassign $::r t r e
+        show timeout "$t <$r> [dict get $e code] [expr {[clock milliseconds] - $t0 < 4000}]"
+        show sync_timeout [lindex [err {$silent stream_info S -timeout 300}] 0]
     """, js_server, tmp_path)
-    assert out["sync"].startswith("{NATS ErrJetStreamNotEnabled}") or out["sync"].startswith("{NATS ErrTimeout}")
-    assert out["async"] == "1 <> NATS ErrTimeout" or out["async"] == "1 <> NATS ErrNoResponders" \
-        or out["async"] == "0 <> NATS ErrJetStreamNotEnabled"
+    assert out["sync"] == "{NATS ErrJetStreamNotEnabled} {JetStream is not enabled in the server}"
+    assert out["async"] == "0 <> NATS ErrJetStreamNotEnabled"
+    assert out["timeout"] == "1 <> NATS ErrTimeout 1"
+    assert out["sync_timeout"] == "NATS ErrTimeout"
 
 
 # ------------------------------------------------------------ seed 001: streams and consumers
