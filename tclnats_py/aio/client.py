@@ -47,6 +47,7 @@ import logging
 import ssl
 import sys
 import time
+import types
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Optional, Sequence, Union
 
 from tclnats_py.engine.effects import (CancelTimer, Close, Deliver, ErrorChanged, Flush, InfoReceived, Log, Open,
@@ -245,7 +246,25 @@ class _Protocol(asyncio.Protocol):
 # consumer task (asyncio.current_task() is that task), in the task's context
 _enter_task = getattr(asyncio.tasks, "_enter_task", None)
 _leave_task = getattr(asyncio.tasks, "_leave_task", None)
+_CoroutineType = types.CoroutineType
 _EAGER = sys.version_info >= (3, 11) and _enter_task is not None and _leave_task is not None
+
+
+def _first_step(cb, msg):
+    """Call a message callback and run what it returns up to its first
+    wait: (None, None) when it is done, else (the coroutine, what it yielded)."""
+    r = cb(msg)
+    if r is None:
+        return None, None
+    if r.__class__ is not _CoroutineType:
+        if not inspect.isawaitable(r):
+            return None, None
+        if not inspect.iscoroutine(r):
+            r = r.__await__()
+    try:
+        return r, r.send(None)
+    except StopIteration:
+        return None, None
 
 
 class _Resume:
@@ -392,24 +411,15 @@ class Subscription:
             self._wake()
             return
         self.delivered += 1
-        what = f"the message callback of the subscription to {self.subject}"
         try:
-            if self._cb_is_coro:
-                coro = self._ctx.run(cb, msg)
-            else:
-                r = self._ctx.run(cb, msg)
-                if r is None or not inspect.isawaitable(r):
-                    return
-                coro = r.__await__() if not inspect.iscoroutine(r) else r
-            try:
-                y = self._ctx.run(coro.send, None)
-            except StopIteration:
-                return
+            coro, y = self._ctx.run(_first_step, cb, msg)
+            if coro is None:
+                return  # done without waiting
         except asyncio.CancelledError:
             task.cancel()  # as when the task itself had run it
             return
         except Exception as e:  # a user's callback failed: report it, keep consuming
-            client._hook_failed(cb, e, what)
+            client._hook_failed(cb, e, f"the message callback of the subscription to {self.subject}")
             return
         finally:
             _leave_task(loop, task)
