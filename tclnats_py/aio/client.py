@@ -910,7 +910,9 @@ class Client:
         eng = self._engine
         if t is not None:
             while not self._paused and eng.want_write:
-                t.write(eng.data_to_send(_WRITE_CHUNK))
+                # (a publisher writes once _WRITE_CHUNK is queued: what is
+                # queued then, up to twice that, leaves whole, in one join)
+                t.write(eng.data_to_send(2 * _WRITE_CHUNK))
         if self._socket_waiters and (eng.status != CONNECTED or self._socket_buffered() * 2
                                      < eng.options.write_buf_size):
             waiters, self._socket_waiters = self._socket_waiters, []
@@ -1238,10 +1240,11 @@ class Client:
         if reply is None and headers is None and data.__class__ is bytes and subject.__class__ is str:
             # the common case: a subject that passed the engine's checks before
             head = self._pub_heads.get(subject)
-            if head is not None and len(data) <= self._pub_max:
+            n = len(data)
+            if head is not None and n <= self._pub_max:
                 eng = self._engine
                 wait = self._backlog() if eng._out_size >= _WRITE_CHUNK else None
-                if eng.publish_frame(b"%s%d\r\n%s\r\n" % (head, len(data), data), _WRITE_CHUNK):
+                if eng.publish_frame(b"%s%d\r\n%s\r\n" % (head, n, data), _WRITE_CHUNK):
                     if eng._fx:
                         self._run()
                 return wait or self._ready
