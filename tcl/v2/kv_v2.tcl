@@ -134,9 +134,7 @@ oo::class create ::nats::kv_store {
         }
     }
     method CheckBucketName {bucket} {
-        if {![regexp {^[a-zA-Z0-9_-]+$} $bucket]} {
-            throw {NATS ErrInvalidArg} "Invalid bucket name $bucket"
-        }
+        ::tclnats::r [$Js check_kv_bucket $bucket]
     }
     # options of a call: {name default ...} -> values in the caller's
     # variables; anything else is ErrInvalidArg
@@ -325,9 +323,6 @@ oo::class create ::nats::kv_store {
                               ignore_deletes false idle_heartbeat 5000 check_bucket $CheckBucket]
         if {$callback eq ""} {
             throw {NATS ErrInvalidArg} "Callback option should be specified"
-        }
-        if {$include_history && $updates_only} {
-            throw {NATS ErrInvalidArg} "Options -include_history and -updates_only cannot be true at the same time"
         }
         if {![string is entier -strict $idle_heartbeat] || $idle_heartbeat <= 0} {
             throw {NATS ErrInvalidArg} "Invalid value for the option idle_heartbeat : $idle_heartbeat"

@@ -185,10 +185,9 @@ oo::class create ::nats::jet_stream {
     method publish {subject message args} {
         if {[::nats::_has_option $args -header]} {
             # the Nov 2022 document's -header: headers without making a nats::msg
-            set msg [nats::msg create $subject -data $message]
-            dict set msg header [dict get $args -header]
+            set hdr [dict get $args -header]
             dict unset args -header
-            return [my publish_msg $msg {*}$args]
+            return [my publish_msg [dict replace [nats::msg create $subject -data $message] header $hdr] {*}$args]
         }
         if {[::nats::_has_option $args -callback]} {
             dict set args -callback [list ::nats::_v2_pub_done [dict get $args -callback]]

@@ -709,6 +709,10 @@ class JetStream:
     def c_bind_kv_bucket(self, bucket):
         return self.run(_kv.bind(self.api, bucket), self._bucket_cmd)
 
+    def c_check_kv_bucket(self, bucket):
+        """The engine's bucket-name rule, for the 2.x KV layer's own calls."""
+        _kv.check_bucket(bucket)
+
     def c_kv_unchecked(self, bucket):
         """A bucket handle made without asking the server (the Aug 2023 KV
         API's -check_bucket false): no mirror known, reads by STREAM.MSG.GET."""
