@@ -573,8 +573,11 @@ class Engine:
         handler); False: it declined (None, a server not in the pool, or it
         failed), the pool's own order applies."""
         servers = self.pool.servers
+        choose = self.choose_server
+        if choose is None:
+            return False
         try:
-            pick, wait = self.choose_server(list(servers), dict(self.server_info))
+            pick, wait = choose(list(servers), dict(self.server_info))
         except Exception as e:  # the user's handler failed: the default order
             self._log("error", f"reconnect server handler failed: {e!r}")
             return False
@@ -784,13 +787,27 @@ class Engine:
             bad = e
         handle = self._handle
         on_msg = self._on_msg
+        subs = self.subs
+        mc = self.msg_class
+        fx = self._fx
+        plain = 0
         for op in ops:
             if not self._socket_open:
                 break
             if op[0] is _MSG:
-                on_msg(op)
+                sub = subs.get(op[2])
+                if sub is not None and op[4] is None and not sub.max_msgs and sub.kind == "user":
+                    # the common message (a user subscription, no headers, no
+                    # max_msgs): _on_msg's steps inline
+                    plain += 1
+                    sub.received += 1
+                    fx.append(_tuple_new(Deliver, (sub, mc(op[1], op[5], op[3], None, op[2]))))
+                else:
+                    on_msg(op)
             else:
                 handle(op)
+        if plain:
+            self.stats["in_msgs"] += plain
         if bad is not None and self._socket_open:
             self._fail(bad.code, str(bad))
 
