@@ -217,7 +217,7 @@ _NATIVE = {
 }
 
 
-def translate(exc: BaseException) -> BaseException:
+def translate(exc: BaseException) -> Any:
     """The nats-py exception for ``exc``: an engine error (``tclnats_py.errors``)
     becomes its nats-py class, carrying ``description`` (the engine's
     message), ``code`` and ``__cause__`` (``exc``); anything else (a nats-py
@@ -234,8 +234,8 @@ def translate(exc: BaseException) -> BaseException:
     native = _NATIVE.get(code)
     if native is not None:
         out = native(exc)
-        out.code = code  # type: ignore[attr-defined]
-        out.description = exc.message  # type: ignore[attr-defined]
+        out.code = code
+        out.description = exc.message
         out.__cause__ = exc
         return out
     if code == "ErrSlowConsumer":

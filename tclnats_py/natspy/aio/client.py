@@ -164,7 +164,7 @@ class ServerVersion:
         return f"<nats server v{self._server_version}>"
 
 
-async def _default_error_callback(ex: Exception) -> None:
+async def _default_error_callback(ex: BaseException) -> None:
     _log.error("nats: encountered error", exc_info=ex)
 
 
@@ -236,7 +236,7 @@ class Client:
 
     def __init__(self) -> None:
         self._impl: Optional[_ImplClient] = None
-        self._error_cb: Callable[[Exception], Awaitable[None]] = _default_error_callback
+        self._error_cb: Callable[[BaseException], Awaitable[None]] = _default_error_callback
         self._disconnected_cb = None
         self._closed_cb = None
         self._discovered_server_cb = None
@@ -467,7 +467,7 @@ class Client:
         if code in ("ErrServer", "ErrBadSubject", "ErrPermissions"):
             # a -ERR of the server: nats-py's Error("nats: <text>"); any but a
             # permissions violation closes the connection (nats-py's rule)
-            err: BaseException = errors.Error(f"nats: {e}")
+            err = errors.Error(f"nats: {e}")
             err.code = code
             err.__cause__ = e
             self._err = err
