@@ -284,7 +284,10 @@ def test_private_attributes_served(nats_server):
         assert sub._received == 1 and nc._subs[sub._id] is sub
         assert [s.uri.port for s in nc._server_pool] == [nats_server.port]
         assert await nc._process_headers(b"NATS/1.0 503\r\n\r\n") == {"Status": "503"}
+        assert not sub._message_iterator._unsubscribed_future.done()
         await sub.unsubscribe()
         assert sub._id not in nc._subs
+        assert sub._message_iterator._unsubscribed_future.done()
+        assert nc._reading_task is None  # the face has no reading task
         await nc.close()
     asyncio.run(main())

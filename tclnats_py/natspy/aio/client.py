@@ -122,7 +122,8 @@ class _SrvView:
 #: touch only these
 PROVIDED_PRIVATE = frozenset({
     "_server_info", "_max_payload", "_pending_data_size", "_server_pool", "_process_headers", "_subs", "_status",
-    "_id", "_received", "_err", "_parse_server_uri", "_nuid", "_pending_queue",
+    "_id", "_received", "_err", "_parse_server_uri", "_nuid", "_pending_queue", "_message_iterator",
+    "_unsubscribed_future", "_reading_task", "_flusher_task", "_ping_interval_task",
 })
 
 
@@ -569,6 +570,12 @@ class Client:
 
     # nats-py private attributes its own test suite reads; served with
     # nats-py's meaning (see PROVIDED_PRIVATE)
+    # nats-py's internal tasks: this client has none (the asyncio face reads
+    # in its Protocol, writes with call_soon, pings with a timer)
+    _reading_task = None
+    _flusher_task = None
+    _ping_interval_task = None
+
     @property
     def _subs(self) -> Dict[int, Subscription]:
         """The live subscriptions by sid (nats-py drops one once it ended)."""

@@ -43,6 +43,14 @@ class Subscription:
         return self._impl.sid
 
     @property
+    def _message_iterator(self) -> Optional["_IteratorState"]:
+        """nats-py's iterator state (None for a callback subscription): its
+        ``_unsubscribed_future`` is done once the subscription has ended."""
+        if self._cb is not None or self._future is not None:
+            return None
+        return _IteratorState(self)
+
+    @property
     def _pending_queue(self) -> "_PendingView":
         """nats-py's pending queue as its suite reads it (``qsize()``, ``empty()``)."""
         return _PendingView(self._impl)
@@ -164,3 +172,19 @@ class _PendingView:
 
     def empty(self) -> bool:
         return self._impl.pending_msgs == 0
+
+
+class _IteratorState:
+    """What nats-py's suite reads of a subscription's message iterator."""
+
+    __slots__ = ("_sub",)
+
+    def __init__(self, sub: Subscription) -> None:
+        self._sub = sub
+
+    @property
+    def _unsubscribed_future(self) -> asyncio.Future:
+        fut = asyncio.get_running_loop().create_future()
+        if self._sub._closed or not self._sub._impl.is_active:
+            fut.set_result(True)
+        return fut
