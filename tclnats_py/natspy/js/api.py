@@ -20,7 +20,7 @@ import datetime
 import re
 from dataclasses import dataclass, fields, replace
 from enum import Enum
-from typing import Any, ClassVar, Dict, Iterator, List, Optional
+from typing import Any, ClassVar, Dict, Iterator
 
 from tclnats_py.engine.js.api import DEFAULT_API_PREFIX
 
@@ -96,12 +96,12 @@ def format_time(value: Any) -> Any:
     return text + "Z"
 
 
-def to_ns(seconds: Optional[float]) -> int:
+def to_ns(seconds: float | None) -> int:
     """Seconds as integer nanoseconds; None as 0 (the servers refuse null durations)."""
     return 0 if seconds is None else int(seconds * NS_PER_S)
 
 
-def from_ns(ns: Any) -> Optional[float]:
+def from_ns(ns: Any) -> float | None:
     return None if ns is None else ns / NS_PER_S
 
 
@@ -111,7 +111,7 @@ class Base:
     """A JetStream API object: ``from_response`` reads the server's JSON,
     ``as_dict`` gives the JSON to send, ``evolve`` a changed copy."""
 
-    _nested: ClassVar[Dict[str, Any]] = {}
+    _nested: ClassVar[dict[str, Any]] = {}
     _seconds: ClassVar[tuple] = ()
     _always_ns: ClassVar[tuple] = ()
     _times: ClassVar[tuple] = ()
@@ -134,7 +134,7 @@ class Base:
         return value
 
     @classmethod
-    def from_response(cls, resp: Dict[str, Any]):
+    def from_response(cls, resp: dict[str, Any]):
         """The object of a server reply; keys the class does not name are ignored."""
         known = {f.name for f in fields(cls)}
         return cls(**{k: cls._read_field(k, v) for k, v in resp.items() if k in known})
@@ -143,9 +143,9 @@ class Base:
         """A copy with ``params`` changed."""
         return replace(self, **params)
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         """The JSON form for a request: None fields omitted, nested objects and times converted."""
-        out: Dict[str, Any] = {}
+        out: dict[str, Any] = {}
         for f in fields(self):
             name = f.name
             v = getattr(self, name)
@@ -220,21 +220,21 @@ class PubAck(Base):
     """A stream's acknowledgement of a published message."""
     stream: str
     seq: int
-    domain: Optional[str] = None
-    duplicate: Optional[bool] = None
+    domain: str | None = None
+    duplicate: bool | None = None
 
 
 @dataclass
 class Placement(Base):
-    cluster: Optional[str] = None
-    tags: Optional[List[str]] = None
+    cluster: str | None = None
+    tags: list[str] | None = None
 
 
 @dataclass
 class ExternalStream(Base):
     """Where a source or mirror lives in another domain or account: its API prefix."""
     api: str
-    deliver: Optional[str] = None
+    deliver: str | None = None
 
 
 External = ExternalStream
@@ -249,11 +249,11 @@ class SubjectTransform(Base):
 @dataclass
 class StreamSource(Base):
     name: str
-    opt_start_seq: Optional[int] = None
-    opt_start_time: Optional[datetime.datetime] = None
-    filter_subject: Optional[str] = None
-    external: Optional[ExternalStream] = None
-    subject_transforms: Optional[List[SubjectTransform]] = None
+    opt_start_seq: int | None = None
+    opt_start_time: datetime.datetime | None = None
+    filter_subject: str | None = None
+    external: ExternalStream | None = None
+    subject_transforms: list[SubjectTransform] | None = None
 
     _nested = {"external": ExternalStream, "subject_transforms": SubjectTransform}
     _times = ("opt_start_time",)
@@ -262,15 +262,15 @@ class StreamSource(Base):
 @dataclass
 class StreamSourceInfo(Base):
     name: str
-    lag: Optional[int] = None
-    active: Optional[int] = None
-    error: Optional[Dict[str, Any]] = None
+    lag: int | None = None
+    active: int | None = None
+    error: dict[str, Any] | None = None
 
 
 @dataclass
 class LostStreamData(Base):
-    msgs: Optional[List[int]] = None
-    bytes: Optional[int] = None
+    msgs: list[int] | None = None
+    bytes: int | None = None
 
 
 @dataclass
@@ -280,26 +280,26 @@ class StreamState(Base):
     first_seq: int
     last_seq: int
     consumer_count: int
-    deleted: Optional[List[int]] = None
-    num_deleted: Optional[int] = None
-    lost: Optional[LostStreamData] = None
-    subjects: Optional[Dict[str, int]] = None
+    deleted: list[int] | None = None
+    num_deleted: int | None = None
+    lost: LostStreamData | None = None
+    subjects: dict[str, int] | None = None
 
     _nested = {"lost": LostStreamData}
 
 
 @dataclass
 class RePublish(Base):
-    src: Optional[str] = None
-    dest: Optional[str] = None
-    headers_only: Optional[bool] = None
+    src: str | None = None
+    dest: str | None = None
+    headers_only: bool | None = None
 
 
 @dataclass
 class StreamConsumerLimits(Base):
     """Defaults and bounds for the consumers of a stream (server 2.10+)."""
-    inactive_threshold: Optional[float] = None  # seconds
-    max_ack_pending: Optional[int] = None
+    inactive_threshold: float | None = None  # seconds
+    max_ack_pending: int | None = None
 
     _seconds = ("inactive_threshold",)
 
@@ -307,51 +307,51 @@ class StreamConsumerLimits(Base):
 @dataclass
 class StreamConfig(Base):
     """A stream's configuration; durations in seconds."""
-    name: Optional[str] = None
-    description: Optional[str] = None
-    subjects: Optional[List[str]] = None
-    retention: Optional[RetentionPolicy] = None
-    max_consumers: Optional[int] = None
-    max_msgs: Optional[int] = None
-    max_bytes: Optional[int] = None
-    discard: Optional[DiscardPolicy] = DiscardPolicy.OLD
+    name: str | None = None
+    description: str | None = None
+    subjects: list[str] | None = None
+    retention: RetentionPolicy | None = None
+    max_consumers: int | None = None
+    max_msgs: int | None = None
+    max_bytes: int | None = None
+    discard: DiscardPolicy | None = DiscardPolicy.OLD
     discard_new_per_subject: bool = False
-    max_age: Optional[float] = None  # seconds
+    max_age: float | None = None  # seconds
     max_msgs_per_subject: int = -1
-    max_msg_size: Optional[int] = -1
-    storage: Optional[StorageType] = None
-    num_replicas: Optional[int] = None
+    max_msg_size: int | None = -1
+    storage: StorageType | None = None
+    num_replicas: int | None = None
     no_ack: bool = False
-    template_owner: Optional[str] = None
+    template_owner: str | None = None
     duplicate_window: float = 0  # seconds
-    placement: Optional[Placement] = None
-    mirror: Optional[StreamSource] = None
-    sources: Optional[List[StreamSource]] = None
+    placement: Placement | None = None
+    mirror: StreamSource | None = None
+    sources: list[StreamSource] | None = None
     sealed: bool = False
     deny_delete: bool = False
     deny_purge: bool = False
     allow_rollup_hdrs: bool = False
-    first_seq: Optional[int] = None
-    republish: Optional[RePublish] = None
-    subject_transform: Optional[SubjectTransform] = None
-    allow_direct: Optional[bool] = None
-    mirror_direct: Optional[bool] = None
-    compression: Optional[StoreCompression] = None
-    allow_msg_ttl: Optional[bool] = None
-    allow_msg_schedules: Optional[bool] = None
-    allow_atomic: Optional[bool] = None
-    allow_batched: Optional[bool] = None
-    persist_mode: Optional[PersistMode] = None
-    metadata: Optional[Dict[str, str]] = None
-    consumer_limits: Optional[StreamConsumerLimits] = None
-    subject_delete_marker_ttl: Optional[float] = None  # seconds
+    first_seq: int | None = None
+    republish: RePublish | None = None
+    subject_transform: SubjectTransform | None = None
+    allow_direct: bool | None = None
+    mirror_direct: bool | None = None
+    compression: StoreCompression | None = None
+    allow_msg_ttl: bool | None = None
+    allow_msg_schedules: bool | None = None
+    allow_atomic: bool | None = None
+    allow_batched: bool | None = None
+    persist_mode: PersistMode | None = None
+    metadata: dict[str, str] | None = None
+    consumer_limits: StreamConsumerLimits | None = None
+    subject_delete_marker_ttl: float | None = None  # seconds
 
     _nested = {"placement": Placement, "mirror": StreamSource, "sources": StreamSource, "republish": RePublish,
                "subject_transform": SubjectTransform, "consumer_limits": StreamConsumerLimits}
     _seconds = ("max_age", "duplicate_window", "subject_delete_marker_ttl")
     _always_ns = ("max_age", "duplicate_window")
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         if self.compression is not None and self.compression not in ("none", "s2"):
             raise ValueError(f"nats: invalid store compression type: {self.compression}")
         if self.metadata is not None and not isinstance(self.metadata, dict):
@@ -365,21 +365,21 @@ class StreamConfig(Base):
 
 @dataclass
 class PeerInfo(Base):
-    name: Optional[str] = None
-    current: Optional[bool] = None
-    offline: Optional[bool] = None
-    active: Optional[int] = None
-    lag: Optional[int] = None
+    name: str | None = None
+    current: bool | None = None
+    offline: bool | None = None
+    active: int | None = None
+    lag: int | None = None
 
 
 @dataclass
 class ClusterInfo(Base):
-    leader: Optional[str] = None
-    name: Optional[str] = None
-    replicas: Optional[List[PeerInfo]] = None
-    raft_group: Optional[str] = None
-    leader_since: Optional[datetime.datetime] = None
-    traffic_acc: Optional[str] = None
+    leader: str | None = None
+    name: str | None = None
+    replicas: list[PeerInfo] | None = None
+    raft_group: str | None = None
+    leader_since: datetime.datetime | None = None
+    traffic_acc: str | None = None
 
     _nested = {"replicas": PeerInfo}
     _times = ("leader_since",)
@@ -390,11 +390,11 @@ class StreamInfo(Base):
     """A stream's configuration and state."""
     config: StreamConfig
     state: StreamState
-    mirror: Optional[StreamSourceInfo] = None
-    sources: Optional[List[StreamSourceInfo]] = None
-    cluster: Optional[ClusterInfo] = None
-    did_create: Optional[bool] = None
-    created: Optional[datetime.datetime] = None
+    mirror: StreamSourceInfo | None = None
+    sources: list[StreamSourceInfo] | None = None
+    cluster: ClusterInfo | None = None
+    did_create: bool | None = None
+    created: datetime.datetime | None = None
 
     _nested = {"config": StreamConfig, "state": StreamState, "mirror": StreamSourceInfo,
                "sources": StreamSourceInfo, "cluster": ClusterInfo}
@@ -404,7 +404,7 @@ class StreamInfo(Base):
 class StreamsListIterator:
     """The StreamInfos of one STREAM.LIST page (``offset``, ``total``)."""
 
-    def __init__(self, offset: int, total: int, streams: List[Dict[str, Any]]) -> None:
+    def __init__(self, offset: int, total: int, streams: list[dict[str, Any]]) -> None:
         self.offset = offset
         self.total = total
         self.streams = streams
@@ -424,33 +424,33 @@ class StreamsListIterator:
 @dataclass
 class ConsumerConfig(Base):
     """A consumer's configuration; durations in seconds."""
-    name: Optional[str] = None
-    durable_name: Optional[str] = None
-    description: Optional[str] = None
-    deliver_policy: Optional[DeliverPolicy] = DeliverPolicy.ALL
-    opt_start_seq: Optional[int] = None
-    opt_start_time: Optional[datetime.datetime] = None
-    ack_policy: Optional[AckPolicy] = AckPolicy.EXPLICIT
-    ack_wait: Optional[float] = None  # seconds
-    max_deliver: Optional[int] = None
-    backoff: Optional[List[float]] = None  # seconds each
-    filter_subject: Optional[str] = None
-    filter_subjects: Optional[List[str]] = None
-    replay_policy: Optional[ReplayPolicy] = ReplayPolicy.INSTANT
-    rate_limit_bps: Optional[int] = None
-    sample_freq: Optional[str] = None
-    max_waiting: Optional[int] = None
-    max_ack_pending: Optional[int] = None
-    flow_control: Optional[bool] = None
-    idle_heartbeat: Optional[float] = None  # seconds
-    headers_only: Optional[bool] = None
-    deliver_subject: Optional[str] = None
-    deliver_group: Optional[str] = None
-    inactive_threshold: Optional[float] = None  # seconds
-    num_replicas: Optional[int] = None
-    mem_storage: Optional[bool] = None
-    metadata: Optional[Dict[str, str]] = None
-    pause_until: Optional[str] = None
+    name: str | None = None
+    durable_name: str | None = None
+    description: str | None = None
+    deliver_policy: DeliverPolicy | None = DeliverPolicy.ALL
+    opt_start_seq: int | None = None
+    opt_start_time: datetime.datetime | None = None
+    ack_policy: AckPolicy | None = AckPolicy.EXPLICIT
+    ack_wait: float | None = None  # seconds
+    max_deliver: int | None = None
+    backoff: list[float] | None = None  # seconds each
+    filter_subject: str | None = None
+    filter_subjects: list[str] | None = None
+    replay_policy: ReplayPolicy | None = ReplayPolicy.INSTANT
+    rate_limit_bps: int | None = None
+    sample_freq: str | None = None
+    max_waiting: int | None = None
+    max_ack_pending: int | None = None
+    flow_control: bool | None = None
+    idle_heartbeat: float | None = None  # seconds
+    headers_only: bool | None = None
+    deliver_subject: str | None = None
+    deliver_group: str | None = None
+    inactive_threshold: float | None = None  # seconds
+    num_replicas: int | None = None
+    mem_storage: bool | None = None
+    metadata: dict[str, str] | None = None
+    pause_until: str | None = None
 
     _seconds = ("ack_wait", "idle_heartbeat", "inactive_threshold", "backoff")
     _always_ns = ("ack_wait", "idle_heartbeat", "inactive_threshold")
@@ -461,7 +461,7 @@ class ConsumerConfig(Base):
 class SequenceInfo(Base):
     consumer_seq: int
     stream_seq: int
-    last_active: Optional[datetime.datetime] = None
+    last_active: datetime.datetime | None = None
 
     _times = ("last_active",)
 
@@ -473,16 +473,16 @@ class ConsumerInfo(Base):
     stream_name: str
     config: ConsumerConfig
     created: datetime.datetime
-    delivered: Optional[SequenceInfo] = None
-    ack_floor: Optional[SequenceInfo] = None
-    num_ack_pending: Optional[int] = None
-    num_redelivered: Optional[int] = None
-    num_waiting: Optional[int] = None
-    num_pending: Optional[int] = None
-    cluster: Optional[ClusterInfo] = None
-    push_bound: Optional[bool] = None
-    paused: Optional[bool] = None
-    pause_remaining: Optional[str] = None
+    delivered: SequenceInfo | None = None
+    ack_floor: SequenceInfo | None = None
+    num_ack_pending: int | None = None
+    num_redelivered: int | None = None
+    num_waiting: int | None = None
+    num_pending: int | None = None
+    cluster: ClusterInfo | None = None
+    push_bound: bool | None = None
+    paused: bool | None = None
+    pause_remaining: str | None = None
 
     _nested = {"delivered": SequenceInfo, "ack_floor": SequenceInfo, "config": ConsumerConfig,
                "cluster": ClusterInfo}
@@ -493,8 +493,8 @@ class ConsumerInfo(Base):
 class ConsumerPause(Base):
     """The reply of a consumer pause or resume (server 2.11+)."""
     paused: bool
-    pause_until: Optional[str] = None
-    pause_remaining: Optional[str] = None
+    pause_until: str | None = None
+    pause_remaining: str | None = None
 
 
 # ---------------------------------------------------------------- account
@@ -525,7 +525,7 @@ class Tier(Base):
 class APIStats(Base):
     total: int
     errors: int
-    level: Optional[int] = None
+    level: int | None = None
 
 
 @dataclass
@@ -537,8 +537,8 @@ class AccountInfo(Base):
     consumers: int
     limits: AccountLimits
     api: APIStats
-    domain: Optional[str] = None
-    tiers: Optional[Dict[str, Tier]] = None
+    domain: str | None = None
+    tiers: dict[str, Tier] | None = None
 
     _nested = {"limits": AccountLimits, "api": APIStats}
 
@@ -553,30 +553,30 @@ class AccountInfo(Base):
 @dataclass
 class RawStreamMsg(Base):
     """A message read from a stream by sequence or subject (get_msg)."""
-    subject: Optional[str] = None
-    seq: Optional[int] = None
-    data: Optional[bytes] = None
-    hdrs: Optional[bytes] = None
-    headers: Optional[Dict] = None
-    stream: Optional[str] = None
-    time: Optional[datetime.datetime] = None
+    subject: str | None = None
+    seq: int | None = None
+    data: bytes | None = None
+    hdrs: bytes | None = None
+    headers: Dict | None = None
+    stream: str | None = None
+    time: datetime.datetime | None = None
 
     _times = ("time",)
 
     @property
-    def sequence(self) -> Optional[int]:
+    def sequence(self) -> int | None:
         return self.seq
 
     @property
-    def header(self) -> Optional[Dict]:
+    def header(self) -> Dict | None:
         return self.headers
 
 
 @dataclass
 class StreamPurgeRequest(Base):
-    seq: Optional[int] = None
-    filter: Optional[str] = None
-    keep: Optional[int] = None
+    seq: int | None = None
+    filter: str | None = None
+    keep: int | None = None
 
 
 # ---------------------------------------------------------------- Key-Value and Object Store
@@ -585,23 +585,23 @@ class KeyValueConfig(Base):
     """A Key-Value bucket's configuration; ``ttl`` in seconds.  ``limit_marker_ttl``
     (seconds) is read by the client when it creates the bucket, never sent as such."""
     bucket: str
-    description: Optional[str] = None
-    max_value_size: Optional[int] = None
+    description: str | None = None
+    max_value_size: int | None = None
     history: int = 1
-    ttl: Optional[float] = None
-    max_bytes: Optional[int] = None
-    storage: Optional[StorageType] = None
+    ttl: float | None = None
+    max_bytes: int | None = None
+    storage: StorageType | None = None
     replicas: int = 1
-    placement: Optional[Placement] = None
-    republish: Optional[RePublish] = None
-    direct: Optional[bool] = None
-    limit_marker_ttl: Optional[float] = None
+    placement: Placement | None = None
+    republish: RePublish | None = None
+    direct: bool | None = None
+    limit_marker_ttl: float | None = None
 
     _nested = {"placement": Placement, "republish": RePublish}
     _seconds = ("ttl", "limit_marker_ttl")
     _always_ns = ("ttl",)
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         out = super().as_dict()
         out.pop("limit_marker_ttl", None)
         return out
@@ -610,13 +610,13 @@ class KeyValueConfig(Base):
 @dataclass
 class ObjectStoreConfig(Base):
     """An object store's configuration; ``ttl`` in seconds."""
-    bucket: Optional[str] = None
-    description: Optional[str] = None
-    ttl: Optional[float] = None
-    max_bytes: Optional[int] = None
-    storage: Optional[StorageType] = None
+    bucket: str | None = None
+    description: str | None = None
+    ttl: float | None = None
+    max_bytes: int | None = None
+    storage: StorageType | None = None
     replicas: int = 1
-    placement: Optional[Placement] = None
+    placement: Placement | None = None
 
     _nested = {"placement": Placement}
     _seconds = ("ttl",)
@@ -627,13 +627,13 @@ class ObjectStoreConfig(Base):
 class ObjectLink(Base):
     """A link to another object (``name``) or a whole bucket (no name)."""
     bucket: str
-    name: Optional[str] = None
+    name: str | None = None
 
 
 @dataclass
 class ObjectMetaOptions(Base):
-    link: Optional[ObjectLink] = None
-    max_chunk_size: Optional[int] = None
+    link: ObjectLink | None = None
+    max_chunk_size: int | None = None
 
     _nested = {"link": ObjectLink}
 
@@ -641,10 +641,10 @@ class ObjectMetaOptions(Base):
 @dataclass
 class ObjectMeta(Base):
     """What a caller says about an object: name, description, headers, options."""
-    name: Optional[str] = None
-    description: Optional[str] = None
-    headers: Optional[dict] = None
-    options: Optional[ObjectMetaOptions] = None
+    name: str | None = None
+    description: str | None = None
+    headers: dict | None = None
+    options: ObjectMetaOptions | None = None
 
     _nested = {"options": ObjectMetaOptions}
 
@@ -655,14 +655,14 @@ class ObjectInfo(Base):
     name: str
     bucket: str
     nuid: str
-    size: Optional[int] = None
-    mtime: Optional[str] = None
-    chunks: Optional[int] = None
-    digest: Optional[str] = None
-    deleted: Optional[bool] = False
-    description: Optional[str] = None
-    headers: Optional[dict] = None
-    options: Optional[ObjectMetaOptions] = None
+    size: int | None = None
+    mtime: str | None = None
+    chunks: int | None = None
+    digest: str | None = None
+    deleted: bool | None = False
+    description: str | None = None
+    headers: dict | None = None
+    options: ObjectMetaOptions | None = None
 
     _nested = {"options": ObjectMetaOptions}
 

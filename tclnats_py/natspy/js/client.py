@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict
 
 from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js import inbox_fetch as _inbox_fetch
@@ -57,7 +57,7 @@ Callback = Callable[[Msg], Awaitable[None]]
 _NO_STALL_LIMIT = 600.0
 
 
-def _ttl_header(msg_ttl: Optional[float]) -> Optional[str]:
+def _ttl_header(msg_ttl: float | None) -> str | None:
     return None if msg_ttl is None else str(int(msg_ttl))
 
 
@@ -84,7 +84,7 @@ class JetStreamContext(JetStreamManager):
     timeout=5, publish_async_max_pending=4000)``; the management calls of
     :class:`JetStreamManager` too."""
 
-    def __init__(self, conn: Any, prefix: str = api.DEFAULT_PREFIX, domain: Optional[str] = None,
+    def __init__(self, conn: Any, prefix: str = api.DEFAULT_PREFIX, domain: str | None = None,
                  timeout: float = 5, publish_async_max_pending: int = 4000) -> None:
         super().__init__(conn, prefix=prefix, timeout=timeout, domain=domain)
         self._async_max = publish_async_max_pending
@@ -104,7 +104,7 @@ class JetStreamContext(JetStreamManager):
         return JetStreamManager(self._nc, prefix=self._prefix, timeout=self._timeout)
 
     # ------------------------------------------------------------ publish
-    def _headers(self, headers: Optional[Dict[str, Any]], stream: Optional[str], msg_ttl: Optional[float]):
+    def _headers(self, headers: dict[str, Any] | None, stream: str | None, msg_ttl: float | None):
         if headers:
             # nats-py's header rules: names and values trimmed, blank names
             # skipped; a name with whitespace inside is one every nats-py
@@ -116,9 +116,9 @@ class JetStreamContext(JetStreamManager):
         except NatsError as e:
             raise translate(e) from e
 
-    async def publish(self, subject: str, payload: bytes = b"", timeout: Optional[float] = None,
-                      stream: Optional[str] = None, headers: Optional[Dict[str, Any]] = None,
-                      msg_ttl: Optional[float] = None) -> api.PubAck:
+    async def publish(self, subject: str, payload: bytes = b"", timeout: float | None = None,
+                      stream: str | None = None, headers: dict[str, Any] | None = None,
+                      msg_ttl: float | None = None) -> api.PubAck:
         """Publish to a stream and wait for its ack (NoStreamResponseError: no stream on ``subject``)."""
         hdrs = self._headers(headers, stream, msg_ttl)
         impl = self._nc._impl
@@ -137,9 +137,9 @@ class JetStreamContext(JetStreamManager):
             raise translate(e) from e
         return api.PubAck.from_response(resp)
 
-    async def publish_async(self, subject: str, payload: bytes = b"", wait_stall: Optional[float] = None,
-                            stream: Optional[str] = None, headers: Optional[Dict] = None,
-                            msg_ttl: Optional[float] = None) -> "asyncio.Future[api.PubAck]":
+    async def publish_async(self, subject: str, payload: bytes = b"", wait_stall: float | None = None,
+                            stream: str | None = None, headers: Dict | None = None,
+                            msg_ttl: float | None = None) -> "asyncio.Future[api.PubAck]":
         """Publish without waiting: a future of the PubAck.  At most
         ``publish_async_max_pending`` in flight; past it this waits up to
         ``wait_stall`` seconds for room (None: as long as it takes), then
@@ -182,14 +182,14 @@ class JetStreamContext(JetStreamManager):
             await asyncio.wait(list(self._async_futures))
 
     # ------------------------------------------------------------ push subscriptions
-    async def subscribe(self, subject: str, queue: Optional[str] = None, cb: Optional[Callback] = None,
-                        durable: Optional[str] = None, stream: Optional[str] = None,
-                        config: Optional[api.ConsumerConfig] = None, manual_ack: bool = False,
-                        ordered_consumer: bool = False, idle_heartbeat: Optional[float] = None,
+    async def subscribe(self, subject: str, queue: str | None = None, cb: Callback | None = None,
+                        durable: str | None = None, stream: str | None = None,
+                        config: api.ConsumerConfig | None = None, manual_ack: bool = False,
+                        ordered_consumer: bool = False, idle_heartbeat: float | None = None,
                         flow_control: bool = False, pending_msgs_limit: int = DEFAULT_JS_SUB_PENDING_MSGS_LIMIT,
                         pending_bytes_limit: int = DEFAULT_JS_SUB_PENDING_BYTES_LIMIT,
-                        deliver_policy: Optional[api.DeliverPolicy] = None, headers_only: Optional[bool] = None,
-                        inactive_threshold: Optional[float] = None) -> "JetStreamContext.PushSubscription":
+                        deliver_policy: api.DeliverPolicy | None = None, headers_only: bool | None = None,
+                        inactive_threshold: float | None = None) -> "JetStreamContext.PushSubscription":
         """Push-subscribe to ``subject``'s stream: bind to the durable (or
         queue) consumer when it exists, else create one; see nats-py."""
         if stream is None:
@@ -255,10 +255,10 @@ class JetStreamContext(JetStreamManager):
                                          pending_bytes_limit=pending_bytes_limit, _info=info)
 
     async def subscribe_bind(self, stream: str, config: api.ConsumerConfig, consumer: str,
-                             cb: Optional[Callback] = None, manual_ack: bool = False, ordered_consumer: bool = False,
+                             cb: Callback | None = None, manual_ack: bool = False, ordered_consumer: bool = False,
                              pending_msgs_limit: int = DEFAULT_JS_SUB_PENDING_MSGS_LIMIT,
                              pending_bytes_limit: int = DEFAULT_JS_SUB_PENDING_BYTES_LIMIT,
-                             _info: Optional[api.ConsumerInfo] = None) -> "JetStreamContext.PushSubscription":
+                             _info: api.ConsumerInfo | None = None) -> "JetStreamContext.PushSubscription":
         """Push-subscribe to the existing consumer ``consumer`` (its config
         gives the deliver subject and group).  With ``cb`` messages are acked
         after ``cb`` returns unless ``manual_ack`` (or the consumer acks none)."""
@@ -284,11 +284,11 @@ class JetStreamContext(JetStreamManager):
         return sub
 
     # ------------------------------------------------------------ pull subscriptions
-    async def pull_subscribe(self, subject: str, durable: Optional[str] = None, stream: Optional[str] = None,
-                             config: Optional[api.ConsumerConfig] = None,
+    async def pull_subscribe(self, subject: str, durable: str | None = None, stream: str | None = None,
+                             config: api.ConsumerConfig | None = None,
                              pending_msgs_limit: int = DEFAULT_JS_SUB_PENDING_MSGS_LIMIT,
                              pending_bytes_limit: int = DEFAULT_JS_SUB_PENDING_BYTES_LIMIT,
-                             inbox_prefix: Optional[bytes] = None) -> "JetStreamContext.PullSubscription":
+                             inbox_prefix: bytes | None = None) -> "JetStreamContext.PullSubscription":
         """A pull subscription on ``subject``'s stream: the durable consumer
         ``durable`` (created when missing), or a new ephemeral one."""
         if stream is None:
@@ -316,12 +316,12 @@ class JetStreamContext(JetStreamManager):
                                               pending_msgs_limit=pending_msgs_limit,
                                               pending_bytes_limit=pending_bytes_limit, name=name)
 
-    async def pull_subscribe_bind(self, consumer: Optional[str] = None, stream: Optional[str] = None,
-                                  inbox_prefix: Optional[bytes] = None,
+    async def pull_subscribe_bind(self, consumer: str | None = None, stream: str | None = None,
+                                  inbox_prefix: bytes | None = None,
                                   pending_msgs_limit: int = DEFAULT_JS_SUB_PENDING_MSGS_LIMIT,
                                   pending_bytes_limit: int = DEFAULT_JS_SUB_PENDING_BYTES_LIMIT,
-                                  name: Optional[str] = None,
-                                  durable: Optional[str] = None) -> "JetStreamContext.PullSubscription":
+                                  name: str | None = None,
+                                  durable: str | None = None) -> "JetStreamContext.PullSubscription":
         """A pull subscription on the existing consumer (``consumer``, or the older ``durable``/``name``)."""
         if not stream:
             raise ValueError("nats: stream name is required")
@@ -340,7 +340,7 @@ class JetStreamContext(JetStreamManager):
         from tclnats_py.natspy.js.kv import bind_key_value
         return await bind_key_value(self, bucket)
 
-    async def create_key_value(self, config: Optional[api.KeyValueConfig] = None, **params: Any) -> "KeyValue":
+    async def create_key_value(self, config: api.KeyValueConfig | None = None, **params: Any) -> "KeyValue":
         from tclnats_py.natspy.js.kv import create_key_value
         return await create_key_value(self, config, params)
 
@@ -353,8 +353,8 @@ class JetStreamContext(JetStreamManager):
         from tclnats_py.natspy.js.object_store import bind_object_store
         return await bind_object_store(self, bucket)
 
-    async def create_object_store(self, bucket: Optional[str] = None,
-                                  config: Optional[api.ObjectStoreConfig] = None, **params: Any) -> "ObjectStore":
+    async def create_object_store(self, bucket: str | None = None,
+                                  config: api.ObjectStoreConfig | None = None, **params: Any) -> "ObjectStore":
         from tclnats_py.natspy.js.object_store import create_object_store
         return await create_object_store(self, bucket, config, params)
 
@@ -370,7 +370,7 @@ class JetStreamContext(JetStreamManager):
         _js: "JetStreamContext"
         _stream: str
         _consumer: str
-        _created_info: Optional[api.ConsumerInfo] = None
+        _created_info: api.ConsumerInfo | None = None
         _pending_msgs_limit: int = DEFAULT_JS_SUB_PENDING_MSGS_LIMIT
         _pending_bytes_limit: int = DEFAULT_JS_SUB_PENDING_BYTES_LIMIT
 
@@ -381,7 +381,7 @@ class JetStreamContext(JetStreamManager):
         def delivered(self) -> int:
             return self._jsi.delivered if self._jsi is not None else 0
 
-        async def next_msg(self, timeout: Optional[float] = 1.0) -> Msg:
+        async def next_msg(self, timeout: float | None = 1.0) -> Msg:
             if self._cb is not None:
                 raise _core.Error("nats: next_msg cannot be used in async subscriptions")
             loop = asyncio.get_running_loop()
@@ -451,8 +451,8 @@ class JetStreamContext(JetStreamManager):
         async def consumer_info(self) -> api.ConsumerInfo:
             return await self._js._jsm.consumer_info(self._stream, self._consumer)
 
-        async def fetch(self, batch: int = 1, timeout: Optional[float] = 5,
-                        heartbeat: Optional[float] = None) -> List[Msg]:
+        async def fetch(self, batch: int = 1, timeout: float | None = 5,
+                        heartbeat: float | None = None) -> list[Msg]:
             """Up to ``batch`` messages: what the server has now, else those
             that arrive within ``timeout`` seconds (None: no limit).
             nats.errors.TimeoutError when none came (FetchTimeoutError when
@@ -499,7 +499,7 @@ class _PushState:
     callback (acking after it unless the subscription acks manually)."""
 
     def __init__(self, js: JetStreamContext, stream: str, consumer: str, config: api.ConsumerConfig,
-                 ordered: bool, cb: Optional[Callback], auto_ack: bool) -> None:
+                 ordered: bool, cb: Callback | None, auto_ack: bool) -> None:
         self.js = js
         self.nc = js._nc
         self.stream = stream
@@ -509,7 +509,7 @@ class _PushState:
         self.auto_ack = auto_ack
         hb = config.idle_heartbeat
         self.state = PushState(stream, consumer, int(hb * 1000) if hb else None)
-        self.ordered: Optional[_ordered.OrderedConsumer] = None
+        self.ordered: _ordered.OrderedConsumer | None = None
         if ordered:
             policy = config.deliver_policy
             threshold = config.inactive_threshold
@@ -520,10 +520,10 @@ class _PushState:
                 opt_start_time=api.format_time(config.opt_start_time), headers_only=bool(config.headers_only),
                 idle_heartbeat_ms=max(1, int((hb or 5) * 1000)),
                 inactive_threshold_ms=int(threshold * 1000) if threshold else 5 * 60 * 1000)
-        self.sub: Optional[JetStreamContext.PushSubscription] = None
+        self.sub: JetStreamContext.PushSubscription | None = None
         self.delivered = 0
         self.last_seen = 0.0  # loop time of the last message or heartbeat
-        self._hb_task: Optional[asyncio.Task] = None
+        self._hb_task: asyncio.Task | None = None
         self._resetting = False
 
     def created(self, info: api.ConsumerInfo) -> None:
@@ -573,7 +573,7 @@ class _PushState:
             await r
 
     # -------------------------------------------------------- messages
-    def handle(self, m: Any) -> Optional[Msg]:
+    def handle(self, m: Any) -> Msg | None:
         """One message of the deliver subject: the user's Msg, or None when
         it was a control message (carried out here)."""
         self.last_seen = asyncio.get_running_loop().time()
@@ -654,14 +654,14 @@ class _Fetch:
     contract (``engine.js.inbox_fetch``) stepped on the subscription's inbox;
     its messages become nats-py Msgs, its errors nats-py's."""
 
-    def __init__(self, ps: "JetStreamContext.PullSubscription", batch: int, timeout: Optional[float],
-                 heartbeat: Optional[float]) -> None:
+    def __init__(self, ps: "JetStreamContext.PullSubscription", batch: int, timeout: float | None,
+                 heartbeat: float | None) -> None:
         self.ps = ps
         self.batch = batch
         self.timeout = timeout
         self.heartbeat = heartbeat
 
-    async def run(self) -> List[Msg]:
+    async def run(self) -> list[Msg]:
         ps = self.ps
         impl = ps._nc._impl
         if impl is None or impl.is_closed:

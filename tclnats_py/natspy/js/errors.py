@@ -11,7 +11,7 @@ Object Store errors below those.  The engine's exception stays the
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from tclnats_py import errors as _our
 from tclnats_py.natspy import errors as _core
@@ -31,7 +31,7 @@ __all__ = [
 class Error(_core.Error):
     """A JetStream error; ``description`` says what went wrong."""
 
-    def __init__(self, description: Optional[str] = None) -> None:
+    def __init__(self, description: str | None = None) -> None:
         super().__init__(description)
         self.description = description
 
@@ -42,8 +42,8 @@ class Error(_core.Error):
 class APIError(Error):
     """An error reply of the JetStream API."""
 
-    def __init__(self, code: Optional[int] = None, description: Optional[str] = None,
-                 err_code: Optional[int] = None, stream: Optional[str] = None, seq: Optional[int] = None) -> None:
+    def __init__(self, code: int | None = None, description: str | None = None,
+                 err_code: int | None = None, stream: str | None = None, seq: int | None = None) -> None:
         super().__init__(description)
         self.code = code  # type: ignore[assignment]  # nats-py: the HTTP-like int code
         self.err_code = err_code
@@ -123,8 +123,8 @@ class FetchTimeoutError(_core.TimeoutError):
 class ConsumerSequenceMismatchError(Error):
     """A push consumer with heartbeats saw a gap in its consumer sequence."""
 
-    def __init__(self, stream_resume_sequence: Optional[int] = None, consumer_sequence: Optional[int] = None,
-                 last_consumer_sequence: Optional[int] = None) -> None:
+    def __init__(self, stream_resume_sequence: int | None = None, consumer_sequence: int | None = None,
+                 last_consumer_sequence: int | None = None) -> None:
         super().__init__(None)
         self.stream_resume_sequence = stream_resume_sequence
         self.consumer_sequence = consumer_sequence
@@ -163,7 +163,7 @@ class KeyDeletedError(KeyValueError, NotFoundError):
 class KeyNotFoundError(KeyValueError, NotFoundError):
     """The key has no entry (or not the revision asked for)."""
 
-    def __init__(self, entry: Any = None, op: Any = None, message: Optional[str] = None) -> None:
+    def __init__(self, entry: Any = None, op: Any = None, message: str | None = None) -> None:
         super().__init__()
         self.entry = entry
         self.op = op
@@ -176,7 +176,7 @@ class KeyNotFoundError(KeyValueError, NotFoundError):
 class KeyWrongLastSequenceError(KeyValueError, BadRequestError):
     """create/update of a key whose revision is not the one expected."""
 
-    def __init__(self, description: Optional[str] = None) -> None:
+    def __init__(self, description: str | None = None) -> None:
         super().__init__(description=description)
 
     def __str__(self) -> str:
@@ -275,7 +275,7 @@ def translate(exc: BaseException) -> BaseException:
     if not isinstance(exc, _our.NatsError):
         return exc
     code = exc.code
-    new: Optional[BaseException] = None
+    new: BaseException | None = None
     if code == "ErrKeyNotFound":
         new = KeyNotFoundError(message=exc.message or None)
     elif code in ("ErrKeyExists", "ErrWrongLastSequence") and isinstance(exc, _our.KeyValueError):

@@ -17,7 +17,7 @@ import datetime
 import re
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any
 
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.natspy import errors as _core
@@ -49,7 +49,7 @@ def _bucket_ok(bucket: Any) -> bool:
     return isinstance(bucket, str) and VALID_BUCKET_RE.match(bucket) is not None
 
 
-def _op(headers: Optional[Dict[str, str]]) -> Optional[str]:
+def _op(headers: dict[str, str] | None) -> str | None:
     """nats-py's operation: None for a value, DEL or PURGE for markers (the engine's rule)."""
     op = _kv.operation_of({k: [v] for k, v in headers.items()} if headers else None)
     return None if op == _kv.PUT else op
@@ -62,11 +62,11 @@ class KeyValue:
     class Entry:
         bucket: str
         key: str
-        value: Optional[bytes]
-        revision: Optional[int]
-        delta: Optional[int]
-        created: Optional[Any]
-        operation: Optional[str]
+        value: bytes | None
+        revision: int | None
+        delta: int | None
+        created: Any | None
+        operation: str | None
 
     @dataclass(frozen=True)
     class BucketStatus:
@@ -82,11 +82,11 @@ class KeyValue:
             return self.stream_info.config.max_msgs_per_subject
 
         @property
-        def ttl(self) -> Optional[float]:
+        def ttl(self) -> float | None:
             return self.stream_info.config.max_age
 
         @property
-        def marker_ttl(self) -> Optional[float]:
+        def marker_ttl(self) -> float | None:
             return self.stream_info.config.subject_delete_marker_ttl
 
     def __init__(self, name: str, stream: str, pre: str, js: "JetStreamContext", direct: bool) -> None:
@@ -97,7 +97,7 @@ class KeyValue:
         self._direct = direct
 
     # ------------------------------------------------------------ reads
-    async def get(self, key: str, revision: Optional[int] = None, validate_keys: bool = True) -> "KeyValue.Entry":
+    async def get(self, key: str, revision: int | None = None, validate_keys: bool = True) -> "KeyValue.Entry":
         """The latest entry of ``key`` (or the one at ``revision``); KeyNotFoundError when missing or deleted."""
         if validate_keys and not _key_ok(key):
             raise _jserr.InvalidKeyError()
@@ -106,7 +106,7 @@ class KeyValue:
         except _jserr.KeyDeletedError as e:
             raise _jserr.KeyNotFoundError(e.entry, e.op) from None
 
-    async def _get(self, key: str, revision: Optional[int] = None) -> "KeyValue.Entry":
+    async def _get(self, key: str, revision: int | None = None) -> "KeyValue.Entry":
         subject = f"{self._pre}{key}"
         try:
             if revision:
@@ -134,7 +134,7 @@ class KeyValue:
             raise _jserr.InvalidKeyError(key)
         return (await self._js.publish(f"{self._pre}{key}", value)).seq
 
-    async def create(self, key: str, value: bytes, validate_keys: bool = True, msg_ttl: Optional[float] = None) -> int:
+    async def create(self, key: str, value: bytes, validate_keys: bool = True, msg_ttl: float | None = None) -> int:
         """Store ``value`` only if ``key`` has no value (absent, deleted or purged)."""
         if validate_keys and not _key_ok(key):
             raise _jserr.InvalidKeyError(key)
@@ -148,12 +148,12 @@ class KeyValue:
                 return await self._update(key, value, deleted.entry.revision, validate_keys, msg_ttl)
             raise first
 
-    async def update(self, key: str, value: bytes, last: Optional[int] = None, validate_keys: bool = True) -> int:
+    async def update(self, key: str, value: bytes, last: int | None = None, validate_keys: bool = True) -> int:
         """Store ``value`` if ``last`` is still the latest revision of ``key``."""
         return await self._update(key, value, last, validate_keys)
 
-    async def _update(self, key: str, value: bytes, last: Optional[int] = None, validate_keys: bool = True,
-                      msg_ttl: Optional[float] = None) -> int:
+    async def _update(self, key: str, value: bytes, last: int | None = None, validate_keys: bool = True,
+                      msg_ttl: float | None = None) -> int:
         if validate_keys and not _key_ok(key):
             raise _jserr.InvalidKeyError(key)
         hdrs = {api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE.value: str(last or 0)}
@@ -165,8 +165,8 @@ class KeyValue:
             raise
         return pa.seq
 
-    async def delete(self, key: str, last: Optional[int] = None, validate_keys: bool = True,
-                     msg_ttl: Optional[float] = None) -> bool:
+    async def delete(self, key: str, last: int | None = None, validate_keys: bool = True,
+                     msg_ttl: float | None = None) -> bool:
         """A delete marker (history kept); with ``last`` only if it is the latest revision."""
         if msg_ttl is not None:
             warnings.warn("msg_ttl on delete() is deprecated and ignored; use create() or purge() for TTL",
@@ -179,7 +179,7 @@ class KeyValue:
         await self._js.publish(f"{self._pre}{key}", headers=hdrs)
         return True
 
-    async def purge(self, key: str, msg_ttl: Optional[float] = None) -> bool:
+    async def purge(self, key: str, msg_ttl: float | None = None) -> bool:
         """A purge marker that removes the key's history."""
         hdrs = {KV_OP: KV_PURGE, api.Header.ROLLUP.value: MSG_ROLLUP_SUBJECT}
         await self._js.publish(f"{self._pre}{key}", headers=hdrs, msg_ttl=msg_ttl)
@@ -213,7 +213,7 @@ class KeyValue:
             self._js = js
             self._updates: asyncio.Queue = asyncio.Queue(maxsize=256)
             self._sub: Any = None
-            self._pending: Optional[int] = None
+            self._pending: int | None = None
             self._init_done = False
 
         def _mark_init(self) -> None:
@@ -237,7 +237,7 @@ class KeyValue:
                     except asyncio.QueueEmpty:
                         pass
 
-        async def updates(self, timeout: Optional[float] = 5.0) -> Any:
+        async def updates(self, timeout: float | None = 5.0) -> Any:
             try:
                 return await asyncio.wait_for(self._updates.get(), timeout)
             except asyncio.TimeoutError:
@@ -257,7 +257,7 @@ class KeyValue:
 
     async def watch(self, keys: str, headers_only: bool = False, include_history: bool = False,
                     ignore_deletes: bool = False, meta_only: bool = False,
-                    inactive_threshold: Optional[float] = None) -> "KeyValue.KeyWatcher":
+                    inactive_threshold: float | None = None) -> "KeyValue.KeyWatcher":
         """Entries matching ``keys`` (a key or pattern): the current ones (or
         their history), a None, then each change."""
         watcher = KeyValue.KeyWatcher(self._js)
@@ -303,10 +303,10 @@ class KeyValue:
             watcher._mark_init()
         return watcher
 
-    async def keys(self, filters: Optional[List[str]] = None, **kwargs: Any) -> List[str]:
+    async def keys(self, filters: list[str] | None = None, **kwargs: Any) -> list[str]:
         """The keys with a value (those containing one of ``filters`` when given); NoKeysError when none."""
         watcher = await self.watchall(ignore_deletes=True, meta_only=True)
-        out: List[str] = []
+        out: list[str] = []
         async for entry in watcher:
             if entry is None:
                 break
@@ -317,7 +317,7 @@ class KeyValue:
             raise _jserr.NoKeysError()
         return out
 
-    async def history(self, key: str) -> List["KeyValue.Entry"]:
+    async def history(self, key: str) -> list["KeyValue.Entry"]:
         """Every stored entry of ``key``, oldest first; NoKeysError when none."""
         watcher = await self.watch(key, include_history=True)
         out = []
@@ -349,8 +349,8 @@ async def bind_key_value(js: "JetStreamContext", bucket: str) -> KeyValue:
     return KeyValue(bucket, stream, _pre(bucket), js, bool(si.config.allow_direct))
 
 
-async def create_key_value(js: "JetStreamContext", config: Optional[api.KeyValueConfig],
-                           params: Dict[str, Any]) -> KeyValue:
+async def create_key_value(js: "JetStreamContext", config: api.KeyValueConfig | None,
+                           params: dict[str, Any]) -> KeyValue:
     if config is None:
         config = api.KeyValueConfig(bucket=params["bucket"])
     config = config.evolve(**params)

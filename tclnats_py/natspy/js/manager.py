@@ -11,7 +11,7 @@ in (their ``as_dict()`` is the request body), dataclasses out
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any
 
 from tclnats_py.engine.js import api as _eng
 from tclnats_py.errors import NatsError
@@ -48,11 +48,11 @@ def check_consumer_name(name: Any) -> None:
         raise ValueError(f"nats: invalid consumer name: {name!r}")
 
 
-def _ms(timeout: Optional[float]) -> Optional[int]:
+def _ms(timeout: float | None) -> int | None:
     return None if timeout is None else max(1, int(timeout * 1000))
 
 
-def _headers_last(h: Any) -> Optional[Dict[str, str]]:
+def _headers_last(h: Any) -> dict[str, str] | None:
     """The engine's headers (key -> list) as nats-py shows them: key -> the last value, None when empty."""
     if not h:
         return None
@@ -62,7 +62,7 @@ def _headers_last(h: Any) -> Optional[Dict[str, str]]:
     return out or None
 
 
-def _utc(text: str) -> Optional[datetime.datetime]:
+def _utc(text: str) -> datetime.datetime | None:
     return api.parse_time(text) if text else None
 
 
@@ -71,13 +71,13 @@ class JetStreamManager:
     ``nc.jetstream()``, which extends it)."""
 
     def __init__(self, conn: Any, prefix: str = api.DEFAULT_PREFIX, timeout: float = 5,
-                 domain: Optional[str] = None) -> None:
+                 domain: str | None = None) -> None:
         if domain is not None:
             prefix = _eng.api_prefix(domain)
         self._prefix = prefix
         self._nc = conn
         self._timeout = timeout
-        self._impl_js: Optional["_ImplJS"] = None
+        self._impl_js: "_ImplJS" | None = None
 
     # ------------------------------------------------------------ driving the engine
     @property
@@ -96,8 +96,8 @@ class JetStreamManager:
         except NatsError as e:
             raise translate(e) from e
 
-    async def _api(self, tail: str, body: Any = None, timeout: Optional[float] = None,
-                   check_subject: bool = True) -> Dict[str, Any]:
+    async def _api(self, tail: str, body: Any = None, timeout: float | None = None,
+                   check_subject: bool = True) -> dict[str, Any]:
         """One API call by subject tail (``STREAM.INFO.S``); the checked JSON reply."""
         return await self._run(self._js.jsapi.call(tail, body, _ms(timeout), check_subject))
 
@@ -113,23 +113,23 @@ class JetStreamManager:
         return names[0]
 
     # ------------------------------------------------------------ streams
-    async def stream_info(self, name: str, subjects_filter: Optional[str] = None) -> api.StreamInfo:
+    async def stream_info(self, name: str, subjects_filter: str | None = None) -> api.StreamInfo:
         check_stream_name(name)
         resp = await self._run(self._js.jsapi.stream_info(name, subjects_filter or None))
         return api.StreamInfo.from_response(resp)
 
-    def _stream_config(self, config: Optional[api.StreamConfig], params: Dict[str, Any]) -> api.StreamConfig:
+    def _stream_config(self, config: api.StreamConfig | None, params: dict[str, Any]) -> api.StreamConfig:
         if config is None:
             config = api.StreamConfig()
         config = config.evolve(**params)
         check_stream_name(config.name)
         return config
 
-    async def add_stream(self, config: Optional[api.StreamConfig] = None, **params: Any) -> api.StreamInfo:
+    async def add_stream(self, config: api.StreamConfig | None = None, **params: Any) -> api.StreamInfo:
         config = self._stream_config(config, params)
         return api.StreamInfo.from_response(await self._run(self._js.jsapi.stream_create(config.as_dict())))
 
-    async def update_stream(self, config: Optional[api.StreamConfig] = None, **params: Any) -> api.StreamInfo:
+    async def update_stream(self, config: api.StreamConfig | None = None, **params: Any) -> api.StreamInfo:
         config = self._stream_config(config, params)
         return api.StreamInfo.from_response(await self._run(self._js.jsapi.stream_update(config.as_dict())))
 
@@ -137,13 +137,13 @@ class JetStreamManager:
         check_stream_name(name)
         return await self._run(self._js.jsapi.stream_delete(name))
 
-    async def purge_stream(self, name: str, seq: Optional[int] = None, subject: Optional[str] = None,
-                           keep: Optional[int] = None) -> bool:
+    async def purge_stream(self, name: str, seq: int | None = None, subject: str | None = None,
+                           keep: int | None = None) -> bool:
         check_stream_name(name)
         body = {k: v for k, v in (("seq", seq), ("filter", subject), ("keep", keep)) if v}
         return bool((await self._api(f"STREAM.PURGE.{name}", body)).get("success"))
 
-    async def streams_info(self, offset: int = 0) -> List[api.StreamInfo]:
+    async def streams_info(self, offset: int = 0) -> list[api.StreamInfo]:
         """One page of StreamInfos (the server's page size), from ``offset``."""
         resp = await self._api("STREAM.LIST", {"offset": offset})
         return [api.StreamInfo.from_response(s) for s in resp.get("streams") or []]
@@ -153,14 +153,14 @@ class JetStreamManager:
         return api.StreamsListIterator(resp.get("offset", offset), resp.get("total", 0), resp.get("streams") or [])
 
     # ------------------------------------------------------------ consumers
-    async def consumer_info(self, stream: str, consumer: str, timeout: Optional[float] = None) -> api.ConsumerInfo:
+    async def consumer_info(self, stream: str, consumer: str, timeout: float | None = None) -> api.ConsumerInfo:
         check_stream_name(stream)
         check_consumer_name(consumer)
         resp = await self._api(f"CONSUMER.INFO.{stream}.{consumer}", None, timeout)
         return api.ConsumerInfo.from_response(resp)
 
-    async def add_consumer(self, stream: str, config: Optional[api.ConsumerConfig] = None,
-                           timeout: Optional[float] = None, **params: Any) -> api.ConsumerInfo:
+    async def add_consumer(self, stream: str, config: api.ConsumerConfig | None = None,
+                           timeout: float | None = None, **params: Any) -> api.ConsumerInfo:
         check_stream_name(stream)
         if config is None:
             config = api.ConsumerConfig()
@@ -193,7 +193,7 @@ class JetStreamManager:
         return await self._run(self._js.jsapi.consumer_delete(stream, consumer))
 
     async def pause_consumer(self, stream: str, consumer: str, pause_until: str,
-                             timeout: Optional[float] = None) -> api.ConsumerPause:
+                             timeout: float | None = None) -> api.ConsumerPause:
         """Pause deliveries until ``pause_until`` (RFC 3339; server 2.11+)."""
         check_stream_name(stream)
         check_consumer_name(consumer)
@@ -201,22 +201,22 @@ class JetStreamManager:
                                timeout)
         return api.ConsumerPause.from_response(resp)
 
-    async def resume_consumer(self, stream: str, consumer: str, timeout: Optional[float] = None) -> api.ConsumerPause:
+    async def resume_consumer(self, stream: str, consumer: str, timeout: float | None = None) -> api.ConsumerPause:
         """Resume a paused consumer now (a pause until a time long past)."""
         return await self.pause_consumer(stream, consumer, "1970-01-01T00:00:00Z", timeout)
 
-    async def consumers_info(self, stream: str, offset: Optional[int] = None) -> List[api.ConsumerInfo]:
+    async def consumers_info(self, stream: str, offset: int | None = None) -> list[api.ConsumerInfo]:
         check_stream_name(stream)
         resp = await self._api(f"CONSUMER.LIST.{stream}", None if offset is None else {"offset": offset})
         return [api.ConsumerInfo.from_response(c) for c in resp.get("consumers") or []]
 
     # ------------------------------------------------------------ messages
-    async def get_msg(self, stream_name: str, seq: Optional[int] = None, subject: Optional[str] = None,
-                      direct: Optional[bool] = False, next: Optional[bool] = False) -> api.RawStreamMsg:
+    async def get_msg(self, stream_name: str, seq: int | None = None, subject: str | None = None,
+                      direct: bool | None = False, next: bool | None = False) -> api.RawStreamMsg:
         """A message by sequence, the last on ``subject``, or (``next``) the
         first on ``subject`` from ``seq``; ``direct``: by DIRECT.GET."""
         check_stream_name(stream_name)
-        body: Dict[str, Any] = {}
+        body: dict[str, Any] = {}
         if next:
             body = {"seq": seq, "next_by_subj": subject}
         elif subject:
@@ -233,7 +233,7 @@ class JetStreamManager:
         raw.data = stored.data or None
         return raw
 
-    async def _direct_get(self, stream: str, body: Dict[str, Any]) -> api.RawStreamMsg:
+    async def _direct_get(self, stream: str, body: dict[str, Any]) -> api.RawStreamMsg:
         jsapi = self._js.jsapi
         if set(body) == {"last_by_subj"}:
             req = jsapi.direct_get_request(stream, last_by_subj=body["last_by_subj"])
@@ -256,5 +256,5 @@ class JetStreamManager:
         check_stream_name(stream_name)
         return bool((await self._api(f"STREAM.MSG.DELETE.{stream_name}", {"seq": seq})).get("success"))
 
-    async def get_last_msg(self, stream_name: str, subject: str, direct: Optional[bool] = False) -> api.RawStreamMsg:
+    async def get_last_msg(self, stream_name: str, subject: str, direct: bool | None = False) -> api.RawStreamMsg:
         return await self.get_msg(stream_name, subject=subject, direct=direct)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import io
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any
 
 from tclnats_py.engine.js import objstore as _obj
 from tclnats_py.errors import NatsError
@@ -67,7 +67,7 @@ class ObjectStore:
     @dataclass
     class ObjectResult:
         info: api.ObjectInfo
-        data: Optional[bytes] = bytes()
+        data: bytes | None = bytes()
 
     @dataclass(frozen=True)
     class ObjectStoreStatus:
@@ -75,19 +75,19 @@ class ObjectStore:
         bucket: str
 
         @property
-        def description(self) -> Optional[str]:
+        def description(self) -> str | None:
             return self.stream_info.config.description
 
         @property
-        def ttl(self) -> Optional[float]:
+        def ttl(self) -> float | None:
             return self.stream_info.config.max_age
 
         @property
-        def storage_type(self) -> Optional[api.StorageType]:
+        def storage_type(self) -> api.StorageType | None:
             return self.stream_info.config.storage
 
         @property
-        def replicas(self) -> Optional[int]:
+        def replicas(self) -> int | None:
             return self.stream_info.config.num_replicas
 
         @property
@@ -102,7 +102,7 @@ class ObjectStore:
         self._name = name
         self._stream = stream
         self._js = js
-        self._impl_store: Optional["_ImplStore"] = None
+        self._impl_store: "_ImplStore" | None = None
 
     @property
     def _impl(self) -> "_ImplStore":
@@ -118,13 +118,13 @@ class ObjectStore:
             raise _not_found(e) from e
 
     # ------------------------------------------------------------ reads
-    async def get_info(self, name: str, show_deleted: Optional[bool] = False) -> api.ObjectInfo:
+    async def get_info(self, name: str, show_deleted: bool | None = False) -> api.ObjectInfo:
         if not name:
             raise _jserr.ObjectNotFoundError()  # (nats-py looks the empty name up, and finds nothing)
         return _info(await self._call(self._impl.get_info(name, bool(show_deleted))))
 
-    async def get(self, name: str, writeinto: Optional[io.BufferedIOBase] = None,
-                  show_deleted: Optional[bool] = False) -> "ObjectStore.ObjectResult":
+    async def get(self, name: str, writeinto: io.BufferedIOBase | None = None,
+                  show_deleted: bool | None = False) -> "ObjectStore.ObjectResult":
         """The object (its info and bytes; into ``writeinto`` when given); links are followed."""
         info = await self.get_info(name, show_deleted)
         link = info.options.link if info.options is not None else None
@@ -158,7 +158,7 @@ class ObjectStore:
     async def status(self) -> "ObjectStore.ObjectStoreStatus":
         return ObjectStore.ObjectStoreStatus(stream_info=await self._js.stream_info(self._stream), bucket=self._name)
 
-    async def list(self, ignore_deletes: bool = False) -> List[api.ObjectInfo]:
+    async def list(self, ignore_deletes: bool = False) -> list[api.ObjectInfo]:
         """The infos of the objects; NotFoundError when there are none."""
         infos = await self._call(self._impl.list(show_deleted=not ignore_deletes))
         if not infos:
@@ -166,8 +166,8 @@ class ObjectStore:
         return [_info(i) for i in infos]
 
     # ------------------------------------------------------------ writes
-    async def put(self, name: str, data: Union[str, bytes, io.BufferedIOBase],
-                  meta: Optional[api.ObjectMeta] = None) -> api.ObjectInfo:
+    async def put(self, name: str, data: str | bytes | io.BufferedIOBase,
+                  meta: api.ObjectMeta | None = None) -> api.ObjectInfo:
         """Store ``data`` (bytes, str or a reader) as ``name``; its ObjectInfo."""
         if meta is None:
             meta = api.ObjectMeta(name=name)
@@ -222,7 +222,7 @@ class ObjectStore:
         def __init__(self, js: Any) -> None:
             self._js = js
             self._updates: asyncio.Queue = asyncio.Queue(maxsize=256)
-            self._task: Optional[asyncio.Task] = None
+            self._task: asyncio.Task | None = None
             self._impl: Any = None
 
         async def stop(self) -> None:
@@ -240,7 +240,7 @@ class ObjectStore:
             except asyncio.QueueFull:
                 pass
 
-        async def updates(self, timeout: Optional[float] = 5.0) -> Optional[api.ObjectInfo]:
+        async def updates(self, timeout: float | None = 5.0) -> api.ObjectInfo | None:
             try:
                 return await asyncio.wait_for(self._updates.get(), timeout)
             except asyncio.TimeoutError:
@@ -249,7 +249,7 @@ class ObjectStore:
         def __aiter__(self) -> "ObjectStore.ObjectWatcher":
             return self
 
-        async def __anext__(self) -> Optional[api.ObjectInfo]:
+        async def __anext__(self) -> api.ObjectInfo | None:
             item = await self._updates.get()
             if item is ObjectStore.ObjectWatcher._STOP:
                 raise StopAsyncIteration
@@ -305,8 +305,8 @@ async def bind_object_store(js: "JetStreamContext", bucket: str) -> ObjectStore:
     return ObjectStore(bucket, stream, js)
 
 
-async def create_object_store(js: "JetStreamContext", bucket: Optional[str], config: Optional[api.ObjectStoreConfig],
-                              params: Dict[str, Any]) -> ObjectStore:
+async def create_object_store(js: "JetStreamContext", bucket: str | None, config: api.ObjectStoreConfig | None,
+                              params: dict[str, Any]) -> ObjectStore:
     if config is None:
         config = api.ObjectStoreConfig(bucket=bucket)
     else:

@@ -10,7 +10,7 @@ package runs them on the natspy client.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Optional
+from typing import Any
 
 from tclnats_py.natspy.micro.request import Handler, Request
 from tclnats_py.natspy.micro.service import Service, ServiceConfig
@@ -18,7 +18,7 @@ from tclnats_py.natspy.micro.service import Service, ServiceConfig
 __all__ = ["add_service", "Service", "ServiceConfig", "Request", "Handler"]
 
 
-async def add_service(nc: Any, config: Optional[ServiceConfig] = None, **kwargs: Any) -> Service:
+async def add_service(nc: Any, config: ServiceConfig | None = None, **kwargs: Any) -> Service:
     """Create a service on the connection ``nc`` and start it (its control subscriptions)."""
     config = replace(config, **kwargs) if config else ServiceConfig(**kwargs)
     service = Service(nc, config)

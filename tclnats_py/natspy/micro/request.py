@@ -4,7 +4,7 @@ endpoint's handler gets, and :class:`ServiceError`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Dict, Optional
+from typing import Any, Awaitable, Callable
 
 from tclnats_py.engine import micro as _micro
 from tclnats_py.natspy.aio.msg import Msg
@@ -28,21 +28,21 @@ class Request:
         return self._msg.subject
 
     @property
-    def headers(self) -> Optional[Dict[str, str]]:
+    def headers(self) -> dict[str, str] | None:
         return self._msg.headers
 
     @property
     def data(self) -> bytes:
         return self._msg.data
 
-    async def respond(self, data: bytes = b"", headers: Optional[Dict[str, str]] = None) -> None:
+    async def respond(self, data: bytes = b"", headers: dict[str, str] | None = None) -> None:
         """Reply with ``data`` (and ``headers``)."""
         if not self._msg.reply:
             raise ValueError("no reply subject set")
         await self._msg._client.publish(self._msg.reply, data, headers=headers)
 
     async def respond_error(self, code: str, description: str, data: bytes = b"",
-                            headers: Optional[Dict[str, str]] = None) -> None:
+                            headers: dict[str, str] | None = None) -> None:
         """Reply with an error: ``code`` and ``description`` in the service error headers."""
         await self.respond(data, headers=_micro.error_headers(code, description, headers))
 
@@ -60,9 +60,9 @@ class ServiceError(Exception):
     def __repr__(self) -> str:
         return f"{self.code}:{self.description}"
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "description": self.description}
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "ServiceError":
+    def from_dict(cls, data: dict[str, Any]) -> "ServiceError":
         return cls(code=data.get("code", ""), description=data.get("description", ""))

@@ -16,7 +16,7 @@ from asyncio import Event
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, AsyncContextManager, Callable, Dict, List, Optional
+from typing import Any, AsyncContextManager, Callable
 
 from tclnats_py.engine import micro as _micro
 from tclnats_py.engine.nuid import next_token
@@ -31,7 +31,7 @@ PING_RESPONSE_TYPE = _micro.PING_TYPE
 STATS_RESPONSE_TYPE = _micro.STATS_TYPE
 
 
-def _check(problem: Optional[str]) -> None:
+def _check(problem: str | None) -> None:
     if problem is not None:
         raise ValueError(problem)
 
@@ -46,7 +46,7 @@ class ServiceVerb(str, Enum):
     INFO = "INFO"
 
 
-def control_subject(verb: ServiceVerb, name: Optional[str] = None, id: Optional[str] = None,
+def control_subject(verb: ServiceVerb, name: str | None = None, id: str | None = None,
                     prefix: str = DEFAULT_PREFIX) -> str:
     """The control subject of ``verb`` for every service, those named ``name``, or the instance ``id``."""
     return _micro.control_subject(ServiceVerb(verb).value, name, id, prefix)
@@ -59,9 +59,9 @@ class EndpointConfig:
 
     name: str
     handler: Handler
-    queue_group: Optional[str] = None
-    subject: Optional[str] = None
-    metadata: Optional[Dict[str, str]] = None
+    queue_group: str | None = None
+    subject: str | None = None
+    metadata: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         _check(_micro.check_endpoint_name(self.name))
@@ -72,7 +72,7 @@ class EndpointConfig:
 @dataclass
 class GroupConfig:
     name: str
-    queue_group: Optional[str] = None
+    queue_group: str | None = None
 
 
 StatsHandler = Callable[["EndpointStats"], Any]
@@ -85,10 +85,10 @@ class ServiceConfig:
 
     name: str
     version: str
-    description: Optional[str] = None
-    metadata: Optional[Dict[str, str]] = None
-    queue_group: Optional[str] = None
-    stats_handler: Optional[StatsHandler] = None
+    description: str | None = None
+    metadata: dict[str, str] | None = None
+    queue_group: str | None = None
+    stats_handler: StatsHandler | None = None
 
     def __post_init__(self) -> None:
         _check(_micro.check_service_name(self.name))
@@ -107,17 +107,17 @@ class EndpointStats:
     num_errors: int
     processing_time: int
     average_processing_time: int
-    last_error: Optional[str] = None
-    data: Optional[Any] = None
+    last_error: str | None = None
+    data: Any | None = None
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "EndpointStats":
+    def from_dict(cls, data: dict[str, Any]) -> "EndpointStats":
         return cls(name=data["name"], subject=data["subject"], queue_group=data["queue_group"],
                    num_requests=data["num_requests"], num_errors=data["num_errors"],
                    processing_time=data["processing_time"], average_processing_time=data["average_processing_time"],
                    last_error=data["last_error"], data=data["data"])
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "subject": self.subject, "queue_group": self.queue_group,
                 "num_requests": self.num_requests, "num_errors": self.num_errors,
                 "last_error": self.last_error or "", "processing_time": self.processing_time,
@@ -129,14 +129,14 @@ class EndpointInfo:
     name: str
     subject: str
     queue_group: str
-    metadata: Dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "EndpointInfo":
+    def from_dict(cls, data: dict[str, Any]) -> "EndpointInfo":
         return cls(name=data["name"], subject=data["subject"], queue_group=data["queue_group"],
                    metadata=data["metadata"])
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return _micro.endpoint_info(self.name, self.subject, self.queue_group, self.metadata)
 
 
@@ -145,14 +145,14 @@ class ServicePing:
     id: str
     name: str
     version: str
-    metadata: Dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
     type: str = PING_RESPONSE_TYPE
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "ServicePing":
+    def from_dict(cls, data: dict[str, Any]) -> "ServicePing":
         return cls(id=data["id"], name=data["name"], version=data["version"], metadata=data.get("metadata", {}))
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return _micro.ping_payload(self.id, self.name, self.version, self.metadata)
 
 
@@ -162,17 +162,17 @@ class ServiceStats:
     name: str
     version: str
     started: datetime
-    endpoints: List[EndpointStats] = field(default_factory=list)
-    metadata: Dict[str, str] = field(default_factory=dict)
+    endpoints: list[EndpointStats] = field(default_factory=list)
+    metadata: dict[str, str] = field(default_factory=dict)
     type: str = STATS_RESPONSE_TYPE
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "ServiceStats":
+    def from_dict(cls, data: dict[str, Any]) -> "ServiceStats":
         return cls(id=data["id"], name=data["name"], version=data["version"],
                    started=_micro.parse_started(data["started"]),
                    endpoints=[EndpointStats.from_dict(e) for e in data["endpoints"]], metadata=data["metadata"])
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return _micro.stats_payload(self.id, self.name, self.version, self.started,
                                     [e.to_dict() for e in self.endpoints], self.metadata)
 
@@ -182,18 +182,18 @@ class ServiceInfo:
     name: str
     id: str
     version: str
-    description: Optional[str] = None
-    endpoints: List[EndpointInfo] = field(default_factory=list)
-    metadata: Dict[str, str] = field(default_factory=dict)
+    description: str | None = None
+    endpoints: list[EndpointInfo] = field(default_factory=list)
+    metadata: dict[str, str] = field(default_factory=dict)
     type: str = INFO_RESPONSE_TYPE
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "ServiceInfo":
+    def from_dict(cls, data: dict[str, Any]) -> "ServiceInfo":
         return cls(id=data["id"], name=data["name"], version=data["version"], description=data.get("description"),
                    endpoints=[EndpointInfo.from_dict(e) for e in data["endpoints"]], metadata=data["metadata"],
                    type=data.get("type", INFO_RESPONSE_TYPE))
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         out = _micro.info_payload(self.id, self.name, self.version, self.description,
                                   [e.to_dict() for e in self.endpoints], self.metadata)
         out["type"] = self.type
@@ -212,7 +212,7 @@ class Endpoint:
         self._handler = config.handler
         self._metadata = config.metadata
         self._stats = _micro.EndpointStats()
-        self._subscription: Optional[Subscription] = None
+        self._subscription: Subscription | None = None
 
     async def _start(self) -> None:
         self._subscription = await self._service._client.subscribe(self._subject, queue=self._queue_group,
@@ -241,7 +241,7 @@ class Endpoint:
                 await request.respond_error("500", repr(error))
         st.finished(time.perf_counter_ns() - t0)
 
-    def _stats_of(self, handler: Optional[StatsHandler]) -> EndpointStats:
+    def _stats_of(self, handler: StatsHandler | None) -> EndpointStats:
         st = self._stats
         out = EndpointStats(name=self._name, subject=self._subject, queue_group=self._queue_group,
                             num_requests=st.num_requests, num_errors=st.num_errors,
@@ -260,13 +260,13 @@ class Group:
         self._prefix = config.name
         self._queue_group = config.queue_group
 
-    async def add_endpoint(self, config: Optional[EndpointConfig] = None, **kwargs: Any) -> None:
+    async def add_endpoint(self, config: EndpointConfig | None = None, **kwargs: Any) -> None:
         config = EndpointConfig(**kwargs) if config is None else replace(config, **kwargs)
         config = replace(config, subject=_micro.group_subject(self._prefix, config.subject or config.name),
                          queue_group=config.queue_group or self._queue_group)
         await self._service.add_endpoint(config)
 
-    def add_group(self, config: Optional[GroupConfig] = None, **kwargs: Any) -> "Group":
+    def add_group(self, config: GroupConfig | None = None, **kwargs: Any) -> "Group":
         config = replace(config, **kwargs) if config else GroupConfig(**kwargs)
         config = replace(config, name=f"{self._prefix}.{config.name}",
                          queue_group=config.queue_group or self._queue_group)
@@ -285,8 +285,8 @@ class Service(AsyncContextManager):
         self._queue_group = config.queue_group
         self._stats_handler = config.stats_handler
         self._client = client
-        self._subscriptions: Dict[str, Subscription] = {}
-        self._endpoints: List[Endpoint] = []
+        self._subscriptions: dict[str, Subscription] = {}
+        self._endpoints: list[Endpoint] = []
         self._started = _utcnow()
         self._stopped = Event()
         self._prefix = DEFAULT_PREFIX
@@ -306,14 +306,14 @@ class Service(AsyncContextManager):
         self._started = _utcnow()
         await self._client.flush()
 
-    async def add_endpoint(self, config: Optional[EndpointConfig] = None, **kwargs: Any) -> None:
+    async def add_endpoint(self, config: EndpointConfig | None = None, **kwargs: Any) -> None:
         config = EndpointConfig(**kwargs) if config is None else replace(config, **kwargs)
         config = replace(config, queue_group=config.queue_group or self._queue_group)
         endpoint = Endpoint(self, config)
         await endpoint._start()
         self._endpoints.append(endpoint)
 
-    def add_group(self, config: Optional[GroupConfig] = None, **kwargs: Any) -> Group:
+    def add_group(self, config: GroupConfig | None = None, **kwargs: Any) -> Group:
         config = replace(config, **kwargs) if config else GroupConfig(**kwargs)
         config = replace(config, queue_group=config.queue_group or self._queue_group)
         return Group(self, config)
