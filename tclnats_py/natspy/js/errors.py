@@ -28,14 +28,38 @@ __all__ = [
 ]
 
 
+# Filled by the class statements below: an engine error code -> the class
+# built (without arguments) for it, and an API reply's HTTP-like code -> its class.
+_FROM_ENGINE: dict[str, type] = {"ErrNoHeartbeat": _core.TimeoutError}
+_FROM_HTTP: dict[int, type] = {}
+
+
 class Error(_core.Error):
-    """A JetStream error; ``description`` says what went wrong."""
+    """A JetStream error; ``description`` says what went wrong.
+
+    Subclasses declare what they stand for in their class statement:
+    ``engine_code=`` (the engine error they translate), ``http=`` (the API
+    reply code they stand for), ``text=`` (a fixed ``str()``)."""
+
+    _fixed_text: str | None = None
+
+    def __init_subclass__(cls, engine_code: str | None = None, http: int | None = None,
+                          text: str | None = None, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if engine_code is not None:
+            _FROM_ENGINE[engine_code] = cls
+        if http is not None:
+            _FROM_HTTP[http] = cls
+        if text is not None:
+            cls._fixed_text = text
 
     def __init__(self, description: str | None = None) -> None:
         super().__init__(description)
         self.description = description
 
     def __str__(self) -> str:
+        if self._fixed_text is not None:
+            return self._fixed_text
         return f"nats: JetStream.{type(self).__name__} {self.description or ''}"
 
 
@@ -50,19 +74,24 @@ class APIError(Error):
         self.stream = stream
         self.seq = seq
 
+    def _fields(self) -> tuple:
+        return (self.code, self.err_code, self.description, self.stream, self.seq)
+
     def __eq__(self, other: Any) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.code, self.err_code, self.description, self.stream, self.seq) == \
-            (other.code, other.err_code, other.description, other.stream, other.seq)
+        return self._fields() == other._fields()
 
     __hash__ = Exception.__hash__
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(code={self.code!r}, err_code={self.err_code!r}, "
-                f"description={self.description!r}, stream={self.stream!r}, seq={self.seq!r})")
+        named = ", ".join(f"{k}={v!r}" for k, v in zip(("code", "err_code", "description", "stream", "seq"),
+                                                        self._fields()))
+        return f"{type(self).__name__}({named})"
 
     def __str__(self) -> str:
+        if self._fixed_text is not None:
+            return self._fixed_text
         return f"nats: {type(self).__name__}: code={self.code} err_code={self.err_code} " \
                f"description='{self.description}'"
 
@@ -84,34 +113,29 @@ class APIError(Error):
                        description=h.get("Description"))
 
 
-class ServiceUnavailableError(APIError):
+class ServiceUnavailableError(APIError, http=503, engine_code="ErrJetStreamNotEnabled"):
     """503: JetStream (or the stream's leader) is not there."""
 
 
-class ServerError(APIError):
+class ServerError(APIError, http=500):
     """500."""
 
 
-class NotFoundError(APIError):
+class NotFoundError(APIError, http=404):
     """404: no such stream, consumer, message ..."""
 
 
-class BadRequestError(APIError):
+class BadRequestError(APIError, http=400):
     """400."""
 
 
-class NoStreamResponseError(Error):
+class NoStreamResponseError(Error, text="nats: no response from stream"):
     """A JetStream publish that no stream answered (no stream on the subject)."""
 
-    def __str__(self) -> str:
-        return "nats: no response from stream"
 
-
-class TooManyStalledMsgsError(Error):
+class TooManyStalledMsgsError(Error, engine_code="ErrTooManyStalledMsgs",
+                              text="nats: publish_async stalled: too many publishes still wait for their ack"):
     """publish_async: too many acks outstanding for longer than wait_stall."""
-
-    def __str__(self) -> str:
-        return "nats: stalled with too many outstanding async published messages"
 
 
 class FetchTimeoutError(_core.TimeoutError):
@@ -120,15 +144,14 @@ class FetchTimeoutError(_core.TimeoutError):
     _text = "nats: fetch timeout"
 
 
-class ConsumerSequenceMismatchError(Error):
+class ConsumerSequenceMismatchError(Error, engine_code="ErrConsumerSequenceMismatch"):
     """A push consumer with heartbeats saw a gap in its consumer sequence."""
 
     def __init__(self, stream_resume_sequence: int | None = None, consumer_sequence: int | None = None,
                  last_consumer_sequence: int | None = None) -> None:
         super().__init__(None)
-        self.stream_resume_sequence = stream_resume_sequence
-        self.consumer_sequence = consumer_sequence
-        self.last_consumer_sequence = last_consumer_sequence
+        self.stream_resume_sequence, self.consumer_sequence, self.last_consumer_sequence = \
+            stream_resume_sequence, consumer_sequence, last_consumer_sequence
 
     def __str__(self) -> str:
         gap = (self.last_consumer_sequence or 0) - (self.consumer_sequence or 0)
@@ -136,7 +159,7 @@ class ConsumerSequenceMismatchError(Error):
                 f"behind), should restart consumer from stream sequence {self.stream_resume_sequence}")
 
 
-class BucketNotFoundError(NotFoundError):
+class BucketNotFoundError(NotFoundError, engine_code="ErrBucketNotFound"):
     """No Key-Value bucket (or object store) of that name."""
 
 
@@ -148,25 +171,25 @@ class KeyValueError(APIError):
     """A Key-Value error."""
 
 
-class KeyDeletedError(KeyValueError, NotFoundError):
-    """The key's last entry is a delete or purge marker (``entry``, ``op``)."""
+class _KeyMissing(KeyValueError, NotFoundError):
+    """What KeyDeletedError and KeyNotFoundError share: the ``entry`` and
+    ``op`` that were found instead of a value (when there was one)."""
 
     def __init__(self, entry: Any = None, op: Any = None) -> None:
         super().__init__()
         self.entry = entry
         self.op = op
 
-    def __str__(self) -> str:
-        return "nats: key was deleted"
+
+class KeyDeletedError(_KeyMissing, text="nats: key was deleted"):
+    """The key's last entry is a delete or purge marker (``entry``, ``op``)."""
 
 
-class KeyNotFoundError(KeyValueError, NotFoundError):
+class KeyNotFoundError(_KeyMissing):
     """The key has no entry (or not the revision asked for)."""
 
     def __init__(self, entry: Any = None, op: Any = None, message: str | None = None) -> None:
-        super().__init__()
-        self.entry = entry
-        self.op = op
+        super().__init__(entry, op)
         self.message = message
 
     def __str__(self) -> str:
@@ -183,17 +206,15 @@ class KeyWrongLastSequenceError(KeyValueError, BadRequestError):
         return f"nats: {self.description}"
 
 
-class NoKeysError(KeyValueError):
-    def __str__(self) -> str:
-        return "nats: no keys found"
+class NoKeysError(KeyValueError, engine_code="ErrNoKeysFound", text="nats: no keys found"):
+    """A bucket with no keys (``keys()``)."""
 
 
-class KeyHistoryTooLargeError(KeyValueError):
-    def __str__(self) -> str:
-        return "nats: history limited to a max of 64"
+class KeyHistoryTooLargeError(KeyValueError, text="nats: a Key-Value bucket keeps at most 64 entries per key"):
+    """``history`` above 64."""
 
 
-class InvalidKeyError(Error):
+class InvalidKeyError(Error, engine_code="ErrInvalidKey"):
     """A key that Key-Value does not allow."""
 
 
@@ -205,7 +226,7 @@ class InvalidObjectNameError(Error):
     """An object name that Object Store does not allow."""
 
 
-class BadObjectMetaError(Error):
+class BadObjectMetaError(Error, engine_code="ErrBadObjectMeta"):
     """An object's meta that cannot be read."""
 
 
@@ -213,11 +234,11 @@ class LinkIsABucketError(Error):
     """A link to a whole bucket where an object was expected."""
 
 
-class DigestMismatchError(Error):
+class DigestMismatchError(Error, engine_code="ErrDigestMismatch"):
     """An object's data does not have the digest its info says."""
 
 
-class ObjectNotFoundError(NotFoundError):
+class ObjectNotFoundError(NotFoundError, engine_code="ErrObjectNotFound"):
     """No object of that name."""
 
 
@@ -229,20 +250,15 @@ class ObjectAlreadyExists(Error):
     """An object of that name is there already."""
 
 
-class KeyValueLimitMarkerTTLNotSupportedError(Error):
+class KeyValueLimitMarkerTTLNotSupportedError(
+        Error, text="nats: this server has no limit marker TTLs (limit_marker_ttl needs nats-server 2.11+)"):
     """limit_marker_ttl needs nats-server 2.11 or later."""
-
-    def __str__(self) -> str:
-        return "nats: limit marker TTLs not supported by server"
 
 
 # ---------------------------------------------------------------- translation
-_BY_HTTP = {503: ServiceUnavailableError, 500: ServerError, 404: NotFoundError, 400: BadRequestError}
-
-
 def api_error(err: dict) -> APIError:
     """The nats-py class of an API reply's ``error`` object (by its HTTP-like code)."""
-    cls = _BY_HTTP.get(err.get("code"), APIError)  # type: ignore[arg-type]
+    cls = _FROM_HTTP.get(err.get("code"), APIError)  # type: ignore[arg-type]
     return cls(code=err.get("code"), description=err.get("description"), err_code=err.get("err_code"),
                stream=err.get("stream"), seq=err.get("seq"))
 
@@ -251,21 +267,6 @@ def _from_api(exc: _our.NatsError) -> APIError:
     d = exc.details
     code = d.get("api_code", d.get("code"))
     return api_error({"code": code, "err_code": d.get("err_code"), "description": d.get("description", exc.message)})
-
-
-# engine code -> a nats-py class built without arguments (the engine's text is kept as description)
-_BY_CODE: dict = {
-    "ErrTooManyStalledMsgs": TooManyStalledMsgsError,
-    "ErrBucketNotFound": BucketNotFoundError,
-    "ErrNoKeysFound": NoKeysError,
-    "ErrInvalidKey": InvalidKeyError,
-    "ErrObjectNotFound": ObjectNotFoundError,
-    "ErrDigestMismatch": DigestMismatchError,
-    "ErrBadObjectMeta": BadObjectMetaError,
-    "ErrJetStreamNotEnabled": ServiceUnavailableError,
-    "ErrNoHeartbeat": _core.TimeoutError,
-    "ErrConsumerSequenceMismatch": ConsumerSequenceMismatchError,
-}
 
 
 def translate(exc: BaseException) -> BaseException:
@@ -280,8 +281,8 @@ def translate(exc: BaseException) -> BaseException:
         new = KeyNotFoundError(message=exc.message or None)
     elif code in ("ErrKeyExists", "ErrWrongLastSequence") and isinstance(exc, _our.KeyValueError):
         new = KeyWrongLastSequenceError(exc.message)
-    elif code in _BY_CODE:
-        new = _BY_CODE[code]()
+    elif code in _FROM_ENGINE:
+        new = _FROM_ENGINE[code]()
         if isinstance(new, Error):
             new.description = exc.message
     elif isinstance(exc, _our.APIError) or ("err_code" in exc.details and "code" in exc.details):

@@ -3,8 +3,8 @@ endpoint's handler gets, and :class:`ServiceError`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Awaitable, Callable, TypeAlias
 
 from tclnats_py.engine import micro as _micro
 from tclnats_py.natspy.aio.msg import Msg
@@ -37,9 +37,10 @@ class Request:
 
     async def respond(self, data: bytes = b"", headers: dict[str, str] | None = None) -> None:
         """Reply with ``data`` (and ``headers``)."""
-        if not self._msg.reply:
-            raise ValueError("no reply subject set")
-        await self._msg._client.publish(self._msg.reply, data, headers=headers)
+        reply_to = self._msg.reply
+        if not reply_to:
+            raise ValueError(f"micro: the request on {self._msg.subject!r} has no reply subject to respond to")
+        await self._msg._client.publish(reply_to, data, headers=headers)
 
     async def respond_error(self, code: str, description: str, data: bytes = b"",
                             headers: dict[str, str] | None = None) -> None:
@@ -47,7 +48,8 @@ class Request:
         await self.respond(data, headers=_micro.error_headers(code, description, headers))
 
 
-Handler = Callable[[Request], Awaitable[None]]
+#: an endpoint's handler: a coroutine function of the Request
+Handler: TypeAlias = Callable[[Request], Awaitable[None]]
 
 
 @dataclass
@@ -58,11 +60,13 @@ class ServiceError(Exception):
     description: str
 
     def __repr__(self) -> str:
-        return f"{self.code}:{self.description}"
+        # what an endpoint's stats show as last_error: the fields joined by ":"
+        return ":".join(str(value) for value in self.to_dict().values())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "description": self.description}
+        return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ServiceError":
-        return cls(code=data.get("code", ""), description=data.get("description", ""))
+    def from_dict(cls, data: dict[str, Any]) -> ServiceError:
+        """From ``to_dict``'s form; a missing field is the empty string."""
+        return cls(**{key: data.get(key, "") for key in ("code", "description")})

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import time
 from asyncio import Event
-from dataclasses import dataclass, field, replace
+import dataclasses
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, AsyncContextManager, Callable
@@ -201,52 +202,71 @@ class ServiceInfo:
 
 
 # ---------------------------------------------------------------- endpoints, groups, the service
-class Endpoint:
-    """One endpoint: a queue subscription whose requests go to the handler, counted."""
+def _config_of(cls: type, config: Any, overrides: dict[str, Any]) -> Any:
+    """``config`` with ``overrides`` applied, or a new ``cls`` of them alone
+    (``add_endpoint``/``add_group`` take either or both)."""
+    return cls(**overrides) if config is None else dataclasses.replace(config, **overrides)
 
-    def __init__(self, service: "Service", config: EndpointConfig) -> None:
+
+class Endpoint:
+    """One endpoint: a queue subscription whose requests go to the handler,
+    counted in the engine's ``EndpointStats``.  ``config`` is complete here:
+    its subject and queue group already resolved by the service or group."""
+
+    def __init__(self, service: Service, config: EndpointConfig) -> None:
         self._service = service
-        self._name = config.name
-        self._subject = config.subject or config.name
-        self._queue_group = config.queue_group or DEFAULT_QUEUE_GROUP
-        self._handler = config.handler
-        self._metadata = config.metadata
-        self._stats = _micro.EndpointStats()
-        self._subscription: Subscription | None = None
+        self._config = config
+        self._counters = _micro.EndpointStats()
+        self._sub: Subscription | None = None
+
+    @property
+    def _name(self) -> str:
+        return self._config.name
+
+    @property
+    def _subject(self) -> str:
+        return self._config.subject or self._config.name
+
+    @property
+    def _queue_group(self) -> str:
+        return self._config.queue_group or DEFAULT_QUEUE_GROUP
 
     async def _start(self) -> None:
-        self._subscription = await self._service._client.subscribe(self._subject, queue=self._queue_group,
-                                                                   cb=self._handle_request)
+        self._sub = await self._service._client.subscribe(self._subject, queue=self._queue_group, cb=self._serve)
 
     async def _stop(self) -> None:
-        sub, self._subscription = self._subscription, None
+        sub, self._sub = self._sub, None
         if sub is not None:
             await sub.unsubscribe()
 
     def _reset(self) -> None:
-        self._stats.reset()
+        self._counters.reset()
 
-    async def _handle_request(self, msg: Msg) -> None:
-        t0 = time.perf_counter_ns()
-        st = self._stats
-        st.started()
-        request = Request(msg)
+    async def _serve(self, msg: Msg) -> None:
+        """One request: run the handler; when it raises, count the error and
+        answer with it (a ServiceError's code and text, else 500)."""
+        began = time.perf_counter_ns()
+        counters = self._counters
+        counters.started()
+        req = Request(msg)
         try:
-            await self._handler(request)
-        except Exception as error:  # the handler failed: counted, and the requester gets an error reply
-            st.failed(repr(error))
-            if isinstance(error, ServiceError):
-                await request.respond_error(error.code, error.description)
-            else:
-                await request.respond_error("500", repr(error))
-        st.finished(time.perf_counter_ns() - t0)
+            await self._config.handler(req)
+        except Exception as exc:  # counted, and the requester gets an error reply
+            counters.failed(repr(exc))
+            code, text = (exc.code, exc.description) if isinstance(exc, ServiceError) else ("500", repr(exc))
+            await req.respond_error(code, text)
+        counters.finished(time.perf_counter_ns() - began)
+
+    def _info(self) -> EndpointInfo:
+        return EndpointInfo(name=self._name, subject=self._subject, queue_group=self._queue_group,
+                            metadata=self._config.metadata)  # type: ignore[arg-type]
 
     def _stats_of(self, handler: StatsHandler | None) -> EndpointStats:
-        st = self._stats
+        c = self._counters
         out = EndpointStats(name=self._name, subject=self._subject, queue_group=self._queue_group,
-                            num_requests=st.num_requests, num_errors=st.num_errors,
-                            processing_time=st.processing_time, average_processing_time=st.average_processing_time,
-                            last_error=st.last_error)
+                            num_requests=c.num_requests, num_errors=c.num_errors,
+                            processing_time=c.processing_time, average_processing_time=c.average_processing_time,
+                            last_error=c.last_error)
         if handler is not None:
             out.data = handler(out)
         return out
@@ -255,22 +275,22 @@ class Endpoint:
 class Group:
     """Endpoints under a common subject prefix (and default queue group)."""
 
-    def __init__(self, service: "Service", config: GroupConfig) -> None:
+    def __init__(self, service: Service, config: GroupConfig) -> None:
         self._service = service
-        self._prefix = config.name
-        self._queue_group = config.queue_group
+        self._config = config
 
     async def add_endpoint(self, config: EndpointConfig | None = None, **kwargs: Any) -> None:
-        config = EndpointConfig(**kwargs) if config is None else replace(config, **kwargs)
-        config = replace(config, subject=_micro.group_subject(self._prefix, config.subject or config.name),
-                         queue_group=config.queue_group or self._queue_group)
-        await self._service.add_endpoint(config)
+        ep = _config_of(EndpointConfig, config, kwargs)
+        inner = self._config
+        await self._service._open_endpoint(dataclasses.replace(
+            ep, subject=_micro.group_subject(inner.name, ep.subject or ep.name),
+            queue_group=ep.queue_group or inner.queue_group))
 
-    def add_group(self, config: GroupConfig | None = None, **kwargs: Any) -> "Group":
-        config = replace(config, **kwargs) if config else GroupConfig(**kwargs)
-        config = replace(config, name=f"{self._prefix}.{config.name}",
-                         queue_group=config.queue_group or self._queue_group)
-        return Group(self._service, config)
+    def add_group(self, config: GroupConfig | None = None, **kwargs: Any) -> Group:
+        sub = _config_of(GroupConfig, config, kwargs)
+        outer = self._config
+        return Group(self._service, dataclasses.replace(sub, name=f"{outer.name}.{sub.name}",
+                                                        queue_group=sub.queue_group or outer.queue_group))
 
 
 class Service(AsyncContextManager):
@@ -278,14 +298,11 @@ class Service(AsyncContextManager):
 
     def __init__(self, client: Any, config: ServiceConfig) -> None:
         self._id = next_token()
-        self._name = config.name
-        self._version = config.version
-        self._description = config.description
+        self._config = config
         self._metadata = config.metadata or {}
-        self._queue_group = config.queue_group
-        self._stats_handler = config.stats_handler
         self._client = client
-        self._subscriptions: dict[str, Subscription] = {}
+        self._control: dict[str, Subscription] = {}   # control subject -> its subscription
+        self._verbs: dict[str, str] = {}              # control subject -> PING / INFO / STATS
         self._endpoints: list[Endpoint] = []
         self._started = _utcnow()
         self._stopped = Event()
@@ -297,38 +314,37 @@ class Service(AsyncContextManager):
 
     async def start(self) -> None:
         """Subscribe to the control subjects (PING, INFO, STATS: all, by name, by id)."""
-        if self._subscriptions:
+        if self._control:
             return
-        handlers = {"PING": self._handle_ping_request, "INFO": self._handle_info_request,
-                    "STATS": self._handle_stats_request}
-        for verb, key, subject in _micro.control_subjects(self._name, self._id, self._prefix):
-            self._subscriptions[key] = await self._client.subscribe(subject, cb=handlers[verb])
+        for verb, _key, subject in _micro.control_subjects(self._config.name, self._id, self._prefix):
+            self._verbs[subject] = verb
+            self._control[subject] = await self._client.subscribe(subject, cb=self._answer_control)
         self._started = _utcnow()
         await self._client.flush()
 
     async def add_endpoint(self, config: EndpointConfig | None = None, **kwargs: Any) -> None:
-        config = EndpointConfig(**kwargs) if config is None else replace(config, **kwargs)
-        config = replace(config, queue_group=config.queue_group or self._queue_group)
-        endpoint = Endpoint(self, config)
-        await endpoint._start()
-        self._endpoints.append(endpoint)
+        await self._open_endpoint(_config_of(EndpointConfig, config, kwargs))
+
+    async def _open_endpoint(self, config: EndpointConfig) -> None:
+        """Start an endpoint (its queue group defaulting to the service's)."""
+        ep = Endpoint(self, dataclasses.replace(config, queue_group=config.queue_group or self._config.queue_group))
+        await ep._start()
+        self._endpoints.append(ep)
 
     def add_group(self, config: GroupConfig | None = None, **kwargs: Any) -> Group:
-        config = replace(config, **kwargs) if config else GroupConfig(**kwargs)
-        config = replace(config, queue_group=config.queue_group or self._queue_group)
-        return Group(self, config)
+        grp = _config_of(GroupConfig, config, kwargs)
+        return Group(self, dataclasses.replace(grp, queue_group=grp.queue_group or self._config.queue_group))
 
     def stats(self) -> ServiceStats:
-        return ServiceStats(id=self._id, name=self._name, version=self._version, metadata=self._metadata,
-                            endpoints=[e._stats_of(self._stats_handler) for e in self._endpoints],
+        cfg = self._config
+        return ServiceStats(id=self._id, name=cfg.name, version=cfg.version, metadata=self._metadata,
+                            endpoints=[e._stats_of(cfg.stats_handler) for e in self._endpoints],
                             started=self._started)
 
     def info(self) -> ServiceInfo:
-        return ServiceInfo(id=self._id, name=self._name, version=self._version, metadata=self._metadata,
-                           description=self._description,
-                           endpoints=[EndpointInfo(name=e._name, subject=e._subject, queue_group=e._queue_group,
-                                                   metadata=e._metadata)  # type: ignore[arg-type]
-                                      for e in self._endpoints])
+        cfg = self._config
+        return ServiceInfo(id=self._id, name=cfg.name, version=cfg.version, metadata=self._metadata,
+                           description=cfg.description, endpoints=[e._info() for e in self._endpoints])
 
     async def reset(self) -> None:
         """Start the statistics over."""
@@ -342,29 +358,30 @@ class Service(AsyncContextManager):
             return
         for e in self._endpoints:
             await e._stop()
-        for sub in self._subscriptions.values():
+        for sub in self._control.values():
             await sub.drain()
         self._endpoints = []
-        self._subscriptions = {}
+        self._control = {}
         self._stopped.set()
 
     @property
     def stopped(self) -> Event:
         return self._stopped
 
-    async def __aenter__(self) -> "Service":
+    async def __aenter__(self) -> Service:
         await self.start()
         return self
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         await self.stop()
 
-    async def _handle_ping_request(self, msg: Msg) -> None:
-        await msg.respond(json.dumps(_micro.ping_payload(self._id, self._name, self._version,
-                                                         self._metadata)).encode())
+    def _control_payload(self, verb: str) -> dict[str, Any]:
+        """The answer to a PING, INFO or STATS request (the engine's payload forms)."""
+        if verb == "PING":
+            cfg = self._config
+            return _micro.ping_payload(self._id, cfg.name, cfg.version, self._metadata)
+        return (self.info() if verb == "INFO" else self.stats()).to_dict()
 
-    async def _handle_info_request(self, msg: Msg) -> None:
-        await msg.respond(json.dumps(self.info().to_dict()).encode())
-
-    async def _handle_stats_request(self, msg: Msg) -> None:
-        await msg.respond(json.dumps(self.stats().to_dict()).encode())
+    async def _answer_control(self, msg: Msg) -> None:
+        """The callback of every control subscription: the subject tells the verb."""
+        await msg.respond(json.dumps(self._control_payload(self._verbs[msg.subject])).encode())
