@@ -362,12 +362,11 @@ class Client:
         # nats-py retries a server that refuses the credentials until max_reconnect_attempts
         opts["ignore_auth_error_abort"] = True
         self._auth_options(opts, signature_cb, user_jwt_cb, user_credentials, nkeys_seed, nkeys_seed_str)
-        impl = _ImplClient()
         # nats-py: tls:// alone does not require TLS (the server's INFO decides)
         servers = [servers] if isinstance(servers, str) else list(servers)
         servers = ["nats://" + s[6:] if s.startswith("tls://") else s for s in servers]
         try:
-            impl._configure(servers, opts)
+            impl = _ImplClient(servers, **opts)
         except NatsError as e:
             raise errors.translate(e) from e
         impl.engine.send_auth_always = True  # nats-py sends what it was given
