@@ -34,8 +34,12 @@ KV_DEL = _kv.DEL
 KV_PURGE = _kv.PURGE
 MSG_ROLLUP_SUBJECT = "sub"
 
-VALID_BUCKET_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
-VALID_KEY_RE = re.compile(r"^[-/_=\.a-zA-Z0-9]+$")
+# the engine's character sets, anchored for re.match as nats-py programs use them
+VALID_BUCKET_RE = re.compile(f"^{_kv._BUCKET.pattern}$")
+VALID_KEY_RE = re.compile(f"^{_kv._KEY.pattern}$")
+
+# purge_deletes keeps the markers younger than this (seconds) by default
+_MARKER_GRACE_S = 1800
 
 _WRONG_LAST_SEQUENCE = (10071, 10164)
 
@@ -74,20 +78,24 @@ class KeyValue:
         bucket: str
 
         @property
+        def _stream(self) -> api.StreamConfig:
+            return self.stream_info.config
+
+        @property
         def values(self) -> int:
             return self.stream_info.state.messages
 
         @property
         def history(self) -> int:
-            return self.stream_info.config.max_msgs_per_subject
+            return self._stream.max_msgs_per_subject
 
         @property
         def ttl(self) -> float | None:
-            return self.stream_info.config.max_age
+            return self._stream.max_age
 
         @property
         def marker_ttl(self) -> float | None:
-            return self.stream_info.config.subject_delete_marker_ttl
+            return self._stream.subject_delete_marker_ttl
 
     def __init__(self, name: str, stream: str, pre: str, js: "JetStreamContext", direct: bool) -> None:
         self._name = name
@@ -95,6 +103,10 @@ class KeyValue:
         self._pre = pre
         self._js = js
         self._direct = direct
+
+    def _subject(self, key: str) -> str:
+        """The stream subject that holds ``key``."""
+        return self._pre + key
 
     # ------------------------------------------------------------ reads
     async def get(self, key: str, revision: int | None = None, validate_keys: bool = True) -> "KeyValue.Entry":
@@ -107,7 +119,7 @@ class KeyValue:
             raise _jserr.KeyNotFoundError(e.entry, e.op) from None
 
     async def _get(self, key: str, revision: int | None = None) -> "KeyValue.Entry":
-        subject = f"{self._pre}{key}"
+        subject = self._subject(key)
         try:
             if revision:
                 msg = await self._js.get_msg(self._stream, seq=revision, direct=self._direct)
@@ -132,7 +144,7 @@ class KeyValue:
         """Store ``value``; the new revision."""
         if validate_keys and not _key_ok(key):
             raise _jserr.InvalidKeyError(key)
-        return (await self._js.publish(f"{self._pre}{key}", value)).seq
+        return (await self._js.publish(self._subject(key), value)).seq
 
     async def create(self, key: str, value: bytes, validate_keys: bool = True, msg_ttl: float | None = None) -> int:
         """Store ``value`` only if ``key`` has no value (absent, deleted or purged)."""
@@ -158,12 +170,12 @@ class KeyValue:
             raise _jserr.InvalidKeyError(key)
         hdrs = {api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE.value: str(last or 0)}
         try:
-            pa = await self._js.publish(f"{self._pre}{key}", value, headers=hdrs, msg_ttl=msg_ttl)
+            ack = await self._js.publish(self._subject(key), value, headers=hdrs, msg_ttl=msg_ttl)
         except _jserr.APIError as e:
             if e.err_code in _WRONG_LAST_SEQUENCE:
                 raise _jserr.KeyWrongLastSequenceError(description=e.description) from None
             raise
-        return pa.seq
+        return ack.seq
 
     async def delete(self, key: str, last: int | None = None, validate_keys: bool = True,
                      msg_ttl: float | None = None) -> bool:
@@ -176,30 +188,23 @@ class KeyValue:
         hdrs = {KV_OP: KV_DEL}
         if last and last > 0:
             hdrs[api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE.value] = str(last)
-        await self._js.publish(f"{self._pre}{key}", headers=hdrs)
+        await self._js.publish(self._subject(key), headers=hdrs)
         return True
 
     async def purge(self, key: str, msg_ttl: float | None = None) -> bool:
         """A purge marker that removes the key's history."""
         hdrs = {KV_OP: KV_PURGE, api.Header.ROLLUP.value: MSG_ROLLUP_SUBJECT}
-        await self._js.publish(f"{self._pre}{key}", headers=hdrs, msg_ttl=msg_ttl)
+        await self._js.publish(self._subject(key), headers=hdrs, msg_ttl=msg_ttl)
         return True
 
-    async def purge_deletes(self, olderthan: int = 30 * 60) -> bool:
+    async def purge_deletes(self, olderthan: int = _MARKER_GRACE_S) -> bool:
         """Remove the delete and purge markers (keeping those younger than ``olderthan`` seconds, <= 0: all)."""
-        watcher = await self.watchall()
-        markers = []
-        async for entry in watcher:
-            if entry is None:
-                break
-            if entry.operation in (KV_DEL, KV_PURGE):
-                markers.append(entry)
-        await watcher.stop()
+        markers = [e for e in await _initial_entries(await self.watchall()) if e.operation in (KV_DEL, KV_PURGE)]
         now = datetime.datetime.now(datetime.timezone.utc)
         for entry in markers:
             age = (now - entry.created).total_seconds()
             keep = 1 if olderthan > 0 and olderthan > age else 0
-            await self._js.purge_stream(self._stream, subject=f"{self._pre}{entry.key}", keep=keep)
+            await self._js.purge_stream(self._stream, subject=self._subject(entry.key), keep=keep)
         return True
 
     # ------------------------------------------------------------ watching
@@ -238,10 +243,7 @@ class KeyValue:
                         pass
 
         async def updates(self, timeout: float | None = 5.0) -> Any:
-            try:
-                return await asyncio.wait_for(self._updates.get(), timeout)
-            except asyncio.TimeoutError:
-                raise _core.TimeoutError() from None
+            return await next_update(self._updates, timeout)
 
         def __aiter__(self) -> "KeyValue.KeyWatcher":
             return self
@@ -282,19 +284,20 @@ class KeyValue:
                 watcher._init_done = True
                 await watcher._updates.put(None)
 
-        watcher._sub = await self._js.subscribe(
-            f"{pre}{keys}", stream=self._stream, cb=on_msg, ordered_consumer=True,
+        sub = await self._js.subscribe(
+            self._subject(keys), stream=self._stream, cb=on_msg, ordered_consumer=True,
             deliver_policy=None if include_history else api.DeliverPolicy.LAST_PER_SUBJECT,
             headers_only=meta_only or headers_only or None, inactive_threshold=inactive_threshold or 5 * 60)
+        watcher._sub = sub
         # what was pending when the consumer was created: nothing means the
         # initial values are done at once (the engine's rule, InitialData)
-        info = watcher._sub._created_info
+        info = sub._created_info
         try:
             if info is None:
-                info = await watcher._sub.consumer_info()
+                info = await sub.consumer_info()
         except BaseException:
             ready.cancel()
-            await watcher._sub.unsubscribe()
+            await sub.unsubscribe()
             raise
         watcher._pending = info.num_pending
         ready.set_result(True)
@@ -305,30 +308,39 @@ class KeyValue:
 
     async def keys(self, filters: list[str] | None = None, **kwargs: Any) -> list[str]:
         """The keys with a value (those containing one of ``filters`` when given); NoKeysError when none."""
-        watcher = await self.watchall(ignore_deletes=True, meta_only=True)
-        out: list[str] = []
-        async for entry in watcher:
-            if entry is None:
-                break
-            if not filters or any(f in entry.key for f in filters):
-                out.append(entry.key)
-        await watcher.stop()
-        if not out:
-            raise _jserr.NoKeysError()
-        return out
+        entries = await _initial_entries(await self.watchall(ignore_deletes=True, meta_only=True))
+        return _some([e.key for e in entries if not filters or any(f in e.key for f in filters)])
 
     async def history(self, key: str) -> list["KeyValue.Entry"]:
         """Every stored entry of ``key``, oldest first; NoKeysError when none."""
-        watcher = await self.watch(key, include_history=True)
-        out = []
-        async for entry in watcher:
-            if entry is None:
-                break
-            out.append(entry)
-        await watcher.stop()
-        if not out:
-            raise _jserr.NoKeysError()
-        return out
+        return _some(await _initial_entries(await self.watch(key, include_history=True)))
+
+
+async def _initial_entries(watcher: KeyValue.KeyWatcher) -> list[Any]:
+    """What a new watcher delivers before its None (the initial values); the watcher is stopped then."""
+    got = []
+    async for entry in watcher:
+        if entry is None:
+            break
+        got.append(entry)
+    await watcher.stop()
+    return got
+
+
+def _some(found: list) -> list:
+    """``found`` unless empty (NoKeysError)."""
+    if not found:
+        raise _jserr.NoKeysError()
+    return found
+
+
+async def next_update(updates: asyncio.Queue, timeout: float | None) -> Any:
+    """The next item of a watcher's queue within ``timeout`` seconds (None:
+    no limit), else nats.errors.TimeoutError (the KV and Object Store watchers)."""
+    try:
+        return await asyncio.wait_for(updates.get(), timeout)
+    except asyncio.TimeoutError:
+        raise _core.TimeoutError() from None
 
 
 # ---------------------------------------------------------------- the JetStream context's entry points
@@ -351,9 +363,7 @@ async def bind_key_value(js: "JetStreamContext", bucket: str) -> KeyValue:
 
 async def create_key_value(js: "JetStreamContext", config: api.KeyValueConfig | None,
                            params: dict[str, Any]) -> KeyValue:
-    if config is None:
-        config = api.KeyValueConfig(bucket=params["bucket"])
-    config = config.evolve(**params)
+    config = (api.KeyValueConfig(bucket=params["bucket"]) if config is None else config).evolve(**params)
     if not _bucket_ok(config.bucket):
         raise _jserr.InvalidBucketNameError()
     if config.history > 64:
@@ -362,9 +372,9 @@ async def create_key_value(js: "JetStreamContext", config: api.KeyValueConfig | 
     if config.ttl and config.ttl < dup_window:
         dup_window = config.ttl
     marker_ttl = None
-    if config.limit_marker_ttl is not None and config.limit_marker_ttl > 0:
-        info = await js.account_info()
-        if not info.api.level or info.api.level < 1:
+    if (config.limit_marker_ttl or 0) > 0:
+        # limit markers need JetStream API level 1 (nats-server 2.11)
+        if ((await js.account_info()).api.level or 0) < 1:
             raise _jserr.KeyValueLimitMarkerTTLNotSupportedError()
         marker_ttl = config.limit_marker_ttl
     stream = api.StreamConfig(

@@ -33,19 +33,21 @@ def translate(exc: BaseException) -> BaseException:
     return out
 
 
-def check_stream_name(name: Any) -> None:
-    """nats-py's ValueError for a missing or not filename-safe stream name (ADR-6, the engine's rule)."""
-    if not name:
-        raise ValueError("nats: stream name is required")
-    if not _eng.filename_safe(name):
-        raise ValueError(f"nats: invalid stream name: {name!r}")
+def check_names(**names: Any) -> None:
+    """nats-py's ValueError for each name given (``stream=``, ``consumer=``)
+    that is missing or not filename-safe (ADR-6, the engine's rule).  The
+    texts start as nats-py's do ("nats: stream name is required", "nats:
+    invalid stream name"...), which programs and nats-py's tests match."""
+    for what, name in names.items():
+        if not name:
+            raise ValueError(f"nats: {what} name is required")
+        if not _eng.filename_safe(name):
+            raise ValueError(f"nats: invalid {what} name {name!r} (ADR-6: no dots, wildcards, slashes, "
+                             f"whitespace or quotes)")
 
 
-def check_consumer_name(name: Any) -> None:
-    if not name:
-        raise ValueError("nats: consumer name is required")
-    if not _eng.filename_safe(name):
-        raise ValueError(f"nats: invalid consumer name: {name!r}")
+# the pause a resumed consumer gets: until a time long past
+_PAUSE_ENDED = "1970-01-01T00:00:00Z"
 
 
 def _ms(timeout: float | None) -> int | None:
@@ -114,15 +116,14 @@ class JetStreamManager:
 
     # ------------------------------------------------------------ streams
     async def stream_info(self, name: str, subjects_filter: str | None = None) -> api.StreamInfo:
-        check_stream_name(name)
-        resp = await self._run(self._js.jsapi.stream_info(name, subjects_filter or None))
-        return api.StreamInfo.from_response(resp)
+        check_names(stream=name)
+        return api.StreamInfo.from_response(await self._run(self._js.jsapi.stream_info(name, subjects_filter or None)))
 
     def _stream_config(self, config: api.StreamConfig | None, params: dict[str, Any]) -> api.StreamConfig:
         if config is None:
             config = api.StreamConfig()
         config = config.evolve(**params)
-        check_stream_name(config.name)
+        check_names(stream=config.name)
         return config
 
     async def add_stream(self, config: api.StreamConfig | None = None, **params: Any) -> api.StreamInfo:
@@ -134,12 +135,12 @@ class JetStreamManager:
         return api.StreamInfo.from_response(await self._run(self._js.jsapi.stream_update(config.as_dict())))
 
     async def delete_stream(self, name: str) -> bool:
-        check_stream_name(name)
+        check_names(stream=name)
         return await self._run(self._js.jsapi.stream_delete(name))
 
     async def purge_stream(self, name: str, seq: int | None = None, subject: str | None = None,
                            keep: int | None = None) -> bool:
-        check_stream_name(name)
+        check_names(stream=name)
         body = {k: v for k, v in (("seq", seq), ("filter", subject), ("keep", keep)) if v}
         return bool((await self._api(f"STREAM.PURGE.{name}", body)).get("success"))
 
@@ -154,59 +155,53 @@ class JetStreamManager:
 
     # ------------------------------------------------------------ consumers
     async def consumer_info(self, stream: str, consumer: str, timeout: float | None = None) -> api.ConsumerInfo:
-        check_stream_name(stream)
-        check_consumer_name(consumer)
-        resp = await self._api(f"CONSUMER.INFO.{stream}.{consumer}", None, timeout)
-        return api.ConsumerInfo.from_response(resp)
+        check_names(stream=stream, consumer=consumer)
+        return api.ConsumerInfo.from_response(await self._api(f"CONSUMER.INFO.{stream}.{consumer}", None, timeout))
 
     async def add_consumer(self, stream: str, config: api.ConsumerConfig | None = None,
                            timeout: float | None = None, **params: Any) -> api.ConsumerInfo:
-        check_stream_name(stream)
+        check_names(stream=stream)
         if config is None:
             config = api.ConsumerConfig()
         config = config.evolve(**params)
-        if config.name:
-            check_consumer_name(config.name)
-        if config.durable_name:
-            check_consumer_name(config.durable_name)
-        # nats-py's subject: a named consumer (server 2.9+) by name (and its one
-        # filter, unless ">" or a wildcard, which this client does not put in a
-        # subject), else a durable by the older DURABLE.CREATE, else ephemeral
-        version = self._nc.connected_server_version
-        check = True
-        if config.name and (version.major, version.minor) >= (2, 9):
-            tail = f"CONSUMER.CREATE.{stream}.{config.name}"
-            fs = config.filter_subject
-            if fs and fs != ">" and "*" not in fs.split(".") and ">" not in fs.split("."):
-                tail += f".{fs}"
-        elif config.durable_name:
-            tail = f"CONSUMER.DURABLE.CREATE.{stream}.{config.durable_name}"
-        else:
-            tail = f"CONSUMER.CREATE.{stream}"
+        for given in (config.name, config.durable_name):
+            if given:
+                check_names(consumer=given)
         body = {"stream_name": stream, "config": config.as_dict()}
-        resp = await self._api(tail, body, timeout or self._timeout, check)
-        return api.ConsumerInfo.from_response(resp)
+        reply = await self._api(self._create_tail(stream, config), body, timeout or self._timeout)
+        return api.ConsumerInfo.from_response(reply)
+
+    def _create_tail(self, stream: str, config: api.ConsumerConfig) -> str:
+        """The API subject tail that creates ``config``'s consumer, as nats-py
+        picks it: a named consumer (server 2.9+) by name, with its one filter
+        subject appended when that has no wildcard; else a durable by the older
+        DURABLE.CREATE; else an ephemeral one."""
+        srv = self._nc.connected_server_version
+        if config.name and (srv.major, srv.minor) >= (2, 9):
+            fs = config.filter_subject or ""
+            literal = fs != "" and not ({"*", ">"} & set(fs.split(".")))
+            return f"CONSUMER.CREATE.{stream}.{config.name}" + (f".{fs}" if literal else "")
+        if config.durable_name:
+            return f"CONSUMER.DURABLE.CREATE.{stream}.{config.durable_name}"
+        return f"CONSUMER.CREATE.{stream}"
 
     async def delete_consumer(self, stream: str, consumer: str) -> bool:
-        check_stream_name(stream)
-        check_consumer_name(consumer)
+        check_names(stream=stream, consumer=consumer)
         return await self._run(self._js.jsapi.consumer_delete(stream, consumer))
 
     async def pause_consumer(self, stream: str, consumer: str, pause_until: str,
                              timeout: float | None = None) -> api.ConsumerPause:
         """Pause deliveries until ``pause_until`` (RFC 3339; server 2.11+)."""
-        check_stream_name(stream)
-        check_consumer_name(consumer)
-        resp = await self._api(f"CONSUMER.PAUSE.{stream}.{consumer}", {"pause_until": api.format_time(pause_until)},
-                               timeout)
-        return api.ConsumerPause.from_response(resp)
+        check_names(stream=stream, consumer=consumer)
+        body = {"pause_until": api.format_time(pause_until)}
+        return api.ConsumerPause.from_response(await self._api(f"CONSUMER.PAUSE.{stream}.{consumer}", body, timeout))
 
     async def resume_consumer(self, stream: str, consumer: str, timeout: float | None = None) -> api.ConsumerPause:
         """Resume a paused consumer now (a pause until a time long past)."""
-        return await self.pause_consumer(stream, consumer, "1970-01-01T00:00:00Z", timeout)
+        return await self.pause_consumer(stream, consumer, _PAUSE_ENDED, timeout)
 
     async def consumers_info(self, stream: str, offset: int | None = None) -> list[api.ConsumerInfo]:
-        check_stream_name(stream)
+        check_names(stream=stream)
         resp = await self._api(f"CONSUMER.LIST.{stream}", None if offset is None else {"offset": offset})
         return [api.ConsumerInfo.from_response(c) for c in resp.get("consumers") or []]
 
@@ -215,7 +210,6 @@ class JetStreamManager:
                       direct: bool | None = False, next: bool | None = False) -> api.RawStreamMsg:
         """A message by sequence, the last on ``subject``, or (``next``) the
         first on ``subject`` from ``seq``; ``direct``: by DIRECT.GET."""
-        check_stream_name(stream_name)
         body: dict[str, Any] = {}
         if next:
             body = {"seq": seq, "next_by_subj": subject}
@@ -223,6 +217,11 @@ class JetStreamManager:
             body = {"last_by_subj": subject}
         elif seq:
             body = {"seq": seq}
+        return await self._stored_msg(stream_name, body, bool(direct))
+
+    async def _stored_msg(self, stream_name: str, body: dict[str, Any], direct: bool) -> api.RawStreamMsg:
+        """The message ``body`` selects (the MSG.GET / DIRECT.GET request body)."""
+        check_names(stream=stream_name)
         if direct:
             return await self._direct_get(stream_name, body)
         resp = await self._api(f"STREAM.MSG.GET.{stream_name}", body)
@@ -253,8 +252,8 @@ class JetStreamManager:
                                 headers=h, stream=h.get("Nats-Stream"), time=_utc(h.get("Nats-Time-Stamp", "")))
 
     async def delete_msg(self, stream_name: str, seq: int) -> bool:
-        check_stream_name(stream_name)
+        check_names(stream=stream_name)
         return bool((await self._api(f"STREAM.MSG.DELETE.{stream_name}", {"seq": seq})).get("success"))
 
     async def get_last_msg(self, stream_name: str, subject: str, direct: bool | None = False) -> api.RawStreamMsg:
-        return await self.get_msg(stream_name, subject=subject, direct=direct)
+        return await self._stored_msg(stream_name, {"last_by_subj": subject} if subject else {}, bool(direct))

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from tclnats_py.engine.js import objstore as _obj
 from tclnats_py.errors import NatsError
-from tclnats_py.natspy import errors as _core
 from tclnats_py.natspy.js import api
 from tclnats_py.natspy.js import errors as _jserr
 from tclnats_py.natspy.js.manager import translate
@@ -29,7 +28,7 @@ __all__ = ["ObjectStore", "VALID_BUCKET_RE", "VALID_KEY_RE", "OBJ_DEFAULT_CHUNK_
            "OBJ_ALL_CHUNKS_PRE_TEMPLATE", "OBJ_ALL_META_PRE_TEMPLATE", "OBJ_CHUNKS_PRE_TEMPLATE",
            "OBJ_META_PRE_TEMPLATE", "OBJ_NO_PENDING", "OBJ_DIGEST_TYPE", "OBJ_DIGEST_TEMPLATE"]
 
-from tclnats_py.natspy.js.kv import VALID_BUCKET_RE, VALID_KEY_RE  # noqa: E402  the same name rules
+from tclnats_py.natspy.js.kv import VALID_BUCKET_RE, VALID_KEY_RE, next_update  # noqa: E402  the same name rules
 
 OBJ_DEFAULT_CHUNK_SIZE = _obj.DEFAULT_CHUNK_SIZE
 # nats-py's module constants (the ADR-20 subjects as format templates)
@@ -39,8 +38,10 @@ OBJ_ALL_META_PRE_TEMPLATE = _obj.meta_filter("{bucket}")
 OBJ_CHUNKS_PRE_TEMPLATE = _obj.chunk_subject("{bucket}", "{obj}")
 OBJ_META_PRE_TEMPLATE = _obj.meta_filter("{bucket}")[:-1] + "{obj}"
 OBJ_NO_PENDING = "0"
-OBJ_DIGEST_TYPE = "SHA-256="
-OBJ_DIGEST_TEMPLATE = OBJ_DIGEST_TYPE + "{digest}"
+# digests are "<algorithm>=<base64url>" (ADR-20; the engine's ObjectDigest)
+_DIGEST_ALGO = "SHA-256"
+OBJ_DIGEST_TYPE = f"{_DIGEST_ALGO}="
+OBJ_DIGEST_TEMPLATE = f"{_DIGEST_ALGO}={{digest}}"
 
 
 def _info(d: Any) -> api.ObjectInfo:
@@ -75,24 +76,28 @@ class ObjectStore:
         bucket: str
 
         @property
+        def _stream(self) -> api.StreamConfig:
+            return self.stream_info.config
+
+        @property
         def description(self) -> str | None:
-            return self.stream_info.config.description
+            return self._stream.description
 
         @property
         def ttl(self) -> float | None:
-            return self.stream_info.config.max_age
+            return self._stream.max_age
 
         @property
         def storage_type(self) -> api.StorageType | None:
-            return self.stream_info.config.storage
+            return self._stream.storage
 
         @property
         def replicas(self) -> int | None:
-            return self.stream_info.config.num_replicas
+            return self._stream.num_replicas
 
         @property
         def sealed(self) -> bool:
-            return self.stream_info.config.sealed
+            return self._stream.sealed
 
         @property
         def size(self) -> int:
@@ -180,7 +185,8 @@ class ObjectStore:
             if hasattr(data, "buffer") and not hasattr(data, "readinto"):
                 data = data.buffer  # a text file: its bytes
             elif not (hasattr(data, "read") or hasattr(data, "readinto")):
-                raise TypeError("nats: invalid type for object store")
+                raise TypeError(f"nats: object store put takes bytes, str or a readable file, "
+                                f"not {type(data).__name__}")
             data = _ThreadedReader(data)  # type: ignore[assignment]
         headers = meta.headers
         info = await self._call(self._impl.put(meta.name or name, data, description=meta.description,
@@ -241,10 +247,7 @@ class ObjectStore:
                 pass
 
         async def updates(self, timeout: float | None = 5.0) -> api.ObjectInfo | None:
-            try:
-                return await asyncio.wait_for(self._updates.get(), timeout)
-            except asyncio.TimeoutError:
-                raise _core.TimeoutError() from None
+            return await next_update(self._updates, timeout)
 
         def __aiter__(self) -> "ObjectStore.ObjectWatcher":
             return self
@@ -259,28 +262,32 @@ class ObjectStore:
                     updates_only: bool = False) -> "ObjectStore.ObjectWatcher":
         """Infos of the objects: the current ones (or their history), a None
         (not with ``updates_only``), then every change."""
-        watcher = ObjectStore.ObjectWatcher(self)
         impl = self._impl.watch(include_history=include_history, ignore_deletes=ignore_deletes,
                                 updates_only=updates_only)
-        watcher._impl = impl
         # the ordered consumer is made now (errors here), the updates come in a task
         oc = self._js._js.ordered_consumer(self._stream, _obj.meta_filter(self._name), impl.policy)
         impl.consumer = oc
         await self._call(oc.start())
         impl._queue += impl.state.on_consumer_created(oc.info)
+        return _pumped_watcher(self, impl, updates_only)
 
-        async def pump() -> None:
-            while True:
-                try:
-                    item = await impl.__anext__()
-                except StopAsyncIteration:
-                    return
-                if item is None and updates_only:
-                    continue  # nats-py: no end-of-initial-data marker for updates only
-                await watcher._updates.put(None if item is None else _info(item))
 
-        watcher._task = asyncio.get_running_loop().create_task(pump())
-        return watcher
+def _pumped_watcher(store: ObjectStore, impl: Any, updates_only: bool) -> ObjectStore.ObjectWatcher:
+    """An ObjectWatcher fed by a task that moves the asyncio face's watch
+    items (infos as dicts, the None after the initial ones) into its queue."""
+    w = ObjectStore.ObjectWatcher(store)
+    w._impl = impl
+
+    async def forward() -> None:
+        async for item in impl:
+            if item is None:
+                if not updates_only:  # nats-py: no end-of-initial-data marker for updates only
+                    await w._updates.put(None)
+            else:
+                await w._updates.put(_info(item))
+
+    w._task = asyncio.get_running_loop().create_task(forward())
+    return w
 
 
 class _ThreadedReader:
@@ -294,9 +301,15 @@ class _ThreadedReader:
 
 
 # ---------------------------------------------------------------- the JetStream context's entry points
-async def bind_object_store(js: "JetStreamContext", bucket: str) -> ObjectStore:
+def _check_bucket(bucket: Any) -> str:
+    """``bucket``, if it is a valid bucket name (else InvalidBucketNameError)."""
     if not isinstance(bucket, str) or VALID_BUCKET_RE.match(bucket) is None:
         raise _jserr.InvalidBucketNameError()
+    return bucket
+
+
+async def bind_object_store(js: "JetStreamContext", bucket: str) -> ObjectStore:
+    _check_bucket(bucket)
     stream = _obj.stream_name(bucket)
     try:
         await js.stream_info(stream)
@@ -307,14 +320,10 @@ async def bind_object_store(js: "JetStreamContext", bucket: str) -> ObjectStore:
 
 async def create_object_store(js: "JetStreamContext", bucket: str | None, config: api.ObjectStoreConfig | None,
                               params: dict[str, Any]) -> ObjectStore:
-    if config is None:
-        config = api.ObjectStoreConfig(bucket=bucket)
-    else:
-        config.bucket = bucket
-    config = config.evolve(**params)
-    if not isinstance(config.bucket, str) or VALID_BUCKET_RE.match(config.bucket) is None:
-        raise _jserr.InvalidBucketNameError()
-    name = config.bucket
+    if config is not None:
+        config.bucket = bucket  # as nats-py: the argument wins, in the caller's config too
+    config = (api.ObjectStoreConfig(bucket=bucket) if config is None else config).evolve(**params)
+    name = _check_bucket(config.bucket)
     stream = api.StreamConfig(
         name=_obj.stream_name(name), description=config.description,
         subjects=[_obj.chunk_subject(name, ">"), _obj.meta_filter(name)], max_age=config.ttl,
@@ -326,6 +335,5 @@ async def create_object_store(js: "JetStreamContext", bucket: str | None, config
 
 
 async def delete_object_store(js: "JetStreamContext", bucket: str) -> bool:
-    if not isinstance(bucket, str) or VALID_BUCKET_RE.match(bucket) is None:
-        raise _jserr.InvalidBucketNameError()
+    _check_bucket(bucket)
     return await js.delete_stream(_obj.stream_name(bucket))
