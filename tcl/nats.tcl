@@ -106,16 +106,10 @@ proc ::nats::_on_readable {reader} {
     if {![llength $items]} {
         return
     }
-    foreach {kind cb a b c} $items {
-        if {$kind == 2} {
-            set cmd [list {*}$cb $a $b]
-        } else {
-            set cmd [list {*}$cb $a $b $c]
-        }
-        if {[catch {uplevel #0 $cmd} err opts]} {
-            after 0 [list return -options $opts $err]
-        }
-    }
+    # each: uplevel #0 [list {*}$cb $a $b ?$c?] (kind 2: two arguments), an
+    # error reported as after 0 [list return -options $opts $err] would
+    # (tclcross.c; the loop in C)
+    ::tclnats::_run_deliveries $items
     # these deliveries have run (pending_msgs_limit counts those not run yet)
     ::tclnats::_flush_dirty $reader
 }

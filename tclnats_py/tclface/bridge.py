@@ -513,7 +513,9 @@ class TclConnection:
             else:
                 b[0] += 1
                 b[1] += n
-        out.extend((post, cb, msg.subject, self._msg_value(msg, dictmsg, sub.sid), msg.reply or ""))
+        out.extend((post, cb, msg.subject,
+                    msg.data if not (dictmsg or self.utf8) else self._msg_value(msg, dictmsg, sub.sid),
+                    msg.reply or ""))
 
     def _slow_consumer(self, sub):
         """A delivery past pending_msgs_limit / pending_bytes_limit is
