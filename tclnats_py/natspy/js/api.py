@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import datetime
 import re
-from dataclasses import dataclass, fields, replace
+import dataclasses
+from dataclasses import dataclass
 from enum import Enum
-from typing import Any, ClassVar, Dict, Iterator
+from typing import Any, ClassVar
 
+from tclnats_py.engine.js import publish as _pub
 from tclnats_py.engine.js.api import DEFAULT_API_PREFIX
 
 __all__ = [
@@ -38,13 +40,14 @@ NS_PER_S = 1_000_000_000
 
 
 class Header(str, Enum):
-    """Header names JetStream reads or writes."""
+    """Header names JetStream reads or writes (the publish expectations are
+    the engine's names, ``engine.js.publish``)."""
     CONSUMER_STALLED = "Nats-Consumer-Stalled"
     DESCRIPTION = "Description"
-    EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
-    EXPECTED_LAST_SEQUENCE = "Nats-Expected-Last-Sequence"
-    EXPECTED_LAST_SUBJECT_SEQUENCE = "Nats-Expected-Last-Subject-Sequence"
-    EXPECTED_STREAM = "Nats-Expected-Stream"
+    EXPECTED_LAST_MSG_ID = _pub.EXPECTED_LAST_MSG_ID
+    EXPECTED_LAST_SEQUENCE = _pub.EXPECTED_LAST_SEQ
+    EXPECTED_LAST_SUBJECT_SEQUENCE = _pub.EXPECTED_LAST_SUBJECT_SEQ
+    EXPECTED_STREAM = _pub.EXPECTED_STREAM
     LAST_CONSUMER = "Nats-Last-Consumer"
     LAST_STREAM = "Nats-Last-Stream"
     MSG_ID = "Nats-Msg-Id"
@@ -136,17 +139,17 @@ class Base:
     @classmethod
     def from_response(cls, resp: dict[str, Any]):
         """The object of a server reply; keys the class does not name are ignored."""
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: cls._read_field(k, v) for k, v in resp.items() if k in known})
 
     def evolve(self, **params):
         """A copy with ``params`` changed."""
-        return replace(self, **params)
+        return dataclasses.replace(self, **params)
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form for a request: None fields omitted, nested objects and times converted."""
         out: dict[str, Any] = {}
-        for f in fields(self):
+        for f in dataclasses.fields(self):
             name = f.name
             v = getattr(self, name)
             if name in self._always_ns:
@@ -410,7 +413,7 @@ class StreamsListIterator:
         self.streams = streams
         self._at = 0
 
-    def __iter__(self) -> Iterator[StreamInfo]:
+    def __iter__(self) -> StreamsListIterator:
         return self
 
     def __next__(self) -> StreamInfo:
@@ -557,7 +560,7 @@ class RawStreamMsg(Base):
     seq: int | None = None
     data: bytes | None = None
     hdrs: bytes | None = None
-    headers: Dict | None = None
+    headers: dict | None = None
     stream: str | None = None
     time: datetime.datetime | None = None
 
@@ -568,7 +571,7 @@ class RawStreamMsg(Base):
         return self.seq
 
     @property
-    def header(self) -> Dict | None:
+    def header(self) -> dict | None:
         return self.headers
 
 
@@ -671,4 +674,4 @@ class ObjectInfo(Base):
         return ObjectMeta(name=self.name, description=self.description, headers=self.headers, options=self.options)
 
     def is_link(self) -> bool:
-        return self.options is not None and self.options.link is not None
+        return getattr(self.options, "link", None) is not None

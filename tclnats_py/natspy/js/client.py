@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict
+from typing import Any, Awaitable, Callable
 
 from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js import inbox_fetch as _inbox_fetch
@@ -33,17 +33,29 @@ from tclnats_py.natspy.aio.msg import Msg
 from tclnats_py.natspy.aio.subscription import Subscription
 from tclnats_py.natspy.js import api
 from tclnats_py.natspy.js import errors as _jserr
-from tclnats_py.natspy.js.manager import JetStreamManager, translate
-
-if TYPE_CHECKING:
-    from tclnats_py.natspy.js.kv import KeyValue
-    from tclnats_py.natspy.js.object_store import ObjectStore
+from tclnats_py.natspy.js import kv as _kv_face
+from tclnats_py.natspy.js import object_store as _obj_face
+from tclnats_py.natspy.js.kv import KeyValue
+from tclnats_py.natspy.js.manager import JetStreamManager, name_required, translate
+from tclnats_py.natspy.js.object_store import ObjectStore
 
 __all__ = ["JetStreamContext", "DEFAULT_JS_SUB_PENDING_MSGS_LIMIT", "DEFAULT_JS_SUB_PENDING_BYTES_LIMIT",
            "NO_RESPONDERS_STATUS", "KV_STREAM_TEMPLATE", "KV_PRE_TEMPLATE", "KV_MAX_HISTORY"]
 
-DEFAULT_JS_SUB_PENDING_MSGS_LIMIT = 512 * 1024
-DEFAULT_JS_SUB_PENDING_BYTES_LIMIT = 256 * 1024 * 1024
+# how much a JetStream subscription may hold undelivered by default: 2**19
+# messages, 2**28 bytes (256 MiB); public under nats-py's names
+_SUB_PENDING_MSGS = 1 << 19
+_SUB_PENDING_BYTES = 1 << 28
+DEFAULT_JS_SUB_PENDING_MSGS_LIMIT = _SUB_PENDING_MSGS
+DEFAULT_JS_SUB_PENDING_BYTES_LIMIT = _SUB_PENDING_BYTES
+
+# what an ordered consumer's config is forced to (ADR-17): no acks, one
+# delivery, flow control, one replica in memory, an ack wait that never matters
+_ORDERED_SETTINGS: dict[str, Any] = {
+    "flow_control": True, "ack_policy": api.AckPolicy.NONE, "max_deliver": 1, "ack_wait": 22 * 3600,
+    "num_replicas": 1, "mem_storage": True}
+# idle heartbeat of an ordered consumer when none is given (seconds)
+_ORDERED_HEARTBEAT = 5
 
 # nats-py's module constants (programs import some of them)
 NO_RESPONDERS_STATUS = "503"
@@ -77,6 +89,11 @@ async def _core_subscribe(nc: Any, subject: str, queue: str, impl_cb: Any, cls: 
     isub.natspy_sub = sub
     nc._subs[isub.sid] = sub
     return sub
+
+
+async def _bound_consumer_info(sub: Any) -> api.ConsumerInfo:
+    """``consumer_info()`` of a push or pull subscription: its consumer's current info."""
+    return await sub._js._jsm.consumer_info(sub._stream, sub._consumer)
 
 
 class JetStreamContext(JetStreamManager):
@@ -138,7 +155,7 @@ class JetStreamContext(JetStreamManager):
         return api.PubAck.from_response(resp)
 
     async def publish_async(self, subject: str, payload: bytes = b"", wait_stall: float | None = None,
-                            stream: str | None = None, headers: Dict | None = None,
+                            stream: str | None = None, headers: dict | None = None,
                             msg_ttl: float | None = None) -> "asyncio.Future[api.PubAck]":
         """Publish without waiting: a future of the PubAck.  At most
         ``publish_async_max_pending`` in flight; past it this waits up to
@@ -186,8 +203,8 @@ class JetStreamContext(JetStreamManager):
                         durable: str | None = None, stream: str | None = None,
                         config: api.ConsumerConfig | None = None, manual_ack: bool = False,
                         ordered_consumer: bool = False, idle_heartbeat: float | None = None,
-                        flow_control: bool = False, pending_msgs_limit: int = DEFAULT_JS_SUB_PENDING_MSGS_LIMIT,
-                        pending_bytes_limit: int = DEFAULT_JS_SUB_PENDING_BYTES_LIMIT,
+                        flow_control: bool = False, pending_msgs_limit: int = _SUB_PENDING_MSGS,
+                        pending_bytes_limit: int = _SUB_PENDING_BYTES,
                         deliver_policy: api.DeliverPolicy | None = None, headers_only: bool | None = None,
                         inactive_threshold: float | None = None) -> "JetStreamContext.PushSubscription":
         """Push-subscribe to ``subject``'s stream: bind to the durable (or
@@ -220,33 +237,26 @@ class JetStreamContext(JetStreamManager):
             consumer = durable
         else:
             config = api.ConsumerConfig() if config is None else config
-            if not config.durable_name:
-                config.durable_name = durable
-            if not config.deliver_group:
-                config.deliver_group = queue
-            if not config.headers_only:
-                config.headers_only = headers_only
-            if deliver_policy:
-                config.deliver_policy = deliver_policy
-            if inactive_threshold:
-                config.inactive_threshold = inactive_threshold
+            # the consumer's own settings win over these arguments ...
+            defaults: dict[str, Any] = {"durable_name": durable, "deliver_group": queue, "headers_only": headers_only}
+            for attr, value in defaults.items():
+                if not getattr(config, attr):
+                    setattr(config, attr, value)
+            # ... and these arguments, when given, over the consumer's settings
+            given: dict[str, Any] = {"deliver_policy": deliver_policy, "inactive_threshold": inactive_threshold,
+                                     "idle_heartbeat": idle_heartbeat}
+            for attr, value in given.items():
+                if value:
+                    setattr(config, attr, value)
             if config.deliver_subject is None:
                 config.deliver_subject = self._nc.new_inbox()
             if not config.filter_subjects:
                 config.filter_subject = subject
             config.flow_control = flow_control
-            if idle_heartbeat:
-                config.idle_heartbeat = idle_heartbeat
-            else:
-                idle_heartbeat = config.idle_heartbeat or 5
             if ordered_consumer:
-                config.flow_control = True
-                config.ack_policy = api.AckPolicy.NONE
-                config.max_deliver = 1
-                config.ack_wait = 22 * 3600
-                config.idle_heartbeat = idle_heartbeat
-                config.num_replicas = 1
-                config.mem_storage = True
+                for attr, value in _ORDERED_SETTINGS.items():
+                    setattr(config, attr, value)
+                config.idle_heartbeat = config.idle_heartbeat or _ORDERED_HEARTBEAT
             info = await self.add_consumer(stream, config=config)
             consumer = info.name
         assert consumer is not None
@@ -256,14 +266,14 @@ class JetStreamContext(JetStreamManager):
 
     async def subscribe_bind(self, stream: str, config: api.ConsumerConfig, consumer: str,
                              cb: Callback | None = None, manual_ack: bool = False, ordered_consumer: bool = False,
-                             pending_msgs_limit: int = DEFAULT_JS_SUB_PENDING_MSGS_LIMIT,
-                             pending_bytes_limit: int = DEFAULT_JS_SUB_PENDING_BYTES_LIMIT,
+                             pending_msgs_limit: int = _SUB_PENDING_MSGS,
+                             pending_bytes_limit: int = _SUB_PENDING_BYTES,
                              _info: api.ConsumerInfo | None = None) -> "JetStreamContext.PushSubscription":
         """Push-subscribe to the existing consumer ``consumer`` (its config
         gives the deliver subject and group).  With ``cb`` messages are acked
         after ``cb`` returns unless ``manual_ack`` (or the consumer acks none)."""
         if config.deliver_subject is None:
-            raise TypeError("config.deliver_subject is required")
+            raise TypeError("nats: subscribe_bind needs a push consumer's config (config.deliver_subject is None)")
         auto_ack = cb is not None and not manual_ack and config.ack_policy not in (api.AckPolicy.NONE, "none")
         jsi = _PushState(self, stream, consumer, config, ordered_consumer, cb, auto_ack)
         sub = await _core_subscribe(self._nc, config.deliver_subject, config.deliver_group or "",
@@ -286,8 +296,8 @@ class JetStreamContext(JetStreamManager):
     # ------------------------------------------------------------ pull subscriptions
     async def pull_subscribe(self, subject: str, durable: str | None = None, stream: str | None = None,
                              config: api.ConsumerConfig | None = None,
-                             pending_msgs_limit: int = DEFAULT_JS_SUB_PENDING_MSGS_LIMIT,
-                             pending_bytes_limit: int = DEFAULT_JS_SUB_PENDING_BYTES_LIMIT,
+                             pending_msgs_limit: int = _SUB_PENDING_MSGS,
+                             pending_bytes_limit: int = _SUB_PENDING_BYTES,
                              inbox_prefix: bytes | None = None) -> "JetStreamContext.PullSubscription":
         """A pull subscription on ``subject``'s stream: the durable consumer
         ``durable`` (created when missing), or a new ephemeral one."""
@@ -318,13 +328,13 @@ class JetStreamContext(JetStreamManager):
 
     async def pull_subscribe_bind(self, consumer: str | None = None, stream: str | None = None,
                                   inbox_prefix: bytes | None = None,
-                                  pending_msgs_limit: int = DEFAULT_JS_SUB_PENDING_MSGS_LIMIT,
-                                  pending_bytes_limit: int = DEFAULT_JS_SUB_PENDING_BYTES_LIMIT,
+                                  pending_msgs_limit: int = _SUB_PENDING_MSGS,
+                                  pending_bytes_limit: int = _SUB_PENDING_BYTES,
                                   name: str | None = None,
                                   durable: str | None = None) -> "JetStreamContext.PullSubscription":
         """A pull subscription on the existing consumer (``consumer``, or the older ``durable``/``name``)."""
         if not stream:
-            raise ValueError("nats: stream name is required")
+            raise name_required("stream")
         if inbox_prefix is None:
             deliver = self._nc.new_inbox()
         else:
@@ -335,32 +345,20 @@ class JetStreamContext(JetStreamManager):
                                     pending_bytes_limit)
         return JetStreamContext.PullSubscription(self, sub, stream, durable or name or consumer or "", deliver)
 
-    # ------------------------------------------------------------ Key-Value
-    async def key_value(self, bucket: str) -> "KeyValue":
-        from tclnats_py.natspy.js.kv import bind_key_value
-        return await bind_key_value(self, bucket)
+    # ------------------------------------------------------------ Key-Value, Object Store
+    # binding and deleting a bucket are the kv / object_store modules'
+    # functions of (js, bucket), used as methods as they are
+    key_value = _kv_face.bind_key_value
+    delete_key_value = _kv_face.delete_key_value
+    object_store = _obj_face.bind_object_store
+    delete_object_store = _obj_face.delete_object_store
 
-    async def create_key_value(self, config: api.KeyValueConfig | None = None, **params: Any) -> "KeyValue":
-        from tclnats_py.natspy.js.kv import create_key_value
-        return await create_key_value(self, config, params)
-
-    async def delete_key_value(self, bucket: str) -> bool:
-        from tclnats_py.natspy.js.kv import delete_key_value
-        return await delete_key_value(self, bucket)
-
-    # ------------------------------------------------------------ Object Store
-    async def object_store(self, bucket: str) -> "ObjectStore":
-        from tclnats_py.natspy.js.object_store import bind_object_store
-        return await bind_object_store(self, bucket)
+    async def create_key_value(self, config: api.KeyValueConfig | None = None, **params: Any) -> KeyValue:
+        return await _kv_face.create_key_value(self, config, params)
 
     async def create_object_store(self, bucket: str | None = None,
-                                  config: api.ObjectStoreConfig | None = None, **params: Any) -> "ObjectStore":
-        from tclnats_py.natspy.js.object_store import create_object_store
-        return await create_object_store(self, bucket, config, params)
-
-    async def delete_object_store(self, bucket: str) -> bool:
-        from tclnats_py.natspy.js.object_store import delete_object_store
-        return await delete_object_store(self, bucket)
+                                  config: api.ObjectStoreConfig | None = None, **params: Any) -> ObjectStore:
+        return await _obj_face.create_object_store(self, bucket, config, params)
 
     # ------------------------------------------------------------ subscription classes
     class PushSubscription(Subscription):
@@ -371,11 +369,10 @@ class JetStreamContext(JetStreamManager):
         _stream: str
         _consumer: str
         _created_info: api.ConsumerInfo | None = None
-        _pending_msgs_limit: int = DEFAULT_JS_SUB_PENDING_MSGS_LIMIT
-        _pending_bytes_limit: int = DEFAULT_JS_SUB_PENDING_BYTES_LIMIT
+        _pending_msgs_limit: int = _SUB_PENDING_MSGS
+        _pending_bytes_limit: int = _SUB_PENDING_BYTES
 
-        async def consumer_info(self) -> api.ConsumerInfo:
-            return await self._js._jsm.consumer_info(self._stream, self._consumer)
+        consumer_info = _bound_consumer_info
 
         @property
         def delivered(self) -> int:
@@ -444,12 +441,15 @@ class JetStreamContext(JetStreamManager):
             return self._sub.delivered
 
         async def unsubscribe(self) -> None:
-            if self._sub is None:
-                raise ValueError("nats: invalid subscription")
-            await self._sub.unsubscribe()
+            await self._inbox().unsubscribe()
 
-        async def consumer_info(self) -> api.ConsumerInfo:
-            return await self._js._jsm.consumer_info(self._stream, self._consumer)
+        consumer_info = _bound_consumer_info
+
+        def _inbox(self) -> Subscription:
+            """The subscription to the fetch inbox (ValueError when there is none)."""
+            if self._sub is None:
+                raise ValueError("nats: this pull subscription has no inbox subscription")
+            return self._sub
 
         async def fetch(self, batch: int = 1, timeout: float | None = 5,
                         heartbeat: float | None = None) -> list[Msg]:
@@ -457,12 +457,11 @@ class JetStreamContext(JetStreamManager):
             that arrive within ``timeout`` seconds (None: no limit).
             nats.errors.TimeoutError when none came (FetchTimeoutError when
             the server sent heartbeats but no message)."""
-            if self._sub is None:
-                raise ValueError("nats: invalid subscription")
-            if batch < 1:
-                raise ValueError("nats: invalid batch size")
-            if timeout is not None and timeout <= 0:
-                raise ValueError("nats: invalid fetch timeout")
+            self._inbox()
+            if not batch >= 1:
+                raise ValueError(f"nats: fetch wants a batch of at least 1 message, not {batch!r}")
+            if not (timeout is None or timeout > 0):
+                raise ValueError(f"nats: fetch wants a positive timeout (or None), not {timeout!r}")
             return await _Fetch(self, batch, timeout, heartbeat).run()
 
 

@@ -33,6 +33,11 @@ def translate(exc: BaseException) -> BaseException:
     return out
 
 
+def name_required(what: str) -> ValueError:
+    """The ValueError for a missing stream (or consumer) name."""
+    return ValueError(f"nats: {what} name is required")
+
+
 def check_names(**names: Any) -> None:
     """nats-py's ValueError for each name given (``stream=``, ``consumer=``)
     that is missing or not filename-safe (ADR-6, the engine's rule).  The
@@ -40,7 +45,7 @@ def check_names(**names: Any) -> None:
     invalid stream name"...), which programs and nats-py's tests match."""
     for what, name in names.items():
         if not name:
-            raise ValueError(f"nats: {what} name is required")
+            raise name_required(what)
         if not _eng.filename_safe(name):
             raise ValueError(f"nats: invalid {what} name {name!r} (ADR-6: no dots, wildcards, slashes, "
                              f"whitespace or quotes)")
