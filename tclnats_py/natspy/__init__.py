@@ -57,15 +57,17 @@ JetStream (``natspy/js/``, ``js/errors.py``, ``js/api.py``, ``js/kv.py``,
 
 from __future__ import annotations
 
-from typing import List, Union
+from typing import Any
 
 from tclnats_py.natspy import errors  # noqa: F401  nats.errors after `import nats`
 from tclnats_py.natspy.aio.client import Client as NATS
 
 __all__ = ["NATS", "connect"]
 
+_DEFAULT_URL = "nats://localhost:4222"
 
-async def connect(servers: Union[str, List[str]] = "nats://localhost:4222", **options) -> NATS:
+
+async def connect(servers: str | list[str] = _DEFAULT_URL, **options: Any) -> NATS:
     """Create a client and connect it (nats-py's ``nats.connect``)."""
     nc = NATS()
     await nc.connect(servers, **options)

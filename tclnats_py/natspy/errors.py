@@ -57,7 +57,7 @@ class OutboundBufferLimitError(Error):
     _text = "nats: outbound buffer limit exceeded"
 
 
-class UnexpectedEOF(StaleConnectionError):
+class UnexpectedEOF(StaleConnectionError):  # the server closed the socket
     _text = "nats: unexpected EOF"
 
 
@@ -101,7 +101,7 @@ class SlowConsumerError(Error):
         self.sub = sub
 
     def __str__(self) -> str:
-        return f"nats: slow consumer, messages dropped subject: {self.subject}, sid: {self.sid}, sub: {self.sub}"
+        return f"nats: slow consumer, messages dropped on subject: {self.subject}, sid: {self.sid}"
 
 
 class BadTimeoutError(Error):
@@ -132,11 +132,11 @@ class ConnectionDrainingError(Error):
     _text = "nats: connection draining"
 
 
-class ConnectionReconnectingError(Error):
+class ConnectionReconnectingError(Error):  # not while reconnecting
     _text = "nats: connection reconnecting"
 
 
-class InvalidUserCredentialsError(Error):
+class InvalidUserCredentialsError(Error):  # a .creds file nats-py would refuse
     _text = "nats: invalid user credentials"
 
 
@@ -164,7 +164,7 @@ class MsgAlreadyAckdError(Error):
         self._msg = msg
 
     def __str__(self) -> str:
-        return f"nats: message was already acknowledged: {self._msg}"
+        return f"nats: message already acknowledged: {self._msg}"
 
 
 # engine code -> nats-py class (codes not here become Error, or the

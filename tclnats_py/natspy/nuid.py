@@ -4,15 +4,17 @@ characters, as nats-py's does."""
 
 from __future__ import annotations
 
+import string
+
 from tclnats_py.engine.nuid import Nuid
 
 __all__ = ["NUID", "DIGITS", "BASE", "PREFIX_LENGTH", "SEQ_LENGTH", "TOTAL_LENGTH", "MAX_SEQ"]
 
-DIGITS = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+DIGITS = (string.digits + string.ascii_uppercase + string.ascii_lowercase).encode()
 BASE = 62
 PREFIX_LENGTH = 12
 SEQ_LENGTH = 10
-TOTAL_LENGTH = PREFIX_LENGTH + SEQ_LENGTH
+TOTAL_LENGTH = 22  # PREFIX_LENGTH + SEQ_LENGTH
 MAX_SEQ = BASE ** SEQ_LENGTH
 
 

@@ -19,8 +19,8 @@ import ssl
 from collections import UserString
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, Union
-from urllib.parse import ParseResult, urlparse
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, Union  # noqa: F401
+from urllib.parse import urlparse, ParseResult
 
 from tclnats_py.aio.client import Client as _ImplClient
 from tclnats_py.credentials import load_creds
@@ -44,6 +44,7 @@ __lang__ = "python3"
 _log = logging.getLogger("nats.aio.client")
 
 DEFAULT_INBOX_PREFIX = b"_INBOX"
+_DEFAULT_URL = "nats://localhost:4222"
 DEFAULT_PENDING_SIZE = 2 * 1024 * 1024
 DEFAULT_RECONNECT_TIME_WAIT = 2
 DEFAULT_MAX_RECONNECT_ATTEMPTS = 60
@@ -60,7 +61,7 @@ class RawCredentials(UserString):
     """The text of a .creds file given as ``user_credentials`` (not a path)."""
 
 
-Credentials = Union[str, Tuple[str, str], RawCredentials, Path]
+Credentials = Union[str, Path, RawCredentials, Tuple[str, str]]
 
 
 @dataclass
@@ -137,14 +138,14 @@ class ServerVersion:
     ``prerelease``, ``build`` and ``dev`` (prerelease+build); ValueError for
     a version that is not semver."""
 
-    def __init__(self, server_version: str) -> None:
-        self._server_version = server_version
+    def __init__(self, version: str) -> None:
+        self._server_version = version
         self._parts: Optional[tuple] = None
 
     def parse_version(self) -> None:
         m = _SEMVER.match(self._server_version)
         if m is None:
-            raise ValueError(f"{self._server_version} is not a valid Semantic Version")
+            raise ValueError(f"{self._server_version!r}: not a semantic version (major.minor.patch[-pre][+build])")
         pre, build = m.group(4) or "", m.group(5) or ""
         self._parts = (int(m.group(1)), int(m.group(2)), int(m.group(3)), pre, build,
                        f"{pre}+{build}" if build else pre)
@@ -162,7 +163,7 @@ class ServerVersion:
     dev = property(lambda self: self._part(5))
 
     def __repr__(self) -> str:
-        return f"<nats server v{self._server_version}>"
+        return f"<ServerVersion {self._server_version}>"
 
 
 async def _default_error_callback(ex: BaseException) -> None:
@@ -254,7 +255,7 @@ class Client:
         self._small_pending = False
         self._drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
         self._err: Optional[BaseException] = None
-        self._inbox_prefix = bytearray(DEFAULT_INBOX_PREFIX)
+        self._inbox_text = DEFAULT_INBOX_PREFIX.decode()
         self._all_subs: Dict[int, Subscription] = {}
         self._nuid = NUID()
         self.options: Dict[str, Any] = {}
@@ -264,7 +265,7 @@ class Client:
     # ------------------------------------------------------------ connect
     async def connect(
         self,
-        servers: Union[str, List[str]] = "nats://localhost:4222",
+        servers: str | list[str] = _DEFAULT_URL,
         error_cb=None,
         disconnected_cb=None,
         closed_cb=None,
@@ -276,11 +277,11 @@ class Client:
         allow_reconnect: bool = True,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         reconnect_time_wait: float = DEFAULT_RECONNECT_TIME_WAIT,
-        max_reconnect_attempts: int = DEFAULT_MAX_RECONNECT_ATTEMPTS,
+        max_reconnect_attempts: int = 60,
         ping_interval: float = DEFAULT_PING_INTERVAL,
-        max_outstanding_pings: int = DEFAULT_MAX_OUTSTANDING_PINGS,
+        max_outstanding_pings: int = 2,
         dont_randomize: bool = False,
-        flusher_queue_size: int = DEFAULT_MAX_FLUSHER_QUEUE_SIZE,
+        flusher_queue_size: int = 1024,  # nats-py's flusher queue: none here
         no_echo: bool = False,
         tls: Optional[ssl.SSLContext] = None,
         tls_hostname: Optional[str] = None,
@@ -291,13 +292,13 @@ class Client:
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
         signature_cb=None,
         user_jwt_cb=None,
-        user_credentials: Optional[Credentials] = None,
+        user_credentials: Credentials | None = None,
         nkeys_seed: Optional[str] = None,
         nkeys_seed_str: Optional[str] = None,
-        inbox_prefix: Union[str, bytes] = DEFAULT_INBOX_PREFIX,
-        pending_size: int = DEFAULT_PENDING_SIZE,
+        inbox_prefix: str | bytes = DEFAULT_INBOX_PREFIX,
+        pending_size: int = 2 * 1024 * 1024,
         flush_timeout: Optional[float] = None,
-        ws_connection_headers: Optional[Dict[str, List[str]]] = None,
+        ws_connection_headers: dict[str, list[str]] | None = None,
         reconnect_to_server_handler=None,
         lame_duck_mode_cb=None,
     ) -> None:
@@ -305,19 +306,17 @@ class Client:
         nats.errors classes (NoServersError, TimeoutError, ...), OSError or
         ssl.SSLError as nats-py would."""
         for cb in (error_cb, disconnected_cb, closed_cb, reconnected_cb, discovered_server_cb, lame_duck_mode_cb):
-            if cb and not inspect.iscoroutinefunction(cb):
+            if cb is not None and not inspect.iscoroutinefunction(cb):
                 raise errors.InvalidCallbackTypeError()
         if ws_connection_headers is not None:
             raise errors.Error("ws_connection_headers: WebSocket is not implemented by tclnats_py's nats-py surface")
-        self._error_cb = error_cb or _default_error_callback
-        self._disconnected_cb = disconnected_cb
-        self._closed_cb = closed_cb
-        self._discovered_server_cb = discovered_server_cb
-        self._reconnected_cb = reconnected_cb
-        self._lame_duck_mode_cb = lame_duck_mode_cb
-        if isinstance(inbox_prefix, str):
-            inbox_prefix = inbox_prefix.encode()
-        self._inbox_prefix = bytearray(inbox_prefix)
+        self._error_cb = _default_error_callback if error_cb is None else error_cb
+        (self._disconnected_cb, self._closed_cb, self._discovered_server_cb, self._reconnected_cb,
+         self._lame_duck_mode_cb) = (disconnected_cb, closed_cb, discovered_server_cb, reconnected_cb,
+                                     lame_duck_mode_cb)
+        if isinstance(inbox_prefix, (bytes, bytearray)):
+            inbox_prefix = bytes(inbox_prefix).decode()
+        self._inbox_text = inbox_prefix
         self._drain_timeout = drain_timeout
         self._pending_size = pending_size
         # the face writes every 256 KiB by itself: a forced write matters below that
@@ -328,10 +327,7 @@ class Client:
                             max_outstanding_pings=max_outstanding_pings, no_echo=no_echo, user=user,
                             password=password, token=token, connect_timeout=connect_timeout,
                             drain_timeout=drain_timeout, tls_handshake_first=tls_handshake_first)
-        if tls:
-            self.options["tls"] = tls
-        if tls_hostname:
-            self.options["tls_hostname"] = tls_hostname
+        self.options.update({k: v for k, v in (("tls", tls), ("tls_hostname", tls_hostname)) if v})
 
         opts: Dict[str, Any] = dict(
             name=name or "", pedantic=pedantic, verbose=verbose, allow_reconnect=allow_reconnect,
@@ -340,7 +336,7 @@ class Client:
             # in a row (none when not > 0); the engine after max_reconnect_attempts
             max_reconnect_attempts=max_reconnect_attempts + 1 if max_reconnect_attempts > 0 else -1,
             ping_interval=ping_interval, max_outstanding_pings=max_outstanding_pings, dont_randomize=dont_randomize, no_echo=no_echo,
-            drain_timeout=drain_timeout, pending_size=pending_size, inbox_prefix=inbox_prefix.decode(),
+            drain_timeout=drain_timeout, pending_size=pending_size, inbox_prefix=inbox_prefix,
             error_cb=self._on_error, disconnected_cb=self._on_disconnected, closed_cb=self._on_closed,
             reconnected_cb=self._on_reconnected, discovered_server_cb=self._on_discovered,
             lame_duck_mode_cb=self._on_ldm, tls_handshake_first=tls_handshake_first,
@@ -533,7 +529,7 @@ class Client:
 
     @property
     def is_reconnecting(self) -> bool:
-        return self._status == Client.RECONNECTING
+        return self._status == self.RECONNECTING
 
     @property
     def is_connected(self) -> bool:
@@ -541,7 +537,7 @@ class Client:
 
     @property
     def is_connecting(self) -> bool:
-        return self._status == Client.CONNECTING
+        return self._status == self.CONNECTING
 
     @property
     def is_draining(self) -> bool:
@@ -549,7 +545,7 @@ class Client:
 
     @property
     def is_draining_pubs(self) -> bool:
-        return self._status == Client.DRAINING_PUBS
+        return self._status == self.DRAINING_PUBS
 
     @property
     def stats(self) -> Dict[str, int]:
@@ -633,7 +629,7 @@ class Client:
         return self._impl.pending_data_size if self._impl is not None else 0
 
     @property
-    def connected_url(self) -> Optional[ParseResult]:
+    def connected_url(self) -> ParseResult | None:
         impl = self._impl
         if impl is None or not impl.is_connected:
             return None
@@ -645,7 +641,7 @@ class Client:
         return [_uri(s) for s in self._impl.all_servers] if self._impl is not None else []
 
     @property
-    def discovered_servers(self) -> List[ParseResult]:
+    def discovered_servers(self) -> list[ParseResult]:
         if self._impl is None:
             return []
         return [_uri(s) for s in self._impl.all_servers if s.get("discovered") == "true"]
@@ -657,15 +653,15 @@ class Client:
         return [Server(uri=_uri(s), reconnects=s.get("reconnects", 0)) for s in self._impl.all_servers]
 
     @staticmethod
-    def _parse_server_uri(connect_url: str) -> ParseResult:
+    def _parse_server_uri(url: str) -> ParseResult:
         """A server URL (scheme and port optional) as a ParseResult; the
         engine's URL rules (``tclnats_py.engine.pool.parse_url``)."""
         try:
-            return _uri(parse_url(connect_url).as_dict())
+            return _uri(parse_url(url).as_dict())
         except NatsError as e:
             raise errors.Error("nats: invalid connect url option") from e
 
-    def set_server_pool(self, servers: List[str]) -> None:
+    def set_server_pool(self, servers: list[str]) -> None:
         """Replace the server pool; the next reconnection uses it."""
         impl = self._impl
         if impl is None or impl.is_closed:
@@ -676,7 +672,7 @@ class Client:
         except NatsError as e:
             raise errors.translate(e) from e
 
-    async def force_reconnect(self) -> None:
+    async def force_reconnect(self) -> None:  # nats.go's ForceReconnect
         """Leave the current server for the next one of the pool."""
         impl = self._impl
         if impl is None or not impl.is_connected or not self.options.get("allow_reconnect", True):
@@ -685,7 +681,7 @@ class Client:
         impl._run()
 
     @property
-    def connected_server_version(self) -> ServerVersion:
+    def connected_server_version(self) -> "ServerVersion":
         return ServerVersion(self._server_info.get("version", "0.0.0-unknown"))
 
     def new_inbox(self) -> str:
@@ -693,7 +689,7 @@ class Client:
         if self._impl is not None:
             return self._impl.new_inbox()
         from tclnats_py.engine.nuid import next_token
-        return f"{self._inbox_prefix.decode()}.{next_token()}"
+        return f"{self._inbox_text}.{next_token()}"
 
     # ------------------------------------------------------------ close, drain, flush
     async def close(self) -> None:
@@ -739,7 +735,8 @@ class Client:
                                            self._drain_timeout)
                 except asyncio.TimeoutError:
                     # nats-py: the timeout goes to error_cb, the connection closes all the same
-                    await self._error_cb(errors.DrainTimeoutError())
+                    timed_out = errors.DrainTimeoutError()
+                    await self._error_cb(timed_out)
                 except NatsError as e:
                     await self._error_cb(errors.translate(e))
             self._draining = Client.DRAINING_PUBS
@@ -820,7 +817,7 @@ class Client:
             raise errors.ConnectionDrainingError()
         if cb is not None and not (inspect.iscoroutinefunction(cb) or (
                 hasattr(cb, "func") and inspect.iscoroutinefunction(cb.func))):
-            raise errors.Error("nats: must use coroutine for subscriptions")
+            raise errors.Error("nats: a subscription callback must be a coroutine function")
         make = Msg._from_impl
         impl_cb = None
         if cb is not None:

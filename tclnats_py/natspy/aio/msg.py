@@ -40,7 +40,7 @@ class Msg:
     subject: str = ""
     reply: str = ""
     data: bytes = b""
-    headers: Optional[Dict[str, str]] = None
+    headers: dict[str, str] | None = None
 
     _metadata: Optional["Msg.Metadata"] = None
     _ackd: bool = False
@@ -77,7 +77,7 @@ class Msg:
                    None if not h else headers_from_impl(h), None, False, m.sid)
 
     @property
-    def header(self) -> Optional[Dict[str, str]]:
+    def header(self) -> dict[str, str] | None:
         """The headers (nats-py's other name for them)."""
         return self.headers
 
@@ -93,13 +93,14 @@ class Msg:
             raise Error("sid not set")
         return self._sid
 
-    async def respond(self, data: bytes) -> None:
+    async def respond(self, data: bytes = b"") -> None:
         """Publish ``data`` to the reply subject (with this message's headers, as nats-py)."""
         if not self.reply:
-            raise Error("no reply subject available")
+            raise Error("nats: the message has no reply subject to respond to")
         if not self._client:
             raise Error("client not set")
-        await self._client.publish(self.reply, data, headers=self.headers)
+        client = self._client
+        await client.publish(self.reply, data, headers=self.headers)
 
     # ------------------------------------------------------------ JetStream
     def _check_reply(self) -> None:
@@ -114,14 +115,14 @@ class Msg:
         await self._client.publish(self.reply)
         self._ackd = True
 
-    async def ack_sync(self, timeout: float = 1.0) -> "Msg":
+    async def ack_sync(self, timeout: float = 1.0) -> Msg:
         """Acknowledge and wait for the server's confirmation."""
         self._check_reply()
-        resp = await self._client.request(self.reply, timeout=timeout)
+        answer = await self._client.request(self.reply, timeout=timeout)
         self._ackd = True
-        return resp
+        return answer
 
-    async def nak(self, delay: Union[int, float, None] = None) -> None:
+    async def nak(self, delay: float | None = None) -> None:
         """Ask for a redelivery, after ``delay`` seconds when given."""
         self._check_reply()
         body = self.Ack.Nak

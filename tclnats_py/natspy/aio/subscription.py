@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Subscription", "DEFAULT_SUB_PENDING_MSGS_LIMIT", "DEFAULT_SUB_PENDING_BYTES_LIMIT"]
 
-DEFAULT_SUB_PENDING_MSGS_LIMIT = 512 * 1024
-DEFAULT_SUB_PENDING_BYTES_LIMIT = 128 * 1024 * 1024
+DEFAULT_SUB_PENDING_MSGS_LIMIT = 524_288  # nats-py's
+DEFAULT_SUB_PENDING_BYTES_LIMIT = 128 << 20  # 128 MiB, nats-py's
 
 
 class Subscription:
@@ -83,20 +83,20 @@ class Subscription:
         return self._impl.received
 
     @property
-    def messages(self) -> AsyncIterator[Msg]:
+    def messages(self) -> "_Messages":
         """``async for msg in sub.messages``: the messages until the subscription ends."""
         if self._cb is not None or self._future is not None:
-            raise errors.Error("cannot iterate over messages with a non iteration subscription type")
+            raise errors.Error("nats: a subscription with a callback or a future has no message iterator")
         return _Messages(self)
 
     # ------------------------------------------------------------ API
-    async def next_msg(self, timeout: Optional[float] = 1.0) -> Msg:
+    async def next_msg(self, timeout: float | None = 1.0) -> Msg:
         """The next message; nats.errors.TimeoutError after ``timeout`` seconds
         (None: wait for good), ConnectionClosedError once the client is closed."""
         if self._conn.is_closed:
             raise errors.ConnectionClosedError()
         if self._cb is not None:
-            raise errors.Error("nats: next_msg cannot be used in async subscriptions")
+            raise errors.Error("nats: next_msg is for subscriptions without a callback")
         try:
             m = await self._impl.next_msg(timeout)
         except NatsError as e:
@@ -147,8 +147,8 @@ class _Messages:
 
     __slots__ = ("_sub",)
 
-    def __init__(self, sub: Subscription) -> None:
-        self._sub = sub
+    def __init__(self, subscription: Subscription) -> None:
+        self._sub = subscription
 
     def __aiter__(self) -> "_Messages":
         return self
@@ -179,8 +179,8 @@ class _IteratorState:
 
     __slots__ = ("_sub",)
 
-    def __init__(self, sub: Subscription) -> None:
-        self._sub = sub
+    def __init__(self, subscription: Subscription) -> None:
+        self._sub = subscription
 
     @property
     def _unsubscribed_future(self) -> asyncio.Future:
