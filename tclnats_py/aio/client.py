@@ -244,8 +244,8 @@ class _Protocol(asyncio.Protocol):
 
 # a coroutine callback's first step runs as part of its subscription's
 # consumer task (asyncio.current_task() is that task), in the task's context
-_enter_task = getattr(asyncio.tasks, "_enter_task", None)
-_leave_task = getattr(asyncio.tasks, "_leave_task", None)
+_enter_task: Any = getattr(asyncio.tasks, "_enter_task", None)
+_leave_task: Any = getattr(asyncio.tasks, "_leave_task", None)
 _CoroutineType = types.CoroutineType
 _EAGER = sys.version_info >= (3, 11) and _enter_task is not None and _leave_task is not None
 
@@ -399,8 +399,11 @@ class Subscription:
         client = self._client
         cb = self._cb
         task = self._task
+        ctx = self._ctx
         loop = client._loop
         try:
+            if task is None or ctx is None:
+                raise RuntimeError("no consumer task")
             _enter_task(loop, task)
         except RuntimeError:  # another task runs (not from a socket event): queue it
             self._parked = False
@@ -412,7 +415,7 @@ class Subscription:
             return
         self.delivered += 1
         try:
-            coro, y = self._ctx.run(_first_step, cb, msg)
+            coro, y = ctx.run(_first_step, cb, msg)
             if coro is None:
                 return  # done without waiting
         except asyncio.CancelledError:

@@ -22,6 +22,7 @@ when it was built.  ``ACCELERATED`` says which one runs.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from typing import Any, Callable
@@ -52,7 +53,7 @@ def _load_scanner() -> Callable[[Any, int, list], int] | None:
     if mode == "0":
         return None
     try:
-        from tclnats_py import _natsproto  # type: ignore[attr-defined]
+        _natsproto = importlib.import_module("tclnats_py._natsproto")  # built or not: no static import
     except ImportError:
         if mode == "1":
             raise ImportError("TCLNATS_PY_ACCEL=1 but tclnats_py._natsproto is not built "
