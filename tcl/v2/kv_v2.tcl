@@ -4,9 +4,10 @@
 # Both drive the bucket operations of tclnats_py/engine/js/kv.py through
 # tclnats_py/tclface/js.py; here are only their Tcl shapes.
 
-oo::class create ::nats::key_value {
-    variable Conn ConnNs Js Kv
-
+# 2.0.4's nats::key_value is 3.2.1's class (tcl/jet_stream.tcl, sourced
+# before this file) with the 2.x shapes below: entries with delta, a status
+# without is_compressed, its bucket name known without a status call.
+oo::define ::nats::key_value {
     constructor {conn jsObj kvCmd} {
         set Conn $conn
         set ConnNs [info object namespace $conn]
@@ -14,59 +15,14 @@ oo::class create ::nats::key_value {
         set Kv $kvCmd
         ::tclnats::r [$Kv generation2]
     }
-    destructor {
-        catch {$Js releaseRef [self]}
-        catch {$Kv destroy}
-    }
-    method Call {args} {
-        ${ConnNs}::my WaitRequest [::tclnats::r [$Kv {*}$args]]
-    }
     # 2.x's entry has delta, known only to watchers: empty here
     method get {key args} {
         ::nats::_v2_entry [my Call get $key {*}$args] ""
-    }
-    method get_value {key args} { dict get [my get $key {*}$args] value }
-    method put {key value} { my Call put $key $value }
-    method create {key value} { my Call create $key $value }
-    method update {key value revision} { my Call update $key $value $revision }
-    method delete {key {revision ""}} { my Call delete $key $revision; return }
-    method purge {key} { my Call purge $key; return }
-    method revert {key revision} {
-        my put $key [dict get [my get $key -revision $revision] value]
     }
     method status {} {
         set st [my Call status]
         dict unset st is_compressed
         return $st
-    }
-    method watch {key_pattern args} {
-        set w [nats::kv_watcher new $Conn $Kv $key_pattern {*}$args]
-        $Js addRef $w
-        return $w
-    }
-    method keys {} {
-        set w [my watch > -meta_only 1 -ignore_deletes 1]
-        try {
-            set result [[info object namespace $w]::my Gather keys]
-        } finally {
-            $w destroy
-        }
-        if {[llength $result] == 0} {
-            throw {NATS ErrKeyNotFound} "No keys found in bucket [my BucketName]"
-        }
-        return $result
-    }
-    method history {key} {
-        set w [my watch $key -include_history true]
-        try {
-            set result [[info object namespace $w]::my Gather history]
-        } finally {
-            $w destroy
-        }
-        if {[llength $result] == 0} {
-            throw {NATS ErrKeyNotFound} "Key $key not found in bucket [my BucketName]"
-        }
-        return $result
     }
     method BucketName {} {
         ::tclnats::r [$Kv bucket]

@@ -90,10 +90,10 @@ oo::define ::nats::connection method jet_stream {args} {
     return $js
 }
 
-# 3.2.1's nats::jet_stream and nats::key_value make way for 2.x's; the
-# helper classes (pull requests, watchers, ordered consumers) stay
+# 3.2.1's nats::jet_stream makes way for 2.x's; nats::key_value is adapted
+# in kv_v2.tcl; the helper classes (pull requests, watchers, ordered
+# consumers) stay
 ::nats::jet_stream destroy
-::nats::key_value destroy
 
 oo::class create ::nats::jet_stream {
     variable Conn ConnNs Js Timeout Domain Trace ChildrenRef AsyncFull StallWait
