@@ -211,6 +211,43 @@ def test_first_round_second_server_succeeds():
     assert e.last_error is None  # cleared once connected
 
 
+def _eof_before_pong(handshake_eof_connects, reason=None, after_connect=True):
+    """Two servers; the first closes the socket during the handshake."""
+    e, d = make(["nats://a:1", "nats://b:2"])
+    e.handshake_eof_connects = handshake_eof_connects
+    e.connect()
+    d.pump()
+    if after_connect:
+        d.accept(pong=False)  # INFO read, CONNECT + PING written
+    else:
+        e.socket_connected()
+    e.connection_lost(reason)
+    d.pump()
+    return e, d
+
+
+def test_eof_before_pong_is_a_failed_attempt_by_default():
+    e, d = _eof_before_pong(False)
+    assert d.statuses() == [CONNECTING] and e.stats["reconnects"] == 0
+    assert [s.host for s in d.opened] == ["a", "b"] and d.errors() == ["ErrBrokenSocket"]
+    assert {s.host: s.reconnects for s in e.pool.servers}["a"] == 1  # a failed attempt
+
+
+def test_handshake_eof_connects_makes_then_loses_the_connection():
+    """nats-py's connect: EOF after CONNECT, before PONG, is a connection
+    made and lost (CONNECTED then RECONNECTING), not a failed attempt."""
+    e, d = _eof_before_pong(True)
+    assert d.statuses() == [CONNECTING, CONNECTED, RECONNECTING] and e.stats["reconnects"] == 1
+    assert d.errors() == ["ErrBrokenSocket"] and e.last_error.code == "ErrBrokenSocket"
+    assert [s.host for s in d.opened] == ["a", "b"]  # reconnecting goes on
+    d.accept()
+    assert e.status == CONNECTED and e.pool.current.host == "b"
+    # a reset (an error, not EOF) and an EOF before INFO stay failed attempts
+    for reason, after_connect in (("Connection reset by peer", True), (None, False)):
+        e, d = _eof_before_pong(True, reason, after_connect)
+        assert d.statuses() == [CONNECTING] and e.stats["reconnects"] == 0
+
+
 # ====================================================================== TLS
 
 def test_tls_required_by_the_server_upgrades_before_connect():

@@ -239,6 +239,68 @@ def test_first_connect_failures():
     asyncio.run(main())
 
 
+async def _closes_before_pong(reader, writer):
+    """A misbehaving server: INFO without fields, reads CONNECT and PING,
+    closes the connection without answering."""
+    writer.write(b"INFO {}\r\n")
+    await writer.drain()
+    lines = []
+    while not lines or not lines[-1].startswith(b"PING"):
+        line = await reader.readline()
+        if not line:
+            break
+        lines.append(line)
+    writer.close()
+
+
+def test_server_closing_before_pong_accepted_the_connection(nats_server):
+    """nats-py's connect: a server that reads CONNECT and closes before its
+    PONG has accepted the connection; connect returns (max_payload nats-py's
+    default when INFO has none), the loss is reported once, and the client
+    reconnects as configured (here to the real server next in the pool)."""
+    async def main():
+        bad = await asyncio.start_server(_closes_before_pong, "127.0.0.1", 0)
+        bad_url = "nats://127.0.0.1:%d" % bad.sockets[0].getsockname()[1]
+        calls = []
+        reconnected = asyncio.Event()
+
+        async def disconnected_cb():
+            calls.append("disconnected")
+
+        async def reconnected_cb():
+            calls.append("reconnected")
+            reconnected.set()
+
+        async def closed_cb():
+            calls.append("closed")
+        # the bad server alone, closed at once: disconnected once in all
+        # (without the rule: NoServersError after two failed rounds)
+        nc = NATS()
+        await nc.connect(bad_url, max_reconnect_attempts=1, reconnect_time_wait=0.05,
+                         disconnected_cb=disconnected_cb, closed_cb=closed_cb)
+        assert nc.max_payload == 1048576
+        await nc.close()
+        await asyncio.sleep(0.05)
+        assert sorted(calls) == ["closed", "disconnected"]
+        # then a real server: reconnecting goes on to it
+        calls.clear()
+        nc = NATS()
+        await nc.connect([bad_url, nats_server.url], dont_randomize=True, reconnect_time_wait=0.05,
+                         disconnected_cb=disconnected_cb, reconnected_cb=reconnected_cb, closed_cb=closed_cb)
+        await asyncio.wait_for(reconnected.wait(), 10)
+        assert calls == ["disconnected", "reconnected"] and nc.is_connected
+        assert nc.connected_url.port == nats_server.port
+        sub = await nc.subscribe("np.after.eof")
+        await nc.publish("np.after.eof", b"x")
+        assert (await sub.next_msg(timeout=5)).data == b"x"
+        await nc.close()
+        await asyncio.sleep(0.05)
+        assert calls == ["disconnected", "reconnected", "disconnected", "closed"]
+        bad.close()
+        await bad.wait_closed()
+    asyncio.run(main())
+
+
 def test_close_callbacks_run_once(nats_server):
     async def main():
         calls = []

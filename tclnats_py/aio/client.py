@@ -1137,17 +1137,18 @@ class Client:
             eng.configure_servers(list(eng.options.servers) or [DEFAULT_SERVER])
         eng.connect()
         self._run()
+        made = False  # connected, then lost at once (the engine's handshake_eof_connects)
         try:
-            while eng.status not in (CONNECTED, CLOSED):
+            while eng.status not in (CONNECTED, CLOSED) and not made:
                 w = self._loop.create_future()
                 self._status_waiters.append(w)
-                await w
+                made = (await w) == CONNECTED and eng.handshake_eof_connects
         except asyncio.CancelledError:
             # the caller gave up (e.g. asyncio.wait_for): stop trying
             eng.disconnect()
             self._run()
             raise
-        if eng.status != CONNECTED:
+        if eng.status != CONNECTED and not made:
             err = eng.last_error
             if err is not None and len(eng.options.servers) <= 1:
                 raise make_error(err.code, str(err))

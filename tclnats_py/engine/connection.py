@@ -302,6 +302,11 @@ class Engine:
         # TLS before the server's INFO (nats-py/nats.go tls_handshake_first;
         # the server's tls { handshake_first: true })
         self.tls_first = False
+        # nats-py's first connect: a server that reads CONNECT and closes the
+        # connection (EOF, no error) before its PONG has accepted it; the
+        # connection counts as made, then lost (CONNECTED, then RECONNECTING),
+        # instead of as a failed attempt
+        self.handshake_eof_connects = False
         # a driver's dict subclass for received headers (the asyncio face's
         # Headers); it gets the parsed dict of lists
         self.headers_class: type | None = None
@@ -625,6 +630,8 @@ class Engine:
             text = f"Connection to {self.host_port()} broken - {reason}"
         else:
             text = f"Server {self.host_port()} closed the connection"
+            if self.handshake_eof_connects and self._phase == _WAIT_PONG and self.status == CONNECTING:
+                self._connected()
         self._fail("ErrBrokenSocket", text)
 
     def write_failed(self, reason: str) -> None:

@@ -248,6 +248,7 @@ class Client:
         self._close_cbs_done = False
         self._closing = False
         self._connecting = False
+        self._disc_said = self._disc_dropped = 0  # see _on_disconnected
         self._out_bytes = 0
         self._in_bytes = 0
         self._reconnects = 0
@@ -366,6 +367,9 @@ class Client:
         except NatsError as e:
             raise errors.translate(e) from e
         impl.engine.send_auth_always = True  # nats-py sends what it was given
+        # nats-py's connect returns when the server closes after CONNECT, before
+        # PONG (then reports the disconnect and reconnects)
+        impl.engine.handshake_eof_connects = True
         if reconnect_to_server_handler is not None:
             impl.engine.choose_server = self._server_chooser(reconnect_to_server_handler)
         if token and callable(token) and signature_cb is None and user_credentials is None:
@@ -479,8 +483,16 @@ class Client:
         self._err = err
         await self._error_cb(err)
 
-    async def _on_disconnected(self) -> None:
-        if self._disconnected_cb is not None:
+    def _on_disconnected(self) -> Awaitable[None]:
+        """The face's disconnected hook (it awaits what this returns in a task).
+        nats-py says a lost connection from its reconnecting task, which a
+        close() that comes first cancels (close says it instead): a report not
+        begun when close() is called is dropped."""
+        self._disc_said += 1
+        return self._say_disconnected(self._disc_said)
+
+    async def _say_disconnected(self, n: int) -> None:
+        if n > self._disc_dropped and self._disconnected_cb is not None:
             await self._disconnected_cb()
 
     async def _on_reconnected(self) -> None:
@@ -700,6 +712,7 @@ class Client:
         for s in list(self._all_subs.values()):
             s._impl._pending.clear()
         self._all_subs.clear()
+        self._disc_dropped = self._disc_said
         if impl is not None and not impl.is_closed:
             was_connected = impl.is_connected
             self._closing = True
