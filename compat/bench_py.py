@@ -9,7 +9,14 @@ second connection, the same with up to 256 requests in flight (request_async),
 and JetStream publishes through each library's JetStream API: ``js.publish``
 awaited one at a time (js_publish), and ``js.publish_async`` for COUNT
 messages followed by waiting for every ack (js_publish_async; each library
-with its default limit of acks in flight, 4000 for both).
+with its default limit of acks in flight, 4000 for both).  Then the rows of
+compat/bench.py's Tcl workload: fetch (a pull consumer without acks reads
+max(2000, COUNT/5) stored messages in pull requests of 500: nats-py's
+``pull_subscribe`` + ``fetch``, tclnats_py's ``create_consumer`` +
+``fetch``, nats-jetstream's ``create_consumer`` + ``fetch``), kv_put and
+kv_get (sequential ``kv.put`` / ``kv.get`` over 100 keys of a memory
+bucket; nats-core's column through the nats-key-value package when it is
+installed, else the cell says so).
 
 The two libraries take turns, R rounds (default 3), the order swapped every
 round, and each figure is the median of its rounds: on a small shared machine
@@ -32,7 +39,8 @@ client nats-core / nats-jetstream, which needs Python >= 3.13: it runs in a
 subprocess of that Python (``--py313 PATH``, default: $TCLNATS_BENCH_PY313,
 then ``python3.13`` on PATH) together with tclnats_py on that same Python, so
 that the two are compared on one interpreter; when it cannot run, the column
-says why.  Last, the peak RSS of a process that connects and awaits 200,000
+says why.  In the short form (CI) these subprocess columns take one round.
+Last, the peak RSS of a process that connects and awaits 200,000
 publishes, for each client (``--no-rss`` skips it).
 """
 
@@ -111,6 +119,51 @@ class Side:
         ack = await js.publish(subject, data)
         return ack.sequence if self.name == "nats-core" else ack.seq
 
+    def _api(self):
+        """nats-py's configuration classes, of nats-py or of tclnats_py.natspy."""
+        if self.name == "natspy":
+            from tclnats_py.natspy.js import api
+        else:
+            from nats.js import api
+        return api
+
+    async def pull_consumer(self, js, stream, subject):
+        """The fetch figure's pull consumer (durable PULL, no acks, filtered
+        on ``subject``), made the way each library makes one."""
+        if self.name == "tclnats_py":
+            return await js.create_consumer(stream, durable_name="PULL", ack_policy="none", filter_subject=subject)
+        if self.name == "nats-core":
+            s = await js.get_stream(stream)
+            return await s.create_consumer(name="PULL", durable_name="PULL", ack_policy="none",
+                                           filter_subject=subject)
+        api = self._api()
+        return await js.pull_subscribe(subject, durable="PULL", stream=stream,
+                                       config=api.ConsumerConfig(ack_policy=api.AckPolicy.NONE))
+
+    async def fetch(self, cons, batch):
+        """One pull request for up to ``batch`` messages (waiting at most 2 s); how many came."""
+        if self.name == "tclnats_py":
+            return len(await cons.fetch(batch, max_wait=2))
+        if self.name == "nats-core":
+            n = 0
+            async for _ in await cons.fetch(max_messages=batch, max_wait=2):
+                n += 1
+            return n
+        return len(await cons.fetch(batch, timeout=2))
+
+    async def key_value(self, js, bucket):
+        """A new bucket in memory, through the library's KV API (nats-core:
+        the nats-key-value package, when installed)."""
+        if self.name == "tclnats_py":
+            return await js.create_key_value(bucket, storage="memory")
+        if self.name == "nats-core":
+            try:
+                from nats import key_value
+            except ImportError as e:
+                raise NotImplementedError("nats-key-value not installed") from e
+            return await key_value.create_key_value(js, key_value.KeyValueConfig(bucket=bucket, storage="memory"))
+        return await js.create_key_value(bucket=bucket, storage=self._api().StorageType.MEMORY)
+
     async def js_publish_async_all(self, js, subject, data, n):
         """n asynchronous JetStream publishes, then every ack."""
         if self.name == "nats-core":
@@ -131,7 +184,7 @@ def _figure(n: int, t: float, c: float) -> tuple:
 
 
 async def workload(side: Side, url: str, count: int) -> dict:
-    out = {}
+    out: dict = {}
     a = await side.connect(url)
     b = await side.connect(url)
     tag = side.name.replace("-", "_")
@@ -203,7 +256,45 @@ async def workload(side: Side, url: str, count: int) -> dict:
         n_async = 0
     info = json.loads((await side.request(a, f"$JS.API.STREAM.INFO.{stream}", b"")).data)
     assert info["state"]["messages"] == rounds + n_async, info["state"]
+
+    # fetch: a pull consumer (no acks) reads `total` stored messages in pull
+    # requests of 500, as compat/bench_workload.tcl and bench_raw.fetch do
+    total = max(2000, count // 5)
+    subject = f"bpjs.{tag}.f"
+    for _ in range(total):
+        await publish(subject, PAYLOAD)
+    await side.flush(a)
+    cons = await side.pull_consumer(js, stream, subject)
+    got = 0
+    t, c = time.perf_counter(), time.process_time()
+    while got < total:
+        n = await side.fetch(cons, 500)
+        if n == 0:
+            raise RuntimeError(f"{side.name}: a fetch brought nothing after {got} of {total} messages")
+        got += n
+    out["fetch"] = _figure(got, t, c)
     await side.request(a, f"$JS.API.STREAM.DELETE.{stream}", b"")
+
+    # KV: sequential puts over 100 keys, then gets of them, each library's KV calls
+    bucket = f"BP_{tag.upper()}"
+    await side.request(a, f"$JS.API.STREAM.DELETE.KV_{bucket}", b"")
+    try:
+        kv = await side.key_value(js, bucket)
+    except NotImplementedError as e:
+        out["kv_none"] = str(e)
+    else:
+        keys = [f"key.{i}" for i in range(100)]
+        put, get = kv.put, kv.get
+        t, c = time.perf_counter(), time.process_time()
+        for i in range(rounds):
+            await put(keys[i % 100], PAYLOAD)
+        out["kv_put"] = _figure(rounds, t, c)
+        t, c = time.perf_counter(), time.process_time()
+        for i in range(rounds):
+            entry = await get(keys[i % 100])
+        out["kv_get"] = _figure(rounds, t, c)
+        assert entry.value == PAYLOAD, entry
+        await side.request(a, f"$JS.API.STREAM.DELETE.KV_{bucket}", b"")
     for task in getattr(side, "tasks", ()):
         task.cancel()
     await a.close()
@@ -211,7 +302,8 @@ async def workload(side: Side, url: str, count: int) -> dict:
     return out
 
 
-FIGURES = ["publish", "deliver", "request", "request_async", "js_publish", "js_publish_async"]
+FIGURES = ["publish", "deliver", "request", "request_async", "js_publish", "js_publish_async", "fetch",
+           "kv_put", "kv_get"]
 
 
 def which_package() -> str:
@@ -322,12 +414,15 @@ def main(argv=None) -> int:
     core: dict | None = None
     pure: dict | None = None
     rss: list = []
+    # the subprocess columns take one round in the short form (CI): nats-core's
+    # round trips are slow (a few hundred a second), and they are not paired anyway
+    child_rounds = str(1 if args.short else args.rounds)
     with NatsServer(jetstream=True) as srv:
         runs = _rounds(["nats-py", "tclnats_py", "natspy"], srv.url, count, args.rounds, True)
         if py313:
             try:
                 core = _child(py313, ["--child-sides", "nats-core,tclnats_py", "--url", srv.url,
-                                      "--count", str(count), "--rounds", str(args.rounds)])
+                                      "--count", str(count), "--rounds", child_rounds])
             except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
                 py313_why = f"nats-core run failed: {str(e).strip().splitlines()[-1][:200]}"
         from tclnats_py.engine import protocol as _proto
@@ -335,7 +430,7 @@ def main(argv=None) -> int:
             # the same figures with the parser's accelerator off (TCLNATS_PY_ACCEL=0)
             try:
                 pure = _child(sys.executable, ["--child-sides", "tclnats_py", "--url", srv.url, "--count", str(count),
-                                               "--rounds", str(args.rounds)], {"TCLNATS_PY_ACCEL": "0"})
+                                               "--rounds", child_rounds], {"TCLNATS_PY_ACCEL": "0"})
             except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
                 print(f"tclnats_py without the accelerator: failed: {e}", file=sys.stderr)
         if not args.no_rss:
@@ -357,7 +452,7 @@ def main(argv=None) -> int:
     head = (f"{'figure':<18}{'nats-py':>11}{'tclnats_py':>12}{'ratio':>7}{'raw socket':>12}{'% of raw':>9}"
             f"{'no accel':>10}   {'CPU nats-py':>11}{'tclnats_py':>11}   {'nats-py API on tclnats_py':>26}{'ratio':>7}")
     if cmed:
-        head += f"   | {'nats-core':>10}{'tclnats_py':>11}{'ratio':>7}  (Python {py313_why})"
+        head += f"   | {'nats-core':>10}{'tclnats_py':>11}{'ratio':>7}  (Python {py313_why}, {child_rounds} round(s))"
     print(head)
     rows = []
     for fig in FIGURES:
@@ -381,7 +476,10 @@ def main(argv=None) -> int:
                 row.update(nats_core=nc[0], tclnats_py_313=t13[0], ratio_nats_core=t13[0] / nc[0])
                 line += f"   | {nc[0]:>10,.0f}{t13[0]:>11,.0f}{t13[0] / nc[0]:>6.2f}x"
             else:
-                line += f"   | {'-':>10}{(f'{t13[0]:,.0f}' if t13 else '-'):>11}{'-':>7}  (nats-jetstream has none)"
+                why = "nats-jetstream has none" if fig == "js_publish_async" else next(
+                    (r["kv_none"] for r in (core or {}).get("nats-core", []) if "kv_none" in r), "not measured")
+                row["nats_core_missing"] = why
+                line += f"   | {'-':>10}{(f'{t13[0]:,.0f}' if t13 else '-'):>11}{'-':>7}  ({why})"
         rows.append(row)
         print(line)
     if not cmed:
