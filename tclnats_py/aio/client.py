@@ -267,6 +267,41 @@ def _first_step(cb, msg):
         return None, None
 
 
+def _first_steps(sub, msgs, i):
+    """Call ``sub``'s callback for ``msgs[i:]`` in order (``delivered`` counted
+    before each, as ``_run_now`` does), each run up to its first wait, until
+    one has to wait or fails: (the index after the last called, the waiting
+    coroutine or None, what it yielded, the exception or None).  A message
+    past the subscription's pending bytes limit, or one that comes when the
+    consumer task no longer waits (``_parked`` cleared by a callback), is
+    left to ``_deliver``: (its index, None, None, None)."""
+    cb = sub._cb
+    limit = sub._limit_bytes
+    n = len(msgs)
+    while i < n:
+        msg = msgs[i]
+        if len(msg.data) > limit or not sub._parked:
+            return i, None, None, None
+        i += 1
+        sub.delivered += 1
+        try:
+            r = cb(msg)
+            if r is None:
+                continue
+            if r.__class__ is not _CoroutineType:
+                if not inspect.isawaitable(r):
+                    continue
+                if not inspect.iscoroutine(r):
+                    r = r.__await__()
+            try:
+                return i, r, r.send(None), None
+            except StopIteration:
+                continue
+        except (Exception, asyncio.CancelledError) as e:  # the caller reports it as _run_now does
+            return i, None, None, e
+    return i, None, None, None
+
+
 class _Resume:
     """Awaiting it goes on with a coroutine whose first step already ran and
     yielded ``first`` (what the consumer task then waits for), as if the task
@@ -388,6 +423,55 @@ class Subscription:
             self._client._busy_subs += 1
         if self._waiters:
             self._wake()
+
+    def _deliver_many(self, msgs: list) -> None:
+        """``_deliver`` for each of ``msgs``, in order, with the same outcome:
+        while the consumer task waits with nothing queued, the callbacks run
+        here one after the other, the task entered once for all of them."""
+        if not self._parked:
+            deliver = self._deliver
+            for m in msgs:
+                deliver(m)
+            return
+        client = self._client
+        cb = self._cb
+        task = self._task
+        ctx = self._ctx
+        loop = client._loop
+        i = 0
+        n = len(msgs)
+        while i < n and self._parked:
+            try:
+                if task is None or ctx is None:
+                    raise RuntimeError("no consumer task")
+                _enter_task(loop, task)
+            except RuntimeError:  # another task runs: _run_now queues them
+                break
+            try:
+                j, coro, y, err = ctx.run(_first_steps, self, msgs, i)
+                if err is not None:
+                    if isinstance(err, asyncio.CancelledError):
+                        task.cancel()  # as when the task itself had run it
+                    else:  # a user's callback failed: report it, keep consuming
+                        client._hook_failed(cb, err, f"the message callback of the subscription to {self.subject}")
+            finally:
+                _leave_task(loop, task)
+            i = j
+            if coro is not None:
+                # it waits for something: the consumer task carries on with it
+                self._carry = _Resume(coro, y)
+                self._parked = False
+                self._busy = True
+                client._busy_subs += 1
+                self._wake()
+                break
+            if err is None and i < n:
+                self._deliver(msgs[i])  # see _first_steps: dropped, or queued
+                i += 1
+        deliver = self._deliver
+        while i < n:
+            deliver(msgs[i])
+            i += 1
 
     def _run_now(self, msg: Msg) -> None:
         """Run the callback for ``msg`` now: its consumer task waits with
@@ -813,12 +897,36 @@ class Client:
         eng = self._engine
         fx = eng.take(writing)
         while fx:
-            for f in fx:
+            i = 0
+            n = len(fx)
+            while i < n:
+                f = fx[i]
+                i += 1
                 k = f.__class__
                 if k is Deliver:
-                    sub = f.sub.handler
-                    if sub is not None:
+                    esub = f.sub
+                    sub = esub.handler
+                    if sub is None:
+                        continue
+                    # the Deliver effects that follow for the same subscription
+                    # go to it in one call (their order kept: nothing between them)
+                    j = i
+                    while j < n:
+                        g = fx[j]
+                        if g.__class__ is not Deliver or g.sub is not esub:
+                            break
+                        j += 1
+                    if j == i:
                         sub._deliver(f.msg)
+                    elif sub.__class__ is Subscription:
+                        sub._deliver_many([g.msg for g in fx[i - 1:j]])
+                        i = j
+                    else:  # another handler (the JetStream async publisher's acks)
+                        deliver = sub._deliver
+                        i -= 1
+                        while i < j:
+                            deliver(fx[i].msg)
+                            i += 1
                 elif k is Flush:
                     if self._flush_handle is None:
                         self._flush_handle = self._loop.call_soon(self._flush_now)
