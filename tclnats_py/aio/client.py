@@ -1417,7 +1417,7 @@ class Client:
             loop = self._need_loop()
             if _EAGER:
                 sub._ctx = contextvars.copy_context()
-                sub._task = loop.create_task(sub._consume(), context=sub._ctx)
+                sub._task = loop.create_task(sub._consume(), context=sub._ctx)  # type: ignore[call-arg,unused-ignore]  # (3.11+)
             else:
                 sub._task = loop.create_task(sub._consume())
         self._run()
