@@ -622,3 +622,18 @@ def test_ordered_consumer_reset_before_any_message_keeps_start():
     oc.on_created({"name": "c", "delivered": {"stream_seq": 0, "consumer_seq": 0}})
     oc.on_heartbeat_missed()
     assert oc.config("_INBOX.3")["deliver_policy"] == "new"
+
+
+def test_a_per_call_timeout_reaches_every_request_of_an_operation():
+    base = JsApi()
+    quick = base.with_timeout(250)
+    assert base.with_timeout(None) is base
+    assert quick.prefix == base.prefix and base.default_timeout is None
+    assert quick.request("INFO").timeout == 250
+    assert quick.request("INFO", timeout=900).timeout == 900  # a timeout named by the call wins
+    assert base.request("INFO").timeout is None  # the original is untouched
+    op = quick.stream_delete("ORDERS")
+    step = next(op)
+    assert isinstance(step, Request) and step.subject == "$JS.API.STREAM.DELETE.ORDERS" and step.timeout == 250
+    paged = quick.stream_names()
+    assert next(paged).timeout == 250

@@ -318,3 +318,29 @@ def test_object_store(js_server):
             await js.object_store("NPOBJ")
         await nc.close()
     run(go())
+
+
+def test_manager_calls_take_a_per_call_timeout(js_server):
+    """account_info, delete_stream, delete_consumer, delete_msg and
+    find_stream_name_by_subject take timeout= (s), which wins over the
+    manager's: a responder that never answers ends the call with nats-py's
+    TimeoutError long before the manager's 60 s."""
+    async def main():
+        nc = await nats.connect(js_server.url)
+        jsm = nc.jsm()
+        await jsm.add_stream(name="PCT", subjects=["pct.>"])
+        await nc.jetstream().publish("pct.a", b"1")
+        await jsm.add_consumer("PCT", durable_name="D")
+        assert (await jsm.account_info(timeout=5)).streams >= 1
+        assert await jsm.find_stream_name_by_subject("pct.a", timeout=5) == "PCT"
+        assert await jsm.delete_msg("PCT", 1, timeout=5)
+        assert await jsm.delete_consumer("PCT", "D", timeout=5)
+        assert await jsm.delete_stream("PCT", timeout=5)
+        silent = await nc.subscribe("quiet.api.>", cb=None)  # takes the requests, answers none
+        slow = nc.jsm(prefix="quiet.api", timeout=60)
+        for call in (slow.account_info(timeout=0.2), slow.delete_stream("X", timeout=0.2)):
+            with pytest.raises(core_errors.TimeoutError):
+                await asyncio.wait_for(call, 30)
+        await silent.unsubscribe()
+        await nc.close()
+    run(main())

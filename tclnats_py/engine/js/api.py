@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import calendar
+import copy
 import datetime
 import json
 import re
@@ -405,9 +406,21 @@ class JsApi:
     (ADR-6) before anything is sent.
     """
 
+    #: ms for the requests that name no timeout (None: the driver's JetStream timeout)
+    default_timeout: int | None = None
+
     def __init__(self, domain: str | None = None, prefix: str | None = None):
         self.prefix = api_prefix(domain, prefix)
         self.domain = domain if not prefix else None
+
+    def with_timeout(self, timeout: int | None) -> JsApi:
+        """This API whose requests that name no timeout wait ``timeout`` ms: a
+        per-call deadline for every operation built on ``request`` (None: self)."""
+        if timeout is None:
+            return self
+        other = copy.copy(self)
+        other.default_timeout = timeout
+        return other
 
     def __repr__(self):
         return f"JsApi({self.prefix!r})"
@@ -426,7 +439,8 @@ class JsApi:
 
     def request(self, tail: str, body=None, timeout: int | None = None, check_subject: bool = True) -> Request:
         payload = body if isinstance(body, (bytes, bytearray)) else _body(body)
-        return Request(f"{self.prefix}.{tail}", bytes(payload), None, timeout, check_subject)
+        return Request(f"{self.prefix}.{tail}", bytes(payload), None,
+                       self.default_timeout if timeout is None else timeout, check_subject)
 
     def call(self, tail: str, body=None, timeout: int | None = None, check_subject: bool = True):
         """Operation: any API call by its subject tail (``"STREAM.INFO.S"``)."""

@@ -109,12 +109,17 @@ class JetStreamManager:
         return await self._run(self._js.jsapi.call(tail, body, _ms(timeout), check_subject))
 
     # ------------------------------------------------------------ account
-    async def account_info(self) -> api.AccountInfo:
-        return api.AccountInfo.from_response(await self._run(self._js.jsapi.account_info()))
+    def _jsapi(self, timeout: float | None):
+        """The engine's API operations, with a per-call ``timeout`` (s) if given."""
+        return self._js.jsapi.with_timeout(_ms(timeout))
 
-    async def find_stream_name_by_subject(self, subject: str) -> str:
+    async def account_info(self, *, timeout: float | None = None) -> api.AccountInfo:
+        """The account's JetStream usage and limits (``timeout``: this call's, in s)."""
+        return api.AccountInfo.from_response(await self._run(self._jsapi(timeout).account_info()))
+
+    async def find_stream_name_by_subject(self, subject: str, *, timeout: float | None = None) -> str:
         """The first stream with a subject matching ``subject``; NotFoundError."""
-        names = await self._run(self._js.jsapi.stream_names(subject or None))  # "": any stream
+        names = await self._run(self._jsapi(timeout).stream_names(subject or None))  # "": any stream
         if not names:
             raise _jserr.NotFoundError()
         return names[0]
@@ -139,9 +144,9 @@ class JetStreamManager:
         config = self._stream_config(config, params)
         return api.StreamInfo.from_response(await self._run(self._js.jsapi.stream_update(config.as_dict())))
 
-    async def delete_stream(self, name: str) -> bool:
+    async def delete_stream(self, name: str, *, timeout: float | None = None) -> bool:
         check_names(stream=name)
-        return await self._run(self._js.jsapi.stream_delete(name))
+        return await self._run(self._jsapi(timeout).stream_delete(name))
 
     async def purge_stream(self, name: str, seq: int | None = None, subject: str | None = None,
                            keep: int | None = None) -> bool:
@@ -190,9 +195,9 @@ class JetStreamManager:
             return f"CONSUMER.DURABLE.CREATE.{stream}.{config.durable_name}"
         return f"CONSUMER.CREATE.{stream}"
 
-    async def delete_consumer(self, stream: str, consumer: str) -> bool:
+    async def delete_consumer(self, stream: str, consumer: str, *, timeout: float | None = None) -> bool:
         check_names(stream=stream, consumer=consumer)
-        return await self._run(self._js.jsapi.consumer_delete(stream, consumer))
+        return await self._run(self._jsapi(timeout).consumer_delete(stream, consumer))
 
     async def pause_consumer(self, stream: str, consumer: str, pause_until: str,
                              timeout: float | None = None) -> api.ConsumerPause:
@@ -256,9 +261,10 @@ class JetStreamManager:
         return api.RawStreamMsg(subject=h.get("Nats-Subject"), seq=int(seq) if seq else None, data=reply.data,
                                 headers=h, stream=h.get("Nats-Stream"), time=_utc(h.get("Nats-Time-Stamp", "")))
 
-    async def delete_msg(self, stream_name: str, seq: int) -> bool:
+    async def delete_msg(self, stream_name: str, seq: int, *, timeout: float | None = None) -> bool:
         check_names(stream=stream_name)
-        return bool((await self._api(f"STREAM.MSG.DELETE.{stream_name}", {"seq": seq})).get("success"))
+        reply = await self._api(f"STREAM.MSG.DELETE.{stream_name}", {"seq": seq}, timeout)
+        return bool(reply.get("success"))
 
     async def get_last_msg(self, stream_name: str, subject: str, direct: bool | None = False) -> api.RawStreamMsg:
         return await self._stored_msg(stream_name, {"last_by_subj": subject} if subject else {}, bool(direct))
