@@ -1058,7 +1058,15 @@ start_python(Tcl_Interp *interp, const char *program)
     PyStatus status;
 
     PyConfig_InitIsolatedConfig(&config);
-    config.site_import = 1;
+    /* no site: the Tcl face needs the folder that holds tclnats_py and the
+     * install's own site-packages (its dependencies, e.g. nkeys), which
+     * TclnatsCross_TclInit puts on sys.path; site's .pth files (editable
+     * finders, certificate hooks) would cost tens of ms and MB at each
+     * start.  TCLNATS_PYTHON_SITE=1 brings site back for whoever needs it. */
+    {
+        const char *env = getenv("TCLNATS_PYTHON_SITE");
+        config.site_import = (env != NULL && strcmp(env, "1") == 0);
+    }
     config.install_signal_handlers = 0;   /* signals stay the host's */
     config.parse_argv = 0;
     config.buffered_stdio = 1;
@@ -1154,24 +1162,30 @@ TclnatsCross_TclInit(Tcl_Interp *interp, const char *sitedir, const char *progra
     pin = !td->pinned && PyGILState_GetThisThreadState() == NULL;
     st = PyGILState_Ensure();
     if (sitedir != NULL && *sitedir) {
-        /* the folder that holds tclnats_py goes first on sys.path, its .pth
-         * files processed (site.addsitedir) */
-        PyObject *path = PySys_GetObject("path");   /* borrowed */
+        /* the folder that holds tclnats_py goes first on sys.path; with site
+         * (a host Python, or TCLNATS_PYTHON_SITE=1) its .pth files processed
+         * (site.addsitedir); without it, the bridge's install_loaded adds the
+         * install's site-packages as site would, minus the .pth files */
+        PyObject *globals = PyDict_New();
         PyObject *d = PyUnicode_DecodeFSDefault(sitedir);
-        mod = PyImport_ImportModule("site");
-        if (mod != NULL && d != NULL && path != NULL && PyList_Check(path)
-                && PySequence_Contains(path, d) == 0) {
-            r = PyObject_CallMethod(mod, "addsitedir", "O", d);
-            if (r != NULL) {
-                Py_ssize_t i = PySequence_Index(path, d);
-                if (i >= 0 && PySequence_DelItem(path, i) == 0)
-                    PyList_Insert(path, 0, d);
-                else
-                    PyErr_Clear();
-            }
+        if (globals != NULL && d != NULL
+                && PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0
+                && PyDict_SetItemString(globals, "sitedir", d) == 0) {
+            r = PyRun_String(
+                "import sys\n"
+                "if sys.flags.no_site:\n"
+                "    if sitedir in sys.path:\n"
+                "        sys.path.remove(sitedir)\n"
+                "    sys.path.insert(0, sitedir)\n"
+                "elif sitedir not in sys.path:\n"
+                "    import site\n"
+                "    site.addsitedir(sitedir)\n"
+                "    sys.path.remove(sitedir)\n"
+                "    sys.path.insert(0, sitedir)\n",
+                Py_file_input, globals, globals);
             Py_XDECREF(r);
         }
-        Py_XDECREF(mod);
+        Py_XDECREF(globals);
         Py_XDECREF(d);
     }
     if (PyErr_Occurred()) {

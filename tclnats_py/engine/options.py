@@ -10,7 +10,7 @@ with nats-tcl's message when the value does not fit the type.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # typing costs ~10 ms of every start
 
 from tclnats_py.errors import make_error
 

@@ -1496,7 +1496,39 @@ def _prepare(tk: Interp) -> "_Bridge":
 def install_loaded(tk: Interp) -> None:
     """Entry from the Tcl extension ([load] in pkgIndex.tcl): any Tcl
     interpreter, in any Tcl thread, of any host process."""
+    if sys.flags.no_site:
+        _site_paths()
     _prepare(tk)
+
+
+def _site_paths() -> None:
+    """The part of :mod:`site` that a Python started by the Tcl extension
+    needs (it starts without site: the .pth files of a site-packages folder,
+    editable-install finders and the like, cost tens of ms and MB at every
+    ``package require nats``): ``sys.prefix`` is the virtual environment
+    when ``sys.executable`` is one's (a ``pyvenv.cfg`` beside it or one
+    level up), and that environment's site-packages (plus the base
+    installation's, when the environment includes them) come after the
+    folder that holds tclnats_py, so its dependencies (nkeys) import."""
+    exe_dir = os.path.dirname(sys.executable or "")
+    prefixes = [sys.prefix]
+    for cfg in (os.path.join(exe_dir, "pyvenv.cfg"), os.path.join(os.path.dirname(exe_dir), "pyvenv.cfg")):
+        if exe_dir and os.path.isfile(cfg):
+            env = os.path.dirname(cfg)
+            system = False
+            with open(cfg, encoding="utf-8") as f:
+                for line in f:
+                    key, sep, value = line.partition("=")
+                    if sep and key.strip().lower() == "include-system-site-packages":
+                        system = value.strip().lower() == "true"
+            sys.prefix = sys.exec_prefix = env
+            prefixes = [env] + ([sys.base_prefix] if system else [])
+            break
+    version = "python%d.%d" % sys.version_info[:2]
+    for prefix in prefixes:
+        path = os.path.join(prefix, "lib", version, "site-packages")
+        if path not in sys.path and os.path.isdir(path):
+            sys.path.append(path)
 
 
 def install(interp) -> None:
