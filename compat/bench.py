@@ -24,7 +24,8 @@ Two more columns come from the same run: "raw socket", the ceiling
 sockets, same workloads, taking its turn with the sides), with tclnats_py's
 figure as a percentage of it; and, before the table, the start of ``tclsh``
 + ``package require nats`` (wall time, median of 7, and the process's RSS
-after it) for each side, next to a bare tclsh.
+after it) for each side, next to a bare tclsh, and the same with a first
+connection object made and destroyed (tclnats_py starts Python there).
 """
 
 from __future__ import annotations
@@ -105,11 +106,20 @@ exit 0
 """
 
 
-def startup(cmd: list, env: dict, n: int = 7, bare: bool = False) -> tuple[float, float]:
+FIRST_CONNECTION = "package require nats\n[nats::connection new] destroy\n"
+
+
+def startup(cmd: list, env: dict, n: int = 7, bare: bool = False, connection: bool = False) -> tuple[float, float]:
     """(median wall seconds of ``tclsh`` running ``package require nats`` and
-    exiting, median RSS in MB at the end); ``bare``: no package require."""
+    exiting, median RSS in MB at the end); ``bare``: no package require;
+    ``connection``: a connection object made and destroyed after it."""
+    script_text = STARTUP_SCRIPT
+    if bare:
+        script_text = STARTUP_SCRIPT.replace("package require nats\n", "")
+    elif connection:
+        script_text = STARTUP_SCRIPT.replace("package require nats\n", FIRST_CONNECTION)
     with tempfile.NamedTemporaryFile("w", suffix=".tcl", delete=False) as f:
-        f.write(STARTUP_SCRIPT.replace("package require nats\n", "") if bare else STARTUP_SCRIPT)
+        f.write(script_text)
         script = f.name
     times, rss = [], []
     try:
@@ -171,6 +181,10 @@ def main(argv=None) -> int:
             results.setdefault("startup", {})[name] = (t_start, r_start)
             print(f"start: {name}: {' '.join(cmd)} + package require nats {t_start:.3f} s, {r_start:.1f} MB RSS",
                   flush=True)
+            t_conn, r_conn = startup(cmd, side_env, connection=True)
+            results.setdefault("startup_connection", {})[name] = (t_conn, r_conn)
+            print(f"start: {name}: {' '.join(cmd)} + package require nats + a first connection object "
+                  f"{t_conn:.3f} s, {r_conn:.1f} MB RSS", flush=True)
         if not args.no_raw:
             sides_raw = [("raw socket", None, None)]
         else:
@@ -229,7 +243,8 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"count": count, "rounds": rounds, "server": url, "figures": table,
-                       "startup": results.get("startup", {})}, f, indent=2)
+                       "startup": results.get("startup", {}),
+                       "startup_connection": results.get("startup_connection", {})}, f, indent=2)
     return 0 if ours else 1
 
 

@@ -11,7 +11,7 @@ package require nats
 lassign $argv url count
 set only [lrange $argv 2 end]
 set payload [string repeat x 128]
-set tag [expr {[info exists ::tclnats::hosted] ? "tclnats" : "original"}]
+set tag [expr {[info exists ::tclnats::provider] ? "tclnats" : "original"}]
 
 proc wanted {name} {
     expr {[llength $::only] == 0 || $name in $::only}

@@ -55,17 +55,6 @@ array set ::tclnats::sockets {}
 # ::tclnats::r, which unpacks Python replies ({0 result} or {1 errorCode
 # message}), is defined by tclnats_py.tclface.bridge.install before this file loads
 
-# The publishes framed by a connection's fast path since the last flush, as
-# {count bytes}; the buffer starts anew
-proc ::nats::_take_pending {ns} {
-    upvar #0 ${ns}::PendingBuf buf ${ns}::PendingCount count ${ns}::PendingBytes bytes
-    set out [list $count $buf]
-    set buf ""
-    set count 0
-    set bytes 0
-    return $out
-}
-
 # Deliveries of one socket read, in order: {kind callback a b c ...}
 # kind 1: a subscription callback {subject msg reply}, posted to the event loop
 # kind 0: the same, called directly (-post false)
@@ -177,7 +166,7 @@ proc ::nats::_check_config {argList} {
 oo::class create ::nats::connection {
     variable config sock timers counters subscriptions requests serverPool outBuffer \
              requestsInboxPrefix pong ChildrenRef PingResult Py \
-             PendingBuf PendingCount PendingBytes FastSubj FastMax FastRoom Room AwaitSkip results
+             PendingCount PendingBytes FastMax FastRoom Room AwaitSkip results
     variable status last_error serverInfo
 
     constructor {{conn_name ""} args} {
@@ -197,14 +186,8 @@ oo::class create ::nats::connection {
         set outBuffer [list]
         set requestsInboxPrefix ""
         set pong 0
-        set PendingBuf ""
-        set PendingCount 0
-        set PendingBytes 0
-        set FastMax -1
-        set FastRoom 0
         set Room 0
         set AwaitSkip {0 0}
-        array set FastSubj {}
         nats::_parse_args $args {
             logger valid_str ""
             log_chan valid_str stdout
@@ -217,6 +200,9 @@ oo::class create ::nats::connection {
         my SetUpLogging $logger $log_chan $log_level
         set Py [::tclnats::r [::tclnats::_new_connection [self] [self namespace] \
                     [expr {$logger ne "" ? "debug" : $log_level}]]]
+        # the publish fast path's state, in C: the command Fast, and the
+        # variables FastMax FastRoom PendingCount PendingBytes linked to it
+        ::tclnats::_fastpub_new [self namespace]::Fast [list $Py pending]
         if {$conn_name ne ""} {
             ::tclnats::r [$Py configure -name $conn_name]
         }
@@ -364,47 +350,29 @@ oo::class create ::nats::connection {
     }
 
     method publish {subject message args} {
-        # Fast path: a subject (and reply) the engine has already accepted, no
-        # headers, payload within max_payload (FastMax is -1 while the path is
-        # closed): the protocol line is framed here and the engine takes the
-        # whole buffer at the next flush (no Python call per message).
-        # PendingBytes counts the payload bytes framed since the last batch
-        # went to the engine; past FastRoom, MakeRoom hands them over and
-        # waits while the way to the socket is full (see MakeRoom).
-        set len [string length $message]
-        if {$len <= $FastMax && [info exists FastSubj($subject)]} {
-            if {$PendingBytes > $FastRoom} {
+        # Fast path (Fast, in C: see ::tclnats::_fastpub_new): a subject (and
+        # reply) the engine has already accepted, no headers, payload within
+        # max_payload (FastMax is -1 while the path is closed): the protocol
+        # line is framed into a batch that the engine takes whole at the next
+        # flush (no Python call per message). Past FastRoom bytes in the
+        # batch, MakeRoom hands it over and waits while the way to the socket
+        # is full (see MakeRoom).
+        switch -- [Fast pub $subject $message {*}$args] {
+            1 {
+                return
+            }
+            2 {
                 my MakeRoom
                 tailcall my publish $subject $message {*}$args
             }
-            switch -- [llength $args] {
-                0 {
-                    append PendingBuf "PUB $subject  $len\r\n$message\r\n"
-                    incr PendingBytes [expr {$len + 32}]
-                    if {[incr PendingCount] == 1} {
-                        $Py pending
-                    }
-                    return
-                }
-                1 {
-                    set reply [lindex $args 0]
-                }
-                2 {
-                    set reply [expr {[lindex $args 0] eq "-reply" ? [lindex $args 1] : ""}]
-                }
-                default {
-                    set reply ""
-                }
-            }
-            if {$reply ne "" && [info exists FastSubj($reply)]} {
-                append PendingBuf "PUB $subject $reply $len\r\n$message\r\n"
-                incr PendingBytes [expr {$len + 32}]
-                if {[incr PendingCount] == 1} {
-                    $Py pending
-                }
-                return
-            }
         }
+        # (the general path is a method of its own: this one names none of
+        # the class's variables, whose resolution would cost each call more
+        # than the fast path itself)
+        tailcall my PublishGeneral $subject $message {*}$args
+    }
+
+    method PublishGeneral {subject message args} {
         set header ""
         set check_subj 1
         if {[llength $args] == 1} {

@@ -10,9 +10,11 @@
 # Any Tcl 8.6 interpreter can load it: stock tclsh, wish, Thread workers,
 # child interpreters, C programs that embed Tcl, tkinter interpreters.  The
 # commands are backed by tclnats_py's Python engine; when the interpreter is
-# not hosted yet, tclnats_py's Tcl extension is [load]ed, which starts the
-# Python that tclnats_py was installed with (or joins the one running in
-# this process) and installs the bridge into this interpreter.
+# not hosted yet, tclnats_py's Tcl extension is [load]ed (it finds the Python
+# library, or fails here), and the first command that needs the engine (a
+# new connection, mostly) starts the Python that tclnats_py was installed
+# with (or joins the one running in this process) and installs the bridge
+# into this interpreter.
 #
 # This folder is the installed tclnats_py/tcl/ (the extension one level
 # up), or tcl/ at the top of a source checkout built in place (the extension
@@ -42,6 +44,30 @@ foreach {tclnatsVersion tclnatsFiles} {
                     (python3 setup.py build_ext --inplace)"
             }
             load $lib Tclnats
+            # Python starts, and the bridge installs its commands, at the first
+            # command that needs them: until then these stand in for them
+            set ::tclnats::standins {}
+            foreach cmd {_new_connection _parse_url _token _flush_dirty _metadata _make_kv_origin
+                    _make_subject_transform _make_stream_source _make_republish _run_deliveries _await
+                    _fastpub_new _noop python} {
+                lappend ::tclnats::standins ::tclnats::$cmd
+                proc ::tclnats::$cmd args "::tclnats::Start; tailcall ::tclnats::$cmd {*}\$args"
+            }
+            proc ::tclnats::Start {} {
+                ::tclnats::_start
+                # a stand-in that the bridge did not replace goes: an error, not a loop
+                foreach p $::tclnats::standins {
+                    if {[info procs $p] ne ""} {
+                        rename $p ""
+                    }
+                }
+            }
+            proc ::tclnats::r {reply} {
+                if {[lindex $reply 0] == 0} {
+                    return [lindex $reply 1]
+                }
+                return -code error -errorcode [lindex $reply 1] [lindex $reply 2]
+            }
         }
         foreach f $files {
             source [file join $dir {*}[file split $f]]

@@ -73,6 +73,34 @@ def test_stock_tclsh_loads_ours_and_talks(tmp_path, nats_server):
     assert "error: NATS ErrNoResponders" in out
 
 
+def test_python_starts_at_the_first_command_that_needs_it(tmp_path, nats_server):
+    """[package require nats] loads the extension and the Tcl layer; Python
+    starts (and the bridge replaces its stand-in commands) when the first
+    connection is made, and a later interpreter command finds it running."""
+    out = ok(run_tcl(f"""
+        package require nats
+        puts "after require: hosted [info exists ::tclnats::hosted] standin [llength [info procs ::tclnats::_new_connection]]"
+        set m [nats::msg create subj -data payload]
+        puts "msg without Python: [nats::msg data $m] hosted [info exists ::tclnats::hosted]"
+        set c [nats::connection new first]
+        puts "after new: hosted [info exists ::tclnats::hosted] standin [llength [info procs ::tclnats::_new_connection]]"
+        puts "embedded: [dict exists [::tclnats::python] prefix]"
+        $c configure -servers {nats_server.url}
+        $c connect
+        puts "ping: [$c ping]"
+        $c destroy
+        puts "second start: [catch {{::tclnats::_start}} e] $e"
+        puts "stand-ins left: [llength [info procs ::tclnats::_*]]"
+    """, tmp_path))
+    assert "after require: hosted 0 standin 1" in out
+    assert "msg without Python: payload hosted 0" in out
+    assert "after new: hosted 1 standin 0" in out
+    assert "embedded: 1" in out
+    assert "ping: true" in out
+    assert "second start: 0 " in out
+    assert "stand-ins left: 0" in out
+
+
 def test_python_starts_isolated_whatever_the_environment(tmp_path):
     """PYTHONHOME/PYTHONPATH pointing elsewhere and a PATH without python do
     not change which Python serves Tcl; Python leaves the host's signals alone."""

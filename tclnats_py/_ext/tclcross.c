@@ -426,6 +426,228 @@ AwaitCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
     return TCL_OK;
 }
 
+/* ------------------------------------------------------------ the publish fast path */
+
+/*
+ * ::tclnats::_fastpub_new name pending
+ *
+ * Makes the command `name` (a connection object's Fast): the state of its
+ * publish fast path, which frames the plain publishes of subjects the engine
+ * has accepted without a Python call per message.
+ *
+ *   name pub subject message ?reply? | ?-reply reply?
+ *       1: framed ("PUB subject reply len\r\nmessage\r\n" appended to the
+ *       batch); 2: the batch is past FastRoom, make room first (MakeRoom)
+ *       and call again; 0: not for the fast path (the general publish).
+ *       The first publish of a batch runs the command prefix `pending`.
+ *   name take       -> {count bytes}: the batch, which starts anew
+ *   name subject S  the engine accepted the subject (or reply) S
+ *   name clear      forget the accepted subjects
+ *
+ * The variables FastMax (max_payload while the path is open, -1 closed),
+ * FastRoom, PendingCount and PendingBytes of the command's namespace are
+ * linked to its state (Tcl_LinkVar): the bridge sets the first two, the
+ * others show the batch.
+ */
+typedef struct {
+    Tcl_WideInt max;        /* FastMax */
+    Tcl_WideInt room;       /* FastRoom */
+    Tcl_WideInt count;      /* PendingCount */
+    Tcl_WideInt bytes;      /* PendingBytes: payload + 32 per message */
+    unsigned char *buf;
+    size_t len, cap;
+    Tcl_HashTable subjects;
+    Tcl_Obj *pending;       /* command prefix run by the first publish of a batch */
+    Tcl_Obj *vars[4];       /* the linked variables' names */
+    Tcl_Interp *interp;
+} FastPub;
+
+static const char *const fast_var_names[4] = {"FastMax", "FastRoom", "PendingCount", "PendingBytes"};
+
+static int
+fast_reserve(FastPub *f, size_t more)
+{
+    size_t need = f->len + more, cap = f->cap ? f->cap : 4096;
+    unsigned char *nb;
+    if (need <= f->cap)
+        return 1;
+    while (cap < need)
+        cap *= 2;
+    nb = (unsigned char *)attemptckrealloc((char *)f->buf, (unsigned int)cap);
+    if (nb == NULL)
+        return 0;
+    f->buf = nb;
+    f->cap = cap;
+    return 1;
+}
+
+static void
+FastPubDelete(ClientData cd)
+{
+    FastPub *f = (FastPub *)cd;
+    int i;
+    for (i = 0; i < 4; i++) {
+        if (f->vars[i] == NULL)
+            continue;
+        /* gone already when the namespace is torn down: then a no-op */
+        Tcl_UnlinkVar(f->interp, Tcl_GetString(f->vars[i]));
+        Tcl_DecrRefCount(f->vars[i]);
+    }
+    Tcl_DeleteHashTable(&f->subjects);
+    Tcl_DecrRefCount(f->pending);
+    if (f->buf != NULL)
+        ckfree((char *)f->buf);
+    ckfree((char *)f);
+}
+
+static int
+FastPubCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
+{
+    FastPub *f = (FastPub *)cd;
+    const char *op;
+    if (objc < 2) {
+        Tcl_WrongNumArgs(interp, 1, objv, "pub|take|subject|clear ?arg ...?");
+        return TCL_ERROR;
+    }
+    op = Tcl_GetString(objv[1]);
+    if (op[0] == 'p' && strcmp(op, "pub") == 0) {
+        int slen, rlen = 0, mlen;
+        const char *subj, *reply = NULL;
+        unsigned char *data;
+        char num[24];
+        int nlen;
+        if (objc < 4) {
+            Tcl_WrongNumArgs(interp, 2, objv, "subject message ?args?");
+            return TCL_ERROR;
+        }
+        /* the general path's string length: characters, as bytes on a binary channel */
+        mlen = Tcl_GetCharLength(objv[3]);
+        if (f->max < 0 || mlen > f->max)
+            goto general;
+        subj = Tcl_GetStringFromObj(objv[2], &slen);
+        if (Tcl_FindHashEntry(&f->subjects, subj) == NULL)
+            goto general;
+        if (objc == 5) {
+            reply = Tcl_GetStringFromObj(objv[4], &rlen);
+        } else if (objc == 6) {
+            if (strcmp(Tcl_GetString(objv[4]), "-reply") != 0)
+                goto general;
+            reply = Tcl_GetStringFromObj(objv[5], &rlen);
+        } else if (objc != 4) {
+            goto general;
+        }
+        if (reply != NULL && (rlen == 0 || Tcl_FindHashEntry(&f->subjects, reply) == NULL))
+            goto general;
+        if (f->bytes > f->room) {
+            Tcl_SetObjResult(interp, Tcl_NewIntObj(2));
+            return TCL_OK;
+        }
+        data = Tcl_GetByteArrayFromObj(objv[3], &mlen);
+        nlen = snprintf(num, sizeof num, "%d", mlen);
+        if (!fast_reserve(f, (size_t)slen + (size_t)rlen + (size_t)nlen + (size_t)mlen + 10)) {
+            Tcl_SetObjResult(interp, Tcl_NewStringObj("out of memory framing a publish", -1));
+            Tcl_SetErrorCode(interp, "NATS", "ErrInvalidArg", NULL);
+            return TCL_ERROR;
+        }
+        {
+            unsigned char *w = f->buf + f->len;
+            memcpy(w, "PUB ", 4); w += 4;
+            memcpy(w, subj, (size_t)slen); w += slen;
+            *w++ = ' ';
+            if (rlen)
+                memcpy(w, reply, (size_t)rlen), w += rlen;
+            *w++ = ' ';
+            memcpy(w, num, (size_t)nlen); w += nlen;
+            *w++ = '\r'; *w++ = '\n';
+            memcpy(w, data, (size_t)mlen); w += mlen;
+            *w++ = '\r'; *w++ = '\n';
+            f->len = (size_t)(w - f->buf);
+        }
+        f->bytes += mlen + 32;
+        if (++f->count == 1) {
+            int code = Tcl_EvalObjEx(interp, f->pending, TCL_EVAL_GLOBAL);
+            if (code != TCL_OK)
+                return code;
+        }
+        Tcl_SetObjResult(interp, Tcl_NewIntObj(1));
+        return TCL_OK;
+    general:
+        Tcl_SetObjResult(interp, Tcl_NewIntObj(0));
+        return TCL_OK;
+    }
+    if (strcmp(op, "take") == 0) {
+        Tcl_Obj *out[2];
+        out[0] = Tcl_NewWideIntObj(f->count);
+        out[1] = Tcl_NewByteArrayObj(f->buf, (int)f->len);
+        f->len = 0;
+        f->count = 0;
+        f->bytes = 0;
+        if (f->cap > (1u << 20)) {   /* a burst's buffer is not kept */
+            ckfree((char *)f->buf);
+            f->buf = NULL;
+            f->cap = 0;
+        }
+        Tcl_SetObjResult(interp, Tcl_NewListObj(2, out));
+        return TCL_OK;
+    }
+    if (strcmp(op, "subject") == 0 && objc == 3) {
+        int isnew;
+        Tcl_CreateHashEntry(&f->subjects, Tcl_GetString(objv[2]), &isnew);
+        return TCL_OK;
+    }
+    if (strcmp(op, "clear") == 0 && objc == 2) {
+        Tcl_DeleteHashTable(&f->subjects);
+        Tcl_InitHashTable(&f->subjects, TCL_STRING_KEYS);
+        return TCL_OK;
+    }
+    Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad operation \"%s\": must be pub, take, subject S or clear", op));
+    return TCL_ERROR;
+}
+
+static int
+FastPubNewCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
+{
+    FastPub *f;
+    Tcl_Command token;
+    Tcl_Obj *full;
+    const char *ns;
+    Tcl_WideInt *addr[4];
+    int i;
+    if (objc != 3) {
+        Tcl_WrongNumArgs(interp, 1, objv, "name pending");
+        return TCL_ERROR;
+    }
+    f = (FastPub *)ckalloc(sizeof *f);
+    memset(f, 0, sizeof *f);
+    f->max = -1;
+    f->interp = interp;
+    Tcl_InitHashTable(&f->subjects, TCL_STRING_KEYS);
+    f->pending = objv[2];
+    Tcl_IncrRefCount(f->pending);
+    token = Tcl_CreateObjCommand(interp, Tcl_GetString(objv[1]), FastPubCmd, f, FastPubDelete);
+    /* the variables live in the command's namespace */
+    full = Tcl_NewObj();
+    Tcl_IncrRefCount(full);
+    Tcl_GetCommandFullName(interp, token, full);
+    ns = Tcl_GetString(full);
+    addr[0] = &f->max; addr[1] = &f->room; addr[2] = &f->count; addr[3] = &f->bytes;
+    for (i = 0; i < 4; i++) {
+        const char *tail = strrchr(ns, ':');
+        int nslen = tail ? (int)(tail - ns) - 1 : 0;
+        f->vars[i] = Tcl_ObjPrintf("%.*s::%s", nslen, ns, fast_var_names[i]);
+        Tcl_IncrRefCount(f->vars[i]);
+        Tcl_UnsetVar(interp, Tcl_GetString(f->vars[i]), 0);
+        if (Tcl_LinkVar(interp, Tcl_GetString(f->vars[i]), (char *)addr[i], TCL_LINK_WIDE_INT) != TCL_OK) {
+            Tcl_DecrRefCount(full);
+            Tcl_DeleteCommandFromToken(interp, token);
+            return TCL_ERROR;
+        }
+    }
+    Tcl_DecrRefCount(full);
+    Tcl_SetObjResult(interp, objv[1]);
+    return TCL_OK;
+}
+
 /* ------------------------------------------------------------ running the deliveries of a read */
 
 /*
@@ -903,6 +1125,7 @@ interp_object(Tcl_Interp *interp)
         st->misses = 0;
         Tcl_CreateObjCommand(interp, "::tclnats::_await", AwaitCmd, (ClientData)st, SpinStateFree);
         Tcl_CreateObjCommand(interp, "::tclnats::_run_deliveries", RunDeliveriesCmd, NULL, NULL);
+        Tcl_CreateObjCommand(interp, "::tclnats::_fastpub_new", FastPubNewCmd, NULL, NULL);
     }
     return self;
 }

@@ -12,8 +12,13 @@
  *     the venv that holds the package (or the one recorded at build time)
  *     names the interpreter to start, so sys.prefix and site-packages are
  *     the install's, whatever PATH or PYTHONHOME say.
- * Then it loads the Python extension module _tclcross from the same folder
- * and hands over to TclnatsCross_TclInit.
+ * Then it loads the Python extension module _tclcross from the same folder.
+ * Starting Python (or joining it) and installing the bridge, which takes most
+ * of the time and memory, waits for the first command that needs it: the
+ * command ::tclnats::_start hands over to TclnatsCross_TclInit, once per
+ * interpreter (pkgIndex.tcl's stand-ins for the bridge's commands call it).
+ * What can be checked without starting Python (the library, the module) is
+ * checked here, so [package require nats] still fails when they are missing.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -46,6 +51,14 @@ typedef int (*py_isinit_t)(void);
 
 EXPORT int Tclnats_Init(Tcl_Interp *interp);
 EXPORT int Tclnats_SafeInit(Tcl_Interp *interp);
+
+/* what ::tclnats::_start needs, one per interpreter */
+typedef struct {
+    cross_init_t init;
+    int started;
+    char sitedir[PATH_MAX];
+    char program[PATH_MAX];
+} StartData;
 
 static int
 fail(Tcl_Interp *interp, const char *code, Tcl_Obj *msg)
@@ -107,9 +120,34 @@ venv_python(const char *pkgdir, char *out, size_t size)
     }
 }
 
+static void
+free_start(ClientData cd)
+{
+    ckfree((char *)cd);
+}
+
+/* ::tclnats::_start: start (or join) Python and install the bridge into
+ * this interpreter; later calls do nothing */
+static int
+start_cmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
+{
+    StartData *data = (StartData *)cd;
+    if (objc != 1) {
+        Tcl_WrongNumArgs(interp, 1, objv, "");
+        return TCL_ERROR;
+    }
+    if (data->started)
+        return TCL_OK;
+    if (data->init(interp, data->sitedir, data->program[0] ? data->program : NULL) != TCL_OK)
+        return TCL_ERROR;
+    data->started = 1;
+    return TCL_OK;
+}
+
 EXPORT int
 Tclnats_Init(Tcl_Interp *interp)
 {
+    StartData *data;
     char pkgdir[PATH_MAX], sitedir[PATH_MAX], cross[PATH_MAX + 64], program[PATH_MAX];
     const char *pylib, *env;
     void *sym, *handle;
@@ -164,8 +202,12 @@ Tclnats_Init(Tcl_Interp *interp)
     if (init == NULL)
         return fail(interp, "ErrPython", Tcl_ObjPrintf(
             "tclnats_py: %s has no TclnatsCross_TclInit: reinstall tclnats_py", cross));
-    if (init(interp, sitedir, program[0] ? program : NULL) != TCL_OK)
-        return TCL_ERROR;
+    data = (StartData *)ckalloc(sizeof *data);
+    data->init = init;
+    data->started = 0;
+    strcpy(data->sitedir, sitedir);
+    strcpy(data->program, program);
+    Tcl_CreateObjCommand(interp, "::tclnats::_start", start_cmd, data, free_start);
     return Tcl_PkgProvide(interp, "tclnats", "0.1");
 }
 

@@ -1061,7 +1061,7 @@ class TclConnection:
         self.utf8 = bool(o.utf8_convert)
         if "utf8_convert" in typed or "check_subjects" in typed:
             self.fast_subjects.clear()
-            self.tk.call("array", "unset", f"{self.ns}::FastSubj")
+            self.tk.call(f"{self.ns}::Fast", "clear")
         if "utf8_convert" in typed or "check_subjects" in typed or "write_buf_size" in typed:
             self._fast_path()
         if "custom_reconnect_delay" in typed:
@@ -1162,11 +1162,11 @@ class TclConnection:
             fast = self.fast_subjects
             if len(fast) > 4096:
                 fast.clear()
-                self.tk.call("array", "unset", f"{self.ns}::FastSubj")
+                self.tk.call(f"{self.ns}::Fast", "clear")
             for subj in (subject, reply):
                 if subj and subj not in fast and not subj.startswith("_INBOX."):
                     fast.add(subj)
-                    self.tk.call("set", f"{self.ns}::FastSubj({subj})", 1)
+                    self.tk.call(f"{self.ns}::Fast", "subject", subj)
         if eng.has_effects:
             self.run()
         return 1
@@ -1181,7 +1181,7 @@ class TclConnection:
     def drain_tcl_pubs(self):
         """Hand the publishes framed in Tcl to the engine, in order."""
         self.tcl_pending = False
-        count, buf = self.tk.call("::nats::_take_pending", self.ns)
+        count, buf = self.tk.call(f"{self.ns}::Fast", "take")
         if not count:
             return
         # subjects, replies and sizes were checked when they entered the fast path
