@@ -743,7 +743,9 @@ class Client:
         self._socket_waiters: list = []  # futures of publishers waiting for the socket
         self._subs: dict[int, Subscription] = {}
         self._busy_subs = 0  # callback subscriptions with messages being handled
-        self._pub_heads: dict[str, bytes] = {}  # subject -> its PUB frame's start, once checked
+        # subject -> (payload size, its PUB line for that size) once checked:
+        # a frame is then line + payload + CRLF (no formatting per message)
+        self._pub_heads: dict[str, tuple[int, bytes]] = {}
         self._pub_max = 0  # the server's max_payload (0 until its INFO): the fast path's bound
         self._status_waiters: list = []
         self._tasks: set = set()
@@ -1354,9 +1356,11 @@ class Client:
             head = self._pub_heads.get(subject)
             n = len(data)
             if head is not None and n <= self._pub_max:
+                if head[0] != n:
+                    head = self._pub_heads[subject] = (n, b"PUB %s  %d\r\n" % (subject.encode(), n))
                 eng = self._engine
                 wait = self._backlog() if eng._out_size >= _WRITE_CHUNK else None
-                if eng.publish_frame(b"%s%d\r\n%s\r\n" % (head, n, data), _WRITE_CHUNK):
+                if eng.publish_frame(head[1] + data + b"\r\n", _WRITE_CHUNK):
                     if eng._fx:
                         self._run()
                 return wait or self._ready
@@ -1367,7 +1371,8 @@ class Client:
             heads = self._pub_heads
             if len(heads) >= 4096:
                 heads.clear()
-            heads[subject] = f"PUB {subject}  ".encode()  # nats-tcl's frame: an empty reply slot
+            # nats-tcl's frame: an empty reply slot
+            heads[subject] = (len(data), b"PUB %s  %d\r\n" % (subject.encode(), len(data)))
             if eng.has_effects:
                 self._run()
             return wait or self._ready
