@@ -101,6 +101,23 @@ def test_python_starts_at_the_first_command_that_needs_it(tmp_path, nats_server)
     assert "stand-ins left: 0" in out
 
 
+def test_python_started_by_tclsh_imports_the_installs_dependencies(tmp_path, nkey_server):
+    """The Python that the extension starts runs without site: an NKey
+    connection needs the nkeys package from the installation's
+    site-packages, which the bridge puts on sys.path itself."""
+    srv, _ = nkey_server
+    out = ok(run_tcl(f"""
+        package require nats
+        set c [nats::connection new]
+        $c configure -servers {srv.url} -nkey_seed [string trim [read [set f [open {srv.auth.seed_path}]]]]
+        close $f
+        $c connect
+        puts "ping: [$c ping]"
+        $c destroy
+    """, tmp_path))
+    assert "ping: true" in out
+
+
 def test_python_starts_isolated_whatever_the_environment(tmp_path):
     """PYTHONHOME/PYTHONPATH pointing elsewhere and a PATH without python do
     not change which Python serves Tcl; Python leaves the host's signals alone."""

@@ -1524,9 +1524,8 @@ def _site_paths() -> None:
             sys.prefix = sys.exec_prefix = env
             prefixes = [env] + ([sys.base_prefix] if system else [])
             break
-    version = "python%d.%d" % sys.version_info[:2]
-    for prefix in prefixes:
-        path = os.path.join(prefix, "lib", version, "site-packages")
+    import site  # its functions only: with no_site, importing it changes nothing
+    for path in site.getsitepackages(prefixes):
         if path not in sys.path and os.path.isdir(path):
             sys.path.append(path)
 
