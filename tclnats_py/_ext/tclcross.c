@@ -634,8 +634,13 @@ FastPubNewCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]
     for (i = 0; i < 4; i++) {
         const char *tail = strrchr(ns, ':');
         int nslen = tail ? (int)(tail - ns) - 1 : 0;
+        Tcl_Obj *old;
         f->vars[i] = Tcl_ObjPrintf("%.*s::%s", nslen, ns, fast_var_names[i]);
         Tcl_IncrRefCount(f->vars[i]);
+        /* a value set before the link (by the bridge) is kept */
+        old = Tcl_ObjGetVar2(interp, f->vars[i], NULL, 0);
+        if (old != NULL && Tcl_GetWideIntFromObj(NULL, old, addr[i]) != TCL_OK)
+            *addr[i] = (i == 0) ? -1 : 0;
         Tcl_UnsetVar(interp, Tcl_GetString(f->vars[i]), 0);
         if (Tcl_LinkVar(interp, Tcl_GetString(f->vars[i]), (char *)addr[i], TCL_LINK_WIDE_INT) != TCL_OK) {
             Tcl_DecrRefCount(full);
