@@ -90,6 +90,7 @@ def test_python_starts_at_the_first_command_that_needs_it(tmp_path, nats_server)
         puts "ping: [$c ping]"
         $c destroy
         puts "second start: [catch {{::tclnats::_start}} e] $e"
+        puts "usage: [catch {{::tclnats::python extra}} e o] $e / [dict get $o -errorcode]"
         puts "stand-ins left: [llength [info procs ::tclnats::_*]]"
     """, tmp_path))
     assert "after require: hosted 0 standin 1" in out
@@ -98,6 +99,7 @@ def test_python_starts_at_the_first_command_that_needs_it(tmp_path, nats_server)
     assert "embedded: 1" in out
     assert "ping: true" in out
     assert "second start: 0 " in out
+    assert 'usage: 1 wrong # args: should be "::tclnats::python" / TCL WRONGARGS' in out
     assert "stand-ins left: 0" in out
 
 

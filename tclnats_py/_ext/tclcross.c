@@ -913,6 +913,18 @@ error:
             PyErr_Clear();
             text = "(no message)";
         }
+        code = TCL_ERROR;
+        if (type != NULL && PyErr_GivenExceptionMatches(type, TclError)) {
+            /* the command's own Tcl error (a usage error, say): as it is */
+            Tcl_SetObjResult(interp, Tcl_NewStringObj(text, -1));
+            if (strncmp(text, "wrong # args", 12) == 0)
+                Tcl_SetErrorCode(interp, "TCL", "WRONGARGS", NULL);
+            Py_XDECREF(msg);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            goto out;
+        }
         Tcl_SetObjResult(interp, Tcl_ObjPrintf("Python error in %s: %s: %s",
                                                Tcl_GetString(objv[0]),
                                                type ? ((PyTypeObject *)type)->tp_name : "?",
@@ -921,7 +933,6 @@ error:
         Py_XDECREF(msg);
         PyErr_Restore(type, value, tb);
         PyErr_WriteUnraisable(data->func);
-        code = TCL_ERROR;
     }
 out:
     Py_XDECREF(args);

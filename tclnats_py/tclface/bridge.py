@@ -38,6 +38,7 @@ from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.options import OPTION_SPEC, Options, coerce
 from tclnats_py.engine.pool import parse_url
 from tclnats_py.tclface.tlsname import check_server_name
+from tclnats_py.tclface.values import tcl_value
 from tclnats_py.engine.validate import header_name_error, header_value_error
 
 # tclnats_py.tclface.js (and the engine's JetStream modules under it) is
@@ -55,7 +56,7 @@ def _js():
 
 def _format_exc() -> str:
     import traceback  # (with linecache, tokenize: only when there is one to format)
-    return _format_exc()
+    return traceback.format_exc()
 
 __all__ = ["install", "tcl_library_dir", "TclConnection"]
 
@@ -204,9 +205,11 @@ class _Bridge:
         self.conns[c.cmd] = c
         return (0, c.cmd)
 
-    def _python(self):
+    def _python(self, *args):
         """``::tclnats::python``: which Python serves this interpreter."""
         from tclnats_py import _tclcross
+        if args:
+            raise TclError('wrong # args: should be "::tclnats::python"')
         return ("version", sys.version.split()[0], "executable", sys.executable, "prefix", sys.prefix,
                 "embedded", int(_tclcross.embedded()), "package", os.path.dirname(os.path.abspath(__file__)))
 
@@ -447,7 +450,7 @@ class TclConnection:
                     for old in tk.splitlist(tk.call("array", "names", var)):
                         if old not in info:
                             tk.call("unset", f"{var}({old})")
-                    tk.call("array", "set", var, _js().tcl_value(info))
+                    tk.call("array", "set", var, tcl_value(info))
                     self._fast_path()
                 elif k is PongReceived:
                     tk.call("set", f"{ns}::pong", 1)
