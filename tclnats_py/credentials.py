@@ -7,7 +7,6 @@ connection.
 
 from __future__ import annotations
 
-from tclnats_py.engine.auth import parse_creds, seed_from_text
 from tclnats_py.errors import NatsError, make_error
 
 __all__ = ["read_credentials", "load_creds", "read_seed"]
@@ -20,6 +19,7 @@ def load_creds(path: str) -> tuple[str, bytes]:
             text = f.read()
     except OSError as e:
         raise make_error("ErrAuthorization", f"Cannot read credentials file {path}: {e.strerror}") from None
+    from tclnats_py.engine.auth import parse_creds  # here: base64 and its regexes only when a file is read
     return parse_creds(text, path)
 
 
@@ -28,6 +28,7 @@ def read_seed(value: str) -> bytes:
     v = value.strip()
     if v.startswith("SU") and "/" not in v:
         return v.encode()
+    from tclnats_py.engine.auth import seed_from_text
     try:
         with open(v, "r", encoding="utf-8") as f:
             seed = seed_from_text(f.read())

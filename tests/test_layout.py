@@ -94,6 +94,58 @@ def test_tcl_face_starts_without_asyncio_jetstream_or_ssl():
     assert out == "", out
 
 
+# What the Tcl face's start (`import tclnats_py.tclface.bridge`, in the Python
+# that the Tcl extension starts without site at the first connection) may
+# load: our modules exactly, and of the standard library only these (their
+# private parts, _name and name._part, aside).  A plain connection, publish
+# and subscribe load nothing more (test_tcl_hosts checks that); JetStream,
+# TLS, credentials files, URLs with user info and discovered IP addresses load
+# theirs at first use.
+TCL_FACE_OURS = {
+    "tclnats_py", "tclnats_py._tclcross", "tclnats_py.errors", "tclnats_py.credentials",
+    "tclnats_py.engine", "tclnats_py.engine.connection", "tclnats_py.engine.effects",
+    "tclnats_py.engine.headers", "tclnats_py.engine.nuid", "tclnats_py.engine.options",
+    "tclnats_py.engine.pool", "tclnats_py.engine.protocol", "tclnats_py.engine.subjects",
+    "tclnats_py.engine.validate", "tclnats_py.tclface", "tclnats_py.tclface.bridge",
+    "tclnats_py.tclface.tlsname", "tclnats_py.tclface.values",
+}
+TCL_FACE_STDLIB = {
+    "__future__", "bisect", "collections", "copyreg", "enum", "functools", "genericpath", "heapq",
+    "importlib", "itertools", "json", "keyword", "math", "operator", "os", "posixpath", "random", "re",
+    "reprlib", "stat", "types", "warnings",
+}
+
+
+def test_tcl_face_start_imports_only_its_pinned_set():
+    # -S -I: as the extension starts Python (no site, no user environment);
+    # on 3.10 errors.py imports asyncio (ErrTimeout's base there): counted as
+    # already loaded
+    code = ("import sys\n"
+            "if sys.version_info < (3, 11):\n"
+            "    import asyncio\n"
+            "before = set(sys.modules)\n"
+            f"sys.path.insert(0, {os.path.dirname(PKG)!r})\n"
+            "import tclnats_py.tclface.bridge\n"
+            "print('\\n'.join(sorted(set(sys.modules) - before)))\n")
+    out = subprocess.run([sys.executable, "-S", "-I", "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    ours = {m for m in out if m.startswith("tclnats_py")} - {"tclnats_py._natsproto"}  # (optional C parser)
+    assert ours == TCL_FACE_OURS, (sorted(ours - TCL_FACE_OURS), sorted(TCL_FACE_OURS - ours))
+    stdlib = {m for m in out if not m.startswith("tclnats_py") and not m.startswith("_") and "._" not in m}
+    assert {m.split(".")[0] for m in stdlib} <= TCL_FACE_STDLIB, sorted(
+        m for m in stdlib if m.split(".")[0] not in TCL_FACE_STDLIB)
+
+
+def test_format_exc_formats_the_traceback():
+    # the bridge's internal-error reports import traceback only when they format one
+    from tclnats_py.tclface import bridge
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        text = bridge._format_exc()
+    assert text.startswith("Traceback (most recent call last):") and "ValueError: boom" in text
+
+
 def test_jetstream_wire_subjects_only_in_the_engine():
     wire = re.compile(r"\$(JS\.API|JS\.ACK|KV\.|O\.)")
     outside = []

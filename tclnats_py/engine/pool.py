@@ -11,10 +11,8 @@ No clock inside: callers pass ``now`` in milliseconds.
 
 from __future__ import annotations
 
-import ipaddress
 import random
 import re
-from urllib.parse import unquote
 
 from tclnats_py.errors import make_error
 
@@ -92,6 +90,7 @@ def parse_url(url: str) -> Server:
     s = Server(scheme, host, port)
     ui = m.group("userinfo")
     if ui:
+        from urllib.parse import unquote  # here: only a URL with user info needs it
         user, sep, pwd = ui.partition(":")
         if sep and pwd:
             s.user, s.password = unquote(user), unquote(pwd)
@@ -102,6 +101,7 @@ def parse_url(url: str) -> Server:
 
 def is_ip_address(host: str) -> bool:
     """Whether ``host`` is an IPv4 or IPv6 address (brackets allowed)."""
+    import ipaddress  # here: asked of discovered servers and TLS hosts only
     try:
         ipaddress.ip_address(host.strip("[]"))
     except ValueError:

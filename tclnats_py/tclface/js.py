@@ -39,6 +39,7 @@ from tclnats_py.engine.js.api import (JsApi, JsonFloat, Publish, Request, advanc
 from tclnats_py.engine.js.meta import metadata_from_reply
 from tclnats_py.engine.js.publish import ack_error_dict, parse_ack_fast, publish_headers, stalled
 from tclnats_py.engine.js.pull import Fetch
+from tclnats_py.tclface.values import tcl_value
 
 __all__ = ["JsBridge", "Chain", "metadata_from_reply", "tcl_value", "make_stream_source",
            "make_subject_transform", "make_republish", "make_kv_origin"]
@@ -51,29 +52,6 @@ class Chain:
 
     def __init__(self, rid: int):
         self.rid = rid
-
-
-def tcl_value(v):
-    """A JSON value as tcllib's json2dict shows it in Tcl."""
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if v is None:
-        return "null"
-    if isinstance(v, dict):
-        out = []
-        for k, x in v.items():
-            out.append(str(k))
-            out.append(tcl_value(x))
-        return tuple(out)
-    if isinstance(v, list):
-        return tuple(tcl_value(x) for x in v)
-    if isinstance(v, JsonFloat):
-        return v.text
-    if isinstance(v, float) and v.is_integer():
-        return str(v)  # keep "1.0" as JSON wrote it
-    return v
 
 
 def _dumps(obj) -> str:

@@ -15,7 +15,6 @@ TclTLS hands over as PEM.  The rules are the usual ones:
 
 from __future__ import annotations
 
-import ipaddress
 import os
 
 from tclnats_py.engine.pool import is_ip_address
@@ -55,6 +54,7 @@ def names_in(pem: str) -> tuple[list[str], list[str], list[str]]:
 
 
 def _ip(text: str):
+    import ipaddress  # here: only a TLS connection asks
     try:
         return ipaddress.ip_address(text.strip("[]"))
     except ValueError:
