@@ -396,6 +396,44 @@ def test_python_tkinter_interpreter_joins_the_running_python(tmp_path, nats_serv
     assert ok(p).strip() == "ping true embedded False"
 
 
+def test_plain_connection_loads_no_jetstream_and_leaves_a_no_site_host_alone(tmp_path, nats_server):
+    """A connection, subscription, publish and request load only the start's
+    modules (test_layout pins those): no JetStream layer, typing, datetime,
+    hashlib, ssl...  A host Python run with -S keeps its sys.prefix and
+    sys.path: only a Python that the extension started gets site-packages."""
+    code = textwrap.dedent(f"""
+        import sys, tkinter
+        tcl = tkinter.Tcl()
+        before, path, prefix = set(sys.modules), list(sys.path), sys.prefix
+        tcl.eval("lappend auto_path {{{LIBDIR}}}")
+        tcl.eval('''package require nats
+            set c [nats::connection new]
+            $c configure -servers {nats_server.url}
+            $c connect
+            $c subscribe svc -callback {{apply {{{{s m r}} {{ $::c publish $r "re:$m" }}}}}}
+            $c publish svc hello
+            set reply [$c request svc ping -timeout 2000]
+            $c disconnect''')
+        print("reply", tcl.eval("set reply"))
+        print("path", [p for p in sys.path if p not in path], "prefix", sys.prefix == prefix)
+        print("new", " ".join(sorted(set(sys.modules) - before)))
+    """)
+    p = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60,
+                       env={k: v for k, v in os.environ.items() if k != "TCLLIBPATH"})
+    lines = ok(p).splitlines()
+    assert lines[0] == "reply re:ping"
+    # the folder that holds the extension's tclnats_py goes on sys.path, nothing else
+    import tclnats_py
+    sitedir = os.path.dirname(os.path.dirname(os.path.realpath(tclnats_py.__file__)))
+    assert lines[1] == f"path {[sitedir]} prefix True", lines[1]
+    new = set(lines[2].split()[1:])
+    heavy = {"typing", "datetime", "calendar", "locale", "hashlib", "ssl", "asyncio", "ipaddress", "urllib.parse",
+             "base64", "tclnats_py.tclface.js", "tclnats_py.engine.js", "tclnats_py.engine.auth", "traceback"}
+    if sys.version_info < (3, 11):  # ErrTimeout's base there is asyncio's own TimeoutError
+        heavy -= {"asyncio", "ssl", "traceback"}
+    assert not new & heavy, sorted(new & heavy)
+
+
 # ------------------------------------------------------------ when Python cannot be found
 
 def test_missing_python_library_is_a_tcl_error(tmp_path):

@@ -1499,7 +1499,10 @@ def _prepare(tk: Interp) -> "_Bridge":
 def install_loaded(tk: Interp) -> None:
     """Entry from the Tcl extension ([load] in pkgIndex.tcl): any Tcl
     interpreter, in any Tcl thread, of any host process."""
-    if sys.flags.no_site:
+    from tclnats_py._tclcross import embedded
+    if sys.flags.no_site and embedded():
+        # the Python that the extension started (not a host's, run with -S
+        # on purpose: its sys.prefix and sys.path stay as they are)
         _site_paths()
     _prepare(tk)
 
