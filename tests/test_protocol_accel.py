@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from tclnats_py.engine import protocol as P
+from tclnats_py.engine.connection import Msg
 from tclnats_py.errors import NatsError
 
 pytestmark = pytest.mark.unit
@@ -116,3 +117,153 @@ def test_forcing_the_accelerator_on():
         assert r.returncode != 0 and "not built" in r.stderr
     else:
         assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr
+
+
+# ---------------------------------------------------------------- the asyncio face's fast paths
+def _need_fast():
+    _need_accel()
+    if P.take_msgs is None or P.step is None or P.DONE is None or P.pub_frame is P._py_pub_frame:
+        pytest.fail("tclnats_py._natsproto is an old build (python setup.py build_ext --inplace)")
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_pub_frame_same_bytes_as_python_and_encode_pub(seed):
+    _need_fast()
+    rnd = random.Random(seed)
+    subjects = ["a", "a.b", "orders.new.é", "x" * 300, "s%d" % seed]
+    heads_c: dict = {}
+    heads_py: dict = {}
+    for s in subjects[:-1]:  # the last one was never checked: both give None
+        size = rnd.randint(0, 40)
+        heads_c[s] = P.pub_head(s, size)
+        heads_py[s] = P.pub_head(s, size)
+    for _ in range(300):
+        s = rnd.choice(subjects)
+        data = bytes(rnd.getrandbits(8) for _ in range(rnd.choice((0, 1, 9, 10, 99, 100, 1000))))
+        limit = rnd.choice((0, 5, 100, 1 << 20, 1 << 80))
+        c = P.pub_frame(heads_c, s, data, limit)
+        py = P._py_pub_frame(heads_py, s, data, limit)
+        assert c == py
+        if s in heads_py and len(data) <= limit:
+            assert c == P.encode_pub(s, None, data)
+        else:
+            assert c is None
+    class Str(str):
+        pass
+    for args in ((heads_c, Str("a"), b"x", 9), (heads_c, "a", bytearray(b"x"), 9), (heads_c, "a", "x", 9),
+                 (heads_c, 5, b"x", 9)):
+        assert P.pub_frame(*args) is None and P._py_pub_frame(*args) is None
+
+
+def _flat(fx):
+    """Deliver / DeliverMany effects as one (sub, message fields) per message, other effects as they are."""
+    from tclnats_py.engine.effects import Deliver, DeliverMany
+    out = []
+    for f in fx:
+        if f.__class__ is DeliverMany:
+            assert f.msgs, "an empty DeliverMany"
+            out.extend(("msg", f.sub.sid, type(m), m.subject, m.data, m.reply, m.headers, m.sid) for m in f.msgs)
+        elif f.__class__ is Deliver:
+            m = f.msg
+            out.append(("msg", f.sub.sid, type(m), m.subject, m.data, m.reply, m.headers, m.sid))
+        else:
+            out.append(f)
+    return out
+
+
+_TAKE = P.take_msgs  # the compiled one (None when not built)
+
+
+class _M(Msg):
+    """A driver's message class (as the asyncio face's, no __init__ of its own)."""
+    __slots__ = ()
+
+
+def _engine_run(stream: bytes, cuts: list, batches: bool, take: bool, monkeypatch):
+    from tests.fake_driver import connected
+    e, d = connected()
+    e.msg_class = _M
+    e.deliver_batches = batches
+    monkeypatch.setattr(P, "take_msgs", _TAKE if take else None)
+    e.subscribe("a.>")           # sid 1: plain
+    e.subscribe("b", max_msgs=7)  # sid 2: ends after 7
+    e.subscribe("c")             # sid 3: plain
+    d.take_wire()
+    d.fx.clear()
+    prev = 0
+    for c in cuts + [len(stream)]:
+        e.receive_data(stream[prev:c])
+        prev = c
+        d.pump()
+    return _flat(d.fx), e.stats["in_msgs"], {s.sid: s.received for s in e.subs.values()}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_delivered_in_batches_or_one_by_one_the_same(seed, monkeypatch):
+    _need_fast()
+    rnd = random.Random(seed)
+    frames = [b"MSG a.x 1 3\r\nabc\r\n", b"MSG a.y 1 _INBOX.r 2\r\nhi\r\n", b"MSG b 2 1\r\nz\r\n",
+              b"MSG c 3 0\r\n\r\n", b"HMSG a.h 1 12 14\r\nNATS/1.0\r\n\r\nok\r\n", b"MSG gone 9 1\r\nq\r\n",
+              b"PING\r\n", b"MSG\ta.t\t1\t1\r\nt\r\n", b"HMSG c 3 18 18\r\nNATS/1.0\r\nK: v\r\n\r\n\r\n"]
+    stream = b"".join(rnd.choice(frames) for _ in range(rnd.randint(1, 80)))
+    cuts = sorted(rnd.sample(range(1, len(stream)), min(len(stream) - 1, rnd.randint(0, 8))))
+    one = _engine_run(stream, cuts, False, False, monkeypatch)
+    assert _engine_run(stream, cuts, True, True, monkeypatch) == one
+    assert _engine_run(stream, cuts, True, False, monkeypatch) == one
+
+
+def test_take_msgs_only_for_msg_slots():
+    _need_fast()
+    from tclnats_py.engine.connection import Msg
+    ops = P.Parser().feed(b"MSG a 1 3\r\nabc\r\nMSG b 1 r 2\r\nhi\r\nMSG c 2 1\r\nx\r\nMSG a 1 1\r\ny\r\n")
+    out: list = []
+    assert P.take_msgs(ops, 0, 1, Msg, out) == 2
+    assert [(m.subject, m.data, m.reply, m.headers, m.sid) for m in out] == [("a", b"abc", None, None, 1),
+                                                                            ("b", b"hi", "r", None, 1)]
+    assert P.take_msgs(ops, 2, 1, Msg, out) == 2 and P.take_msgs(ops, 4, 1, Msg, out) == 4 and len(out) == 2
+
+    class Other:
+        __slots__ = ("subject",)
+    assert P.take_msgs(ops, 0, 1, Other, out) is None and P.take_msgs(ops, 0, 1, int, out) is None
+    assert len(out) == 2
+
+
+def test_step_runs_a_callback_to_its_first_wait():
+    _need_fast()
+    import asyncio
+    seen = []
+
+    async def done(m):
+        seen.append(m)
+        return 5
+
+    async def waits(m):
+        await asyncio.sleep(0)
+
+    async def fails(m):
+        raise ValueError(m)
+
+    def plain(m):
+        seen.append(m)
+
+    assert P.step(done, 1) is None and P.step(plain, 2) is None and seen == [1, 2]
+    coro, y = P.step(waits, 3)
+    assert asyncio.iscoroutine(coro) and y is None
+    coro.close()
+    assert P.step(lambda m: m * 2, 4) == (8, P.STEP_OTHER)
+    with pytest.raises(ValueError):
+        P.step(fails, 5)
+    with pytest.raises(KeyError):
+        P.step({}.__getitem__, 6)
+
+
+def test_done_is_an_awaitable_already_complete():
+    _need_fast()
+    import asyncio
+
+    async def go():
+        assert await P.DONE is None
+        assert await asyncio.ensure_future(P.DONE) is None
+        assert await asyncio.gather(P.DONE, P.DONE) == [None, None]
+    asyncio.run(go())
+    assert repr(P.DONE) == "<publish: queued>"

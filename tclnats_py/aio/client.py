@@ -50,7 +50,7 @@ import time
 import types
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Optional, Sequence, Union
 
-from tclnats_py.engine.effects import (CancelTimer, Close, Deliver, ErrorChanged, Flush, InfoReceived, Log, Open,
+from tclnats_py.engine.effects import (CancelTimer, Close, Deliver, DeliverMany, ErrorChanged, Flush, InfoReceived, Log, Open,
                        PingDone, PongReceived, RequestDone, RequestReply, StartTimer, StartTls,
                        StatusChanged, SubGone, SubsCleared, UnknownEffect)
 from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine, Msg, Request
@@ -132,6 +132,10 @@ def _seconds_delay(fn):
         return int(round(v * 1000))
     return delay
 
+
+# the publish fast path's framing (compiled when the accelerator is built)
+from tclnats_py.engine.protocol import (DONE as _DONE, STEP_OTHER as _STEP_OTHER, pub_frame as _pub_frame,  # noqa: E402
+                                        pub_head as _pub_head, step as _step)
 
 # argument checks: the rules both faces share live in _validate
 from tclnats_py.engine.validate import (MAX_TIMEOUT, _to_bytes, check_headers, check_int, check_seconds,  # noqa: E402,F401
@@ -253,9 +257,17 @@ _EAGER = sys.version_info >= (3, 11) and _enter_task is not None and _leave_task
 def _first_step(cb, msg):
     """Call a message callback and run what it returns up to its first
     wait: (None, None) when it is done, else (the coroutine, what it yielded)."""
-    r = cb(msg)
-    if r is None:
-        return None, None
+    if _step is not None:
+        r = _step(cb, msg)  # compiled: a coroutine's end makes no StopIteration
+        if r is None:
+            return None, None
+        if r[1] is not _STEP_OTHER:
+            return r
+        r = r[0]
+    else:
+        r = cb(msg)
+        if r is None:
+            return None, None
     if r.__class__ is not _CoroutineType:
         if not inspect.isawaitable(r):
             return None, None
@@ -278,6 +290,7 @@ def _first_steps(sub, msgs, i):
     cb = sub._cb
     limit = sub._limit_bytes
     n = len(msgs)
+    step = _step
     while i < n:
         msg = msgs[i]
         if len(msg.data) > limit or not sub._parked:
@@ -285,9 +298,17 @@ def _first_steps(sub, msgs, i):
         i += 1
         sub.delivered += 1
         try:
-            r = cb(msg)
-            if r is None:
-                continue
+            if step is not None:
+                r = step(cb, msg)  # compiled: a coroutine's end makes no StopIteration
+                if r is None:
+                    continue
+                if r[1] is not _STEP_OTHER:
+                    return i, r[0], r[1], None
+                r = r[0]
+            else:
+                r = cb(msg)
+                if r is None:
+                    continue
             if r.__class__ is not _CoroutineType:
                 if not inspect.isawaitable(r):
                     continue
@@ -743,9 +764,9 @@ class Client:
         self._socket_waiters: list = []  # futures of publishers waiting for the socket
         self._subs: dict[int, Subscription] = {}
         self._busy_subs = 0  # callback subscriptions with messages being handled
-        # subject -> (payload size, its PUB line for that size) once checked:
-        # a frame is then line + payload + CRLF (no formatting per message)
-        self._pub_heads: dict[str, tuple[int, bytes]] = {}
+        # subject -> protocol.pub_head(subject, size) once checked: a frame is
+        # then made by protocol.pub_frame (no formatting per message)
+        self._pub_heads: dict[str, tuple[bytes, int, bytes]] = {}
         self._pub_max = 0  # the server's max_payload (0 until its INFO): the fast path's bound
         self._status_waiters: list = []
         self._tasks: set = set()
@@ -753,6 +774,7 @@ class Client:
         self._prev_status = CLOSED
         self._engine.msg_class = type("Msg", (_ClientMsg,), {"__slots__": (), "_client": self})
         self._engine.headers_class = Headers  # msg.headers["K"] is the first value; get_all("K") every one
+        self._engine.deliver_batches = True  # a read's messages for a subscription in one effect (_run)
         self._configure(servers, options)
 
     def _configure(self, servers, options: dict) -> None:
@@ -905,7 +927,17 @@ class Client:
                 f = fx[i]
                 i += 1
                 k = f.__class__
-                if k is Deliver:
+                if k is DeliverMany:
+                    sub = f.sub.handler
+                    if sub is None:
+                        continue
+                    if sub.__class__ is Subscription:
+                        sub._deliver_many(f.msgs)
+                    else:  # another handler (the JetStream async publisher's acks)
+                        deliver = sub._deliver
+                        for m in f.msgs:
+                            deliver(m)
+                elif k is Deliver:
                     esub = f.sub
                     sub = esub.handler
                     if sub is None:
@@ -1237,7 +1269,9 @@ class Client:
         if eng.status != CLOSED:
             return self
         self._loop = asyncio.get_running_loop()
-        if self._ready is _READY or self._ready.get_loop() is not self._loop:
+        if _DONE is not None:
+            self._ready = _DONE  # the accelerator's complete awaitable: cheaper still
+        elif self._ready is _READY or self._ready.get_loop() is not self._loop:
             # awaiting a done future costs a third of awaiting _READY
             self._ready = self._loop.create_future()
             self._ready.set_result(None)
@@ -1351,18 +1385,20 @@ class Client:
         ``await`` nothing waits, and past 8 times that plus the reconnect buffer
         (Engine.hard_cap) ErrOutboundBufferLimit refuses the message.  While not connected, past ``reconnect_buf_size``
         (``pending_size``) bytes, ErrReconnectBufExceeded refuses it."""
-        if reply is None and headers is None and data.__class__ is bytes and subject.__class__ is str:
-            # the common case: a subject that passed the engine's checks before
-            head = self._pub_heads.get(subject)
-            n = len(data)
-            if head is not None and n <= self._pub_max:
-                if head[0] != n:
-                    head = self._pub_heads[subject] = (n, b"PUB %s  %d\r\n" % (subject.encode(), n))
+        if reply is None and headers is None:
+            # the common case: a subject that passed the engine's checks
+            # before, a bytes payload within max_payload (None otherwise)
+            frame = _pub_frame(self._pub_heads, subject, data, self._pub_max)
+            if frame is not None:
                 eng = self._engine
                 wait = self._backlog() if eng._out_size >= _WRITE_CHUNK else None
-                if eng.publish_frame(head[1] + data + b"\r\n", _WRITE_CHUNK):
-                    if eng._fx:
-                        self._run()
+                if eng._flush_signalled and eng.status == CONNECTED:
+                    # a write is scheduled already: Engine.publish_frame's steps inline
+                    eng._out.append(frame)
+                    eng._out_size += len(frame)
+                    eng.stats["out_msgs"] += 1
+                elif eng.publish_frame(frame, _WRITE_CHUNK) and eng._fx:
+                    self._run()
                 return wait or self._ready
         eng = self._engine
         wait = self._backlog() if eng._out_size >= _WRITE_CHUNK else None
@@ -1372,7 +1408,7 @@ class Client:
             if len(heads) >= 4096:
                 heads.clear()
             # nats-tcl's frame: an empty reply slot
-            heads[subject] = (len(data), b"PUB %s  %d\r\n" % (subject.encode(), len(data)))
+            heads[subject] = _pub_head(subject, len(data))
             if eng.has_effects:
                 self._run()
             return wait or self._ready

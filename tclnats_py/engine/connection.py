@@ -26,6 +26,8 @@ A driver talks to it in three directions:
   ``InfoReceived(dict)``          INFO from the server (handshake or update)
   ``Log(level, text)``            a log line (debug/info/warn/error)
   ``Deliver(sub, msg)``           deliver msg to a user subscription
+  ``DeliverMany(sub, msgs)``      the same for a list of messages, in order (only
+                                  for a driver that sets ``deliver_batches``)
   ``SubGone(sid)``                a subscription ended (max_msgs reached)
   ``SubsCleared()``               every subscription is gone (connection closed)
   ``RequestReply(req, msg)``      one reply of a gathering (max_msgs) request
@@ -49,7 +51,7 @@ import random
 import re
 
 from tclnats_py.engine import protocol as P
-from tclnats_py.engine.effects import (CLOSE, FLUSH, PONG_RECEIVED, SUBS_CLEARED, CancelTimer, Deliver,
+from tclnats_py.engine.effects import (CLOSE, FLUSH, PONG_RECEIVED, SUBS_CLEARED, CancelTimer, Deliver, DeliverMany,
                        ErrorChanged, InfoReceived, Log, Open, PingDone, RequestDone, RequestReply,
                        StartTimer, StartTls, StatusChanged, SubGone)
 from tclnats_py.errors import NatsError, make_error
@@ -316,6 +318,10 @@ class Engine:
         # the class of delivered messages: a driver may use a subclass of Msg
         # (same constructor) to add methods such as respond()
         self.msg_class: type = Msg
+        # True: the plain messages of one read for one subscription come as
+        # one DeliverMany(sub, msgs) effect instead of a Deliver each (the
+        # asyncio face's choice; the order of all effects is the same)
+        self.deliver_batches = False
         self._fx: list = []
         self._credentials = None         # set_credentials(): what the driver read
         self._parser = P.Parser()
@@ -801,7 +807,19 @@ class Engine:
         mc = self.msg_class
         fx = self._fx
         plain = 0
-        for op in ops:
+        batches = self.deliver_batches
+        batch_sub = None          # the DeliverMany being filled: its sub, its list ...
+        batch: list = []
+        batch_at = -1             # ... and where it is in fx (it must still be the last effect)
+        # the compiled maker of a run of plain messages, for a message class
+        # made the way Msg makes them
+        take = (P.take_msgs if batches and mc.__init__ is Msg.__init__  # type: ignore[misc]
+                and mc.__new__ is object.__new__ else None)
+        i = 0
+        n = len(ops)
+        while i < n:
+            op = ops[i]
+            i += 1
             if not self._socket_open:
                 break
             if op[0] is _MSG:
@@ -809,9 +827,29 @@ class Engine:
                 if sub is not None and op[4] is None and not sub.max_msgs and sub.kind == "user":
                     # the common message (a user subscription, no headers, no
                     # max_msgs): _on_msg's steps inline
+                    if take is not None:
+                        # this one and the plain ones for the same sid right after it
+                        run: list = []
+                        j = take(ops, i - 1, op[2], mc, run)
+                        if j is not None:
+                            fx.append(_tuple_new(DeliverMany, (sub, run)))
+                            k = j - i + 1
+                            plain += k
+                            sub.received += k
+                            i = j
+                            continue
+                        take = None  # not a class it can make: the steps below
                     plain += 1
                     sub.received += 1
-                    fx.append(_tuple_new(Deliver, (sub, mc(op[1], op[5], op[3], None, op[2]))))
+                    if not batches:
+                        fx.append(_tuple_new(Deliver, (sub, mc(op[1], op[5], op[3], None, op[2]))))
+                    elif sub is batch_sub and len(fx) == batch_at:
+                        batch.append(mc(op[1], op[5], op[3], None, op[2]))
+                    else:
+                        batch_sub = sub
+                        batch = [mc(op[1], op[5], op[3], None, op[2])]
+                        fx.append(_tuple_new(DeliverMany, (sub, batch)))
+                        batch_at = len(fx)
                 else:
                     on_msg(op)
             else:

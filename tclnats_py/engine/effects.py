@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     _E = TypeVar("_E", bound="_Effect")
 
 __all__ = ["Open", "StartTls", "Close", "StartTimer", "CancelTimer", "StatusChanged",
-           "ErrorChanged", "InfoReceived", "Log", "Deliver", "SubGone", "SubsCleared",
+           "ErrorChanged", "InfoReceived", "Log", "Deliver", "DeliverMany", "SubGone", "SubsCleared",
            "RequestReply", "RequestDone", "PingDone", "Flush", "PongReceived",
            "EFFECTS", "UnknownEffect"]
 
@@ -125,6 +125,14 @@ class Deliver(_Effect):
     msg: Any
 
 
+class DeliverMany(_Effect):
+    """Deliver the messages ``msgs`` (a list, in order) to the user
+    subscription ``sub``: what consecutive ``Deliver`` effects for one
+    subscription become for a driver that sets ``Engine.deliver_batches``."""
+    sub: Any
+    msgs: list
+
+
 class SubGone(_Effect):
     """The subscription ``sid`` ended (its max_msgs reached, or unsubscribed)."""
     sid: int
@@ -164,7 +172,7 @@ class PongReceived(_Effect):
 
 EFFECTS = (Open, StartTls, Close, StartTimer, CancelTimer, StatusChanged, ErrorChanged,
            InfoReceived, Log, Deliver, SubGone, SubsCleared, RequestReply, RequestDone,
-           PingDone, Flush, PongReceived)
+           PingDone, Flush, PongReceived, DeliverMany)
 
 # the effects without fields: one shared instance each
 CLOSE = Close()

@@ -260,3 +260,43 @@ def encode_unsub(sid: int, max_msgs: int = 0) -> bytes:
 
 def encode_connect(params: dict) -> bytes:
     return b"CONNECT " + json.dumps(params, separators=(",", ":")).encode() + b"\r\n"
+
+
+def pub_head(subject: str, size: int) -> tuple:
+    """The value :func:`pub_frame` keeps for ``subject`` in its ``heads``
+    dict: ``(b"PUB <subject>  ", size, the whole PUB line for that size)``."""
+    prefix = b"PUB %s  " % subject.encode()
+    return (prefix, size, b"%s%d\r\n" % (prefix, size))
+
+
+def _py_pub_frame(heads: dict, subject, data, limit: int) -> bytes | None:
+    """The PUB frame of a subject that has an entry in ``heads`` (made by
+    :func:`pub_head`: a subject the engine accepted before) and a bytes
+    payload of at most ``limit`` bytes: ``encode_pub(subject, None, data)``
+    without the formatting; None otherwise (the caller's general path).
+    The compiled accelerator's ``pub_frame`` gives the same bytes."""
+    if subject.__class__ is str and data.__class__ is bytes:
+        head = heads.get(subject)
+        n = len(data)
+        if head is not None and n <= limit:
+            if head[1] != n:  # the line of the last size is kept
+                head = heads[subject] = (head[0], n, b"%s%d\r\n" % (head[0], n))
+            return head[2] + data + b"\r\n"
+    return None
+
+
+def _load_fast() -> tuple:
+    """(pub_frame, an awaitable already complete or None, step or None, the
+    marker of step's "other result", take_msgs or None): the compiled ones
+    when the accelerator is on, else the pure-Python pub_frame (the engine
+    and the asyncio face do the rest themselves)."""
+    if _scan is None:
+        return _py_pub_frame, None, None, None, None
+    m = importlib.import_module("tclnats_py._natsproto")
+    frame = getattr(m, "pub_frame", None)
+    done = getattr(m, "Done", None)
+    return ((frame or _py_pub_frame), (done() if done is not None else None), getattr(m, "step", None), m,
+            getattr(m, "take_msgs", None))
+
+
+pub_frame, DONE, step, STEP_OTHER, take_msgs = _load_fast()
