@@ -118,7 +118,7 @@ setup(
     package_dir={"tclnats_py.tcl": "tcl", "tclnats_py.compat": "compat"},
     package_data={"tclnats_py": ["py.typed"], "tclnats_py.tcl": ["*.tcl", "v2/*.tcl"], "tclnats_py.compat": ["*.tcl"]},
     ext_modules=[
-        Extension("tclnats_py._tclcross", ["tclnats_py/_ext/tclcross.c"]),
+        Extension("tclnats_py._tclcross", ["tclnats_py/_ext/tclcross.c", "tclnats_py/_ext/tclfast.c"]),
         Extension("tclnats_py._tclload", ["tclnats_py/_ext/tclload.c"]),
         # the optional parser accelerator (engine/protocol.py works without it)
         Extension("tclnats_py._natsproto", ["tclnats_py/_ext/natsproto.c"]),

@@ -200,9 +200,10 @@ oo::class create ::nats::connection {
         my SetUpLogging $logger $log_chan $log_level
         set Py [::tclnats::r [::tclnats::_new_connection [self] [self namespace] \
                     [expr {$logger ne "" ? "debug" : $log_level}]]]
-        # the publish fast path's state, in C: the command Fast, and the
-        # variables FastMax FastRoom PendingCount PendingBytes linked to it
-        ::tclnats::_fastpub_new [self namespace]::Fast [list $Py pending]
+        # the fast paths' state, in C: the command Fast (also the socket's
+        # readable handler), the variables FastMax FastRoom PendingCount
+        # PendingBytes linked to it; the method publish becomes C's
+        ::tclnats::_fastpub_new [self namespace]::Fast [list $Py pending] [self]
         if {$conn_name ne ""} {
             ::tclnats::r [$Py configure -name $conn_name]
         }
@@ -349,6 +350,8 @@ oo::class create ::nats::connection {
         my publish $subject $data -header $header -reply $reply
     }
 
+    # The first connection object replaces this method with its C form
+    # (tclnats_py/_ext/tclfast.c), which does the same without a Tcl frame.
     method publish {subject message args} {
         # Fast path (Fast, in C: see ::tclnats::_fastpub_new): a subject (and
         # reply) the engine has already accepted, no headers, payload within
@@ -370,6 +373,12 @@ oo::class create ::nats::connection {
         # the class's variables, whose resolution would cost each call more
         # than the fast path itself)
         tailcall my PublishGeneral $subject $message {*}$args
+    }
+
+    # the batch of the fast path is full: room first, then publish again
+    method PublishRoom {subject message args} {
+        my MakeRoom
+        tailcall my publish $subject $message {*}$args
     }
 
     method PublishGeneral {subject message args} {

@@ -14,8 +14,12 @@ events into engine calls.  It never raises into Tcl: a Python exception in
 a Tcl command would be re-raised later in the Tcl host's main loop, so
 errors are returned as values and thrown by the Tcl layer.
 
-Crossings: one Tcl->Python call per socket read, per API call and per
-timer; deliveries of one read go back to Tcl in one call.
+Crossings: one Tcl->Python call per API call and per timer.  The
+per-message paths are C (tclnats_py/_ext/tclfast.c): plain publishes are
+framed in a C buffer that a flush writes to the socket; the socket's
+readable handler reads in C and calls the callbacks of plain messages
+itself, handing every other frame to the engine here (one call per read
+that has any); the deliveries the engine makes go back to Tcl in one call.
 """
 
 from __future__ import annotations
@@ -330,6 +334,7 @@ class TclConnection:
         self.tk.createcommand(self.cmd, self.dispatch)
         self.tk.createcommand(self.cmd + "_ev", self.event)
         self.tk.createcommand(self.cmd + "_rd", self.on_readable)
+        self.tk.createcommand(self.cmd + "_rx", self.rx)
 
     # ------------------------------------------------------------ dispatch
     def dispatch(self, op, *args):
@@ -419,6 +424,7 @@ class TclConnection:
                     self._cancel_timer(f.key)
                 elif k is SubGone:
                     tk.call("unset", "-nocomplain", f"{ns}::subscriptions({f.sid})")
+                    self._fast_unsub(f.sid)
                 elif k is RequestDone:
                     self._request_done(deliveries, f.req, f.outcome)
                 elif k is RequestReply:
@@ -459,6 +465,7 @@ class TclConnection:
                     res = {True: 1, False: 0, None: "closed"}[f.ok]
                     tk.call("set", f"{ns}::PingResult({p.id})", res)
                 elif k is SubsCleared:
+                    self._fast("subclear")
                     tk.call("array", "unset", f"{ns}::subscriptions")
                     tk.call("set", f"{ns}::requestsInboxPrefix", "")
                     self.noted_mux = None
@@ -527,6 +534,9 @@ class TclConnection:
         if sub in self.slow_subs:
             return
         self.slow_subs.add(sub)
+        self._report_slow(sub)
+
+    def _report_slow(self, sub):
         text = (f"Slow consumer on subject {sub.subject} (subscription {sub.sid}): messages dropped past "
                 f"-pending_msgs_limit {self.engine.options.pending_msgs_limit} or "
                 f"-pending_bytes_limit {self.engine.options.pending_bytes_limit}")
@@ -755,23 +765,62 @@ class TclConnection:
         if err:
             self.engine.socket_failed(str(err))
         else:
-            tk.call("chan", "event", sock, "readable", ("::nats::_on_readable", self.cmd + "_rd"))
-            tk.call("set", f"::tclnats::sockets({sock})", ("::nats::_on_readable", self.cmd + "_rd"))
+            self._read_with_c(sock)
             self.engine.socket_connected()
         self.run()
 
-    def on_readable(self):
-        """The socket's readable handler (``::nats::_on_readable``): read,
-        feed the engine, carry out its effects, and return the deliveries of
-        this read for the Tcl handler to run once the library's work is done.
-        Never raises: an internal error is logged."""
+    def _read_with_c(self, sock):
+        """The socket's readable handler is the C reader of the connection
+        (``Fast read``, tclfast.c): it reads, calls the callbacks of plain
+        messages of the subscriptions registered with it (``Fast sub``), and
+        hands every other frame to the engine through :meth:`rx`."""
+        tk = self.tk
+        fast = f"{self.ns}::Fast"
+        tk.call(fast, "rd", sock, self.cmd + "_rx", self.cmd + "_rd")
+        handler = (fast, "read")
+        tk.call("chan", "event", sock, "readable", handler)
+        tk.call("set", f"::tclnats::sockets({sock})", handler)
+
+    def rx(self, op, *args):
+        """The C reader's calls: ``ops data msgs bytes`` (frames for the
+        engine; msgs and bytes: what the C reader received since its last
+        report), ``lost reason``, ``eof`` (each returns the deliveries for
+        Tcl, as :meth:`on_readable`), ``slow sid`` (a slow-consumer episode
+        of a subscription of the C reader begins).  Never raises."""
+        try:
+            if op == "ops":
+                data, msgs, nbytes = args
+                if msgs:
+                    stats = self.engine.stats
+                    stats["in_msgs"] += int(msgs)
+                    stats["in_bytes"] += int(nbytes)
+                return self._feed(lambda: self.engine.receive_data(_to_bytes(data)))
+            if op == "lost":
+                return self._feed(lambda: self.engine.connection_lost(str(args[0]) or None))
+            if op == "eof":
+                return self._feed(lambda: self.engine.connection_lost(None))
+            if op == "slow":
+                sub = self.engine.subs.get(int(args[0]))
+                if sub is not None:
+                    self._report_slow(sub)
+                return ()
+        except Exception:
+            tb = _format_exc()
+            self._log("error", f"internal error in readable event: {tb}")
+            sys.stderr.write(tb)
+        return ()
+
+    def _feed(self, step):
+        """Run ``step`` (bytes or an outcome for the engine) as one read of
+        :meth:`on_readable`: its effects carried out, its deliveries returned."""
         out = []
         o = self.engine.options
         self.limits = (o.pending_msgs_limit if o.pending_msgs_limit > 0 else sys.maxsize,
                        o.pending_bytes_limit if o.pending_bytes_limit > 0 else sys.maxsize)
         self.batch = batch = {}
         try:
-            self._read(out)
+            step()
+            self.run(out)
             if out and self.flush_id:
                 self.flush_now()  # PONGs and acks go out before user callbacks run
         except Exception:
@@ -781,11 +830,49 @@ class TclConnection:
         finally:
             self.batch = None
         if out:
-            # ::nats::_on_readable reports (_flush_dirty) when they have run
+            # the C reader reports (_flush_dirty) when they have run
             self.batches.append(batch)
         return tuple(out)
 
-    def _read(self, out):
+    def _fast(self, *args):
+        """A call of the connection's C state (Fast); None when it is gone
+        (the object is being destroyed)."""
+        try:
+            return self.tk.call(f"{self.ns}::Fast", *args)
+        except TclError:
+            return None
+
+    def _fast_limits(self):
+        o = self.engine.options
+        return (o.pending_msgs_limit if o.pending_msgs_limit > 0 else 0,
+                o.pending_bytes_limit if o.pending_bytes_limit > 0 else 0)
+
+    def _fast_sub(self, sub):
+        """Plain messages of a subscription with a callback (no -dictmsg,
+        no -max_msgs, no utf8 conversion) go from the C reader to the
+        callback without Python."""
+        cb, dictmsg, _post = sub.handler
+        if cb and not dictmsg and not self.utf8 and not sub.max_msgs and sub.kind == "user":
+            self._fast("sub", sub.sid, cb, *self._fast_limits())
+
+    def _fast_unsub(self, sid):
+        """The C reader forgets a subscription; the engine learns how many
+        messages it had received through it."""
+        got = self._fast("unsub", sid)
+        if got:
+            sub = self.engine.subs.get(int(sid))
+            if sub is not None:
+                sub.received += int(got)
+
+    def on_readable(self):
+        """A readable handler in Python (``::nats::_on_readable``, which the
+        C reader replaced): read, feed the engine, carry out its effects, and
+        return the deliveries of this read for the Tcl handler to run once
+        the library's work is done.  Never raises: an internal error is
+        logged."""
+        return self._feed(self._read)
+
+    def _read(self):
         tk = self.tk
         sock = self.sock
         if not sock:
@@ -802,7 +889,6 @@ class TclConnection:
             if isinstance(code, (tuple, list)) and len(code) > 1 and code[0] == "POSIX":
                 reason = str(code[1])
             self.engine.connection_lost(reason)
-            self.run(out)
             return
         if data:
             self.engine.receive_data(_to_bytes(data))
@@ -813,7 +899,6 @@ class TclConnection:
                 eof = 1
             if eof:
                 self.engine.connection_lost(None)
-        self.run(out)
 
     def e_flush(self):
         self.flush_id = ""
@@ -952,6 +1037,7 @@ class TclConnection:
         if not sock:
             return
         self.sock = ""
+        self._fast("rd", "", self.cmd + "_rx", self.cmd + "_rd")
         data = self.engine.data_to_send()
         try:
             tk.call("unset", "-nocomplain", f"::tclnats::sockets({sock})")
@@ -1021,9 +1107,7 @@ class TclConnection:
             return
         server, given = self.tls_pending
         self.tls_pending = None
-        handler = ("::nats::_on_readable", self.cmd + "_rd")
-        tk.call("chan", "event", sock, "readable", handler)
-        tk.call("set", f"::tclnats::sockets({sock})", handler)
+        self._read_with_c(sock)
         try:
             # TclTLS checked the chain (-require); the name in the certificate is ours to check
             if tk.getboolean(given.get("-require", 1)):
@@ -1065,6 +1149,11 @@ class TclConnection:
         if "utf8_convert" in typed or "check_subjects" in typed:
             self.fast_subjects.clear()
             self.tk.call(f"{self.ns}::Fast", "clear")
+        if self.utf8:
+            # converted payloads: every delivery through the engine
+            self._fast("subclear")
+        if "pending_msgs_limit" in typed or "pending_bytes_limit" in typed:
+            self._fast("limits", *self._fast_limits())
         if "utf8_convert" in typed or "check_subjects" in typed or "write_buf_size" in typed:
             self._fast_path()
         if "custom_reconnect_delay" in typed:
@@ -1090,6 +1179,8 @@ class TclConnection:
             self.utf8 = False
         if name in ("utf8_convert", "write_buf_size"):
             self._fast_path()
+        if name in ("pending_msgs_limit", "pending_bytes_limit"):
+            self._fast("limits", *self._fast_limits())
 
     def c_servers_written(self, *_trace):
         """The Tcl user (or a test) changed the Servers list: take it back."""
@@ -1182,8 +1273,27 @@ class TclConnection:
             self.tk.call("set", f"{self.ns}::timers(flush)", self.flush_id)
 
     def drain_tcl_pubs(self):
-        """Hand the publishes framed in Tcl to the engine, in order."""
+        """Hand the publishes framed in Tcl to the engine, in order; or,
+        connected with nothing else queued and the socket taking all so
+        far, write them from the C buffer to the socket at once."""
         self.tcl_pending = False
+        eng = self.engine
+        if self.sock and not self.chan_pending and eng.status == CONNECTED and not eng.want_write:
+            try:
+                count, nbytes, pending = self.tk.call(f"{self.ns}::Fast", "write", self.sock)
+            except TclError as e:
+                eng.write_failed(str(e))
+                return
+            if count:
+                stats = eng.stats
+                stats["out_msgs"] += int(count)
+                stats["out_bytes"] += int(nbytes)
+            self.chan_pending = int(pending)
+            if self.chan_pending and not self.drain_armed:
+                # (as _pump: e_drain writes on and wakes publishers waiting for room)
+                self.drain_armed = True
+                self.tk.call("chan", "event", self.sock, "writable", (self.cmd + "_ev", "drain"))
+            return
         count, buf = self.tk.call(f"{self.ns}::Fast", "take")
         if not count:
             return
@@ -1253,6 +1363,7 @@ class TclConnection:
         self.tk.call("set", f"{self.ns}::subscriptions({sub.sid})",
                      ("subj", subject, "queue", queue, "callback", callback,
                       "maxMsgs", int(max_msgs), "isDictMsg", dictmsg, "post", post))
+        self._fast_sub(sub)
         self.run()
         return sub.sid
 
@@ -1261,6 +1372,9 @@ class TclConnection:
             sid_i = int(sid)
         except ValueError:
             raise make_error("ErrBadSubscription", f"Invalid subscription ID {sid}") from None
+        if sid_i in self.engine.subs:
+            # (with max_msgs its messages are counted by the engine from now on)
+            self._fast_unsub(sid_i)
         gone = self.engine.unsubscribe(sid_i, int(max_msgs))
         if gone:
             self.tk.call("unset", "-nocomplain", f"{self.ns}::subscriptions({sid_i})")
@@ -1455,7 +1569,7 @@ class TclConnection:
         self.dead = True
         self.bridge.conns.pop(self.cmd, None)
         self.bridge.dirty.discard(self)
-        for name in (self.cmd, self.cmd + "_ev", self.cmd + "_rd"):
+        for name in (self.cmd, self.cmd + "_ev", self.cmd + "_rd", self.cmd + "_rx"):
             try:
                 self.tk.deletecommand(name)
             except TclError:
