@@ -415,3 +415,35 @@ def test_stream_parser_hands_odd_frames_to_the_engine(tmp_path):
         lsock.close()
     assert out["got"] == "{one {}} {{} {}} {three|x {}} {for reply.to} {five {}} {six {}}", text
     assert out["error"] == "ErrProtocol", text
+
+
+def test_dictmsg_messages_from_the_c_reader(tmp_path, nats_server):
+    """-dictmsg: the C reader gives the dict the engine's delivery gives
+    (header, data, subject, reply, sub_id, in that order); a message with
+    headers (through the engine) has the same keys."""
+    out, text = run_tcl(tmp_path, r"""
+        lassign $argv url
+        set c [nats::connection new dm]
+        $c configure -servers $url -dictmsg true
+        $c connect
+        set ::got [list]
+        set sid [$c subscribe dm.x -callback {apply {{s m r} {lappend ::got [list $s $r $m]}}}]
+        $c ping
+        $c publish dm.x plain
+        $c publish dm.x withreply -reply dm.back
+        $c publish dm.x hdr -header {k v}
+        $c ping
+        wait_for {[llength $::got] >= 3}
+        lassign $::got a b h
+        result a $a
+        result b $b
+        result keys [dict keys [lindex $h 2]]
+        result hdr [dict get [lindex $h 2] header]
+        result sid $sid
+        $c destroy
+    """, nats_server.url)
+    sid = out["sid"]
+    assert out["a"] == "dm.x {} {header {} data plain subject dm.x reply {} sub_id %s}" % sid, text
+    assert out["b"] == "dm.x dm.back {header {} data withreply subject dm.x reply dm.back sub_id %s}" % sid, text
+    assert out["keys"] == "header data subject reply sub_id", text
+    assert out["hdr"] == "k v", text

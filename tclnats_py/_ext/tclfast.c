@@ -38,8 +38,10 @@
  * Reading.  The socket's readable handler is `name read`: it reads a chunk
  * (at most 256 KiB) from the channel and walks the complete frames in it.  A
  * MSG frame (no headers) of a subscription registered here (a callback, no
- * -dictmsg, no -max_msgs, no utf8 conversion: `name sub`) becomes a call of
- * its callback without Python; every other frame (PING, INFO, -ERR, HMSG,
+ * -max_msgs, no utf8 conversion: `name sub`) becomes a call of its callback
+ * without Python (with -dictmsg, the message is the dict the engine's
+ * delivery would give: header {} data subject reply sub_id); every other
+ * frame (PING, INFO, -ERR, HMSG,
  * messages of other subscriptions) is handed, as contiguous bytes, to the
  * Python engine (`rx ops`), whose deliveries come back as the item list of
  * ::tclnats::_run_deliveries.  Once the frames of the read are all handled
@@ -52,8 +54,9 @@
  *
  *   name rd channel rxcmd reader   read this channel from now on ("" : none)
  *   name read                      the readable handler
- *   name sub sid callback msgs bytes  a subscription for the C path, with the
- *                                  pending limits (slow consumers)
+ *   name sub sid callback msgs bytes ?dictmsg?  a subscription for the C
+ *                                  path, with the pending limits (slow
+ *                                  consumers)
  *   name unsub sid   -> messages the C path received for it (it leaves)
  *   name subclear    all leave
  *   name limits msgs bytes         pending_msgs_limit / pending_bytes_limit
@@ -86,6 +89,7 @@ typedef struct FastSub {
     Tcl_WideInt lim_msgs, lim_bytes;
     int slow;                /* in a slow-consumer episode */
     Tcl_Obj *subject;        /* the last subject delivered (reused while equal) */
+    Tcl_Obj *sidobj;         /* -dictmsg: the sub_id value, else NULL */
 } FastSub;
 
 typedef struct {
@@ -118,6 +122,7 @@ typedef struct {
     Tcl_WideInt in_msgs, in_bytes;   /* not reported to Python yet */
     Tcl_Obj *empty;
     Tcl_Obj *lit_ops, *lit_lost, *lit_eof, *lit_slow, *lit_run, *lit_flush;
+    Tcl_Obj *lit_keys[5];   /* -dictmsg: header data subject reply sub_id */
 } FastConn;
 
 static const char *const fast_var_names[4] = {"FastMax", "FastRoom", "PendingCount", "PendingBytes"};
@@ -179,6 +184,8 @@ sub_release(FastSub *s)
     Tcl_DecrRefCount(s->cb);
     if (s->subject != NULL)
         Tcl_DecrRefCount(s->subject);
+    if (s->sidobj != NULL)
+        Tcl_DecrRefCount(s->sidobj);
     ckfree((char *)s);
 }
 
@@ -660,12 +667,22 @@ parse(FastConn *f, Tcl_Interp *interp, Plan *p)
                         }
                         Tcl_IncrRefCount(d->subject);
                         d->data = Tcl_NewByteArrayObj(b + start, (int)size);
-                        Tcl_IncrRefCount(d->data);
                         if (rf != NULL)
                             d->reply = Tcl_NewStringObj((const char *)line + rf->s, (int)(rf->e - rf->s));
                         else
                             d->reply = f->empty;
                         Tcl_IncrRefCount(d->reply);
+                        if (s->sidobj != NULL) {
+                            /* {header {} data $data subject $subject reply $reply sub_id $sid} */
+                            Tcl_Obj *kv[10];
+                            kv[0] = f->lit_keys[0]; kv[1] = f->empty;
+                            kv[2] = f->lit_keys[1]; kv[3] = d->data;
+                            kv[4] = f->lit_keys[2]; kv[5] = d->subject;
+                            kv[6] = f->lit_keys[3]; kv[7] = d->reply;
+                            kv[8] = f->lit_keys[4]; kv[9] = s->sidobj;
+                            d->data = Tcl_NewListObj(10, kv);
+                        }
+                        Tcl_IncrRefCount(d->data);
                     }
                     pos = stop + 2;
                     continue;
@@ -881,6 +898,8 @@ FastFree(char *cd)
     Tcl_DecrRefCount(f->lit_slow);
     Tcl_DecrRefCount(f->lit_run);
     Tcl_DecrRefCount(f->lit_flush);
+    for (i = 0; i < 5; i++)
+        Tcl_DecrRefCount(f->lit_keys[i]);
     if (f->buf != NULL)
         ckfree((char *)f->buf);
     if (f->rbuf != NULL)
@@ -967,7 +986,7 @@ FastCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
             Tcl_CreateHashEntry(&f->subjects, Tcl_GetString(objv[2]), &isnew);
             return TCL_OK;
         }
-        if (strcmp(op, "sub") == 0 && objc == 6) {
+        if (strcmp(op, "sub") == 0 && (objc == 6 || objc == 7)) {
             Tcl_WideInt sid, lm, lb;
             int isnew, nw;
             Tcl_Obj **words;
@@ -993,6 +1012,17 @@ FastCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
             s->nwords = nw;
             s->lim_msgs = lm;
             s->lim_bytes = lb;
+            if (objc == 7) {
+                int dm = 0;
+                if (Tcl_GetBooleanFromObj(interp, objv[6], &dm) != TCL_OK) {
+                    sub_release(s);
+                    return TCL_ERROR;
+                }
+                if (dm) {
+                    s->sidobj = Tcl_NewWideIntObj(sid);
+                    Tcl_IncrRefCount(s->sidobj);
+                }
+            }
             e = Tcl_CreateHashEntry(&f->subs, (const char *)(intptr_t)sid, &isnew);
             if (!isnew)
                 sub_release((FastSub *)Tcl_GetHashValue(e));
@@ -1151,6 +1181,11 @@ FastNewCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
     f->lit_slow = lit("slow");
     f->lit_run = lit("::tclnats::_run_deliveries");
     f->lit_flush = lit("::tclnats::_flush_dirty");
+    f->lit_keys[0] = lit("header");
+    f->lit_keys[1] = lit("data");
+    f->lit_keys[2] = lit("subject");
+    f->lit_keys[3] = lit("reply");
+    f->lit_keys[4] = lit("sub_id");
     token = Tcl_CreateObjCommand(interp, Tcl_GetString(objv[1]), FastCmd, f, FastDelete);
     /* the variables live in the command's namespace */
     full = Tcl_NewObj();

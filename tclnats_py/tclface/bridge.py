@@ -848,12 +848,12 @@ class TclConnection:
                 o.pending_bytes_limit if o.pending_bytes_limit > 0 else 0)
 
     def _fast_sub(self, sub):
-        """Plain messages of a subscription with a callback (no -dictmsg,
-        no -max_msgs, no utf8 conversion) go from the C reader to the
-        callback without Python."""
+        """Plain messages of a subscription with a callback (no -max_msgs,
+        no utf8 conversion) go from the C reader to the callback without
+        Python (as the message dict :meth:`_msg_value` makes, with -dictmsg)."""
         cb, dictmsg, _post = sub.handler
-        if cb and not dictmsg and not self.utf8 and not sub.max_msgs and sub.kind == "user":
-            self._fast("sub", sub.sid, cb, *self._fast_limits())
+        if cb and not self.utf8 and not sub.max_msgs and sub.kind == "user":
+            self._fast("sub", sub.sid, cb, *self._fast_limits(), int(bool(dictmsg)))
 
     def _fast_unsub(self, sid):
         """The C reader forgets a subscription; the engine learns how many
