@@ -130,6 +130,8 @@ setup(
         "test": ["pytest>=7", "hypothesis", "nats-py>=2.6", "cryptography", "tox", "mypy>=1.8", "pdoc>=14"],
         "compat": ["nats-py>=2.6", "cryptography", "matplotlib"],
         "spark": ["pyspark>=4.2", "pyarrow"],
+        # an optional faster event loop for the asyncio face (uvloop.run(main()); bench_py --uvloop)
+        "uvloop": ["uvloop>=0.17; sys_platform != 'win32'"],
     },
     entry_points={
         "console_scripts": [

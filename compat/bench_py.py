@@ -1,7 +1,7 @@
 """Python side of the benchmark: tclnats_py's asyncio API against nats-py, same
 server, same run, 128-byte messages.
 
-    python -m tclnats_py.compat.bench_py [--count N] [--rounds R] [--short] [--json out.json]
+    python -m tclnats_py.compat.bench_py [--count N] [--rounds R] [--short] [--json out.json] [--uvloop]
 
 Figures: publish (hand COUNT messages to the client, then flush), delivery to a
 callback on a second connection, request round trips to a responder on the
@@ -40,6 +40,9 @@ subprocess of that Python (``--py313 PATH``, default: $TCLNATS_BENCH_PY313,
 then ``python3.13`` on PATH) together with tclnats_py on that same Python, so
 that the two are compared on one interpreter; when it cannot run, the column
 says why.  In the short form (CI) these subprocess columns take one round.
+``--uvloop`` runs every client (nats-py, nats-core and the subprocesses
+too) on uvloop's event loop instead of asyncio's (``pip install
+tclnats_py[uvloop]``); the first line of the table says which loop ran.
 Last, the peak RSS of a process that connects and awaits 200,000
 publishes, for each client (``--no-rss`` skips it).
 """
@@ -57,6 +60,8 @@ import sys
 import time
 
 PAYLOAD = b"x" * 128
+# how a workload is run: asyncio.run, or uvloop.run with --uvloop (every side, the children too)
+_RUN = asyncio.run
 
 
 class Side:
@@ -322,7 +327,7 @@ def _peak_rss(name: str, url: str, n: int) -> dict:
             await side.publish(c, subject, PAYLOAD)
         await side.flush(c)
         await c.close()
-    asyncio.run(go())
+    _RUN(go())
     with open("/proc/self/status") as f:
         hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
     return {"name": name, "peak_rss_mb": hwm / 1024, "python": sys.version.split()[0]}
@@ -374,7 +379,7 @@ def _rounds(names: list, url: str, count: int, rounds: int, raw: bool) -> dict:
                 figs = bench_raw.run(url, count, FIGURES, tag=f"r{r}")
                 runs[name].append({f: (v, 0.0) for f, v in figs.items()})
             else:
-                runs[name].append(asyncio.run(workload(Side(name), url, count)))
+                runs[name].append(_RUN(workload(Side(name), url, count)))
     return runs
 
 
@@ -392,12 +397,23 @@ def main(argv=None) -> int:
     ap.add_argument("--json")
     ap.add_argument("--py313", help="a Python >= 3.13 with nats-core and nats-jetstream installed")
     ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS figure")
+    ap.add_argument("--uvloop", action="store_true",
+                    help="run every client on uvloop's event loop instead of asyncio's (pip install tclnats_py[uvloop])")
     # internal: what a subprocess runs
     ap.add_argument("--child-sides", help=argparse.SUPPRESS)
     ap.add_argument("--child-rss", help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     count = 5000 if args.short else args.count
+    global _RUN
+    loop_args: list = []
+    if args.uvloop:
+        try:
+            import uvloop
+        except ImportError:
+            raise SystemExit("--uvloop: uvloop is not installed (pip install tclnats_py[uvloop])") from None
+        _RUN = uvloop.run
+        loop_args = ["--uvloop"]
     if args.child_sides:
         print(json.dumps(_rounds(args.child_sides.split(","), args.url, count, args.rounds, False)))
         return 0
@@ -422,7 +438,7 @@ def main(argv=None) -> int:
         if py313:
             try:
                 core = _child(py313, ["--child-sides", "nats-core,tclnats_py", "--url", srv.url,
-                                      "--count", str(count), "--rounds", child_rounds])
+                                      "--count", str(count), "--rounds", child_rounds] + loop_args)
             except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
                 py313_why = f"nats-core run failed: {str(e).strip().splitlines()[-1][:200]}"
         from tclnats_py.engine import protocol as _proto
@@ -430,7 +446,7 @@ def main(argv=None) -> int:
             # the same figures with the parser's accelerator off (TCLNATS_PY_ACCEL=0)
             try:
                 pure = _child(sys.executable, ["--child-sides", "tclnats_py", "--url", srv.url, "--count", str(count),
-                                               "--rounds", child_rounds], {"TCLNATS_PY_ACCEL": "0"})
+                                               "--rounds", child_rounds] + loop_args, {"TCLNATS_PY_ACCEL": "0"})
             except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
                 print(f"tclnats_py without the accelerator: failed: {e}", file=sys.stderr)
         if not args.no_rss:
@@ -440,14 +456,16 @@ def main(argv=None) -> int:
                 jobs += [("nats-core", py313), ("tclnats_py", py313)]
             for name, exe in jobs:
                 try:
-                    rss.append(_child(exe, ["--child-rss", name, "--url", srv.url, "--count", str(n_rss)]))
+                    rss.append(_child(exe, ["--child-rss", name, "--url", srv.url, "--count", str(n_rss)] + loop_args))
                 except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
                     print(f"peak RSS of {name} on {exe}: failed: {e}", file=sys.stderr)
     med = {name: _median(rs) for name, rs in runs.items()}
     cmed = {name: _median(rs) for name, rs in core.items()} if core else {}
     pmed = _median(pure["tclnats_py"]) if pure else {}
     ver = sys.version.split()[0]
+    loop_name = f"uvloop {__import__('uvloop').__version__}" if args.uvloop else "asyncio's"
     print(f"128-byte messages, count={count}, median of {args.rounds} rounds; Python {ver}; "
+          f"event loop: {loop_name} (every client); "
           f"rates in msg/s (request: req/s); CPU in us/msg of this process")
     head = (f"{'figure':<18}{'nats-py':>11}{'tclnats_py':>12}{'ratio':>7}{'raw socket':>12}{'% of raw':>9}"
             f"{'no accel':>10}   {'CPU nats-py':>11}{'tclnats_py':>11}   {'nats-py API on tclnats_py':>26}{'ratio':>7}")
@@ -489,7 +507,7 @@ def main(argv=None) -> int:
             f"{r['name']} (Python {r['python']}) {r['peak_rss_mb']:.1f} MB" for r in rss))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"count": count, "rounds": runs, "figures": rows, "nats_core_rounds": core,
+            json.dump({"count": count, "event_loop": loop_name, "rounds": runs, "figures": rows, "nats_core_rounds": core,
                        "no_accel_rounds": pure,
                        "peak_rss": rss, "python": ver}, f, indent=2)
     return 0

@@ -86,6 +86,8 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING
 
 # about this many bytes go to the transport per write (Engine.data_to_send(limit))
 _WRITE_CHUNK = 256 * 1024
+# the read buffer of a connection (_Protocol.get_buffer): what one read takes at most
+_READ_SIZE = 256 * 1024
 # the transport's own buffer: past this it asks us to pause writing (less
 # when write_buf_size is small, see _Protocol.connection_made)
 _TRANSPORT_HIGH = 1024 * 1024
@@ -104,6 +106,19 @@ class _Ready:
 
 
 _READY = _Ready()
+
+
+class _Deferred:
+    """The write a read asked for, done at the end of that read
+    (``Client._flush_handle`` while ``_Protocol.data_received`` runs)."""
+
+    __slots__ = ()
+
+    def cancel(self) -> None:
+        pass
+
+
+_DEFERRED = _Deferred()
 
 
 class _WaitForSocket:
@@ -186,18 +201,33 @@ class _ClientMsg(Msg):
         await self._client.publish(self.reply, data, headers=headers)
 
 
-class _Protocol(asyncio.Protocol):
+class _Protocol(asyncio.BufferedProtocol):
     """One TCP (then maybe TLS) connection attempt of a client.
 
     ``attempt`` tells the client's current connection from older ones: late
     events of a socket the engine has already given up are ignored.
+
+    Reads go into one buffer of the connection (``get_buffer``): the
+    transport's own reads allocate _READ_SIZE bytes each and shrink them
+    to what came, which glibc serves with mmap, mremap and munmap, three
+    system calls for each read of a round trip.
     """
 
-    __slots__ = ("client", "attempt")
+    __slots__ = ("client", "attempt", "_view")
 
     def __init__(self, client: "Client", attempt: int):
         self.client = client
         self.attempt = attempt
+        self._view: memoryview | None = None
+
+    def get_buffer(self, sizehint):
+        if self._view is None:
+            self._view = memoryview(bytearray(_READ_SIZE))
+        return self._view
+
+    def buffer_updated(self, nbytes):
+        # (bytes: the parser keeps slices of what it is given)
+        self.data_received(self._view[:nbytes].tobytes())
 
     def connection_made(self, transport):
         c = self.client
@@ -216,8 +246,21 @@ class _Protocol(asyncio.Protocol):
     def data_received(self, data):
         c = self.client
         if c._attempt == self.attempt:
-            c._engine.receive_data(data)
-            c._run()
+            # a write asked for meanwhile is not scheduled (_DEFERRED): it is
+            # done below, or scheduled then (a handle cancelled later would
+            # still cost the loop a turn, and a poll of the sockets)
+            c._reading = True
+            try:
+                c._engine.receive_data(data)
+                c._run()
+            finally:
+                c._reading = False
+                if c._flush_handle is _DEFERRED:
+                    c._flush_handle = None
+                    if c._busy_subs:  # callbacks still at work: after them, as ever
+                        c._flush_handle = c._loop.call_soon(c._flush_now)
+                    else:
+                        c._flush_now()
             if c._flush_handle is not None and not c._busy_subs:
                 # the callbacks that ran now are done: what they published
                 # (replies) leaves with this read, not a loop turn later
@@ -758,7 +801,8 @@ class Client:
         self._deadlines: dict = {}  # Request -> loop time of its timeout
         self._deadline_timer: asyncio.TimerHandle | None = None
         self._deadline_at = 0.0
-        self._flush_handle: asyncio.Handle | None = None
+        self._flush_handle: asyncio.Handle | _Deferred | None = None
+        self._reading = False       # in _Protocol.data_received: a write waits for its end (_DEFERRED)
         self._paused = False        # the transport asked us to stop writing (pause_writing)
         self._ready: Any = _READY   # what publish() returns: a done future once connect() has a loop
         self._socket_waiters: list = []  # futures of publishers waiting for the socket
@@ -963,7 +1007,7 @@ class Client:
                             i += 1
                 elif k is Flush:
                     if self._flush_handle is None:
-                        self._flush_handle = self._loop.call_soon(self._flush_now)
+                        self._flush_handle = _DEFERRED if self._reading else self._loop.call_soon(self._flush_now)
                 elif k is RequestDone:
                     self._request_done(f.req, f.outcome)
                 elif k is StartTimer:
