@@ -267,3 +267,28 @@ def test_done_is_an_awaitable_already_complete():
         assert await asyncio.gather(P.DONE, P.DONE) == [None, None]
     asyncio.run(go())
     assert repr(P.DONE) == "<publish: queued>"
+
+
+def test_compiled_headers_parse_as_parse_headers():
+    _need_fast()
+    from tclnats_py.engine.headers import parse_headers
+    assert P.headers is not None
+    fixed = [b"NATS/1.0\r\n\r\n", b"NATS/1.0", b"NATS/1.0\r\nK: v\r\nK: w\r\n\tA\t:\t b c \t\r\nK:\r\nB: \r\nx\r\n :y\r\n\r\n",
+             b"NATS/1.0\r\nNats-Stream: KV_B\r\nNats-Sequence: 12\r\nNats-Time-Stamp: 2026-11-24T18:00:00.1Z\r\n\r\n",
+             b"NATS/1.0\r\nK: a:b::\r\n\r\nL: after a blank line\r\n"]
+    for blk in fixed:
+        assert P.headers(blk) == parse_headers(blk), blk
+    # what it leaves to Python: a status, non-ASCII, a lone CR or LF, other versions
+    for blk in (b"NATS/1.0 503\r\n\r\n", b"NATS/1.0\r\nK: \xc3\xa9\r\n", b"NATS/1.0\r\nK: v\rx\r\n",
+                b"NATS/1.0\nK: v\r\n", b"NATS/1.0x\r\n", b"NATS/1.1\r\n", b"", b"NATS/1.0\r\nK:\x0bv\r\n"):
+        assert P.headers(blk) is None, blk
+    rnd = random.Random(7)
+    alphabet = b"ab: \t\r\nK:\x0b"
+    decided = 0
+    for _ in range(20000):
+        blk = b"NATS/1.0" + bytes(rnd.choice(alphabet) for _ in range(rnd.randint(0, 24)))
+        got = P.headers(blk)
+        if got is not None:
+            decided += 1
+            assert got == parse_headers(blk), blk
+    assert decided > 300

@@ -321,6 +321,83 @@ static PyObject *take_msgs(PyObject *self, PyObject *const *args, Py_ssize_t nar
 }
 
 /*
+ * headers(block) -> dict or None: engine.headers.parse_headers(block) for
+ * the common block -- the version line exactly "NATS/1.0" (no status), then
+ * "Key: value" lines of printable ASCII and tabs, CRLF line ends -- with the
+ * same result (a dict of lists, keys and values stripped of spaces and tabs,
+ * a line without a colon, with an empty key or nothing after the colon
+ * skipped).  None for anything else (a status, other bytes, a lone CR or
+ * LF): the caller parses it in Python.
+ */
+static int hspace(unsigned char c) { return c == ' ' || c == '\t'; }
+
+static PyObject *headers(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t n = view.len, i;
+    PyObject *d = NULL;
+    for (i = 0; i < n; i++) {       /* printable ASCII, tab, and CR only before LF */
+        unsigned char c = p[i];
+        if (c >= 0x20 && c < 0x7f) continue;
+        if (c == '\t') continue;
+        if (c == '\r' && i + 1 < n && p[i + 1] == '\n') { i++; continue; }
+        goto fallback;
+    }
+    if (n < 8 || memcmp(p, "NATS/1.0", 8) != 0 || (n > 8 && !(n >= 10 && p[8] == '\r')))
+        goto fallback;
+    d = PyDict_New();
+    if (d == NULL) goto error;
+    i = n > 8 ? 10 : 8;
+    while (i < n) {
+        const unsigned char *cr = memchr(p + i, '\r', (size_t)(n - i));
+        Py_ssize_t end = cr ? cr - p : n;          /* the line is p[i:end] */
+        const unsigned char *colon = memchr(p + i, ':', (size_t)(end - i));
+        if (colon != NULL && (colon - p) + 1 < end) {  /* a colon, something after it */
+            Py_ssize_t ks = i, ke = colon - p, vs = ke + 1, ve = end;
+            while (ks < ke && hspace(p[ks])) ks++;
+            while (ke > ks && hspace(p[ke - 1])) ke--;
+            while (vs < ve && hspace(p[vs])) vs++;
+            while (ve > vs && hspace(p[ve - 1])) ve--;
+            if (ke > ks) {
+                PyObject *k = PyUnicode_DecodeASCII((const char *)p + ks, ke - ks, NULL);
+                PyObject *v = k ? PyUnicode_DecodeASCII((const char *)p + vs, ve - vs, NULL) : NULL;
+                if (v == NULL) { Py_XDECREF(k); goto error; }
+                PyObject *lst = PyDict_GetItemWithError(d, k);   /* borrowed */
+                int rc;
+                if (lst != NULL) {
+                    rc = PyList_Append(lst, v);
+                } else if (PyErr_Occurred()) {
+                    rc = -1;
+                } else {
+                    PyObject *nl = PyList_New(1);
+                    if (nl == NULL) { rc = -1; }
+                    else {
+                        PyList_SET_ITEM(nl, 0, Py_NewRef(v));
+                        rc = PyDict_SetItem(d, k, nl);
+                        Py_DECREF(nl);
+                    }
+                }
+                Py_DECREF(k);
+                Py_DECREF(v);
+                if (rc < 0) goto error;
+            }
+        }
+        i = end + 2;
+    }
+    PyBuffer_Release(&view);
+    return d;
+fallback:
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+error:
+    Py_XDECREF(d);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+/*
  * step(cb, msg) -> None or (coro, yielded) or (result, module): call cb(msg);
  * None when that gave None, or a coroutine that finished at its first step
  * (its StopIteration never made); (coro, what it yielded) when it waits;
@@ -411,6 +488,8 @@ static PyMethodDef methods[] = {
     {"take_msgs", (PyCFunction)(void (*)(void))take_msgs, METH_FASTCALL,
      "take_msgs(ops, i, sid, cls, out) -> the index after the plain MSG operations for sid from i, made cls"
      " instances in out; None when cls lacks Msg's slots"},
+    {"headers", headers, METH_O,
+     "headers(block) -> parse_headers(block) for a plain block (NATS/1.0, ASCII lines), else None"},
     {"step", (PyCFunction)(void (*)(void))step, METH_FASTCALL,
      "step(cb, msg) -> None, (coro, yielded) or (result, module): cb(msg) run up to its first wait"},
     {"setup", setup, METH_VARARGS, "setup(msg_tag, ping_op, pong_op, ok_op): the Python parser's tag objects"},

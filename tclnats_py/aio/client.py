@@ -1531,7 +1531,9 @@ class Client:
             raise make_error("ErrBadSubject", f"Invalid subject {subject}")
         fut = loop.create_future()
         lone = not eng.requests and self._flush_handle is None
-        req = eng.request(subject, _to_bytes(data), ms, headers, None, fut, check_subject=check_subject)
+        # (checked above when asked: the engine need not check it again)
+        req = eng.request(subject, data if data.__class__ is bytes else _to_bytes(data), ms, headers, None, fut,
+                          check_subject=False)
         if lone:
             # the only request in flight and nothing else waiting for the
             # coalesced write: it leaves now, not one loop turn later

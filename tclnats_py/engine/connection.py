@@ -1033,7 +1033,10 @@ class Engine:
         headers = None
         if hdr is not None:
             try:
-                headers = parse_headers(hdr)
+                # the compiled parser of the plain block (None: anything else)
+                headers = P.headers(hdr) if P.headers is not None else None
+                if headers is None:
+                    headers = parse_headers(hdr)
                 if self.headers_class is not None:
                     headers = self.headers_class(headers)
             except NatsError as e:
@@ -1254,7 +1257,7 @@ class Engine:
         if req is None or req.done:
             return  # a late or second reply
         req.msg = msg
-        self._finish(req, "no_responders" if msg.no_responders else "msg")
+        self._finish(req, "no_responders" if msg.headers and msg.no_responders else "msg")
 
     def _on_gather_reply(self, req: Request, msg: Msg, last: bool) -> None:
         if req is None or req.done:

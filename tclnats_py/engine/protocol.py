@@ -287,16 +287,17 @@ def _py_pub_frame(heads: dict, subject, data, limit: int) -> bytes | None:
 
 def _load_fast() -> tuple:
     """(pub_frame, an awaitable already complete or None, step or None, the
-    marker of step's "other result", take_msgs or None): the compiled ones
-    when the accelerator is on, else the pure-Python pub_frame (the engine
-    and the asyncio face do the rest themselves)."""
+    marker of step's "other result", take_msgs or None, headers or None):
+    the compiled ones when the accelerator is on, else the pure-Python
+    pub_frame (the engine and the asyncio face do the rest themselves)."""
     if _scan is None:
-        return _py_pub_frame, None, None, None, None
+        return _py_pub_frame, None, None, None, None, None
     m = importlib.import_module("tclnats_py._natsproto")
     frame = getattr(m, "pub_frame", None)
     done = getattr(m, "Done", None)
     return ((frame or _py_pub_frame), (done() if done is not None else None), getattr(m, "step", None), m,
-            getattr(m, "take_msgs", None))
+            getattr(m, "take_msgs", None), getattr(m, "headers", None))
 
 
-pub_frame, DONE, step, STEP_OTHER, take_msgs = _load_fast()
+# headers(block): headers.parse_headers(block) of a plain block, else None
+pub_frame, DONE, step, STEP_OTHER, take_msgs, headers = _load_fast()

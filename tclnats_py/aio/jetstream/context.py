@@ -189,12 +189,16 @@ class JetStream:
         stream on ``subject``; ErrWrongLastSequence, ErrJSResponse (e.g.
         10060 for a wrong expected stream)."""
         check_timeout(timeout)
-        _check_publish(self.client, subject, headers, msg_id, expected_stream, expected_last_seq,
-                       expected_last_subject_seq, expected_last_msg_id)
-        hdrs = publish_headers(headers, msg_id=msg_id, expected_stream=expected_stream,
-                               expected_last_seq=expected_last_seq,
-                               expected_last_subject_seq=expected_last_subject_seq,
-                               expected_last_msg_id=expected_last_msg_id, ttl=ttl)
+        if (headers is None and msg_id is None and expected_stream is None and expected_last_seq is None
+                and expected_last_subject_seq is None and expected_last_msg_id is None and ttl is None):
+            hdrs = None  # nothing to check but the subject, which request() checks
+        else:
+            _check_publish(self.client, subject, headers, msg_id, expected_stream, expected_last_seq,
+                           expected_last_subject_seq, expected_last_msg_id)
+            hdrs = publish_headers(headers, msg_id=msg_id, expected_stream=expected_stream,
+                                   expected_last_seq=expected_last_seq,
+                                   expected_last_subject_seq=expected_last_subject_seq,
+                                   expected_last_msg_id=expected_last_msg_id, ttl=ttl)
         msg = await self.client.request(subject, data, timeout=timeout or self.timeout, headers=hdrs)
         return PubAck(parse_ack_fast(msg))
 

@@ -276,6 +276,9 @@ def ms2ns(ms) -> int:
 _ISO = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|[-+]\d\d:?\d\d)?$")
 
 
+_MONTH_DAY: dict = {}  # (year, month) -> the day number (since the epoch) of its first day
+
+
 def iso_to_ms(ts: str) -> int:
     """``2022-11-22T13:31:35.4514983Z`` -> ms since the epoch (nats::isotime_to_msec)."""
     if not ts:
@@ -283,10 +286,16 @@ def iso_to_ms(ts: str) -> int:
     m = _ISO.match(ts)
     if not m:
         raise make_error("ErrInvalidArg", f"Invalid time {ts}")
-    y, mo, d, h, mi, sec = (int(g) for g in m.group(1, 2, 3, 4, 5, 6))
+    y, mo, d, h, mi, sec = map(int, m.group(1, 2, 3, 4, 5, 6))
     if not (1 <= mo <= 12 and 1 <= d <= 31 and h <= 23 and mi <= 59 and sec <= 60):
         raise make_error("ErrInvalidArg", f"Invalid time {ts}")
-    secs = calendar.timegm((y, mo, d, h, mi, sec, 0, 0, 0))
+    # calendar.timegm's sum, the day of the month's first day kept
+    first = _MONTH_DAY.get((y, mo))
+    if first is None:
+        if len(_MONTH_DAY) > 1000:
+            _MONTH_DAY.clear()
+        first = _MONTH_DAY[(y, mo)] = calendar.timegm((y, mo, 1, 0, 0, 0, 0, 0, 0)) // 86400
+    secs = ((first + d - 1) * 24 + h) * 3600 + mi * 60 + sec
     zone = m.group(8)
     if zone and zone != "Z":
         sign = 1 if zone[0] == "+" else -1

@@ -24,7 +24,7 @@ from tclnats_py.engine.js.api import JsApi, check_name, iso_to_ms, ns2ms
 from tclnats_py.engine.js.config import STREAM_DURATIONS, check_replicas, make_stream_source, make_subject_transform
 from tclnats_py.engine.js.meta import parse_metadata
 from tclnats_py.engine.js.api import Request
-from tclnats_py.engine.js.publish import parse_ack, publish_headers
+from tclnats_py.engine.js.publish import parse_ack_fast, publish_headers
 
 __all__ = [
     "KV_OPERATION", "PUT", "DEL", "PURGE", "check_bucket", "check_key", "check_key_pattern", "stream_name",
@@ -336,7 +336,7 @@ class Bucket:
             raise make_error("ErrInvalidArg", f"Invalid value of type {type(value).__name__}: bytes or str expected")
         try:
             reply = yield Request(self.write_subject(key), bytes(value or b""), headers)
-            return parse_ack(reply)
+            return parse_ack_fast(reply)  # parse_ack's result and errors, the plain ack without json
         except NatsError as e:
             if e.code == "ErrNoResponders":
                 raise make_error("ErrBucketNotFound", f"Bucket {self.bucket} not found") from None
