@@ -858,6 +858,12 @@ fast_read(FastConn *f, Tcl_Interp *interp)
         run_plan(f, interp, &plan);
     if (plan.d != NULL)
         ckfree((char *)plan.d);
+    if (f->rlen == 0 && f->rcap > (4u << 20) && !f->dead) {
+        /* a big message's buffer is not kept */
+        ckfree((char *)f->rbuf);
+        f->rbuf = NULL;
+        f->rcap = 0;
+    }
     Tcl_Release(f);
     Tcl_ResetResult(interp);
     return TCL_OK;

@@ -776,8 +776,10 @@ class TclConnection:
         hands every other frame to the engine through :meth:`rx`."""
         tk = self.tk
         fast = f"{self.ns}::Fast"
-        tk.call(fast, "rd", sock, self.cmd + "_rx", self.cmd + "_rd")
-        handler = (fast, "read")
+        if self._fast("rd", sock, self.cmd + "_rx", self.cmd + "_rd") is not None:
+            handler = (fast, "read")
+        else:
+            handler = ("::nats::_on_readable", self.cmd + "_rd")   # (no C state: the Python reader)
         tk.call("chan", "event", sock, "readable", handler)
         tk.call("set", f"::tclnats::sockets({sock})", handler)
 
