@@ -43,6 +43,10 @@ oo::class create ::nats::jet_stream {
     method timeout {} { return $Timeout }
 
     method publish {subject message args} {
+        if {![llength $args]} {
+            # the common form: synchronous, no options
+            return [${ConnNs}::my WaitRequest [::tclnats::r [$Js publish $subject $message]]]
+        }
         set async [::nats::_has_option $args -callback]
         if {$async && $AsyncFull} {
             my StallWait
@@ -295,9 +299,9 @@ oo::class create ::nats::key_value {
     method Call {args} {
         ${ConnNs}::my WaitRequest [::tclnats::r [$Kv {*}$args]]
     }
-    method get {key args} { my Call get $key {*}$args }
+    method get {key args} { ${ConnNs}::my WaitRequest [::tclnats::r [$Kv get $key {*}$args]] }
     method get_value {key args} { dict get [my get $key {*}$args] value }
-    method put {key value} { my Call put $key $value }
+    method put {key value} { ${ConnNs}::my WaitRequest [::tclnats::r [$Kv put $key $value]] }
     method create {key value} { my Call create $key $value }
     method update {key value revision} { my Call update $key $value $revision }
     method delete {key {revision ""}} { my Call delete $key $revision; return }

@@ -476,16 +476,25 @@ oo::class create ::nats::connection {
     }
 
     method request {subject message args} {
-        set timeout $config(request_timeout)
         set dictmsg $config(dictmsg)
         set max_msgs ""
-        nats::_parse_args $args {
-            timeout timeout null
-            callback str ""
-            dictmsg bool null
-            header dict ""
-            max_msgs pos_int null
-            check_subj bool true
+        if {[llength $args] == 2 && [lindex $args 0] eq "-timeout" && [string is entier -strict [lindex $args 1]]
+                && [lindex $args 1] >= 0 && [lindex $args 1] <= $::nats::_max_timeout} {
+            # the common form (what _parse_args would make of it)
+            set timeout [lindex $args 1]
+            set callback ""
+            set header ""
+            set check_subj true
+        } else {
+            set timeout $config(request_timeout)
+            nats::_parse_args $args {
+                timeout timeout null
+                callback str ""
+                dictmsg bool null
+                header dict ""
+                max_msgs pos_int null
+                check_subj bool true
+            }
         }
         set rid [::tclnats::r [$Py request $subject $message $timeout $callback $dictmsg \
                                    $header $max_msgs $check_subj]]
@@ -493,7 +502,7 @@ oo::class create ::nats::connection {
         if {$callback ne ""} {
             return $rid
         }
-        return [::tclnats::r [my WaitResult $rid]]
+        return [my WaitRequest $rid]
     }
 
     # the driver writes the result of a synchronous call into results($rid)
@@ -536,7 +545,16 @@ oo::class create ::nats::connection {
         }
     }
 
+    # Outside a coroutine, ::tclnats::_wait (tclcross.c) does the same in one
+    # command: AwaitSocket (its back-off kept per connection in C), WaitResult
+    # and the loop of WaitLoop
     method WaitRequest {rid} {
+        if {[info coroutine] eq ""} {
+            return [::tclnats::_wait $rid $sock]
+        }
+        tailcall my WaitLoop $rid
+    }
+    method WaitLoop {rid} {
         while {1} {
             set r [my WaitResult $rid]
             if {[lindex $r 0] == 2} {

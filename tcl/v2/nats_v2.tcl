@@ -33,6 +33,10 @@ oo::define ::nats::connection method WaitResult {rid} {
     ::nats::_v2_run_posted
     return $r
 }
+# (its WaitLoop, not 3.2.1's wait in C, which takes the result without this)
+oo::define ::nats::connection method WaitRequest {rid} {
+    tailcall my WaitLoop $rid
+}
 proc ::nats::_v2_run_posted {} {
     set var ::nats::_v2_turn([incr ::nats::_v2_turns])
     after 0 [list set $var 1]

@@ -296,12 +296,6 @@ to_obj(PyObject *v)
  */
 #define AWAIT_MAX 64
 
-static int
-settled(Tcl_Interp *interp, Tcl_Obj *var)
-{
-    return Tcl_ObjGetVar2(interp, var, NULL, TCL_GLOBAL_ONLY) != NULL;
-}
-
 static long long
 now_us(void)
 {
@@ -316,29 +310,41 @@ now_us(void)
 typedef struct {
     int skip;
     int misses;
+    int refs;               /* commands using it */
+    Tcl_WideInt caught, missed;   /* _wait's pre-waits (_wait_stats) */
+    int skips_ready;
+    Tcl_HashTable skips;    /* connection namespace -> AwaitSkip (_wait) */
 } SpinState;
 
 static void
 SpinStateFree(ClientData cd)
 {
+    SpinState *st = (SpinState *)cd;
+    if (--st->refs > 0)
+        return;
+    if (st->skips_ready) {
+        Tcl_HashSearch search;
+        Tcl_HashEntry *e;
+        for (e = Tcl_FirstHashEntry(&st->skips, &search); e != NULL; e = Tcl_NextHashEntry(&search))
+            ckfree((char *)Tcl_GetHashValue(e));
+        Tcl_DeleteHashTable(&st->skips);
+    }
     ckfree((char *)cd);
 }
 
-static int
-AwaitCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
+/* wait for var on the sockets of objv (channel handler pairs), at most
+ * budget microseconds; its value once it is set, NULL when the budget ran
+ * out or no channel is left.  check_first 0: the caller has just seen that
+ * var is not set. */
+static Tcl_Obj *
+await_var(Tcl_Interp *interp, SpinState *spin_state, Tcl_Obj *var, Tcl_WideInt budget,
+          int objc, Tcl_Obj *const objv[], int check_first)
 {
-    SpinState *spin_state = (SpinState *)cd;
-    Tcl_WideInt budget;
     long long deadline, spin_until = 0;
-    int done = 0, npairs, i, spun = 0;
+    int npairs, i, spun = 0;
+    Tcl_Obj *done = NULL;
 
-    if (objc < 3 || (objc - 3) % 2 != 0) {
-        Tcl_WrongNumArgs(interp, 1, objv, "varName budgetMicroseconds ?channel handler ...?");
-        return TCL_ERROR;
-    }
-    if (Tcl_GetWideIntFromObj(interp, objv[2], &budget) != TCL_OK)
-        return TCL_ERROR;
-    npairs = (objc - 3) / 2;
+    npairs = objc / 2;
     if (npairs > AWAIT_MAX)
         npairs = AWAIT_MAX;
     deadline = now_us() + budget;
@@ -354,9 +360,11 @@ AwaitCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
             }
         }
     }
-    for (i = 3; i < objc; i++)
+    for (i = 0; i < objc; i++)
         Tcl_IncrRefCount(objv[i]);
-    while (!(done = settled(interp, objv[1]))) {
+    if (check_first)
+        done = Tcl_ObjGetVar2(interp, var, NULL, TCL_GLOBAL_ONLY);
+    while (done == NULL) {
         struct pollfd pfd[AWAIT_MAX];
         int which[AWAIT_MAX];
         int n = 0, ready = -1, r;
@@ -365,7 +373,7 @@ AwaitCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
             break;
         for (i = 0; i < npairs; i++) {
             ClientData handle;
-            Tcl_Channel chan = Tcl_GetChannel(interp, Tcl_GetString(objv[3 + 2 * i]), NULL);
+            Tcl_Channel chan = Tcl_GetChannel(interp, Tcl_GetString(objv[2 * i]), NULL);
             if (chan == NULL || Tcl_GetChannelHandle(chan, TCL_READABLE, &handle) != TCL_OK)
                 continue;
             if (Tcl_InputBuffered(chan) > 0) {
@@ -406,15 +414,16 @@ AwaitCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
             if (ready < 0)
                 break;
         }
-        if (Tcl_EvalObjEx(interp, objv[4 + 2 * ready], TCL_EVAL_GLOBAL) != TCL_OK) {
+        if (Tcl_EvalObjEx(interp, objv[1 + 2 * ready], TCL_EVAL_GLOBAL) != TCL_OK) {
             Tcl_BackgroundException(interp, TCL_ERROR);
             break;
         }
+        done = Tcl_ObjGetVar2(interp, var, NULL, TCL_GLOBAL_ONLY);
     }
-    for (i = 3; i < objc; i++)
+    for (i = 0; i < objc; i++)
         Tcl_DecrRefCount(objv[i]);
     if (spun) {
-        if (done && now_us() <= spin_until) {
+        if (done != NULL && now_us() <= spin_until) {
             spin_state->misses = 0;
         } else {
             int m = spin_state->misses;
@@ -422,8 +431,246 @@ AwaitCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
             spin_state->misses = m < 7 ? m + 1 : 7;
         }
     }
+    return done;
+}
+
+static int
+AwaitCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
+{
+    Tcl_WideInt budget;
+    int done;
+
+    if (objc < 3 || (objc - 3) % 2 != 0) {
+        Tcl_WrongNumArgs(interp, 1, objv, "varName budgetMicroseconds ?channel handler ...?");
+        return TCL_ERROR;
+    }
+    if (Tcl_GetWideIntFromObj(interp, objv[2], &budget) != TCL_OK)
+        return TCL_ERROR;
+    done = await_var(interp, (SpinState *)cd, objv[1], budget, objc - 3, objv + 3, 1) != NULL;
     Tcl_SetObjResult(interp, Tcl_NewBooleanObj(done));
     return TCL_OK;
+}
+
+/*
+ * ::tclnats::_wait rid sock
+ *
+ * The wait of a synchronous call outside a coroutine, run from a method of
+ * its connection object (whose namespace is the current one): the driver
+ * writes the call's result into results(rid) of that namespace, as
+ * {0 value}, {1 errorCode message} or {2 nextRid} (the operation goes on
+ * with another request: wait for that one).  Waits as _await does (the
+ * sockets of ::tclnats::sockets, at most ::tclnats::await_us, when the
+ * connection has a socket), then with [vwait]; takes the result out of the
+ * variable and returns the value or throws the error.  When a call's reply
+ * does not come within the budget, the next calls of that connection wait
+ * in the event loop only: 10, then 20, 40 ... up to 1000 calls while misses
+ * follow one another; a reply caught in time starts over (per connection).
+ */
+typedef struct {
+    int skip;
+    int misses;
+} AwaitSkip;
+
+static AwaitSkip *
+await_skip(SpinState *st, Tcl_Namespace *ns)
+{
+    int isNew;
+    Tcl_HashEntry *e;
+    if (!st->skips_ready) {
+        Tcl_InitHashTable(&st->skips, TCL_ONE_WORD_KEYS);
+        st->skips_ready = 1;
+    }
+    e = Tcl_CreateHashEntry(&st->skips, (const char *)ns, &isNew);
+    if (isNew) {
+        AwaitSkip *a = (AwaitSkip *)ckalloc(sizeof(AwaitSkip));
+        a->skip = 0;
+        a->misses = 0;
+        Tcl_SetHashValue(e, a);
+    }
+    return (AwaitSkip *)Tcl_GetHashValue(e);
+}
+
+static int
+WaitCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
+{
+    SpinState *st = (SpinState *)cd;
+    Tcl_Namespace *ns = Tcl_GetCurrentNamespace(interp);
+    Tcl_Obj *rid, *var = NULL, *value;
+    int code = TCL_OK, n;
+    Tcl_Obj **items;
+
+    if (objc != 3) {
+        Tcl_WrongNumArgs(interp, 1, objv, "rid sock");
+        return TCL_ERROR;
+    }
+    rid = objv[1];
+    Tcl_IncrRefCount(rid);
+    for (;;) {
+        if (var != NULL)
+            Tcl_DecrRefCount(var);
+        var = Tcl_ObjPrintf("%s::results(%s)", ns->fullName, Tcl_GetString(rid));
+        Tcl_IncrRefCount(var);
+        value = Tcl_ObjGetVar2(interp, var, NULL, TCL_GLOBAL_ONLY);
+        if (value == NULL && Tcl_GetCharLength(objv[2]) > 0) {
+            AwaitSkip *a = await_skip(st, ns);
+            if (a->skip > 0) {
+                a->skip--;
+            } else {
+                Tcl_Obj *bv = Tcl_GetVar2Ex(interp, "::tclnats::await_us", NULL, TCL_GLOBAL_ONLY);
+                Tcl_WideInt budget = 0;
+                if (bv != NULL && Tcl_GetWideIntFromObj(NULL, bv, &budget) == TCL_OK && budget > 0) {
+                    /* the sockets and their readable handlers: [array get ::tclnats::sockets] */
+                    Tcl_Obj *cmd[3], *socks, **pairs;
+                    int np;
+                    cmd[0] = Tcl_NewStringObj("array", 5);
+                    cmd[1] = Tcl_NewStringObj("get", 3);
+                    cmd[2] = Tcl_NewStringObj("::tclnats::sockets", -1);
+                    for (n = 0; n < 3; n++)
+                        Tcl_IncrRefCount(cmd[n]);
+                    code = Tcl_EvalObjv(interp, 3, cmd, TCL_EVAL_GLOBAL);
+                    for (n = 0; n < 3; n++)
+                        Tcl_DecrRefCount(cmd[n]);
+                    if (code != TCL_OK)
+                        goto done;
+                    socks = Tcl_GetObjResult(interp);
+                    Tcl_IncrRefCount(socks);
+                    Tcl_ResetResult(interp);
+                    if (Tcl_ListObjGetElements(NULL, socks, &np, &pairs) == TCL_OK) {
+                        value = await_var(interp, st, var, budget, np - np % 2, pairs, 0);
+                        if (value != NULL) {
+                            a->misses = 0;
+                            st->caught++;
+                        } else {
+                            int m = a->misses;
+                            a->skip = (10 << m) < 1000 ? (10 << m) : 1000;
+                            a->misses = m < 7 ? m + 1 : 7;
+                            st->missed++;
+                        }
+                    }
+                    Tcl_DecrRefCount(socks);
+                }
+            }
+        }
+        while (value == NULL) {
+            /* vwait, as nats::_coroVwait outside a coroutine */
+            Tcl_Obj *cmd[2];
+            cmd[0] = Tcl_NewStringObj("vwait", 5);
+            cmd[1] = var;
+            Tcl_IncrRefCount(cmd[0]);
+            Tcl_IncrRefCount(var);
+            code = Tcl_EvalObjv(interp, 2, cmd, TCL_EVAL_GLOBAL);
+            Tcl_DecrRefCount(cmd[0]);
+            Tcl_DecrRefCount(var);
+            if (code != TCL_OK)
+                goto done;
+            value = Tcl_ObjGetVar2(interp, var, NULL, TCL_GLOBAL_ONLY);
+        }
+        /* take it out of the variable */
+        Tcl_IncrRefCount(value);
+        Tcl_UnsetVar2(interp, Tcl_GetString(var), NULL, TCL_GLOBAL_ONLY);
+        Tcl_ResetResult(interp);
+        if (Tcl_ListObjGetElements(interp, value, &n, &items) != TCL_OK) {
+            Tcl_DecrRefCount(value);
+            code = TCL_ERROR;
+            goto done;
+        }
+        {
+            int kind = -1;
+            if (n > 0)
+                Tcl_GetIntFromObj(NULL, items[0], &kind);
+            if (kind == 2 && n > 1) {
+                /* the operation goes on with another request */
+                Tcl_DecrRefCount(rid);
+                rid = items[1];
+                Tcl_IncrRefCount(rid);
+                Tcl_DecrRefCount(value);
+                continue;
+            }
+            if (kind == 0) {
+                if (n > 1)
+                    Tcl_SetObjResult(interp, items[1]);
+            } else {
+                /* as ::tclnats::r: {1 errorCode message} */
+                if (n > 1)
+                    Tcl_SetObjErrorCode(interp, items[1]);
+                if (n > 2)
+                    Tcl_SetObjResult(interp, items[2]);
+                code = TCL_ERROR;
+            }
+        }
+        Tcl_DecrRefCount(value);
+        break;
+    }
+done:
+    Tcl_DecrRefCount(rid);
+    if (var != NULL)
+        Tcl_DecrRefCount(var);
+    return code;
+}
+
+/*
+ * ::tclnats::_wait_stats ?namespace?
+ *
+ * For tests: without an argument, {caught missed}: the waits of _wait whose
+ * result came within the budget on the sockets, and those that gave up to
+ * the event loop, since the last call (which starts the counts again); with
+ * a connection object's namespace, {skip misses} of its back-off.
+ */
+static int
+WaitStatsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
+{
+    SpinState *st = (SpinState *)cd;
+    Tcl_Obj *out[2];
+    if (objc > 2) {
+        Tcl_WrongNumArgs(interp, 1, objv, "?namespace?");
+        return TCL_ERROR;
+    }
+    if (objc == 2) {
+        Tcl_Namespace *ns = Tcl_FindNamespace(interp, Tcl_GetString(objv[1]), NULL, TCL_LEAVE_ERR_MSG);
+        AwaitSkip *a;
+        if (ns == NULL)
+            return TCL_ERROR;
+        a = await_skip(st, ns);
+        out[0] = Tcl_NewIntObj(a->skip);
+        out[1] = Tcl_NewIntObj(a->misses);
+    } else {
+        out[0] = Tcl_NewWideIntObj(st->caught);
+        out[1] = Tcl_NewWideIntObj(st->missed);
+        st->caught = st->missed = 0;
+    }
+    Tcl_SetObjResult(interp, Tcl_NewListObj(2, out));
+    return TCL_OK;
+}
+
+/*
+ * ::tclnats::r reply
+ *
+ * Unpacks the reply of a Python command of the bridge: {0 result} returns
+ * the result, {1 errorCode message} throws (the proc it replaces, without
+ * a proc frame per call).
+ */
+static int
+ReplyCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
+{
+    int n, kind = -1;
+    Tcl_Obj **items;
+
+    if (objc != 2) {
+        Tcl_WrongNumArgs(interp, 1, objv, "reply");
+        return TCL_ERROR;
+    }
+    if (Tcl_ListObjGetElements(interp, objv[1], &n, &items) != TCL_OK)
+        return TCL_ERROR;
+    if (n > 0 && Tcl_GetIntFromObj(NULL, items[0], &kind) == TCL_OK && kind == 0) {
+        if (n > 1)
+            Tcl_SetObjResult(interp, items[1]);
+        return TCL_OK;
+    }
+    if (n > 1)
+        Tcl_SetObjErrorCode(interp, items[1]);
+    if (n > 2)
+        Tcl_SetObjResult(interp, items[2]);
+    return TCL_ERROR;
 }
 
 /* ------------------------------------------------------------ the publish and read fast paths */
@@ -655,9 +902,10 @@ static int
 PyCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
 {
     CmdData *data = (CmdData *)cd;
-    PyGILState_STATE st = PyGILState_Ensure();
+    PyGILState_STATE st;
     PyObject *args = NULL, *res = NULL;
     int i, code = TCL_OK;
+    st = PyGILState_Ensure();
 
     args = PyTuple_New(objc - 1);
     if (args == NULL)
@@ -917,7 +1165,13 @@ interp_object(Tcl_Interp *interp)
         SpinState *st = (SpinState *)ckalloc(sizeof(SpinState));
         st->skip = 0;
         st->misses = 0;
+        st->refs = 3;
+        st->caught = st->missed = 0;
+        st->skips_ready = 0;
         Tcl_CreateObjCommand(interp, "::tclnats::_await", AwaitCmd, (ClientData)st, SpinStateFree);
+        Tcl_CreateObjCommand(interp, "::tclnats::_wait", WaitCmd, (ClientData)st, SpinStateFree);
+        Tcl_CreateObjCommand(interp, "::tclnats::_wait_stats", WaitStatsCmd, (ClientData)st, SpinStateFree);
+        Tcl_CreateObjCommand(interp, "::tclnats::r", ReplyCmd, NULL, NULL);
         Tcl_CreateObjCommand(interp, "::tclnats::_run_deliveries", RunDeliveriesCmd, NULL, NULL);
         if (TclnatsFast_Init(interp) != TCL_OK)
             Tcl_ResetResult(interp);   /* no TclOO stubs: the Tcl methods serve */
@@ -955,6 +1209,121 @@ Interp_dealloc(InterpObject *self)
     PyObject_Free(self);
 }
 
+/* ------------------------------------------------------------ channel I/O of the bridge */
+
+/*
+ * A connection's writes to its socket channel, through Tcl's
+ * channel API: the same bytes as [puts -nonewline] and [flush] (the
+ * channel's stacked transforms and TLS take part as with those), without a
+ * command evaluated each time and without a Tcl object in between.
+ *
+ *   chan_write(name, data) -> bytes left in the channel's output buffers
+ *                             ([puts -nonewline] then [chan pending output])
+ *   chan_flush(name)       -> the same after a flush (non-blocking: what the
+ *                             kernel does not take now stays buffered)
+ *
+ * A failure raises TclError with the message those commands give (error
+ * writing "sock5": broken pipe) and the POSIX name of the error as its
+ * attribute posix (EPIPE).
+ */
+static Tcl_Channel
+io_channel(InterpObject *self, const char *name, int want)
+{
+    int mode = 0;
+    Tcl_Channel chan;
+    if (!usable(self))
+        return NULL;
+    chan = Tcl_GetChannel(self->interp, name, &mode);
+    if (chan == NULL) {
+        tcl_error(self->interp);
+        return NULL;
+    }
+    if (!(mode & want)) {
+        PyErr_Format(TclError, "channel \"%s\" wasn't opened for %s", name,
+                     want == TCL_READABLE ? "reading" : "writing");
+        return NULL;
+    }
+    return chan;
+}
+
+static PyObject *
+io_error(const char *what, const char *name, int err)
+{
+    PyObject *msg, *exc, *posix;
+    Tcl_SetErrno(err);
+    msg = PyUnicode_FromFormat("error %s \"%s\": %s", what, name, Tcl_ErrnoMsg(err));
+    if (msg == NULL)
+        return NULL;
+    exc = PyObject_CallOneArg(TclError, msg);
+    Py_DECREF(msg);
+    if (exc == NULL)
+        return NULL;
+    posix = PyUnicode_FromString(Tcl_ErrnoId());
+    if (posix == NULL || PyObject_SetAttrString(exc, "posix", posix) < 0) {
+        Py_XDECREF(posix);
+        Py_DECREF(exc);
+        return NULL;
+    }
+    Py_DECREF(posix);
+    PyErr_SetObject(TclError, exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+static PyObject *
+Interp_chan_write(InterpObject *self, PyObject *args)
+{
+    const char *name;
+    Py_buffer data;
+    Tcl_Channel chan;
+    int n, err = 0, pending = 0;
+
+    if (!PyArg_ParseTuple(args, "sy*:chan_write", &name, &data))
+        return NULL;
+    chan = io_channel(self, name, TCL_WRITABLE);
+    if (chan == NULL || data.len > INT_MAX) {
+        if (chan != NULL)
+            PyErr_SetString(PyExc_OverflowError, "chan_write: too many bytes at once");
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    n = data.len ? Tcl_Write(chan, (const char *)data.buf, (int)data.len) : 0;
+    if (n < 0)
+        err = Tcl_GetErrno();
+    else
+        pending = Tcl_OutputBuffered(chan);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    if (n < 0)
+        return io_error("writing", name, err);
+    return PyLong_FromLong(pending);
+}
+
+static PyObject *
+Interp_chan_flush(InterpObject *self, PyObject *args)
+{
+    const char *name;
+    Tcl_Channel chan;
+    int r, err = 0, pending = 0;
+
+    if (!PyArg_ParseTuple(args, "s:chan_flush", &name))
+        return NULL;
+    chan = io_channel(self, name, TCL_WRITABLE);
+    if (chan == NULL)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    r = Tcl_Flush(chan);
+    if (r != TCL_OK)
+        err = Tcl_GetErrno();
+    else
+        pending = Tcl_OutputBuffered(chan);
+    Py_END_ALLOW_THREADS
+    if (r != TCL_OK)
+        return io_error("flushing", name, err);
+    return PyLong_FromLong(pending);
+}
+
 static PyMethodDef Interp_methods[] = {
     {"call", (PyCFunction)Interp_call, METH_VARARGS, "call(cmd, *args): run a Tcl command, tkinter's conversions"},
     {"eval", (PyCFunction)Interp_eval, METH_O, "eval(script) -> str"},
@@ -963,6 +1332,10 @@ static PyMethodDef Interp_methods[] = {
     {"splitlist", (PyCFunction)Interp_splitlist, METH_O, "splitlist(value) -> tuple of str"},
     {"getboolean", (PyCFunction)Interp_getboolean, METH_O, "getboolean(value) -> bool"},
     {"setvar", (PyCFunction)Interp_setvar, METH_VARARGS, "setvar(name, value)"},
+    {"chan_write", (PyCFunction)Interp_chan_write, METH_VARARGS,
+     "chan_write(channel, data) -> bytes left in its output buffers"},
+    {"chan_flush", (PyCFunction)Interp_chan_flush, METH_VARARGS,
+     "chan_flush(channel) -> bytes left in its output buffers"},
     {"interpaddr", (PyCFunction)Interp_interpaddr, METH_NOARGS, "address of the Tcl_Interp"},
     {"deleted", (PyCFunction)Interp_deleted, METH_NOARGS, "True once Tcl deleted the interpreter"},
     {"set_on_delete", (PyCFunction)Interp_set_on_delete, METH_O, "callable run when the interpreter is deleted"},

@@ -570,7 +570,7 @@ class TclConnection:
                 r = (0, self._msg_value(msg, h.dictmsg, msg.sid))
             else:
                 r = _error_reply(self.outcome_error(outcome, req))
-            self.tk.call("set", f"{ns}::results({req.id})", r)
+            self.tk.setvar(f"{ns}::results({req.id})", r)
             return
         if isinstance(h, _Op):
             if h.gather is not None and not h.gather.done:
@@ -581,7 +581,7 @@ class TclConnection:
                 h.async_done(outcome, req, out)
                 return
             # the result is made now, for results($id) (see _Sync above)
-            self.tk.call("set", f"{ns}::results({req.id})", self._op_result(h, outcome, req))
+            self.tk.setvar(f"{ns}::results({req.id})", self._op_result(h, outcome, req))
             return
         if h is None:
             # a synchronous gathering request (max_msgs): the list of replies
@@ -589,7 +589,7 @@ class TclConnection:
                 r = (0, tuple(self._msg_value(m, True, m.sid) for m in req.msgs))
             else:
                 r = _error_reply(self.outcome_error(outcome, req))
-            self.tk.call("set", f"{ns}::results({req.id})", r)
+            self.tk.setvar(f"{ns}::results({req.id})", r)
             return
         self.tk.call("unset", "-nocomplain", f"{ns}::requests({req.id})")
         cb, dictmsg, old_style = h
@@ -637,7 +637,7 @@ class TclConnection:
                     self.tk.call("unset", "-nocomplain", f"{self.ns}::requests({req.id})")
                     h.async_done("msg", req, out)
                 elif h.gather.callback is None:
-                    self.tk.call("set", f"{self.ns}::results({req.id})", self._op_result(h, "msg", req))
+                    self.tk.setvar(f"{self.ns}::results({req.id})", self._op_result(h, "msg", req))
                 else:
                     self.tk.call("unset", "-nocomplain", f"{self.ns}::requests({req.id})")
             return
@@ -946,11 +946,10 @@ class TclConnection:
             if self.chan_pending:
                 # a non-blocking flush hands the kernel what it takes now,
                 # also in a loop that does not enter the event loop
-                tk.call("flush", sock)
-                self.chan_pending = int(tk.call("chan", "pending", "output", sock))
+                self.chan_pending = tk.chan_flush(sock)
             while not self.chan_pending and eng.want_write:
-                tk.call("puts", "-nonewline", sock, eng.data_to_send(WRITE_CHUNK))
-                self.chan_pending = int(tk.call("chan", "pending", "output", sock))
+                # puts -nonewline, then chan pending output (one C call)
+                self.chan_pending = tk.chan_write(sock, eng.data_to_send(WRITE_CHUNK))
         except TclError as e:
             eng.write_failed(str(e))
             return
@@ -1018,7 +1017,7 @@ class TclConnection:
 
     def _write(self, data: bytes):
         try:
-            self.tk.call("puts", "-nonewline", self.sock, data)
+            self.tk.chan_write(self.sock, data)
         except TclError as e:
             self.engine.write_failed(str(e))
 
@@ -1599,16 +1598,9 @@ def _prepare(tk: Interp) -> "_Bridge":
     tk.call("set", "::tclnats::library", libdir)
     tk.call("set", "::tclnats::hosted", 1)
     tk.eval(f"if {{[lsearch -exact $::auto_path {{{libdir}}}] < 0}} {{lappend ::auto_path {{{libdir}}}}}")
-    # ::tclnats::r (unpacking Python replies) is needed before package nats loads
-    tk.eval("""
-        namespace eval ::tclnats {}
-        proc ::tclnats::r {reply} {
-            if {[lindex $reply 0] == 0} {
-                return [lindex $reply 1]
-            }
-            return -code error -errorcode [lindex $reply 1] [lindex $reply 2]
-        }
-    """)
+    # ::tclnats::r (unpacking Python replies) is needed before package nats
+    # loads: the extension made it (tclcross.c) with the interpreter's Interp
+    tk.eval("namespace eval ::tclnats {}")
     return bridge
 
 
