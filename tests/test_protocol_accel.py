@@ -143,11 +143,12 @@ def test_pub_frame_same_bytes_as_python_and_encode_pub(seed):
         limit = rnd.choice((0, 5, 100, 1 << 20, 1 << 80))
         c = P.pub_frame(heads_c, s, data, limit)
         py = P._py_pub_frame(heads_py, s, data, limit)
-        assert c == py
-        if s in heads_py and len(data) <= limit:
-            assert c == P.encode_pub(s, None, data)
-        else:
-            assert c is None
+        if len(data) > limit:
+            assert c is None and py is None
+        elif s in heads_py:
+            assert c == py == P.encode_pub(s, None, data)
+        else:  # never published: Python leaves it to the engine; compiled, checked and framed as it would
+            assert py is None and c == P.encode_pub(s, None, data)
     class Str(str):
         pass
     for args in ((heads_c, Str("a"), b"x", 9), (heads_c, "a", bytearray(b"x"), 9), (heads_c, "a", "x", 9),
@@ -292,3 +293,30 @@ def test_compiled_headers_parse_as_parse_headers():
             decided += 1
             assert got == parse_headers(blk), blk
     assert decided > 300
+
+
+def test_pub_frame_checks_subjects_and_replies_as_the_engine():
+    _need_fast()
+    from tclnats_py.engine.subjects import valid_subject
+    rnd = random.Random(3)
+    alphabet = "ab.-_$*> é\t9"
+    heads = {"k.n": P.pub_head("k.n", 4)}
+    seen = {True: 0, False: 0}
+    for _ in range(20000):
+        subj = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 7)))
+        reply = rnd.choice((None, "", "_INBOX.a.1", subj[::-1]))
+        if rnd.random() < 0.2:
+            subj = "k.n"
+        check = rnd.random() < 0.8
+        f = P.pub_frame(heads, subj, b"data", 1 << 20, reply, check)
+        subj_ok = subj in heads or (bool(subj) and (not check or valid_subject(subj)))
+        reply_ok = not reply or not check or valid_subject(reply)
+        if f is not None:
+            # what the engine would accept, framed as it frames it
+            assert subj_ok and reply_ok and f == P.encode_pub(subj, reply, b"data"), (subj, reply, check)
+            seen[True] += 1
+        else:
+            # only what it does not take: non-ASCII, or what the engine refuses
+            assert not (subj + (reply or "")).isascii() or not subj_ok or not reply_ok, (subj, reply, check)
+            seen[False] += 1
+    assert seen[True] > 1000 and seen[False] > 1000

@@ -180,37 +180,92 @@ static PyObject *scan(PyObject *self, PyObject *args)
 }
 
 /*
- * pub_frame(heads, subject, data, limit) -> bytes or None: the PUB frame of
- * the asyncio face's fast path, "<prefix><len(data)>\r\n<data>\r\n" in one
- * allocation, where <prefix> is item 0 of the tuple heads[subject] ("PUB
- * <subject>  ", a subject the engine accepted before).  None when subject is
- * not an exact str in heads, data not exact bytes, or len(data) > limit: the
- * caller takes its general path.  protocol.py's pure-Python pub_frame gives
- * the same bytes for the same arguments.
+ * pub_frame(heads, subject, data, limit[, reply, check]) -> bytes or None:
+ * the PUB frame of the asyncio face's fast path, what protocol.encode_pub
+ * (subject, reply, data) gives, in one allocation.  The subject is one with
+ * an entry in heads (heads[subject][0] is "PUB <subject>  ": the engine
+ * accepted it before), or an ASCII one that passes the engine's check here
+ * (a plain subject; with check false: any non-empty one), as a reply must.
+ * None when subject or reply is not an exact str so, data not exact bytes,
+ * or len(data) > limit: the caller takes its general path, which checks and
+ * frames it (and its errors are the engine's).  protocol.py's pure-Python
+ * pub_frame gives the same bytes for a subject in heads without a reply,
+ * and None for the rest.
  */
+/* a publish subject by subjects.py's rule for ASCII (_ASCII_PLAIN): tokens of
+   letters, digits and -!#$%&'()+,/:;<=?@^_`|~ separated by single dots */
+static int subject_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+           || (c != 0 && strchr("-!#$%&'()+,/:;<=?@^_`|~", c) != NULL);
+}
+
+static int plain_subject(const unsigned char *s, Py_ssize_t n)
+{
+    if (n == 0 || s[0] == '.' || s[n - 1] == '.') return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (s[i] == '.') {
+            if (s[i + 1] == '.') return 0;
+        } else if (!subject_char(s[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static PyObject *pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "pub_frame(heads, subject, data, limit)");
+    if (nargs < 4 || nargs > 6) {
+        PyErr_SetString(PyExc_TypeError, "pub_frame(heads, subject, data, limit[, reply, check])");
         return NULL;
     }
     PyObject *heads = args[0], *subject = args[1], *data = args[2];
     if (!PyDict_CheckExact(heads) || !PyUnicode_CheckExact(subject) || !PyBytes_CheckExact(data))
         Py_RETURN_NONE;
-    PyObject *head = PyDict_GetItemWithError(heads, subject);     /* borrowed */
-    if (head == NULL) {
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_NONE;
+    int check = 1;
+    if (nargs >= 6 && (check = PyObject_IsTrue(args[5])) < 0)
+        return NULL;
+    /* a reply: ASCII, a plain subject when checked */
+    const char *reply = NULL;
+    Py_ssize_t rl = 0;
+    if (nargs >= 5 && args[4] != Py_None) {
+        if (!PyUnicode_CheckExact(args[4]) || !PyUnicode_IS_ASCII(args[4]))
+            Py_RETURN_NONE;
+        reply = (const char *)PyUnicode_DATA(args[4]);
+        rl = PyUnicode_GET_LENGTH(args[4]);
+        if (rl && check && !plain_subject((const unsigned char *)reply, rl))
+            Py_RETURN_NONE;
     }
-    if (!PyTuple_CheckExact(head) || PyTuple_GET_SIZE(head) < 1 || !PyBytes_CheckExact(PyTuple_GET_ITEM(head, 0)))
-        Py_RETURN_NONE;
-    PyObject *prefix = PyTuple_GET_ITEM(head, 0);
     Py_ssize_t n = PyBytes_GET_SIZE(data);
     int overflow = 0;
     long long limit = PyLong_AsLongLongAndOverflow(args[3], &overflow);
     if (limit == -1 && PyErr_Occurred()) return NULL;
     if (overflow < 0 || (!overflow && (long long)n > limit))
         Py_RETURN_NONE;
+    /* "PUB <subject> ": from heads[subject][0] ("PUB <subject>  ", one space
+       less), or made here for an ASCII subject by the same rule as a reply */
+    const char *head;
+    Py_ssize_t hl;
+    char *made = NULL;
+    PyObject *entry = PyDict_GetItemWithError(heads, subject);     /* borrowed */
+    if (entry != NULL) {
+        PyObject *prefix;
+        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) < 1
+            || !PyBytes_CheckExact(prefix = PyTuple_GET_ITEM(entry, 0)) || PyBytes_GET_SIZE(prefix) < 1
+            || PyBytes_AS_STRING(prefix)[PyBytes_GET_SIZE(prefix) - 1] != ' ')
+            Py_RETURN_NONE;
+        head = PyBytes_AS_STRING(prefix);
+        hl = PyBytes_GET_SIZE(prefix) - 1;
+    } else {
+        if (PyErr_Occurred()) return NULL;
+        Py_ssize_t sl = PyUnicode_GET_LENGTH(subject);
+        const unsigned char *sp = (const unsigned char *)PyUnicode_DATA(subject);
+        if (!PyUnicode_IS_ASCII(subject) || sl == 0 || (check && !plain_subject(sp, sl)))
+            Py_RETURN_NONE;
+        head = NULL;
+        hl = 4 + sl + 1;
+        made = (char *)sp;
+    }
     char digits[24];
     int nd = 0;
     {   /* the decimal size, most significant digit first */
@@ -219,11 +274,18 @@ static PyObject *pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nar
         do { tmp[nd++] = (char)('0' + v % 10); v /= 10; } while (v);
         for (int k = 0; k < nd; k++) digits[k] = tmp[nd - 1 - k];
     }
-    Py_ssize_t hl = PyBytes_GET_SIZE(prefix);
-    PyObject *out = PyBytes_FromStringAndSize(NULL, hl + nd + 2 + n + 2);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, hl + rl + 1 + nd + 2 + n + 2);
     if (out == NULL) return NULL;
     char *w = PyBytes_AS_STRING(out);
-    memcpy(w, PyBytes_AS_STRING(prefix), (size_t)hl); w += hl;
+    if (head != NULL) {
+        memcpy(w, head, (size_t)hl); w += hl;
+    } else {
+        memcpy(w, "PUB ", 4); w += 4;
+        memcpy(w, made, (size_t)(hl - 5)); w += hl - 5;
+        *w++ = ' ';
+    }
+    if (rl) { memcpy(w, reply, (size_t)rl); w += rl; }
+    *w++ = ' ';
     memcpy(w, digits, (size_t)nd); w += nd;
     *w++ = '\r'; *w++ = '\n';
     memcpy(w, PyBytes_AS_STRING(data), (size_t)n); w += n;
@@ -484,7 +546,7 @@ static PyMethodDef methods[] = {
      "scan(buf, pos, ops) -> pos: append the plain MSG/HMSG/PING/PONG/+OK operations from pos to ops;"
      " stop at the first thing the Python parser must look at"},
     {"pub_frame", (PyCFunction)(void (*)(void))pub_frame, METH_FASTCALL,
-     "pub_frame(heads, subject, data, limit) -> the PUB frame, or None for the general path"},
+     "pub_frame(heads, subject, data, limit[, reply, check]) -> the PUB frame, or None for the general path"},
     {"take_msgs", (PyCFunction)(void (*)(void))take_msgs, METH_FASTCALL,
      "take_msgs(ops, i, sid, cls, out) -> the index after the plain MSG operations for sid from i, made cls"
      " instances in out; None when cls lacks Msg's slots"},

@@ -1429,10 +1429,13 @@ class Client:
         ``await`` nothing waits, and past 8 times that plus the reconnect buffer
         (Engine.hard_cap) ErrOutboundBufferLimit refuses the message.  While not connected, past ``reconnect_buf_size``
         (``pending_size``) bytes, ErrReconnectBufExceeded refuses it."""
-        if reply is None and headers is None:
+        if headers is None:
             # the common case: a subject that passed the engine's checks
-            # before, a bytes payload within max_payload (None otherwise)
-            frame = _pub_frame(self._pub_heads, subject, data, self._pub_max)
+            # before (or, compiled, passes them now: a reply, a reply
+            # subject), a bytes payload within max_payload (None otherwise)
+            frame = (_pub_frame(self._pub_heads, subject, data, self._pub_max) if reply is None else
+                     _pub_frame(self._pub_heads, subject, data, self._pub_max, reply,
+                                self._engine.options.check_subjects))
             if frame is not None:
                 eng = self._engine
                 wait = self._backlog() if eng._out_size >= _WRITE_CHUNK else None

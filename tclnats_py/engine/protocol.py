@@ -269,13 +269,15 @@ def pub_head(subject: str, size: int) -> tuple:
     return (prefix, size, b"%s%d\r\n" % (prefix, size))
 
 
-def _py_pub_frame(heads: dict, subject, data, limit: int) -> bytes | None:
+def _py_pub_frame(heads: dict, subject, data, limit: int, reply=None, check=True) -> bytes | None:
     """The PUB frame of a subject that has an entry in ``heads`` (made by
     :func:`pub_head`: a subject the engine accepted before) and a bytes
     payload of at most ``limit`` bytes: ``encode_pub(subject, None, data)``
-    without the formatting; None otherwise (the caller's general path).
-    The compiled accelerator's ``pub_frame`` gives the same bytes."""
-    if subject.__class__ is str and data.__class__ is bytes:
+    without the formatting; None otherwise (the caller's general path),
+    and for any ``reply`` (the compiled ``pub_frame`` frames a plain ASCII
+    reply, ``check`` false: any ASCII one).  The compiled accelerator's
+    ``pub_frame`` gives the same bytes."""
+    if reply is None and subject.__class__ is str and data.__class__ is bytes:
         head = heads.get(subject)
         n = len(data)
         if head is not None and n <= limit:
