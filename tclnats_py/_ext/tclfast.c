@@ -1099,21 +1099,28 @@ FastCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
             Tcl_Channel chan = Tcl_GetChannel(interp, Tcl_GetString(objv[2]), NULL);
             Tcl_Obj *out[3];
             Tcl_WideInt count = f->count, n = (Tcl_WideInt)f->len;
+            unsigned char *buf = f->buf;
+            size_t cap = f->cap;
+            int w = 0;
             if (chan == NULL)
                 return TCL_ERROR;
+            /* the buffer is this write's (a channel transform's script may publish meanwhile) */
+            f->buf = NULL;
+            f->cap = 0;
             f->len = 0;
             f->count = 0;
             f->bytes = 0;
-            if (n > 0 && Tcl_Write(chan, (const char *)f->buf, (int)n) < 0) {
+            if (n > 0 && (w = Tcl_Write(chan, (const char *)buf, (int)n)) < 0)
                 Tcl_SetObjResult(interp, Tcl_ObjPrintf("error writing \"%s\": %s",
                                                        Tcl_GetString(objv[2]), Tcl_PosixError(interp)));
+            if (f->buf == NULL && cap <= (1u << 20)) {   /* (a burst's buffer is not kept) */
+                f->buf = buf;
+                f->cap = cap;
+            } else if (buf != NULL) {
+                ckfree((char *)buf);
+            }
+            if (w < 0)
                 return TCL_ERROR;
-            }
-            if (f->cap > (1u << 20)) {   /* a burst's buffer is not kept */
-                ckfree((char *)f->buf);
-                f->buf = NULL;
-                f->cap = 0;
-            }
             out[0] = Tcl_NewWideIntObj(count);
             out[1] = Tcl_NewWideIntObj(n);
             out[2] = Tcl_NewIntObj(Tcl_OutputBuffered(chan));
