@@ -850,6 +850,11 @@ class Engine:
                         batch = [mc(op[1], op[5], op[3], None, op[2])]
                         fx.append(_tuple_new(DeliverMany, (sub, batch)))
                         batch_at = len(fx)
+                elif sub is not None and op[4] is None and sub.kind == "mux" and not sub.max_msgs:
+                    # a reply to a request without headers: _on_msg's steps inline
+                    plain += 1
+                    sub.received += 1
+                    self._on_mux_reply(mc(op[1], op[5], op[3], None, op[2]))
                 else:
                     on_msg(op)
             else:
@@ -1237,14 +1242,15 @@ class Engine:
                 raise
         self.requests[rid] = req
         if timeout:
-            self._fx.append(StartTimer(req, timeout))
+            self._fx.append(_tuple_new(StartTimer, (req, timeout)))  # StartTimer(req, timeout), no Python __new__
         return req
 
     def _finish(self, req: Request, outcome: str) -> None:
         req.done = True
         self.requests.pop(req.id, None)
-        self._fx.append(CancelTimer(req))
-        self._fx.append(RequestDone(req, outcome))
+        fx = self._fx  # CancelTimer(req), RequestDone(req, outcome) without their Python __new__
+        fx.append(_tuple_new(CancelTimer, (req,)))
+        fx.append(_tuple_new(RequestDone, (req, outcome)))
 
     def _on_mux_reply(self, msg: Msg) -> None:
         # reply subjects are <prefix>.<request id>
