@@ -24,6 +24,7 @@ that has any); the deliveries the engine makes go back to Tcl in one call.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import importlib
 import itertools
@@ -331,7 +332,7 @@ class TclConnection:
         self.limits = (0, 0)
         self.ended_objs: list = []   # Tcl objects to destroy once the effects are done
         self.dead = False
-        self.tk.createcommand(self.cmd, self.dispatch)
+        self.tk.createcommand(self.cmd, functools.partial(self.call, self))
         self.tk.createcommand(self.cmd + "_ev", self.event)
         self.tk.createcommand(self.cmd + "_rd", self.on_readable)
         self.tk.createcommand(self.cmd + "_rx", self.rx)
@@ -339,7 +340,27 @@ class TclConnection:
     # ------------------------------------------------------------ dispatch
     def dispatch(self, op, *args):
         """Entry from Tcl.  Returns ``{0 result}`` or ``{1 errorcode message}``."""
-        return self.guard(lambda: getattr(self, "c_" + op)(*args), op)
+        return self.call(self, op, *args)
+
+    def call(self, obj, op, *args):
+        """:meth:`guard` for ``obj.c_<op>(*args)`` (the Tcl commands of this
+        connection and of its JetStream objects), without a closure per call."""
+        try:
+            if self.tcl_pending:
+                self.drain_tcl_pubs()
+            result = getattr(obj, "c_" + op)(*args)
+        except NatsError as e:
+            self.run()
+            return _error_reply(e)
+        except TclError as e:
+            return (1, ("NATS", "ErrInternal"), f"Tcl error in tclnats_py: {e}")
+        except Exception as e:
+            return self._internal_error(op, e)
+        if result is None:
+            return (0, "")
+        if result.__class__ is _Chain:
+            return (2, result.rid)
+        return (0, result)
 
     def guard(self, fn, what=""):
         """Run fn for Tcl: ``{0 result}``, ``{1 errorcode message}``, or
@@ -926,7 +947,9 @@ class TclConnection:
         if self.tcl_pending:
             self.drain_tcl_pubs()
         self._pump()
-        self.run()
+        eng = self.engine
+        if eng.has_effects or self.ended_objs or eng.status != CONNECTED:
+            self.run()
 
     def run_and_write(self):
         """Carry out the effects and write what is queued in the same call
@@ -1528,8 +1551,8 @@ class TclConnection:
         h = req.handler if req is not None else None
         if h is None or h.__class__ is _Sync or (isinstance(h, _Op) and h.async_done is None):
             # a synchronous call waits for results($id) (a callback cancelled it)
-            self.tk.call("set", f"{self.ns}::results({rid_i})",
-                         (1, ("NATS", "ErrInvalidArg"), f"Request {rid_i} was cancelled"))
+            self.tk.setvar(f"{self.ns}::results({rid_i})",
+                           (1, ("NATS", "ErrInvalidArg"), f"Request {rid_i} was cancelled"))
         if req is not None and req.sub is not None:
             self.tk.call("unset", "-nocomplain", f"{self.ns}::subscriptions({req.sub.sid})")
         self.run()

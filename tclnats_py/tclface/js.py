@@ -20,6 +20,7 @@ engine the asyncio face drives.  What is here is the Tcl edge of it:
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 from typing import Any
@@ -318,7 +319,7 @@ class JsBridge:
 
     def register(self, obj, cmd_name):
         self.objects[cmd_name] = obj
-        self.tk.createcommand(cmd_name, lambda *a: self._dispatch(obj, *a))
+        self.tk.createcommand(cmd_name, functools.partial(self.conn.call, obj))
 
     def unregister(self, cmd_name):
         self.objects.pop(cmd_name, None)
@@ -326,9 +327,6 @@ class JsBridge:
             self.tk.deletecommand(cmd_name)
         except TclError:
             pass
-
-    def _dispatch(self, obj, op, *args):
-        return self.conn.guard(lambda: getattr(obj, "c_" + op)(*args))
 
 
 class JetStream:
