@@ -406,6 +406,57 @@ def test_publishes_during_an_outage_are_bounded_and_arrive_after_reconnect(fresh
     host.eval("$c destroy")
 
 
+def test_answered_requests_are_not_kept_until_their_timeout(nats_server):
+    """A request answered in time leaves nothing behind in the bridge: its
+    deadline is forgotten at once, not when its timeout would have passed
+    (a 60 s timeout kept every answered request, its message and headers,
+    for a minute: memory by the request rate, and a garbage collector
+    walking them all)."""
+    import gc
+    import weakref
+
+    from tclnats_py.engine.connection import Request
+
+    host = _host()
+    host.eval(f"""
+        set c [nats::connection new kept -log_chan stdout -log_level error]
+        $c configure -servers {nats_server.url}
+        $c connect
+        $c subscribe kept.svc -callback [list apply {{{{c s m r}} {{$c publish $r "re:$m"}}}} $c]
+        $c subscribe kept.silent -callback [list apply {{{{s m r}} {{}}}}]
+        $c ping
+    """)
+    conn = _conn(host, "c")
+    seen: list = []
+    orig = conn.engine.request
+
+    def watch(*a, **kw):
+        req = orig(*a, **kw)
+        seen.append(weakref.ref(req))
+        return req
+
+    conn.engine.request = watch
+    host.eval("""
+        for {set i 0} {$i < 500} {incr i} {
+            set r [$c request kept.svc $i -timeout 60000]
+            if {$r ne "re:$i"} { error "reply $i: $r" }
+        }
+    """)
+    conn.engine.request = orig
+    gc.collect()
+    assert len(seen) == 500
+    assert [w for w in seen if w() is not None and isinstance(w(), Request)] == []
+    assert conn.deadlines == {} and conn.deadline_keys == {}
+    assert len(conn.deadline_heap) <= 130   # cancelled entries are compacted away
+    # a request still waiting keeps its deadline, and times out on it
+    host.eval("set ::late [$c request kept.silent x -timeout 300 -callback {apply {{t m} {set ::late_out $t}}}]")
+    assert len(conn.deadline_keys) == 1
+    host.eval("vwait ::late_out")
+    assert host.eval("set ::late_out") == "1"
+    assert conn.deadline_keys == {}
+    host.eval("$c destroy")
+
+
 def test_publishes_framed_in_tcl_when_the_connection_breaks_reach_the_engine_in_order(nats_server):
     host = _host()
     host.eval(f"""

@@ -304,8 +304,9 @@ class TclConnection:
         self.timers: dict = {}       # key -> (token, after id)
         self.tokens: dict = {}       # token -> key
         self.tok = itertools.count(1)
-        self.deadlines: dict = {}    # Request/Ping -> monotonic deadline
-        self.deadline_heap: list = []
+        self.deadlines: dict = {}    # Request/Ping -> its token in deadline_keys
+        self.deadline_keys: dict = {}  # token -> (Request/Ping, monotonic deadline)
+        self.deadline_heap: list = []  # (deadline, token): no reference to the Request
         self.sweep_id = ""
         self.sweep_at = None
         self.utf8 = False
@@ -671,12 +672,25 @@ class TclConnection:
     # Connection timers ("ping", "connect", "reconnect") are one [after] each.
     # Request and ping deadlines share one [after] set for the earliest of them:
     # a request answered in time costs no Tcl timer call at all, and the sweep
-    # skips deadlines that were cancelled since.
+    # skips deadlines that were cancelled since.  The heap holds tokens, not
+    # the requests: an answered request is garbage at once, not when its
+    # timeout would have passed; cancelled entries are compacted away once
+    # they outnumber the live ones.
     def _start_timer(self, key, ms):
         if key.__class__ is not str:
             deadline = time.monotonic() + int(ms) / 1000.0
-            self.deadlines[key] = deadline
-            heapq.heappush(self.deadline_heap, (deadline, next(self.tok), key))
+            tok = next(self.tok)
+            old = self.deadlines.get(key)
+            if old is not None:
+                del self.deadline_keys[old]
+            self.deadlines[key] = tok
+            self.deadline_keys[tok] = (key, deadline)
+            heap = self.deadline_heap
+            if len(heap) > 64 and len(heap) > 2 * len(self.deadline_keys):
+                keys = self.deadline_keys
+                heap[:] = [e for e in heap if e[1] in keys]
+                heapq.heapify(heap)
+            heapq.heappush(heap, (deadline, tok))
             if self.sweep_at is None or deadline < self.sweep_at:
                 self._arm_sweep(deadline)
             return
@@ -693,7 +707,9 @@ class TclConnection:
 
     def _cancel_timer(self, key):
         if key.__class__ is not str:
-            self.deadlines.pop(key, None)
+            tok = self.deadlines.pop(key, None)
+            if tok is not None:
+                del self.deadline_keys[tok]
             return
         old = self.timers.pop(key, None)
         if old is not None:
@@ -713,17 +729,19 @@ class TclConnection:
         self.sweep_id = ""
         self.sweep_at = None
         heap = self.deadline_heap
-        live = self.deadlines
+        keys = self.deadline_keys
         now = time.monotonic()
         expired = []
         while heap:
-            deadline, _, key = heap[0]
-            if live.get(key) != deadline:
+            deadline, tok = heap[0]
+            entry = keys.get(tok)
+            if entry is None:
                 heapq.heappop(heap)  # cancelled, or started again later
             elif deadline <= now:
                 heapq.heappop(heap)
-                del live[key]
-                expired.append(key)
+                del keys[tok]
+                del self.deadlines[entry[0]]
+                expired.append(entry[0])
             else:
                 break
         if heap:
@@ -736,6 +754,7 @@ class TclConnection:
         for key in list(self.timers):
             self._cancel_timer(key)
         self.deadlines.clear()
+        self.deadline_keys.clear()
         self.deadline_heap.clear()
         if self.sweep_id:
             self.tk.call("after", "cancel", self.sweep_id)
