@@ -75,10 +75,14 @@ def _json_scalar(text: str):
 
 def _entry_dict(conn, e: _kv.Entry, with_delta=False):
     """A KV entry as nats-tcl's dict (the value a string with -utf8_convert)."""
-    d = e.as_dict(with_delta)
-    if conn.utf8:
-        d["value"] = e.value.decode("utf-8", "replace")
-    return tcl_value(d)
+    # Entry.as_dict's keys and order, made as the flat list tcl_value would
+    # make of it (its values are all scalars: str, bytes, int)
+    value = e.value.decode("utf-8", "replace") if conn.utf8 else e.value
+    if with_delta:
+        return ("bucket", e.bucket, "key", e.key, "value", value, "revision", e.revision,
+                "created", e.created, "delta", e.delta, "operation", e.operation)
+    return ("bucket", e.bucket, "key", e.key, "value", value, "revision", e.revision,
+            "created", e.created, "operation", e.operation)
 
 
 # the largest timeout (ms) a Tcl command takes, as on the Python face (about 31 years)
