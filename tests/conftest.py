@@ -54,6 +54,22 @@ if os.environ.get("TCLNATS_NO_SERVER"):
     NatsServer.start = _refuse_server
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _garbage_of_a_module_goes_in_the_main_thread():
+    """Collect a test module's cyclic garbage here, in the main thread.
+
+    A Tcl interpreter may only be deleted by the thread that made it (Tcl 8.6
+    panics, and the process aborts, when another thread deletes its async
+    cancel handler).  A tkinter.Tcl() host that a test left in a reference
+    cycle (an exception's traceback holding the frame that holds it) is
+    deleted by whichever thread happens to run the collector next: once, a
+    later module's proxy thread (tox py310: "Fatal Python error: Aborted",
+    "Garbage-collecting" in test_bounded's gate-proxy thread)."""
+    yield
+    import gc
+    gc.collect()
+
+
 @pytest.fixture(autouse=True)
 def _unit_tests_start_no_server(request, monkeypatch):
     """A test marked unit may not start a nats-server (fixtures of a wider
