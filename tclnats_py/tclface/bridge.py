@@ -339,13 +339,12 @@ class TclConnection:
         self.tk.createcommand(self.cmd + "_rx", self.rx)
 
     # ------------------------------------------------------------ dispatch
-    def dispatch(self, op, *args):
-        """Entry from Tcl.  Returns ``{0 result}`` or ``{1 errorcode message}``."""
-        return self.call(self, op, *args)
-
     def call(self, obj, op, *args):
-        """:meth:`guard` for ``obj.c_<op>(*args)`` (the Tcl commands of this
-        connection and of its JetStream objects), without a closure per call."""
+        """Entry from Tcl: ``obj.c_<op>(*args)`` (the commands of this
+        connection and of its JetStream objects, each a functools.partial of
+        this method, no closure per call).  Returns ``{0 result}``,
+        ``{1 errorcode message}``, or ``{2 rid}`` when the result will come
+        from another request."""
         try:
             if self.tcl_pending:
                 self.drain_tcl_pubs()
@@ -357,26 +356,6 @@ class TclConnection:
             return (1, ("NATS", "ErrInternal"), f"Tcl error in tclnats_py: {e}")
         except Exception as e:
             return self._internal_error(op, e)
-        if result is None:
-            return (0, "")
-        if result.__class__ is _Chain:
-            return (2, result.rid)
-        return (0, result)
-
-    def guard(self, fn, what=""):
-        """Run fn for Tcl: ``{0 result}``, ``{1 errorcode message}``, or
-        ``{2 rid}`` when the result will come from another request."""
-        try:
-            if self.tcl_pending:
-                self.drain_tcl_pubs()
-            result = fn()
-        except NatsError as e:
-            self.run()
-            return _error_reply(e)
-        except TclError as e:
-            return (1, ("NATS", "ErrInternal"), f"Tcl error in tclnats_py: {e}")
-        except Exception as e:
-            return self._internal_error(what, e)
         return _reply(result)
 
     def _internal_error(self, what, e):
@@ -586,7 +565,7 @@ class TclConnection:
         ns = self.ns
         if h.__class__ is _Sync:
             # a synchronous request: the Tcl call waits for results($id),
-            # the result in guard()'s form, and needs no Python call to fetch it
+            # the result in call()'s form, and needs no Python call to fetch it
             if outcome == "msg":
                 msg = req.msg
                 r = (0, self._msg_value(msg, h.dictmsg, msg.sid))
@@ -629,7 +608,7 @@ class TclConnection:
                 self._post_req(out, cb, 1, "")
 
     def _op_result(self, op: "_Op", outcome, req):
-        """The result of a finished synchronous operation in guard()'s form."""
+        """The result of a finished synchronous operation in call()'s form."""
         try:
             return _reply(op.result(outcome, req))
         except NatsError as e:
