@@ -1037,8 +1037,8 @@ class KeyValue:
         return self.js.run(self.b.purge(key))
 
     def c_get(self, key, *args):
-        o = self.js.args.build(_KV_GET_OPTIONS, args)
-        return self.js.run(self.b.get(key, o.get("revision")), lambda e: _entry_dict(self.conn, e))
+        revision = self.js.args.build(_KV_GET_OPTIONS, args).get("revision") if args else None
+        return self.js.run(self.b.get(key, revision), lambda e: _entry_dict(self.conn, e))
 
     def c_bucket(self):
         return self.b.bucket
