@@ -109,6 +109,10 @@ def from_ns(ns: Any) -> float | None:
 
 
 # ---------------------------------------------------------------- the base class
+# a dataclass's field names (from_response), per class
+_FIELD_NAMES: dict[type, frozenset] = {}
+
+
 @dataclass
 class Base:
     """A JetStream API object: ``from_response`` reads the server's JSON,
@@ -139,7 +143,9 @@ class Base:
     @classmethod
     def from_response(cls, resp: dict[str, Any]):
         """The object of a server reply; keys the class does not name are ignored."""
-        known = {f.name for f in dataclasses.fields(cls)}
+        known = _FIELD_NAMES.get(cls)
+        if known is None:
+            known = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))
         return cls(**{k: cls._read_field(k, v) for k, v in resp.items() if k in known})
 
     def evolve(self, **params):

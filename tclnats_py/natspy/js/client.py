@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 from typing import Any, Awaitable, Callable
 
 from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js import inbox_fetch as _inbox_fetch
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js.api import advance, api_call
-from tclnats_py.engine.js.publish import parse_ack, publish_headers
+from tclnats_py.engine.js.publish import parse_ack_fast, publish_headers
 from tclnats_py.engine.js.push import PushState
 from tclnats_py.errors import NatsError
 from tclnats_py.natspy import errors as _core
@@ -67,6 +68,8 @@ Callback = Callable[[Msg], Awaitable[None]]
 
 # nats-py waits for room for an async publish without bound when wait_stall is None
 _NO_STALL_LIMIT = 600.0
+# any whitespace (re's \s in a str pattern is str.isspace)
+_SPACE = re.compile(r"\s").search
 
 
 def _ttl_header(msg_ttl: float | None) -> str | None:
@@ -144,10 +147,10 @@ class JetStreamContext(JetStreamManager):
         try:
             # nats-py sends the subject as given: wildcard tokens too (KV keys
             # with validate_keys=False); only what would break the protocol is refused
-            loose = bool(subject) and isinstance(subject, str) and not any(c.isspace() for c in subject)
+            loose = bool(subject) and isinstance(subject, str) and _SPACE(subject) is None
             reply = await impl.request(subject, payload, self._timeout if timeout is None else timeout, hdrs,
                                        check_subject=not loose)
-            resp = parse_ack(reply)
+            resp = parse_ack_fast(reply)
         except NatsError as e:
             if e.code == "ErrNoResponders":
                 raise _jserr.NoStreamResponseError() from e
