@@ -677,6 +677,7 @@ ReplyCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
 
 /* tclfast.c: ::tclnats::_fastpub_new, the C method publish and the reader */
 int TclnatsFast_Init(Tcl_Interp *interp);
+void TclnatsFast_ReportError(Tcl_Interp *interp, int code);
 
 /* ------------------------------------------------------------ running the deliveries of a read */
 
@@ -737,27 +738,8 @@ RunDeliveriesCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
         for (j = 0; j < m; j++)
             Tcl_IncrRefCount(argv[j]);
         code = Tcl_EvalObjv(interp, m, argv, TCL_EVAL_GLOBAL);
-        if (code != TCL_OK) {
-            /* after 0 [list return -options $opts $result] */
-            Tcl_Obj *opts = Tcl_GetReturnOptions(interp, code);
-            Tcl_Obj *script = Tcl_NewListObj(0, NULL);
-            Tcl_Obj *cmd[3];
-            Tcl_IncrRefCount(opts);
-            Tcl_ListObjAppendElement(NULL, script, Tcl_NewStringObj("return", -1));
-            Tcl_ListObjAppendElement(NULL, script, Tcl_NewStringObj("-options", -1));
-            Tcl_ListObjAppendElement(NULL, script, opts);
-            Tcl_ListObjAppendElement(NULL, script, Tcl_GetObjResult(interp));
-            cmd[0] = Tcl_NewStringObj("after", -1);
-            cmd[1] = Tcl_NewIntObj(0);
-            cmd[2] = script;
-            for (j = 0; j < 3; j++)
-                Tcl_IncrRefCount(cmd[j]);
-            if (Tcl_EvalObjv(interp, 3, cmd, TCL_EVAL_GLOBAL) != TCL_OK)
-                Tcl_BackgroundException(interp, TCL_ERROR);
-            for (j = 0; j < 3; j++)
-                Tcl_DecrRefCount(cmd[j]);
-            Tcl_DecrRefCount(opts);
-        }
+        if (code != TCL_OK)
+            TclnatsFast_ReportError(interp, code);   /* after 0 [list return -options $opts $result] */
         for (j = 0; j < m; j++)
             Tcl_DecrRefCount(argv[j]);
         if (argv != small)

@@ -447,16 +447,12 @@ call_rx(FastConn *f, Tcl_Interp *interp, Tcl_Obj *op, Tcl_Obj *a, Tcl_Obj *b, Tc
     return r;
 }
 
-/* bytes [s, e) of the read buffer to the engine; its deliveries join the plan */
+/* the item list that `rx` returned (held, or NULL) joins the plan as one
+ * batch of the engine's deliveries; an empty one is dropped */
 static void
-to_engine(FastConn *f, Tcl_Interp *interp, Plan *p, const unsigned char *s, size_t len)
+plan_batch(Plan *p, Tcl_Obj *items)
 {
-    Tcl_Obj *items;
     int n = 0;
-    Tcl_Obj *fm = Tcl_NewWideIntObj(f->in_msgs), *fb = Tcl_NewWideIntObj(f->in_bytes);
-    f->in_msgs = 0;
-    f->in_bytes = 0;
-    items = call_rx(f, interp, f->lit_ops, Tcl_NewByteArrayObj(s, (int)len), fm, fb);
     if (items == NULL)
         return;
     if (Tcl_ListObjLength(NULL, items, &n) == TCL_OK && n > 0) {
@@ -468,10 +464,22 @@ to_engine(FastConn *f, Tcl_Interp *interp, Plan *p, const unsigned char *s, size
     Tcl_DecrRefCount(items);
 }
 
+/* bytes [s, e) of the read buffer to the engine; its deliveries join the plan */
 static void
-report_error(Tcl_Interp *interp, int code)
+to_engine(FastConn *f, Tcl_Interp *interp, Plan *p, const unsigned char *s, size_t len)
 {
-    /* after 0 [list return -options $opts $result] */
+    Tcl_Obj *fm = Tcl_NewWideIntObj(f->in_msgs), *fb = Tcl_NewWideIntObj(f->in_bytes);
+    f->in_msgs = 0;
+    f->in_bytes = 0;
+    plan_batch(p, call_rx(f, interp, f->lit_ops, Tcl_NewByteArrayObj(s, (int)len), fm, fb));
+}
+
+/* a callback's error, reported as a background error would be:
+ * after 0 [list return -options $opts $result] (also tclcross.c's
+ * ::tclnats::_run_deliveries) */
+void
+TclnatsFast_ReportError(Tcl_Interp *interp, int code)
+{
     Tcl_Obj *opts = Tcl_GetReturnOptions(interp, code);
     Tcl_Obj *script = Tcl_NewListObj(0, NULL);
     Tcl_Obj *cmd[3];
@@ -752,7 +760,7 @@ run_plan(FastConn *f, Tcl_Interp *interp, Plan *p)
             code = Tcl_EvalObjv(interp, 2, v, TCL_EVAL_GLOBAL);
         }
         if (code != TCL_OK)
-            report_error(interp, code);
+            TclnatsFast_ReportError(interp, code);
         Tcl_ResetResult(interp);
         ran++;
     }
@@ -819,30 +827,10 @@ fast_read(FastConn *f, Tcl_Interp *interp)
     Tcl_Preserve(f);
     n = Tcl_Read(chan, (char *)f->rbuf + f->rlen, FAST_READ_CHUNK);
     if (n < 0) {
-        Tcl_Obj *r = call_rx(f, interp, f->lit_lost, Tcl_NewStringObj(Tcl_ErrnoId(), -1), NULL, NULL);
-        if (r != NULL) {
-            int k = 0;
-            if (Tcl_ListObjLength(NULL, r, &k) == TCL_OK && k > 0) {
-                Delivery *d = plan_add(&plan);
-                d->items = r;
-                plan.batches++;
-            } else {
-                Tcl_DecrRefCount(r);
-            }
-        }
+        plan_batch(&plan, call_rx(f, interp, f->lit_lost, Tcl_NewStringObj(Tcl_ErrnoId(), -1), NULL, NULL));
     } else if (n == 0) {
         if (Tcl_Eof(chan)) {
-            Tcl_Obj *r = call_rx(f, interp, f->lit_eof, NULL, NULL, NULL);
-            if (r != NULL) {
-                int k = 0;
-                if (Tcl_ListObjLength(NULL, r, &k) == TCL_OK && k > 0) {
-                    Delivery *d = plan_add(&plan);
-                    d->items = r;
-                    plan.batches++;
-                } else {
-                    Tcl_DecrRefCount(r);
-                }
-            }
+            plan_batch(&plan, call_rx(f, interp, f->lit_eof, NULL, NULL, NULL));
         }
     } else if (f->passthrough) {
         f->parsing = 1;
