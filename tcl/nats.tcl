@@ -46,7 +46,8 @@ if {![info exists ::tclnats::await_us]} {
 }
 # ... and of that, the first ::tclnats::spin_us microseconds it polls without
 # sleeping (a reply seen at once, no thread wake-up; 0: off), backing off
-# while replies take longer; the environment variable TCLNATS_SPIN_US sets it too
+# after two replies in a row take longer; the environment variable
+# TCLNATS_SPIN_US sets it too
 if {![info exists ::tclnats::spin_us]} {
     set ::tclnats::spin_us [expr {[info exists ::env(TCLNATS_SPIN_US)] ? $::env(TCLNATS_SPIN_US) : 300}]
 }

@@ -304,14 +304,18 @@ now_us(void)
     return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* the busy-poll phase adapts, per interpreter: after a wait whose reply
- * did not come within it, the next 10, 20, 40 ... (at most 1000) waits do
- * not spin; a reply caught while spinning starts over */
+/* the busy-poll phase adapts, per interpreter: after two waits in a row
+ * whose reply did not come within it, the next 10 waits do not spin; each
+ * further miss doubles that (20, 40 ... at most 1000); a reply caught while
+ * spinning starts over.  One late reply alone changes nothing: on a shared
+ * machine an occasional reply is late, and skipping 10 spins for it cost
+ * more than the spin it saved. */
 typedef struct {
     int skip;
     int misses;
     int refs;               /* commands using it */
     Tcl_WideInt caught, missed;   /* _wait's pre-waits (_wait_stats) */
+    Tcl_WideInt spin_caught, spin_missed, spin_skipped;   /* the busy-poll phase (_wait_stats -spin) */
     int skips_ready;
     Tcl_HashTable skips;    /* connection namespace -> AwaitSkip (_wait) */
 } SpinState;
@@ -354,6 +358,7 @@ await_var(Tcl_Interp *interp, SpinState *spin_state, Tcl_Obj *var, Tcl_WideInt b
         if (sv != NULL && Tcl_GetWideIntFromObj(NULL, sv, &spin) == TCL_OK && spin > 0) {
             if (spin_state->skip > 0) {
                 spin_state->skip--;
+                spin_state->spin_skipped++;
             } else {
                 spin_until = now_us() + (spin < budget ? spin : budget);
                 spun = 1;
@@ -425,10 +430,16 @@ await_var(Tcl_Interp *interp, SpinState *spin_state, Tcl_Obj *var, Tcl_WideInt b
     if (spun) {
         if (done != NULL && now_us() <= spin_until) {
             spin_state->misses = 0;
+            spin_state->spin_caught++;
         } else {
             int m = spin_state->misses;
-            spin_state->skip = (10 << m) < 1000 ? (10 << m) : 1000;
-            spin_state->misses = m < 7 ? m + 1 : 7;
+            spin_state->spin_missed++;
+            /* a late reply after a caught one costs nothing (a busy
+             * moment on a shared machine); the second in a row stops the
+             * spinning for 10 waits, then 20, 40 ... at most 1000 */
+            if (m > 0)
+                spin_state->skip = (10 << (m - 1)) < 1000 ? (10 << (m - 1)) : 1000;
+            spin_state->misses = m < 8 ? m + 1 : 8;
         }
     }
     return done;
@@ -614,7 +625,10 @@ done:
  * For tests: without an argument, {caught missed}: the waits of _wait whose
  * result came within the budget on the sockets, and those that gave up to
  * the event loop, since the last call (which starts the counts again); with
- * a connection object's namespace, {skip misses} of its back-off.
+ * a connection object's namespace, {skip misses} of its back-off; with
+ * -spin, {caught missed skipped} of the busy-poll phase (await_var) since
+ * the last such call: replies seen while spinning, spins that ran out, and
+ * waits that did not spin (its back-off); the back-off starts over.
  */
 static int
 WaitStatsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
@@ -624,6 +638,16 @@ WaitStatsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
     if (objc > 2) {
         Tcl_WrongNumArgs(interp, 1, objv, "?namespace?");
         return TCL_ERROR;
+    }
+    if (objc == 2 && strcmp(Tcl_GetString(objv[1]), "-spin") == 0) {
+        Tcl_Obj *sp[3];
+        sp[0] = Tcl_NewWideIntObj(st->spin_caught);
+        sp[1] = Tcl_NewWideIntObj(st->spin_missed);
+        sp[2] = Tcl_NewWideIntObj(st->spin_skipped);
+        st->spin_caught = st->spin_missed = st->spin_skipped = 0;
+        st->skip = st->misses = 0;
+        Tcl_SetObjResult(interp, Tcl_NewListObj(3, sp));
+        return TCL_OK;
     }
     if (objc == 2) {
         Tcl_Namespace *ns = Tcl_FindNamespace(interp, Tcl_GetString(objv[1]), NULL, TCL_LEAVE_ERR_MSG);
@@ -1149,6 +1173,7 @@ interp_object(Tcl_Interp *interp)
         st->misses = 0;
         st->refs = 3;
         st->caught = st->missed = 0;
+        st->spin_caught = st->spin_missed = st->spin_skipped = 0;
         st->skips_ready = 0;
         Tcl_CreateObjCommand(interp, "::tclnats::_await", AwaitCmd, (ClientData)st, SpinStateFree);
         Tcl_CreateObjCommand(interp, "::tclnats::_wait", WaitCmd, (ClientData)st, SpinStateFree);
