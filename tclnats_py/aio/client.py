@@ -60,6 +60,7 @@ from tclnats_py.credentials import read_credentials
 from tclnats_py.engine.options import Options
 from tclnats_py.engine.headers import Headers
 from tclnats_py.aio.options import translate
+from tclnats_py.aio import spin as _spin
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.jetstream import JetStream
@@ -787,6 +788,8 @@ class Client:
         self._user_jwt_cb: Any = None
         self._allow_reconnect = True
         self._drain_timeout = 10.0
+        self._spin_time = _spin.DEFAULT
+        self._spin_sel: _spin.SpinningSelector | None = None
         self._known_servers: set = set()
         self._ldm = False
         self._tls: ssl.SSLContext | None = None
@@ -1299,6 +1302,10 @@ class Client:
         else:
             fut.set_exception(make_error("ErrConnectionClosed", "Connection closed"))
 
+    def _awaiting_reply(self) -> bool:
+        """For the spinning selector (tclnats_py.aio.spin)."""
+        return self._engine.awaiting_reply
+
     def _need_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             raise make_error("ErrConnectionClosed", "No connection to NATS server")
@@ -1320,6 +1327,8 @@ class Client:
             self._ready = self._loop.create_future()
             self._ready.set_result(None)
         self._configure(servers, options)
+        _spin.uninstall(self._spin_sel, self)
+        self._spin_sel = _spin.install(self._loop, self, self._spin_time)
         if not eng.pool.servers:
             # nothing configured, or a pool emptied by a lost connection
             eng.configure_servers(list(eng.options.servers) or [DEFAULT_SERVER])
@@ -1353,6 +1362,8 @@ class Client:
         subs = list(self._subs.values())
         self._engine.disconnect()
         self._run()
+        _spin.uninstall(self._spin_sel, self)
+        self._spin_sel = None
         for h in self._timers.values():
             h.cancel()
         self._timers.clear()

@@ -43,6 +43,7 @@ SECONDS: dict[str, tuple[str | None, float, float]] = {
     "reconnect_jitter": ("reconnect_jitter", 0.0, 3600.0),
     "reconnect_jitter_tls": ("reconnect_jitter_tls", 0.0, 3600.0),
     "drain_timeout": (None, 10.0, 86400.0),
+    "spin_time": (None, 0.0003, 0.1),
 }
 
 #: nats-py names of engine options with the same meaning and value
@@ -93,6 +94,8 @@ TABLE: tuple[Option, ...] = (
     Option("request_timeout", "s", "10", "(nats.go Timeout)", "default timeout of request()"),
     Option("flush_timeout", "s", "10", "flush_timeout", "longest wait for the socket (publish, close)"),
     Option("drain_timeout", "s", "10", "drain_timeout (30)", "default timeout of drain()"),
+    Option("spin_time", "s", "0.0003", "", "while a reply is awaited, the event loop polls this long without "
+           "sleeping before it sleeps (0: off; env TCLNATS_SPIN_US sets the default)"),
     Option("reconnect_buf_size", "bytes", "8 MiB", "pending_size", "bytes buffered while not connected"),
     Option("write_buf_size", "bytes", "4 MiB", "(none; nats-py flushes at pending_size)", "bytes queued for the socket before "
            "await publish() waits"),

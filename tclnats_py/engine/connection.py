@@ -411,6 +411,12 @@ class Engine:
         return f"{s.host}:{s.port}" if s else "?"
 
     @property
+    def awaiting_reply(self) -> bool:
+        """A request or a PING of ours is waiting for the server's answer
+        (a driver may poll its socket without sleeping meanwhile)."""
+        return bool(self.requests or self._pings)
+
+    @property
     def want_write(self) -> bool:
         return bool(self._hs_out) or (self.status == CONNECTED and bool(self._out))
 

@@ -1,0 +1,126 @@
+"""A short busy poll before the event loop sleeps, while a reply is awaited.
+
+The Tcl face waits for a synchronous call's reply by polling its sockets
+without sleeping for the first ``::tclnats::spin_us`` microseconds (see
+tclcross.c, ``await_var``): a reply that comes within them is taken at once,
+without the wake-up of a sleeping thread, which costs tens of microseconds on
+virtual machines.  This module gives asyncio clients the same: the loop's
+selector is wrapped (once per loop) so that a ``select`` that would sleep
+first polls with a zero timeout, for at most ``spin_us`` microseconds (and
+never past the loop's own timeout), while at least one client of that loop
+waits for a reply (a request, a flush).  Other tasks run as before: the poll
+returns as soon as any registered file is ready, not only a client's socket.
+
+The back-off is the Tcl face's: one reply late for the spin changes nothing;
+after two in a row the next 10 waits sleep at once, then 20, 40 ... at most
+1,000; a reply caught while spinning starts over.
+
+Only selector event loops (asyncio's default on Unix) have a selector to
+wrap; on others (uvloop, the proactor loop) nothing changes.  Each spin poll
+yields the CPU (``os.sched_yield``) so that a server or responder that waits
+for it on this machine runs at once.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import weakref
+
+__all__ = ["install", "uninstall", "SpinningSelector", "DEFAULT"]
+
+
+def _default() -> float:
+    """The spin time in seconds: TCLNATS_SPIN_US (microseconds, as for the
+    Tcl face) or 300 us."""
+    v = os.environ.get("TCLNATS_SPIN_US")
+    if v is None or not v.strip():
+        return 0.0003
+    try:
+        us = int(v)
+    except ValueError:
+        raise ValueError(f"TCLNATS_SPIN_US={v!r}: a whole number of microseconds expected") from None
+    return max(0, us) / 1e6
+
+
+DEFAULT = _default()
+
+_yield = getattr(os, "sched_yield", None)
+_clock = time.perf_counter
+
+
+class SpinningSelector:
+    """The loop's selector with a busy-poll phase; every other attribute is
+    the wrapped selector's."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        # the clients waiting on this loop: client -> its spin budget (s)
+        self.clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.skip = 0
+        self.misses = 0
+        self.caught = self.missed = self.skipped = 0  # counts, for tests and tuning
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def _budget(self) -> float:
+        spin = 0.0
+        for client, s in list(self.clients.items()):
+            if s > spin and client._awaiting_reply():
+                spin = s
+        return spin
+
+    def select(self, timeout=None):
+        inner = self._inner
+        if timeout is not None and timeout <= 0:
+            return inner.select(timeout)
+        spin = self._budget() if self.clients else 0.0
+        if spin <= 0:
+            return inner.select(timeout)
+        if self.skip > 0:
+            self.skip -= 1
+            self.skipped += 1
+            return inner.select(timeout)
+        if timeout is not None and timeout < spin:
+            spin = timeout
+        end = _clock() + spin
+        select = inner.select
+        while True:
+            ready = select(0)
+            if ready:
+                self.misses = 0
+                self.caught += 1
+                return ready
+            if _clock() >= end:
+                break
+            if _yield is not None:
+                _yield()
+        self.missed += 1
+        m = self.misses
+        if m > 0:
+            self.skip = min(10 << (m - 1), 1000)
+        self.misses = min(m + 1, 8)
+        if timeout is not None:
+            timeout = max(0.0, timeout - spin)
+        return inner.select(timeout)
+
+
+def install(loop, client, spin: float) -> SpinningSelector | None:
+    """Let ``client`` (which has ``_awaiting_reply()``) spin on ``loop``'s
+    selector for ``spin`` seconds while it waits for a reply; None when the
+    loop has no selector to wrap or ``spin`` is 0."""
+    sel = getattr(loop, "_selector", None)
+    if sel is None or not callable(getattr(sel, "select", None)) or spin <= 0:
+        return None
+    if not isinstance(sel, SpinningSelector):
+        sel = SpinningSelector(sel)
+        loop._selector = sel
+    sel.clients[client] = spin
+    return sel
+
+
+def uninstall(sel: SpinningSelector | None, client) -> None:
+    """``client`` no longer spins on that selector."""
+    if sel is not None:
+        sel.clients.pop(client, None)
