@@ -41,7 +41,7 @@ def pair():
 def _wrapped(inner, spin_s=0.0003, awaiting=True):
     sel = SpinningSelector(inner)
     client = _Waiting(awaiting)
-    sel.clients[client] = spin_s
+    sel.add(client, spin_s)
     return sel, client
 
 
@@ -139,7 +139,7 @@ def test_requests_on_the_selector_loop_are_caught_while_spinning(nats_server):
         b = await tclnats_py.connect(nats_server.url, spin_time=0)  # does not spin itself
         sel = loop._selector
         assert isinstance(sel, SpinningSelector)
-        assert a in sel.clients and b not in sel.clients
+        assert a in sel.clients() and b not in sel.clients()
 
         async def echo(msg):
             await msg.respond(b"re:" + msg.data)
@@ -152,7 +152,7 @@ def test_requests_on_the_selector_loop_are_caught_while_spinning(nats_server):
         # came while the loop polled: at least one caught per request
         assert sel.caught - before >= 20
         await a.close()
-        assert a not in sel.clients
+        assert a not in sel.clients()
         await b.close()
     asyncio.run(asyncio.wait_for(go(), 60))
 
@@ -203,3 +203,20 @@ def test_a_timer_of_another_task_fires_on_time_while_a_request_waits(nats_server
         await a.close()
         await b.close()
     asyncio.run(asyncio.wait_for(go(), 60))
+
+
+@pytest.mark.unit
+def test_a_client_collected_without_close_is_dropped(pair):
+    import gc
+    a, b, inner = pair
+    sel, client = _wrapped(inner, spin_s=0.0002)
+    other = _Waiting(awaiting=False)
+    sel.add(other, 0.001)
+    assert sel.clients() == [client, other]
+    del client
+    gc.collect()
+    assert sel.select(0.001) == []          # only `other`, which awaits nothing: no spin
+    assert (sel.caught, sel.missed) == (0, 0)
+    assert sel.clients() == [other]
+    sel.remove(other)
+    assert sel.clients() == []

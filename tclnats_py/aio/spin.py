@@ -55,8 +55,8 @@ class SpinningSelector:
 
     def __init__(self, inner):
         self._inner = inner
-        # the clients waiting on this loop: client -> its spin budget (s)
-        self.clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # the clients of this loop that may spin: (weak reference, seconds)
+        self._entries: list = []
         self.skip = 0
         self.misses = 0
         self.caught = self.missed = self.skipped = 0  # counts, for tests and tuning
@@ -64,10 +64,26 @@ class SpinningSelector:
     def __getattr__(self, name):
         return getattr(self._inner, name)
 
+    def add(self, client, spin: float) -> None:
+        """``client`` (which has ``_awaiting_reply()``) spins ``spin`` seconds."""
+        self.remove(client)
+        self._entries.append((weakref.ref(client), spin))
+
+    def remove(self, client) -> None:
+        self._entries = [e for e in self._entries if e[0]() not in (client, None)]
+
+    def clients(self) -> list:
+        """The clients that may spin on this loop."""
+        return [c for c in (e[0]() for e in self._entries) if c is not None]
+
     def _budget(self) -> float:
         spin = 0.0
-        for client, s in list(self.clients.items()):
-            if s > spin and client._awaiting_reply():
+        for ref, s in self._entries:
+            c = ref()
+            if c is None:
+                self.remove(None)  # one was collected without close()
+                return self._budget()
+            if s > spin and c._awaiting_reply():
                 spin = s
         return spin
 
@@ -75,7 +91,7 @@ class SpinningSelector:
         inner = self._inner
         if timeout is not None and timeout <= 0:
             return inner.select(timeout)
-        spin = self._budget() if self.clients else 0.0
+        spin = self._budget() if self._entries else 0.0
         if spin <= 0:
             return inner.select(timeout)
         if self.skip > 0:
@@ -116,11 +132,11 @@ def install(loop, client, spin: float) -> SpinningSelector | None:
     if not isinstance(sel, SpinningSelector):
         sel = SpinningSelector(sel)
         loop._selector = sel
-    sel.clients[client] = spin
+    sel.add(client, spin)
     return sel
 
 
 def uninstall(sel: SpinningSelector | None, client) -> None:
     """``client`` no longer spins on that selector."""
     if sel is not None:
-        sel.clients.pop(client, None)
+        sel.remove(client)
