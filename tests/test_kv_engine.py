@@ -153,6 +153,58 @@ def test_writes():
     assert x.value.code == "ErrWrongLastSequence"
 
 
+def _one_request(srv, req, result, error):
+    """Drive a *_request / *_result pair as a face does (no generator)."""
+    try:
+        reply = srv(req)
+    except NatsError as e:
+        raise error(e) from None
+    return result(reply)
+
+
+def test_get_and_put_as_one_request_give_what_the_operations_give():
+    b = bucket()
+    routes = {"$JS.API.DIRECT.GET.KV_B.$KV.B.k": direct("$KV.B.k", 7, b"v"),
+              "$JS.API.DIRECT.GET.KV_B": direct("$KV.B.other", 3, b"o"),
+              "$JS.API.DIRECT.GET.KV_B.$KV.B.gone": direct("$KV.B.gone", 8, op="DEL"),
+              "$JS.API.DIRECT.GET.KV_B.$KV.B.none": status(404, "Message Not Found"),
+              "$JS.API.DIRECT.GET.KV_B.$KV.B.lost": err("ErrNoResponders"),
+              "$KV.B.w": api_error(400, 10071, "wrong last sequence: 4"),
+              "$KV.B.nobody": status(503),
+              "$KV.B.gone2": err("ErrNoResponders"),
+              "$KV.B.*": jmsg({"stream": "KV_B", "seq": 12})}
+
+    def outcome(fn):
+        try:
+            r = fn()
+        except NatsError as e:
+            return ("error", e.code, str(e), dict(e.details))
+        return ("ok", r.as_dict() if hasattr(r, "as_dict") else r)
+
+    for key, rev in (("k", None), ("k", 3), ("k", 7), ("gone", None), ("none", None), ("lost", None)):
+        srv = Server(routes)
+        op = outcome(lambda: run_sync(b.get(key, rev), srv))
+        one = outcome(lambda: _one_request(srv, b.get_request(key, rev),
+                                           lambda m: b.get_result(key, rev, m), lambda e: b.get_error(key, e)))
+        assert op == one, (key, rev)
+        assert [s.subject for s in srv.seen[:1]] == [s.subject for s in srv.seen[1:]]
+    for key in ("k", "w", "nobody", "gone2"):
+        srv = Server(routes)
+        op = outcome(lambda: run_sync(b.put(key, b"v"), srv))
+        one = outcome(lambda: _one_request(srv, b.put_request(key, b"v"),
+                                           lambda m: b.put_result(m)["seq"], b.put_error))
+        assert op == one, key
+    assert outcome(lambda: run_sync(b.put("nobody", b"v"), Server(routes)))[1] == "ErrBucketNotFound"
+    # checks come first, as the operations' do
+    for bad in (lambda: b.get_request("bad key"), lambda: b.get_request("k", 0), lambda: b.put_request("a*", b""),
+                lambda: b.put_request("k", 5)):
+        with pytest.raises(NatsError) as x:
+            bad()
+        assert x.value.code in ("ErrInvalidArg", "ErrInvalidKey")
+    # without direct gets there is no one-request form
+    assert bucket(allow_direct=False).get_request("k") is None
+
+
 def test_create_retries_over_a_delete():
     b = bucket()
     calls = []

@@ -106,7 +106,15 @@ class KeyValue:
     async def get(self, key: str, revision: int | None = None) -> KvEntry:
         """The latest entry (or the one at ``revision``); ErrKeyNotFound if
         missing or deleted."""
-        return _entry(await self.js._run(self._b.get(key, revision)))
+        b = self._b
+        req = b.get_request(key, revision)
+        if req is None:
+            return _entry(await self.js._run(b.get(key, revision)))
+        try:
+            reply = await self.js._request(req)
+        except NatsError as e:
+            raise b.get_error(key, e) from None
+        return _entry(b.get_result(key, revision, reply))
 
     async def get_value(self, key: str, revision: int | None = None) -> bytes:
         """The value (bytes) of ``key`` (at ``revision``); ErrKeyNotFound."""
@@ -123,7 +131,13 @@ class KeyValue:
     # ------------------------------------------------------------ writes
     async def put(self, key: str, value: bytes | str) -> int:
         """Store ``value`` (bytes or str); the new revision."""
-        return await self.js._run(self._b.put(key, value))
+        b = self._b
+        req = b.put_request(key, value)
+        try:
+            reply = await self.js._request(req)
+        except NatsError as e:
+            raise b.put_error(e) from None
+        return b.put_result(reply)["seq"]
 
     async def create(self, key: str, value: bytes | str) -> int:
         """Store ``value`` only if ``key`` does not exist (or was deleted)."""

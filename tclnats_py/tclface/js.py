@@ -393,6 +393,16 @@ class JetStream:
             return Chain(self._request(step, op, post))
 
     def _request(self, step: Request, op, post) -> int:
+        return self._send(step, lambda msg, error: self._advance(op, post, msg, error))
+
+    def run_request(self, step: Request, result, post=tcl_value) -> int:
+        """An operation of one request run without its generator (the
+        engine's ``*_request`` / ``*_result`` pairs): ``result(msg, error)``
+        makes its result from the reply, or raises its error (``error``: the
+        request's failure).  The id of the request, as :meth:`run`."""
+        return self._send(step, lambda msg, error: post(result(msg, error)))
+
+    def _send(self, step: Request, cont) -> int:
         subject = step.subject
         if self.trace:
             self._log("debug", f">>> {subject} {step.payload.decode('utf-8', 'replace')}")
@@ -401,10 +411,10 @@ class JetStream:
             try:
                 msg = self.conn.outcome_msg(outcome, req)
             except NatsError as e:
-                return self._advance(op, post, None, e)
+                return cont(None, e)
             if self.trace:
                 self._log("debug", f"<<< {subject} {msg.data.decode('utf-8', 'replace')}")
-            return self._advance(op, post, msg, None)
+            return cont(msg, None)
 
         timeout = self.timeout if step.timeout is None else step.timeout
         return self.conn.start_request(subject, step.payload, timeout, finish, headers=step.headers,
@@ -1018,7 +1028,13 @@ class KeyValue:
         js.js.register(self, self.cmd)
 
     def c_put(self, key, value):
-        return self.js.run(self.b.put(key, self.conn.payload_bytes(value)))
+        b = self.b
+
+        def result(msg, error):
+            if error is not None:
+                raise b.put_error(error)
+            return b.put_result(msg)["seq"]
+        return self.js.run_request(b.put_request(key, self.conn.payload_bytes(value)), result)
 
     def c_update(self, key, value, revision):
         return self.js.run(self.b.update(key, self.conn.payload_bytes(value), _int_or_text(revision)))
@@ -1038,7 +1054,17 @@ class KeyValue:
 
     def c_get(self, key, *args):
         revision = self.js.args.build(_KV_GET_OPTIONS, args).get("revision") if args else None
-        return self.js.run(self.b.get(key, revision), lambda e: _entry_dict(self.conn, e))
+        b = self.b
+        req = b.get_request(key, revision)
+        post = lambda e: _entry_dict(self.conn, e)  # noqa: E731
+        if req is None:
+            return self.js.run(b.get(key, revision), post)
+
+        def result(msg, error):
+            if error is not None:
+                raise b.get_error(key, error) from None
+            return b.get_result(key, revision, msg)
+        return self.js.run_request(req, result, post)
 
     def c_bucket(self):
         return self.b.bucket

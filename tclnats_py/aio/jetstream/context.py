@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, cast
 
 import asyncio
 
@@ -61,10 +61,14 @@ class JetStream:
         return self.jsapi.prefix
 
     # ------------------------------------------------------------ driving the shared logic
+    def _request(self, step: Request) -> Awaitable[Msg]:
+        """The reply to one Request step of a shared operation."""
+        t = self.timeout if step.timeout is None else step.timeout / 1000
+        return self.client.request(step.subject, step.payload, timeout=t, headers=step.headers)
+
     async def _step(self, step):
         if step.__class__ is Request:
-            t = self.timeout if step.timeout is None else step.timeout / 1000
-            return await self.client.request(step.subject, step.payload, timeout=t, headers=step.headers)
+            return await self._request(step)
         if step.__class__ is Publish:
             self.client.publish(step.subject, step.payload, reply=step.reply, headers=step.headers)
             return None

@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from tclnats_py.errors import NatsError, make_error
-from tclnats_py.engine.js.api import JsApi, check_name, iso_to_ms, ns2ms
+from tclnats_py.engine.js.api import JsApi, check_name, iso_to_ms, ns2ms, stored_from_direct
 from tclnats_py.engine.js.config import STREAM_DURATIONS, check_replicas, make_stream_source, make_subject_transform
 from tclnats_py.engine.js.meta import parse_metadata
 from tclnats_py.engine.js.api import Request
@@ -296,37 +296,78 @@ class Bucket:
         subject = self.read_subject(key)
         try:
             if self.use_direct:
-                if revision:
-                    msg = yield from self.api.direct_get(self.stream, seq=revision)
-                else:
-                    msg = yield from self.api.direct_get(self.stream, last_by_subj=subject)
+                reply = yield self._direct_request(subject, revision)
+                msg = stored_from_direct(reply, self.stream)
+            elif revision:
+                msg = yield from self.api.msg_get(self.stream, seq=revision)
             else:
-                if revision:
-                    msg = yield from self.api.msg_get(self.stream, seq=revision)
-                else:
-                    msg = yield from self.api.msg_get(self.stream, last_by_subj=subject)
+                msg = yield from self.api.msg_get(self.stream, last_by_subj=subject)
         except NatsError as e:
-            if e.code == "ErrMsgNotFound":
-                raise make_error("ErrKeyNotFound", f"Key {key} not found in bucket {self.bucket}") from None
-            raise _not_found(e, self.bucket) from None
+            raise self.get_error(key, e) from None
+        return self._stored_entry(key, subject, revision, msg)
+
+    def _direct_request(self, subject: str, revision: int | None) -> Request:
+        if revision:
+            return self.api.direct_get_request(self.stream, seq=revision)
+        return self.api.direct_get_request(self.stream, last_by_subj=subject)
+
+    def get_error(self, key: str, e: NatsError) -> NatsError:
+        """The error :meth:`get` raises when its request failed with ``e``."""
+        if e.code == "ErrMsgNotFound":
+            return make_error("ErrKeyNotFound", f"Key {key} not found in bucket {self.bucket}")
+        return _not_found(e, self.bucket)
+
+    def _stored_entry(self, key: str, subject: str, revision: int | None, msg) -> "Entry":
         if revision and msg.subject != subject:
             raise make_error("ErrKeyNotFound", f"Expected {subject}, got {msg.subject}")
         return Entry(self.bucket, key, msg.data, msg.seq, iso_to_ms(msg.time), operation_of(msg.headers))
 
-    def get(self, key: str, revision: int | None = None):
-        """Operation: the latest entry of ``key`` or the one at ``revision``;
-        ErrKeyNotFound when missing or deleted (``details["revision"]`` is
-        the delete's revision then)."""
+    def _check_get(self, key: str, revision) -> None:
         check_key(key)
         if revision is not None and (isinstance(revision, bool) or not isinstance(revision, int) or revision < 1):
             raise make_error("ErrInvalidArg", f"Invalid value for the pos_int option revision : {revision}")
-        entry = yield from self._read(key, revision)
+
+    def _live(self, entry: "Entry") -> "Entry":
         if entry.operation in (DEL, PURGE):
-            raise make_error("ErrKeyNotFound", f"Key {key} was deleted or purged", revision=entry.revision)
+            raise make_error("ErrKeyNotFound", f"Key {entry.key} was deleted or purged", revision=entry.revision)
         return entry
 
+    def get(self, key: str, revision: int | None = None):
+        """Operation: the latest entry of ``key`` or the one at ``revision``;
+        ErrKeyNotFound when missing or deleted (``details["revision"]`` is
+        the delete's revision then).  Through direct gets it is one request:
+        :meth:`get_request` and :meth:`get_result`, which drivers may also
+        run themselves."""
+        req = self.get_request(key, revision)
+        if req is None:
+            return self._live((yield from self._read(key, revision)))
+        try:
+            reply = yield req
+        except NatsError as e:
+            raise self.get_error(key, e) from None
+        return self.get_result(key, revision, reply)
+
+    def get_request(self, key: str, revision: int | None = None) -> Request | None:
+        """The one request of :meth:`get` (the bucket allows direct gets),
+        its arguments checked; None: run the operation :meth:`get`."""
+        self._check_get(key, revision)
+        if not self.use_direct:
+            return None
+        return self._direct_request(self.read_subject(key), revision)
+
+    def get_result(self, key: str, revision: int | None, reply) -> "Entry":
+        """:meth:`get`'s result from the reply to :meth:`get_request`'s
+        request (or its error)."""
+        try:
+            msg = stored_from_direct(reply, self.stream)
+        except NatsError as e:
+            raise self.get_error(key, e) from None
+        return self._live(self._stored_entry(key, self.read_subject(key), revision, msg))
+
     # -------------------------------------------------------- writes
-    def _publish(self, key: str, value, headers=None):
+    def put_request(self, key: str, value, headers=None) -> Request:
+        """The one request of a put (:meth:`put`, :meth:`update` ...), its
+        arguments checked."""
         check_key(key)
         if isinstance(value, str):
             value = value.encode()
@@ -334,13 +375,29 @@ class Bucket:
             value = b""
         elif not isinstance(value, (bytes, bytearray, memoryview)):
             raise make_error("ErrInvalidArg", f"Invalid value of type {type(value).__name__}: bytes or str expected")
+        return Request(self.write_subject(key), value if value.__class__ is bytes else bytes(value), headers)
+
+    def put_result(self, reply) -> dict:
+        """The PubAck (a dict) of a put from the reply to its request (or
+        the error it means)."""
         try:
-            reply = yield Request(self.write_subject(key), bytes(value or b""), headers)
             return parse_ack_fast(reply)  # parse_ack's result and errors, the plain ack without json
         except NatsError as e:
-            if e.code == "ErrNoResponders":
-                raise make_error("ErrBucketNotFound", f"Bucket {self.bucket} not found") from None
-            raise
+            raise self.put_error(e) from None
+
+    def put_error(self, e: NatsError) -> NatsError:
+        """The error a put raises when its request failed with ``e``."""
+        if e.code == "ErrNoResponders":
+            return make_error("ErrBucketNotFound", f"Bucket {self.bucket} not found")
+        return e
+
+    def _publish(self, key: str, value, headers=None):
+        req = self.put_request(key, value, headers)
+        try:
+            reply = yield req
+        except NatsError as e:
+            raise self.put_error(e) from None
+        return self.put_result(reply)
 
     def put(self, key: str, value):
         """Operation: store ``value``; returns the new revision."""
