@@ -236,6 +236,43 @@ def test_units():
         api.iso_to_ms("yesterday")
 
 
+def test_iso_times_of_a_known_second_give_what_the_parse_gives():
+    """iso_to_ms keeps the whole seconds of the server's form (UTC, a
+    fraction); a time of a second seen before gives what parsing it gives,
+    and what the parse refuses stays refused."""
+    import datetime
+    import random
+
+    def parsed(ts):
+        api._WHOLE_SECONDS.clear()
+        try:
+            return api.iso_to_ms(ts)
+        except NatsError as e:
+            return e.code
+
+    rnd = random.Random(20)
+    cases = ["2022-11-22T13:31:35.4514983Z", "2022-11-22T13:31:35.9996Z", "2022-11-22T13:31:35.0005Z",
+             "2022-11-22T13:31:35Z", "2022-11-22T13:31:35.Z", "2022-11-22T13:31:35.12aZ",
+             "2022-11-22T13:31:35.\u0663Z", "2022-11-22T14:31:35.5+01:00", "2016-12-31T23:59:60.5Z",
+             "2022-13-22T13:31:35.1Z", "2022-11-22T24:31:35.1Z", "1970-01-01T00:00:00.000000001Z"]
+    for _ in range(500):
+        when = datetime.datetime.fromtimestamp(rnd.randint(0, 2 ** 33), datetime.timezone.utc)
+        cases.append(when.strftime("%Y-%m-%dT%H:%M:%S.") + str(rnd.randint(0, 10 ** 9))[:rnd.randint(1, 9)] + "Z")
+    for ts in cases:
+        ts = ts.encode().decode("unicode_escape")
+        want = parsed(ts)
+        try:
+            api.iso_to_ms(ts[:19] + ".1Z")  # the same second seen first
+        except NatsError:
+            pass
+        try:
+            got = api.iso_to_ms(ts)
+        except NatsError as e:
+            got = e.code
+        assert got == want, ts
+    assert api._WHOLE_SECONDS  # the cache served
+
+
 # ------------------------------------------------------------------ config
 def test_stream_config_table():
     cfg = config.stream_config("S", {"-subjects": ["s.*"], "-max_age": 1500, "-duplicate_window": 100,

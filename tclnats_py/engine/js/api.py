@@ -277,12 +277,21 @@ _ISO = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|[-
 
 
 _MONTH_DAY: dict = {}  # (year, month) -> the day number (since the epoch) of its first day
+# "YYYY-MM-DDTHH:MM:SS" of a UTC time with a fraction (the server's form) ->
+# its seconds since the epoch: the messages of one second share them
+_WHOLE_SECONDS: dict = {}
 
 
 def iso_to_ms(ts: str) -> int:
     """``2022-11-22T13:31:35.4514983Z`` -> ms since the epoch (nats::isotime_to_msec)."""
     if not ts:
         return 0
+    if len(ts) > 20 and ts[19] == "." and ts[-1] == "Z":
+        secs = _WHOLE_SECONDS.get(ts[:19])
+        if secs is not None:
+            frac = ts[20:-1]
+            if frac.isascii() and frac.isdigit():
+                return secs * 1000 + int(round(int(frac) / 10 ** len(frac) * 1000))
     m = _ISO.match(ts)
     if not m:
         raise make_error("ErrInvalidArg", f"Invalid time {ts}")
@@ -297,6 +306,10 @@ def iso_to_ms(ts: str) -> int:
         first = _MONTH_DAY[(y, mo)] = calendar.timegm((y, mo, 1, 0, 0, 0, 0, 0, 0)) // 86400
     secs = ((first + d - 1) * 24 + h) * 3600 + mi * 60 + sec
     zone = m.group(8)
+    if zone == "Z" and ts[19] == "." and m.group(7):
+        if len(_WHOLE_SECONDS) > 1000:
+            _WHOLE_SECONDS.clear()
+        _WHOLE_SECONDS[ts[:19]] = secs
     if zone and zone != "Z":
         sign = 1 if zone[0] == "+" else -1
         secs -= sign * (int(zone[1:3]) * 3600 + int(zone[-2:]) * 60)
