@@ -355,7 +355,8 @@ oo::class create ::nats::connection {
     # (tclnats_py/_ext/tclfast.c), which does the same without a Tcl frame.
     method publish {subject message args} {
         # Fast path (Fast, in C: see ::tclnats::_fastpub_new): a subject (and
-        # reply) the engine has already accepted, no headers, payload within
+        # reply) of the engine's ASCII rule or that the engine accepted
+        # before, no headers, payload within
         # max_payload (FastMax is -1 while the path is closed): the protocol
         # line is framed into a batch that the engine takes whole at the next
         # flush (no Python call per message). Past FastRoom bytes in the

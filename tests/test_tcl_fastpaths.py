@@ -3,7 +3,8 @@ stock tclsh with the extension:
 
 - the method ``publish`` of ``nats::connection`` in C: the same results and
   errors as the Tcl method it replaces, whichever path a publish takes (the
-  fast path for subjects the engine accepted before, the general path
+  fast path for ASCII subjects by the engine's rule and subjects the engine
+  accepted before, the general path
   otherwise, room first when the batch is full), in callbacks and in
   coroutines;
 - the C reader: plain messages of callback subscriptions go to their
@@ -109,6 +110,53 @@ def test_publish_is_the_c_method_with_the_tcl_methods_results(tmp_path, nats_ser
     assert out["too_big"] == "NATS ErrMaxPayload", text
     assert out["kind"] == "1", text
     assert out["got"] == ("{fp.a one {}} {fp.a two {}} {fp.a three fp.r} {fp.a four fp.r} {fp.a five {}}"), text
+
+
+def test_the_c_path_takes_exactly_the_ascii_subjects_the_engine_accepts(tmp_path, nats_server):
+    """A subject or reply never published before (a reply inbox, a unique
+    subject) is framed in C when it passes the engine's rule for ASCII
+    subjects (tclnats_py.engine.subjects); every other one goes to the
+    engine, which accepts or refuses it as before."""
+    import random
+    from tclnats_py.engine.subjects import valid_subject
+    rnd = random.Random(7)
+    alphabet = "ab.Z9-_$*>. \t\"[]{}\\!~|`^@:;,=?%&'()+/#\u00e9\u0101"
+    subjects = ["a", "a.b", ".a", "a.", "a..b", "_INBOX.x1y2.42", "$JS.API.INFO", "a b", "a*", "a.*", "a.>",
+                ">", "caf\u00e9.x", "a\tb", "{x}", "a.b.c.d.e.f"]
+    subjects += ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 8))) for _ in range(400)]
+    subjects = [x for x in dict.fromkeys(subjects) if x]
+    hexes = " ".join(x.encode().hex() for x in subjects)
+    out, text = run_tcl(tmp_path, r"""
+        lassign $argv url
+        set c [nats::connection new subjects]
+        $c configure -servers $url
+        $c connect
+        set fast [info object namespace $c]::Fast
+        set taken [list]
+        set replies [list]
+        foreach h [lrange $argv 1 end] {
+            set subj [encoding convertfrom utf-8 [binary decode hex $h]]
+            lappend taken [$fast pub $subj x]
+            lappend replies [$fast pub ok.subject x $subj]
+        }
+        result taken $taken
+        result replies $replies
+        # and through the method: the errors the engine gives
+        result bad [error_of {$c publish "a..b" x}]
+        result bad_reply [error_of {$c publish ok.x y "r r"}]
+        $c ping
+        $c destroy
+    """, nats_server.url, *hexes.split())
+    taken = out["taken"].split()
+    replies = out["replies"].split()
+    assert len(taken) == len(subjects) == len(replies), text
+    for subj, t, r in zip(subjects, taken, replies):
+        want = "1" if subj.isascii() and valid_subject(subj) else "0"
+        # a lone argument starting with "-" (-reply without its value?) is the engine's to judge
+        assert (t, r) == (want, "0" if subj.startswith("-") else want), (subj, t, r)
+    assert taken.count("1") > 20 and taken.count("0") > 20
+    assert out["bad"] == "{NATS ErrBadSubject} {Invalid subject a..b}", text
+    assert out["bad_reply"].startswith("{NATS ErrBadSubject}"), text
 
 
 def test_payloads_on_the_c_path_are_the_bytes_the_general_path_sends(tmp_path, nats_server):

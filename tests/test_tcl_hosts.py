@@ -530,27 +530,28 @@ def test_another_nats_on_tcllibpath_does_not_shadow_ours(tmp_path):
 
 
 def test_the_c_publish_fast_path_command(tmp_path):
-    """::tclnats::_fastpub_new: what the publish method's fast path frames,
-    what it leaves to the general path (0), when it asks for room (2); its
-    variables keep a value set before the link."""
+    """::tclnats::_fastpub_new: what the publish method's fast path frames
+    (ASCII subjects by the naming rules; others once the engine accepted
+    them), what it leaves to the general path (0), when it asks for room
+    (2); its variables keep a value set before the link."""
     out = ok(run_tcl("""
         package require nats
         ::tclnats::_start
         namespace eval ::x {set FastRoom 1000; set FastMax 8}
         ::tclnats::_fastpub_new ::x::Fast [list lappend ::pending 1]
         puts "kept: $::x::FastRoom $::x::FastMax $::x::PendingCount"
-        ::x::Fast subject a.b
-        ::x::Fast subject r.s
-        puts "fast: [::x::Fast pub a.b hello] [::x::Fast pub a.b hi r.s] [::x::Fast pub a.b hi -reply r.s]"
-        set g [list [::x::Fast pub a.b 123456789] [::x::Fast pub c.d hi] [::x::Fast pub a.b hi x.y]]
+        set e caf\u00e9
+        ::x::Fast subject $e.b
+        puts "fast: [::x::Fast pub a.b hello] [::x::Fast pub a.b hi r.s] [::x::Fast pub a.b hi -reply r.s] [::x::Fast pub $e.b hi]"
+        set g [list [::x::Fast pub a.b 123456789] [::x::Fast pub $e.d hi] [::x::Fast pub a.b hi $e.y]]
         lappend g [::x::Fast pub a.b hi -header {}] [::x::Fast pub a.b hi {}] [::x::Fast pub a.b hi -reply r.s extra]
+        lappend g [::x::Fast pub a..b hi] [::x::Fast pub a.b hi "r s"] [::x::Fast pub a.b hi -reply]
         puts "general: $g"
         puts "batch: count $::x::PendingCount bytes $::x::PendingBytes pending [llength $::pending]"
         lassign [::x::Fast take] n bytes
-        puts "take: $n [string map {\\r\\n |} $bytes] count $::x::PendingCount"
+        puts "take: $n [string map {\\r\\n |} [encoding convertfrom utf-8 $bytes]] count $::x::PendingCount"
         ::x::Fast clear
-        puts "cleared: [::x::Fast pub a.b hi]"
-        ::x::Fast subject a.b
+        puts "cleared: [::x::Fast pub $e.b hi] [::x::Fast pub a.b hi]"
         set ::x::FastRoom -1
         puts "room: [::x::Fast pub a.b hi]"
         set ::x::FastMax -1
@@ -559,11 +560,11 @@ def test_the_c_publish_fast_path_command(tmp_path):
         puts "bad: [catch {::x::Fast frobnicate} e] $e"
     """, tmp_path))
     assert "kept: 1000 8 0" in out
-    assert "fast: 1 1 1" in out
-    assert "general: 0 0 0 0 0 0" in out
-    assert "batch: count 3 bytes 105 pending 1" in out  # payload + 32 each
-    assert "take: 3 PUB a.b  5|hello|PUB a.b r.s 2|hi|PUB a.b r.s 2|hi| count 0" in out
-    assert "cleared: 0" in out
+    assert "fast: 1 1 1 1" in out
+    assert "general: 0 0 0 0 0 0 0 0 0" in out
+    assert "batch: count 4 bytes 139 pending 1" in out  # payload + 32 each
+    assert "take: 4 PUB a.b  5|hello|PUB a.b r.s 2|hi|PUB a.b r.s 2|hi|PUB caf\u00e9.b  2|hi| count 0" in out
+    assert "cleared: 0 1" in out
     assert "room: 2" in out
     assert "closed: 0" in out
     assert "bad: 1 bad operation" in out

@@ -1291,6 +1291,9 @@ class TclConnection:
         """Tcl has queued publishes (fast path): make sure a flush follows."""
         self.tcl_pending = True
         if self.engine.status == CONNECTED and not self.flush_id:
+            # as the engine's Flush: written at the end of a readable
+            # handler whose callbacks published (a responder), else posted
+            self.bridge.dirty.add(self)
             self.flush_id = self.tk.call("after", 0, self.cmd + "_ev", "flush")
             self.tk.call("set", f"{self.ns}::timers(flush)", self.flush_id)
 
