@@ -110,14 +110,18 @@ def test_every_other_attribute_is_the_wrapped_selectors(pair):
 @pytest.mark.unit
 def test_the_environment_sets_the_default(monkeypatch):
     monkeypatch.setenv("TCLNATS_SPIN_US", "120")
-    assert spin._default() == 0.00012
+    assert spin.default() == 0.00012
+    assert tclnats_py.Client("nats://h")._spin_time == 0.00012
+    assert tclnats_py.Client("nats://h", spin_time=0.001)._spin_time == 0.001   # the option wins
     monkeypatch.setenv("TCLNATS_SPIN_US", "0")
-    assert spin._default() == 0
+    assert spin.default() == 0
     monkeypatch.delenv("TCLNATS_SPIN_US")
-    assert spin._default() == 0.0003
+    assert spin.default() == 0.0003
     monkeypatch.setenv("TCLNATS_SPIN_US", "fast")
-    with pytest.raises(ValueError, match="TCLNATS_SPIN_US"):
-        spin._default()
+    for make in (spin.default, lambda: tclnats_py.Client("nats://h")):
+        with pytest.raises(tclnats_py.NatsError, match="TCLNATS_SPIN_US") as e:
+            make()
+        assert e.value.code == "ErrInvalidArg"
 
 
 @pytest.mark.unit

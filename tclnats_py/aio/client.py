@@ -788,7 +788,7 @@ class Client:
         self._user_jwt_cb: Any = None
         self._allow_reconnect = True
         self._drain_timeout = 10.0
-        self._spin_time = _spin.DEFAULT
+        self._spin_time = _spin.default()  # (TCLNATS_SPIN_US) before the options, which may set it
         self._spin_sel: _spin.SpinningSelector | None = None
         self._known_servers: set = set()
         self._ldm = False

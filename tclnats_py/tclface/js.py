@@ -1032,7 +1032,7 @@ class KeyValue:
 
         def result(msg, error):
             if error is not None:
-                raise b.put_error(error)
+                raise b.put_error(error) from None
             return b.put_result(msg)["seq"]
         return self.js.run_request(b.put_request(key, self.conn.payload_bytes(value)), result)
 
