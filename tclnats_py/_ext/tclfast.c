@@ -73,6 +73,7 @@
 #include <tclOO.h>
 #include <string.h>
 #include <stdint.h>
+#include "subject_rule.h"
 
 #define FAST_READ_CHUNK (256 * 1024)
 #define FAST_MAX_CONTROL_LINE 4096
@@ -203,38 +204,6 @@ subs_clear(FastConn *f)
 
 /* ------------------------------------------------------------ publishing */
 
-/* A publish subject (or reply) by the engine's rule for ASCII ones
- * (tclnats_py/engine/subjects.py, _ASCII_PLAIN): dot-separated non-empty
- * tokens of letters, digits and - ! # $ % & ' ( ) + , / : ; < = ? @ ^ _ ` | ~.
- * Anything else (other bytes, UTF-8 included) is left to the engine. */
-static int
-token_char(unsigned char c)
-{
-    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')
-           || (c != 0 && c < 0x80 && strchr("-!#$%&'()+,/:;<=?@^_`|~", c) != NULL);
-}
-
-static int
-plain_subject(const char *s, int n)
-{
-    int i, start = 1;   /* at the start of a token */
-    if (n <= 0)
-        return 0;
-    for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '.') {
-            if (start)
-                return 0;   /* an empty token */
-            start = 1;
-        } else if (token_char(c)) {
-            start = 0;
-        } else {
-            return 0;
-        }
-    }
-    return !start;
-}
-
 /* The fast path of one publish: 1 framed, 2 make room first, 0 general
  * path, -1 error (in the interpreter). */
 static int
@@ -281,7 +250,7 @@ fast_pub(FastConn *f, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
         return 0;
     subj = Tcl_GetStringFromObj(objv[0], &slen);
     if (!(slen == f->lastlen && f->last != NULL && memcmp(subj, f->last, (size_t)slen) == 0)) {
-        if (!plain_subject(subj, slen) && Tcl_FindHashEntry(&f->subjects, subj) == NULL)
+        if (!tclnats_plain_subject((const unsigned char *)subj, (size_t)slen) && Tcl_FindHashEntry(&f->subjects, subj) == NULL)
             return 0;
         if (slen + 1 > f->lastcap) {
             f->last = ckrealloc(f->last, (unsigned int)(slen + 1));
@@ -290,7 +259,7 @@ fast_pub(FastConn *f, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
         memcpy(f->last, subj, (size_t)slen + 1);
         f->lastlen = slen;
     }
-    if (reply != NULL && (rlen == 0 || (!plain_subject(reply, rlen) && Tcl_FindHashEntry(&f->subjects, reply) == NULL)))
+    if (reply != NULL && (rlen == 0 || (!tclnats_plain_subject((const unsigned char *)reply, (size_t)rlen) && Tcl_FindHashEntry(&f->subjects, reply) == NULL)))
         return 0;
     if (f->bytes > f->room)
         return 2;
