@@ -101,6 +101,10 @@ def _c_string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+# headers the C sources include (the sdist must carry them; Extension's
+# depends= alone does not put them there)
+C_HEADERS = ["_ext/*.h"]
+
 setup(
     name="tclnats_py",
     version="0.1.0",
@@ -116,7 +120,8 @@ setup(
     # live at the top of the repository and ship inside the package as
     # tclnats_py/tcl/ and tclnats_py/compat/
     package_dir={"tclnats_py.tcl": "tcl", "tclnats_py.compat": "compat"},
-    package_data={"tclnats_py": ["py.typed", "_ext/*.h"], "tclnats_py.tcl": ["*.tcl", "v2/*.tcl"], "tclnats_py.compat": ["*.tcl"]},
+    package_data={"tclnats_py": ["py.typed"] + C_HEADERS, "tclnats_py.tcl": ["*.tcl", "v2/*.tcl"],
+                  "tclnats_py.compat": ["*.tcl"]},
     ext_modules=[
         # subject_rule.h: the ASCII subject rule both C fast paths share
         Extension("tclnats_py._tclcross", ["tclnats_py/_ext/tclcross.c", "tclnats_py/_ext/tclfast.c"],
