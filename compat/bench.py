@@ -12,20 +12,29 @@ which file ``package require nats`` loads, and the run stops if a side does
 not load the package it is meant to measure.
 
 Each side runs ``compat/bench_workload.tcl`` (same script, same server) and
-prints "figure value unit" lines; the sides take turns for R rounds and this
-prints a table of the medians with the ratio tclnats_py / original for every
-figure.  Round-trip figures on a small VM swing with its load (an idle vCPU
-sleeps and is slow to wake), which is why the sides alternate.  ``--short`` is the quick form used
-in CI (informational: no figure is asserted).  Without ``--nats-tcl`` only the
-tclnats_py side runs.
+prints "figure value unit" lines; the sides take turns for R rounds, the
+order rotated every round (whoever goes second is not always the same), and
+this prints a table of the medians with the ratio tclnats_py / original for
+every figure.  Round-trip figures on a small VM swing with its load (an
+idle vCPU sleeps and is slow to wake), which is why the sides alternate.
+``--short`` is the quick form used in CI.
+
+Every figure of every side checks its count: the workload checks what it
+delivered, what the replies, acks and KV values say and what the stream
+stored, and this harness asks the server (its monitoring port, the closed
+connections) how many messages the publish figure's connection sent.  A side
+that fails, a figure that is missing or comes back short, makes the run exit
+with status 1 after the table; no figure's speed is asserted.
 
 Two more columns come from the same run: "raw socket", the ceiling
 (compat/bench_raw.py: protocol bytes framed in advance through plain
-sockets, same workloads, taking its turn with the sides), with tclnats_py's
-figure as a percentage of it; and, before the table, the start of ``tclsh``
-+ ``package require nats`` (wall time, median of 7, and the process's RSS
-after it) for each side, next to a bare tclsh, and the same with a first
-connection object made and destroyed (tclnats_py starts Python there).
+sockets, same workloads, taking its turn with the sides; each figure the
+faster of a reader that sleeps in recv at once and one that polls first, as
+the clients do), with tclnats_py's figure as a percentage of it; and, before
+the table, the start of ``tclsh`` + ``package require nats`` (wall time,
+median of 7, and the process's RSS after it) for each side, next to a bare
+tclsh, and the same with a first connection object made and destroyed
+(tclnats_py starts Python there).
 """
 
 from __future__ import annotations
@@ -35,10 +44,12 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "bench_workload.tcl")
@@ -68,32 +79,61 @@ def _free_port() -> int:
 
 
 def start_server(store: str):
-    port = _free_port()
-    proc = subprocess.Popen([_nats_server_binary(), "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", store],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """(process, client URL, monitoring URL) of a nats-server with JetStream."""
+    port, mport = _free_port(), _free_port()
+    proc = subprocess.Popen([_nats_server_binary(), "-a", "127.0.0.1", "-p", str(port), "-m", str(mport),
+                             "-js", "-sd", store], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 10
     while time.time() < deadline:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
                 if s.recv(4096).startswith(b"INFO"):
-                    return proc, f"nats://127.0.0.1:{port}"
+                    return proc, f"nats://127.0.0.1:{port}", f"http://127.0.0.1:{mport}"
         except OSError:
             time.sleep(0.05)
     proc.kill()
     raise SystemExit("nats-server did not start")
 
 
-def run_side(cmd, env, url, count, figures, timeout):
-    out = subprocess.run(cmd + [WORKLOAD, url, str(count)] + figures, env=env, capture_output=True,
-                         text=True, timeout=timeout)
-    if out.returncode != 0:
-        sys.stderr.write(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}\n")
+def sent_by(monitor: str, name: str) -> int | None:
+    """How many messages the server received from the closed connection(s)
+    named ``name`` (None: no such connection has closed yet)."""
+    for _ in range(50):
+        with urllib.request.urlopen(f"{monitor}/connz?state=closed&limit=100000", timeout=10) as r:
+            conns = [c for c in json.load(r).get("connections") or [] if c.get("name") == name]
+        if conns:
+            return sum(c.get("in_msgs", 0) for c in conns)
+        time.sleep(0.1)
+    return None
+
+
+def run_side(cmd, env, url, count, figures, timeout, pubname="", monitor=None):
+    """({figure: (rate, unit)}, [what failed]) of one run of the workload."""
+    failed = []
+    try:
+        out = subprocess.run(cmd + [WORKLOAD, url, str(count), pubname or "bench-pub-only"] + figures, env=env,
+                             capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {}, [f"{' '.join(cmd)}: no answer in {timeout} s"]
     result = {}
     for line in out.stdout.splitlines():
         parts = line.split()
         if len(parts) == 3 and parts[0] in FIGURES:
             result[parts[0]] = (float(parts[1]), parts[2])
-    return result
+        elif parts[:1] == ["FAILED"]:
+            failed.append(line)
+    if out.returncode != 0:
+        tail = "\n".join(out.stderr.strip().splitlines()[-5:])
+        failed.append(f"{' '.join(cmd)} exited with status {out.returncode}" + (f": {tail}" if tail else ""))
+    for fig in figures or FIGURES:
+        if fig not in result and not any(f.startswith(f"FAILED {fig} ") for f in failed):
+            failed.append(f"FAILED {fig}: no figure printed")
+    if monitor and "publish" in result:
+        sent = sent_by(monitor, pubname)
+        if sent != count:
+            failed.append(f"FAILED publish: the server received {sent} of {count} messages from {pubname}")
+            del result["publish"]
+    return result, failed
 
 
 STARTUP_SCRIPT = """package require nats
@@ -155,8 +195,10 @@ def main(argv=None) -> int:
     rounds = 1 if args.short else max(1, args.rounds)
     figures = args.figures or []
     store = tempfile.mkdtemp(prefix="tclnats-bench-")
-    proc, url = start_server(store)
+    proc, url, monitor = start_server(store)
     results = {}
+    failures: list = []
+    ceiling_each: list = []
     try:
         from tclnats_py.tclface.bridge import tcl_library_dir
         from tclnats_py.compat.runner import _tcl_list, provider
@@ -189,17 +231,34 @@ def main(argv=None) -> int:
             sides_raw = [("raw socket", None, None)]
         else:
             sides_raw = []
-        # the sides take turns, so that a change in the machine's load during
-        # the run reaches them alike; each figure is the median of the rounds
-        runs = {name: [] for name, _, _ in sides + sides_raw}
+        # the sides take turns, the order rotated every round, so that a
+        # change in the machine's load during the run, and the favour of going
+        # second, reach them alike; each figure is the median of the rounds
+        order = sides + sides_raw
+        runs = {name: [] for name, _, _ in order}
         for r in range(rounds):
-            for name, cmd, side_env in sides + sides_raw:
+            k = r % len(order)
+            for name, cmd, side_env in order[k:] + order[:k]:
                 if cmd is None:
                     from tclnats_py.compat import bench_raw
-                    got = bench_raw.run(url, count, figures or FIGURES, tag=f"t{r}")
+                    try:
+                        got, each = bench_raw.ceiling(url, count, figures or FIGURES, tag=f"t{r}")
+                    except Exception as e:  # noqa: BLE001  reported, and the run fails
+                        failures.append(f"raw socket, round {r + 1}: {type(e).__name__}: {e}")
+                        continue
+                    if "publish" in got:
+                        for w in bench_raw.WAITS:
+                            sent = sent_by(monitor, f"raw-pub-t{r}{w[0]}")
+                            if sent != count:
+                                failures.append(f"raw socket, round {r + 1}: FAILED publish: the server "
+                                                f"received {sent} of {count} messages ({w})")
+                    ceiling_each.append(each)
                     runs[name].append({k: (v, "") for k, v in got.items()})
                 else:
-                    runs[name].append(run_side(cmd, side_env, url, count, figures, 900))
+                    pubname = f"bench-pub-{name}-{r}"
+                    got, failed = run_side(cmd, side_env, url, count, figures, 900, pubname, monitor)
+                    failures.extend(f"{name}, round {r + 1}: {f}" for f in failed)
+                    runs[name].append(got)
         for name, got in runs.items():
             merged = {}
             for fig in FIGURES:
@@ -240,12 +299,25 @@ def main(argv=None) -> int:
                      f"{(f'{s_ratio:.2f}x' if s_ratio else '-'):>8}")
         table.append(row)
         print(f"{line}  {unit}")
+    if ceiling_each:
+        print("raw socket, each way of waiting (median of the rounds): " + ", ".join(
+            f"{fig} block {statistics.median(e[fig]['block'] for e in ceiling_each):,.0f} / "
+            f"spin {statistics.median(e[fig]['spin'] for e in ceiling_each):,.0f}"
+            for fig in FIGURES if fig in ceiling_each[0]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"count": count, "rounds": rounds, "server": url, "figures": table,
+                       "raw_socket_each": ceiling_each, "failures": failures,
                        "startup": results.get("startup", {}),
                        "startup_connection": results.get("startup_connection", {})}, f, indent=2)
-    return 0 if ours else 1
+    if not ours:
+        failures.append("tclnats: no figure at all")
+    for f in failures:
+        print(f"tclnats_py.compat.bench: {f}", file=sys.stderr)
+    if failures:
+        print(f"tclnats_py.compat.bench: FAILED ({len(failures)} problem(s) above)", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

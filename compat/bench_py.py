@@ -70,18 +70,24 @@ class Side:
     def __init__(self, name):
         self.name = name
 
-    async def connect(self, url):
+    async def connect(self, url, name=None):
+        """A connection; ``name`` is the one the server lists it under."""
+        named = {"name": name} if name else {}
         if self.name == "tclnats_py":
             import tclnats_py
-            return await tclnats_py.connect(url)
+            return await tclnats_py.connect(url, **named)
         if self.name == "nats-core":
             import nats.client
-            return await nats.client.connect(url)
+            try:
+                return await nats.client.connect(url, **named)
+            except TypeError:  # no connection name there: the harness cannot count its publishes
+                self.unnamed = True
+                return await nats.client.connect(url)
         if self.name == "natspy":  # nats-py's API on tclnats_py's engine: nats-py's calls below
             from tclnats_py import natspy
-            return await natspy.connect(url)
+            return await natspy.connect(url, **named)
         import nats
-        return await nats.connect(url)
+        return await nats.connect(url, **named)
 
     async def publish(self, c, subject, data, reply=None):
         if self.name == "tclnats_py":
@@ -188,11 +194,27 @@ def _figure(n: int, t: float, c: float) -> tuple:
     return n / (time.perf_counter() - t), (time.process_time() - c) / n * 1e6
 
 
-async def workload(side: Side, url: str, count: int) -> dict:
+def _received_from(monitor: str, name: str) -> int | None:
+    """How many messages the server has received from the open connection named ``name``."""
+    import urllib.request
+    with urllib.request.urlopen(f"{monitor}/connz?limit=100000", timeout=10) as r:
+        conns = [c for c in json.load(r).get("connections") or [] if c.get("name") == name]
+    return sum(c.get("in_msgs", 0) for c in conns) if conns else None
+
+
+def _check(ok: bool, side: Side, what: str) -> None:
+    if not ok:
+        raise RuntimeError(f"{side.name}: {what}")
+
+
+async def workload(side: Side, url: str, count: int, monitor: str | None = None) -> dict:
+    """Each figure of one side; every figure checks its count (the server's
+    count of the published messages when ``monitor`` is its monitoring URL)."""
     out: dict = {}
-    a = await side.connect(url)
-    b = await side.connect(url)
     tag = side.name.replace("-", "_")
+    pubname = f"bp-pub-{tag}-{os.getpid()}-{time.monotonic_ns()}"
+    a = await side.connect(url, pubname)
+    b = await side.connect(url)
 
     # the three libraries take publish(subject, payload) alike: the loop calls
     # the client's own method, so that no wrapper's cost is measured with it
@@ -203,6 +225,9 @@ async def workload(side: Side, url: str, count: int) -> dict:
         await publish(subject, PAYLOAD)
     await side.flush(a)
     out["publish"] = _figure(count, t, c)
+    if monitor and not getattr(side, "unnamed", False):
+        sent = _received_from(monitor, pubname)
+        _check(sent == count, side, f"publish: the server received {sent} of {count} messages")
 
     done = asyncio.get_running_loop().create_future()
     got = 0
@@ -227,10 +252,13 @@ async def workload(side: Side, url: str, count: int) -> dict:
     await side.subscribe(b, f"bp.{tag}.svc", echo)
     await side.flush(b)
     rounds = max(500, count // 50)
+    wrong = 0
     t, c = time.perf_counter(), time.process_time()
     for _ in range(rounds):
-        await side.request(a, f"bp.{tag}.svc", PAYLOAD)
+        if (await side.request(a, f"bp.{tag}.svc", PAYLOAD)).data != PAYLOAD:
+            wrong += 1
     out["request"] = _figure(rounds, t, c)
+    _check(not wrong, side, f"request: {wrong} of {rounds} replies differ from the request")
     n_conc = max(2000, count // 10)
     # 256 workers, each making its share of the requests one after the
     # other: 256 in flight, without the harness's own cost of a task per
@@ -238,13 +266,17 @@ async def workload(side: Side, url: str, count: int) -> dict:
     # ~15% of this figure's CPU in a profile, on every side alike)
     left = [n_conc]
 
+    answered = [0]
+
     async def worker():
         while left[0] > 0:
             left[0] -= 1
-            await side.request(a, f"bp.{tag}.svc", PAYLOAD)
+            if (await side.request(a, f"bp.{tag}.svc", PAYLOAD)).data == PAYLOAD:
+                answered[0] += 1
     t, c = time.perf_counter(), time.process_time()
     await asyncio.gather(*(worker() for _ in range(256)))
     out["request_async"] = _figure(n_conc, t, c)
+    _check(answered[0] == n_conc, side, f"request_async: {answered[0]} of {n_conc} requests answered alike")
 
     # JetStream through the API subjects (the same requests for both clients)
     stream = f"BP_{tag.upper()}"
@@ -253,10 +285,12 @@ async def workload(side: Side, url: str, count: int) -> dict:
     await side.request(a, f"$JS.API.STREAM.CREATE.{stream}", cfg)
     js = side.jetstream(a)
     t, c = time.perf_counter(), time.process_time()
+    acked = 0
     for _ in range(rounds):
-        seq = await side.js_publish(js, f"bpjs.{tag}.x", PAYLOAD)
-        assert seq > 0
+        if await side.js_publish(js, f"bpjs.{tag}.x", PAYLOAD) > 0:
+            acked += 1
     out["js_publish"] = _figure(rounds, t, c)
+    _check(acked == rounds, side, f"js_publish: {acked} of {rounds} publishes acked")
     n_async = max(5000, count // 2)
     if side.name != "nats-core":
         t, c = time.perf_counter(), time.process_time()
@@ -265,7 +299,8 @@ async def workload(side: Side, url: str, count: int) -> dict:
     else:
         n_async = 0
     info = json.loads((await side.request(a, f"$JS.API.STREAM.INFO.{stream}", b"")).data)
-    assert info["state"]["messages"] == rounds + n_async, info["state"]
+    _check(info["state"]["messages"] == rounds + n_async, side,
+           f"JetStream: {info['state']['messages']} of {rounds + n_async} messages stored")
 
     # fetch: a pull consumer (no acks) reads `total` stored messages in pull
     # requests of 500, as compat/bench_workload.tcl and bench_raw.fetch do
@@ -279,8 +314,7 @@ async def workload(side: Side, url: str, count: int) -> dict:
     t, c = time.perf_counter(), time.process_time()
     while got < total:
         n = await side.fetch(cons, 500)
-        if n == 0:
-            raise RuntimeError(f"{side.name}: a fetch brought nothing after {got} of {total} messages")
+        _check(n > 0, side, f"fetch: a pull brought nothing after {got} of {total} messages")
         got += n
     out["fetch"] = _figure(got, t, c)
     await side.request(a, f"$JS.API.STREAM.DELETE.{stream}", b"")
@@ -297,13 +331,17 @@ async def workload(side: Side, url: str, count: int) -> dict:
         put, get = kv.put, kv.get
         t, c = time.perf_counter(), time.process_time()
         for i in range(rounds):
-            await put(keys[i % 100], PAYLOAD)
+            revision = await put(keys[i % 100], PAYLOAD)
         out["kv_put"] = _figure(rounds, t, c)
+        # a fresh bucket: the last put's revision is the number of puts stored
+        _check(revision == rounds, side, f"kv_put: the last of {rounds} puts has revision {revision}")
+        wrong = 0
         t, c = time.perf_counter(), time.process_time()
         for i in range(rounds):
-            entry = await get(keys[i % 100])
+            if (await get(keys[i % 100])).value != PAYLOAD:
+                wrong += 1
         out["kv_get"] = _figure(rounds, t, c)
-        assert entry.value == PAYLOAD, entry
+        _check(not wrong, side, f"kv_get: {wrong} of {rounds} gets read another value")
         await side.request(a, f"$JS.API.STREAM.DELETE.KV_{bucket}", b"")
     for task in getattr(side, "tasks", ()):
         task.cancel()
@@ -369,9 +407,11 @@ def _child(exe: str, args: list, env_extra: dict | None = None, timeout: float =
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def _rounds(names: list, url: str, count: int, rounds: int, raw: bool) -> dict:
+def _rounds(names: list, url: str, count: int, rounds: int, raw: bool, monitor: str | None = None,
+            ceiling_each: list | None = None) -> dict:
     """Each side's figures for each round, the sides taking turns (order
-    rotated every round); ``raw`` adds the raw-socket ceiling."""
+    rotated every round); ``raw`` adds the raw-socket ceiling (each figure
+    the faster way of waiting; both ways appended to ``ceiling_each``)."""
     runs: dict = {name: [] for name in names}
     if raw:
         runs["raw socket"] = []
@@ -381,10 +421,12 @@ def _rounds(names: list, url: str, count: int, rounds: int, raw: bool) -> dict:
         for name in order[k:] + order[:k]:
             if name == "raw socket":
                 from tclnats_py.compat import bench_raw
-                figs = bench_raw.run(url, count, FIGURES, tag=f"r{r}")
+                figs, each = bench_raw.ceiling(url, count, FIGURES, tag=f"r{r}")
+                if ceiling_each is not None:
+                    ceiling_each.append(each)
                 runs[name].append({f: (v, 0.0) for f, v in figs.items()})
             else:
-                runs[name].append(_RUN(workload(Side(name), url, count)))
+                runs[name].append(_RUN(workload(Side(name), url, count, monitor)))
     return runs
 
 
@@ -408,6 +450,7 @@ def main(argv=None) -> int:
     ap.add_argument("--child-sides", help=argparse.SUPPRESS)
     ap.add_argument("--child-rss", help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
+    ap.add_argument("--monitor", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     count = 5000 if args.short else args.count
     global _RUN
@@ -420,7 +463,7 @@ def main(argv=None) -> int:
         _RUN = uvloop.run
         loop_args = ["--uvloop"]
     if args.child_sides:
-        print(json.dumps(_rounds(args.child_sides.split(","), args.url, count, args.rounds, False)))
+        print(json.dumps(_rounds(args.child_sides.split(","), args.url, count, args.rounds, False, args.monitor)))
         return 0
     if args.child_rss:
         print(json.dumps(_peak_rss(args.child_rss, args.url, count)))
@@ -435,25 +478,30 @@ def main(argv=None) -> int:
     core: dict | None = None
     pure: dict | None = None
     rss: list = []
+    failures: list = []
+    ceiling_each: list = []
     # the subprocess columns take one round in the short form (CI): nats-core's
     # round trips are slow (a few hundred a second), and they are not paired anyway
     child_rounds = str(1 if args.short else args.rounds)
-    with NatsServer(jetstream=True) as srv:
-        runs = _rounds(["nats-py", "tclnats_py", "natspy"], srv.url, count, args.rounds, True)
+    with NatsServer(jetstream=True, monitor=True) as srv:
+        mon = ["--monitor", srv.monitor_url]
+        runs = _rounds(["nats-py", "tclnats_py", "natspy"], srv.url, count, args.rounds, True, srv.monitor_url,
+                       ceiling_each)
         if py313:
             try:
                 core = _child(py313, ["--child-sides", "nats-core,tclnats_py", "--url", srv.url,
-                                      "--count", str(count), "--rounds", child_rounds] + loop_args)
+                                      "--count", str(count), "--rounds", child_rounds] + mon + loop_args)
             except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
                 py313_why = f"nats-core run failed: {str(e).strip().splitlines()[-1][:200]}"
+                failures.append(py313_why)
         from tclnats_py.engine import protocol as _proto
         if _proto.ACCELERATED:
             # the same figures with the parser's accelerator off (TCLNATS_PY_ACCEL=0)
             try:
                 pure = _child(sys.executable, ["--child-sides", "tclnats_py", "--url", srv.url, "--count", str(count),
-                                               "--rounds", child_rounds] + loop_args, {"TCLNATS_PY_ACCEL": "0"})
+                                               "--rounds", child_rounds] + mon + loop_args, {"TCLNATS_PY_ACCEL": "0"})
             except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
-                print(f"tclnats_py without the accelerator: failed: {e}", file=sys.stderr)
+                failures.append(f"tclnats_py without the accelerator: failed: {e}")
         if not args.no_rss:
             n_rss = 20000 if args.short else 200000
             jobs = [("tclnats_py", sys.executable), ("nats-py", sys.executable)]
@@ -463,7 +511,7 @@ def main(argv=None) -> int:
                 try:
                     rss.append(_child(exe, ["--child-rss", name, "--url", srv.url, "--count", str(n_rss)] + loop_args))
                 except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
-                    print(f"peak RSS of {name} on {exe}: failed: {e}", file=sys.stderr)
+                    failures.append(f"peak RSS of {name} on {exe}: failed: {e}")
     med = {name: _median(rs) for name, rs in runs.items()}
     cmed = {name: _median(rs) for name, rs in core.items()} if core else {}
     pmed = _median(pure["tclnats_py"]) if pure else {}
@@ -510,11 +558,21 @@ def main(argv=None) -> int:
     if rss:
         print(f"peak RSS of a process awaiting {20000 if args.short else 200000:,} publishes: " + ", ".join(
             f"{r['name']} (Python {r['python']}) {r['peak_rss_mb']:.1f} MB" for r in rss))
+    if ceiling_each:
+        print("raw socket, each way of waiting (median of the rounds): " + ", ".join(
+            f"{fig} block {statistics.median(e[fig]['block'] for e in ceiling_each):,.0f} / "
+            f"spin {statistics.median(e[fig]['spin'] for e in ceiling_each):,.0f}"
+            for fig in FIGURES if fig in ceiling_each[0]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"count": count, "event_loop": loop_name, "rounds": runs, "figures": rows, "nats_core_rounds": core,
-                       "no_accel_rounds": pure,
+                       "no_accel_rounds": pure, "raw_socket_each": ceiling_each, "failures": failures,
                        "peak_rss": rss, "python": ver}, f, indent=2)
+    for f in failures:
+        print(f"tclnats_py.compat.bench_py: {f}", file=sys.stderr)
+    if failures:
+        print(f"tclnats_py.compat.bench_py: FAILED ({len(failures)} problem(s) above)", file=sys.stderr)
+        return 1
     return 0
 
 
