@@ -136,10 +136,14 @@ def test_async_publish_stalls_then_fails_and_accounts_for_everything(tmp_path):
             assert len(futs) == 100 and stalled == 3
             await js.publish_async_complete(10)
             outcomes = [f.exception().code if f.exception() else "ack" for f in futs]
-            # each accepted publish has its ack or its error
+            # each accepted publish has its ack or its error, and the server
+            # stored every one of them (a stall refuses, it never drops)
             assert len(outcomes) == 100 and set(outcomes) <= {"ack", "ErrTimeout"}
+            seqs = [f.result().seq for f in futs if not f.exception()]
+            assert len(set(seqs)) == len(seqs) and seqs, outcomes
+            assert (await js.stream_info("STALL")).state["messages"] == 100
             fut = await js.publish_async("stall.x", b"after", wait_stall=1)
-            assert (await fut).seq >= 1
+            assert (await fut).seq == 101
             await c.close()
         run(go())
     finally:

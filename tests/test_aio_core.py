@@ -68,11 +68,26 @@ def test_client_object_then_connect_and_async_with(nats_server):
             nc2.publish("ctx", "text")
             assert (await sub.next_msg(2)).data == b"text"
         assert nc2.is_closed
-        nc3 = tclnats_py.Client()
-        await nc3.connect(servers=nats_server.url, name="late")
-        assert nc3.options.name == "late"
-        await nc3.close()
     run(go())
+
+
+def test_a_name_given_to_connect_is_the_one_the_server_lists():
+    # a Client made without options, named at connect(): the server's view
+    import json
+    import urllib.request
+    from tclnats_py.testing.server import NatsServer
+
+    async def go(srv):
+        nc3 = tclnats_py.Client()
+        await nc3.connect(servers=srv.url, name="late")
+        assert nc3.options.name == "late"
+        await nc3.flush()
+        with urllib.request.urlopen(f"{srv.monitor_url}/connz", timeout=10) as r:
+            names = [c.get("name") for c in json.load(r)["connections"]]
+        assert names == ["late"]
+        await nc3.close()
+    with NatsServer(monitor=True) as srv:
+        run(go(srv))
 
 
 def test_connect_errors():

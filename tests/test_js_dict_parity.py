@@ -1,16 +1,16 @@
 """What the server says reaches the Tcl caller whole (issue 13, item 7).
 
 1. The same JetStream management script runs under the original nats-tcl
-   3.2.1 (stock tclsh, the package from a checkout of the v3.2.1 tag made
-   from the read-only snapshot in /work/.mirror) and under tclnats-tclsh,
+   3.2.1 (stock tclsh, the package exported from the v3.2.1 tag of the git
+   repository of nats-tcl that TCLNATS_NATS_TCL names) and under tclnats-tclsh,
    each against a fresh JetStream server of its own; every result (dicts
    built from the JetStream API's JSON: stream and consumer infos, publish
    acks, stored messages, account info, KV status and entries ...) is
    compared key for key and value for value.  Only values that legitimately
    differ between two runs are left out: times (ISO timestamps anywhere,
-   ``created`` in ms, a mirror's ``active``), server ids.  Skipped when the
-   snapshot, git or the Debian Tcl packages the original needs are absent
-   (as in CI).
+   ``created`` in ms, a mirror's ``active``), server ids.  Skipped, saying
+   why, when TCLNATS_NATS_TCL is not set, or git or the Debian Tcl packages
+   the original needs are absent.
 2. update_stream with stream_info's config, unchanged, succeeds on the Tcl
    and the Python face and keeps the fields our tables do not list
    (consumer_limits, allow_msg_ttl, subject_delete_marker_ttl, allow_atomic
@@ -32,7 +32,8 @@ import pytest
 
 from tclnats_py.testing.server import NatsServer
 
-SNAPSHOT = "/work/.mirror/Kazmirchuk+nats-tcl/repo"
+#: a git repository of nats-tcl (clone or bare mirror) with the v3.2.1 tag
+SNAPSHOT = os.environ.get("TCLNATS_NATS_TCL", "")
 TAG = "v3.2.1"
 TIMEOUT = 120
 
@@ -248,8 +249,11 @@ def _run_script(cmd: list[str], env_extra: dict, tmp_path, side: str) -> dict:
 @pytest.fixture(scope="module")
 def original_checkout(tmp_path_factory):
     """A checkout of nats-tcl v3.2.1 made from the read-only snapshot, and the tclsh to run it."""
+    if not SNAPSHOT:
+        pytest.skip("TCLNATS_NATS_TCL is not set: it names a git repository of nats-tcl with the v3.2.1 tag "
+                    "(the original is needed for this comparison)")
     if not os.path.isdir(SNAPSHOT):
-        pytest.skip(f"no nats-tcl snapshot at {SNAPSHOT} (the original is needed for this comparison)")
+        pytest.skip(f"TCLNATS_NATS_TCL={SNAPSHOT} is not a folder")
     git, tclsh = shutil.which("git"), shutil.which("tclsh") or ("/usr/bin/tclsh" if os.path.exists("/usr/bin/tclsh")
                                                                 else None)
     if not git or not tclsh:

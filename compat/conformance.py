@@ -1,0 +1,148 @@
+"""Conformance you can re-run: nats-tcl's own suites, v3.2.1 and v2.0.4,
+unchanged, side by side under the original (stock tclsh), tclnats-tclsh and
+stock tclsh + tclnats_py's extension, against real nats-servers; one dated
+report.
+
+    python -m tclnats_py.compat.conformance [--nats-tcl REPO] [--out DIR] [--tag TAG ...]
+
+REPO is a git repository of nats-tcl (a clone, or a bare mirror) that has
+the tags; without ``--nats-tcl`` the environment variable TCLNATS_NATS_TCL
+names it.  Each tag is exported with ``git archive`` and run by
+:mod:`tclnats_py.compat.runner` (``tclnats-compat``), which prints which file
+``package require nats`` loaded on each side and refuses a side that loads
+the wrong package.  The report goes to DIR (default ``compat/results`` of a
+source checkout, else the current folder): ``conformance-YYYY-MM-DD.md``,
+with the counts per side, the tests whose outcome differs, and the runner's
+JSON reports beside it.
+
+Exit status 0 when, for every tag, every side ran and every test the
+original passes also passes on both of our sides; 1 otherwise; 2 when the
+run could not be prepared (no repository given).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+
+from tclnats_py.compat import runner
+
+TAGS = ("v3.2.1", "v2.0.4")
+ENV = "TCLNATS_NATS_TCL"
+
+
+def _default_out() -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    top = os.path.dirname(here)
+    if os.path.isfile(os.path.join(top, "setup.py")) and os.path.basename(here) == "compat":
+        return os.path.join(here, "results")
+    return os.getcwd()
+
+
+def counts(report: dict) -> dict:
+    """{side: (passed, total)} from a runner JSON report (skipped tests not counted in total)."""
+    out = {}
+    for name, side in report.get("sides", {}).items():
+        if not side.get("available"):
+            continue
+        outcomes = [o for f in side["files"].values() for o in f["tests"].values()]
+        ran = [o for o in outcomes if o != "SKIPPED"]
+        out[name] = (sum(o == "PASSED" for o in ran), len(ran))
+    return out
+
+
+def verdict(report: dict) -> list:
+    """What keeps a tag's run from conforming: a side that did not run,
+    a problem (file error, time-out), a test the original passes that one of
+    ours does not."""
+    bad = [p for p in report.get("problems", [])]
+    for side, tests in report.get("not_kept", {}).items():
+        bad += [f"{side}: {t} passes on the original only" for t in tests]
+    for side in runner.SIDES:
+        if not report.get("sides", {}).get(side, {}).get("available"):
+            if not any(p.startswith(f"{side}:") for p in bad):
+                bad.append(f"{side}: did not run")
+    return bad
+
+
+def markdown(date: str, reports: dict, machine: str) -> str:
+    lines = [f"# nats-tcl conformance, {date}", "",
+             f"Machine: {machine}. Command: `python -m tclnats_py.compat.conformance`.", ""]
+    for tag, rep in reports.items():
+        c = counts(rep)
+        lines += [f"## {tag}", "",
+                  f"nats-server: `{rep.get('nats_server', '?')}`; network namespace per side: "
+                  f"{'yes' if rep.get('netns') else 'no'}", "",
+                  "| side | passed | ran | loaded |", "| --- | ---: | ---: | --- |"]
+        for side in runner.SIDES:
+            s = rep.get("sides", {}).get(side, {})
+            if side in c:
+                lines.append(f"| {side} | {c[side][0]} | {c[side][1]} | `{s.get('provider', '?')}` |")
+            else:
+                lines.append(f"| {side} | - | - | not run: {s.get('reason', '?')} |")
+        differ = rep.get("differ", [])
+        lines += ["", f"Tests whose outcome differs between sides: {len(differ)}"]
+        for d in differ:
+            a, b = d["sides"]
+            lines.append(f"- {d['file']} {d['test']}: {a} {d[a]}, {b} {d[b]}")
+        bad = verdict(rep)
+        lines += ["", "Verdict: " + ("every test the original passes passes on both of our sides"
+                                     if not bad else "NOT conforming: " + "; ".join(bad)), ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nats-tcl", default=os.environ.get(ENV),
+                    help=f"a git repository of nats-tcl with the tags (default: ${ENV})")
+    ap.add_argument("--out", default=None, help="folder for the report (default: compat/results of a checkout)")
+    ap.add_argument("--tag", action="append", default=None, help=f"tags to run (default: {' '.join(TAGS)})")
+    ap.add_argument("--timeout", type=float, default=2400, help="seconds per side")
+    args = ap.parse_args(argv)
+    if not args.nats_tcl:
+        print(f"tclnats_py.compat.conformance: give --nats-tcl REPO or set {ENV} to a git repository of "
+              "nats-tcl (git clone https://github.com/Kazmirchuk/nats-tcl)", file=sys.stderr)
+        return 2
+    out = os.path.abspath(args.out or _default_out())
+    os.makedirs(out, exist_ok=True)
+    date = datetime.date.today().isoformat()
+    reports = {}
+    failed = False
+    for tag in args.tag or TAGS:
+        path = os.path.join(out, f"conformance-{date}-{tag}.json")
+        print(f"== nats-tcl {tag}", flush=True)
+        rc = runner.main([args.nats_tcl, "--tag", tag, "--json", path, "--timeout", str(args.timeout)])
+        if rc == 2 or not os.path.exists(path):
+            print(f"tclnats_py.compat.conformance: {tag} could not be prepared", file=sys.stderr)
+            return 2
+        with open(path, encoding="utf-8") as f:
+            reports[tag] = json.load(f)
+        failed |= bool(verdict(reports[tag]))
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, " \
+              f"Tcl {_tcl_version()}"
+    md = os.path.join(out, f"conformance-{date}.md")
+    with open(md, "w", encoding="utf-8") as f:
+        f.write(markdown(date, reports, machine))
+    print(f"tclnats_py.compat.conformance: report {md}")
+    for tag, rep in reports.items():
+        c = counts(rep)
+        print(f"{tag}: " + ", ".join(f"{s} {p}/{n}" for s, (p, n) in c.items())
+              + ("" if not verdict(rep) else "  NOT conforming: " + "; ".join(verdict(rep))))
+    return 1 if failed else 0
+
+
+def _tcl_version() -> str:
+    try:
+        r = subprocess.run(["tclsh"], input="puts [info patchlevel]", capture_output=True, text=True, timeout=10)
+        return r.stdout.strip() or "?"
+    except OSError:
+        return "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
