@@ -12,8 +12,9 @@ The servers come to the Tcl side in environment variables (see
 tests/tcl/testlib.tcl): a plain one, one the Tcl tests may stop/start/restart
 or put in lame duck mode through a small control socket served here, TLS
 without and with client verification (certificates generated for the run),
-user/password with a permission-limited user, token authentication, and one
-with JetStream.
+user/password with a permission-limited user, token authentication, one
+with JetStream, and a cluster of three whose members the control socket can
+stop and start (c0, c1, c2).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import socketserver
 import subprocess
 import sys
@@ -28,7 +30,7 @@ import threading
 
 import pytest
 
-from tclnats_py.testing.server import NatsServer
+from tclnats_py.testing.server import NatsCluster, NatsServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUITE = os.path.join(HERE, "tcl")
@@ -61,8 +63,16 @@ def _certs(directory: str) -> dict:
     return generate_certs(directory)
 
 
+def _signal(srv, sig):
+    def send():
+        os.kill(srv.pid, sig)
+    return send
+
+
 class _Control(socketserver.StreamRequestHandler):
-    """One line ``stop|start|restart|kill|ldm NAME``; answers ``ok`` or ``error: ...``."""
+    """One line ``stop|start|restart|kill|ldm|pause|resume NAME``; answers
+    ``ok`` or ``error: ...``.  ``pause`` stops the server process (SIGSTOP):
+    a real server that goes silent; ``resume`` lets it go on."""
 
     def handle(self):
         line = self.rfile.readline().decode().split()
@@ -70,7 +80,8 @@ class _Control(socketserver.StreamRequestHandler):
             cmd, name = line
             srv = self.server.nats[name]
             {"stop": srv.stop, "start": srv.start, "restart": srv.restart,
-             "kill": srv.kill, "ldm": srv.lame_duck}[cmd]()
+             "kill": srv.kill, "ldm": srv.lame_duck,
+             "pause": _signal(srv, signal.SIGSTOP), "resume": _signal(srv, signal.SIGCONT)}[cmd]()
             answer = "ok"
         except Exception as e:  # noqa: BLE001 - reported to the Tcl side, which raises it
             answer = f"error: {type(e).__name__}: {e}"
@@ -107,12 +118,14 @@ def tcl_env(tmp_path_factory):
         "token": NatsServer(config=token),
         "js": NatsServer(jetstream=True),
     }
+    cluster = NatsCluster(size=3, name="tcltest")
     ctl = _ControlServer(("127.0.0.1", 0), _Control)
-    ctl.nats = servers
+    ctl.nats = dict(servers, **{f"c{i}": node for i, node in enumerate(cluster.servers)})
     thread = threading.Thread(target=ctl.serve_forever, name="tcl-server-control", daemon=True)
     try:
         for s in servers.values():
             s.start()
+        cluster.start()
         thread.start()
 
         def url(name, scheme="nats"):
@@ -136,6 +149,7 @@ def tcl_env(tmp_path_factory):
             "TCLNATS_TEST_TOKEN_URL": url("token"),
             "TCLNATS_TEST_TOKEN": TOKEN,
             "TCLNATS_TEST_JS_URL": url("js"),
+            "TCLNATS_TEST_CLUSTER_URLS": " ".join(cluster.urls),
         })
         yield env
     finally:
@@ -144,6 +158,7 @@ def tcl_env(tmp_path_factory):
         ctl.server_close()
         for s in servers.values():
             s.cleanup()
+        cluster.stop()
 
 
 class FileRun:

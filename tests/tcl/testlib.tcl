@@ -15,6 +15,7 @@
 #   TCLNATS_TEST_TOKEN_URL       token server: TCLNATS_TEST_TOKEN
 #   TCLNATS_TEST_TLSAUTH_URL     TLS and user/password (TCLNATS_TEST_USER / _PASSWORD)
 #   TCLNATS_TEST_JS_URL          JetStream server
+#   TCLNATS_TEST_CLUSTER_URLS    the URLs of a cluster of three; server_ctl names them c0 c1 c2
 #
 # Tests that need a variant the environment does not offer are skipped via
 # tcltest constraints.
@@ -45,6 +46,7 @@ testConstraint tls      [have_env TCLNATS_TEST_TLS_URL TCLNATS_TEST_TLS_CA]
 testConstraint tlsVerify [have_env TCLNATS_TEST_TLSV_URL TCLNATS_TEST_TLS_CA TCLNATS_TEST_TLS_CERT TCLNATS_TEST_TLS_KEY]
 testConstraint userpass [have_env TCLNATS_TEST_USERPASS_URL TCLNATS_TEST_USER TCLNATS_TEST_PASSWORD]
 testConstraint token    [have_env TCLNATS_TEST_TOKEN_URL TCLNATS_TEST_TOKEN]
+testConstraint cluster  [have_env TCLNATS_TEST_CTL TCLNATS_TEST_CLUSTER_URLS]
 testConstraint thread   [expr {![catch {package require Thread}]}]
 
 # Test connections log errors only, to stdout: tcltest's runAllTests takes any
