@@ -70,6 +70,14 @@ def verdict(report: dict) -> list:
     return bad
 
 
+def _short(provider: str) -> str:
+    """The runner's "which package answered" line without the original's
+    whole ifneeded script: "other <script> <folder> (nats X)" -> "<folder> (nats X)"."""
+    if provider.startswith("other ") and "}} " in provider:
+        return "original: " + provider.rsplit("}} ", 1)[1]
+    return provider
+
+
 def markdown(date: str, reports: dict, machine: str) -> str:
     lines = [f"# nats-tcl conformance, {date}", "",
              f"Machine: {machine}. Command: `python -m tclnats_py.compat.conformance`.", ""]
@@ -82,7 +90,7 @@ def markdown(date: str, reports: dict, machine: str) -> str:
         for side in runner.SIDES:
             s = rep.get("sides", {}).get(side, {})
             if side in c:
-                lines.append(f"| {side} | {c[side][0]} | {c[side][1]} | `{s.get('provider', '?')}` |")
+                lines.append(f"| {side} | {c[side][0]} | {c[side][1]} | `{_short(s.get('provider', '?'))}` |")
             else:
                 lines.append(f"| {side} | - | - | not run: {s.get('reason', '?')} |")
         differ = rep.get("differ", [])
