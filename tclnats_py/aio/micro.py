@@ -281,7 +281,8 @@ class Service:
     async def add_endpoint(self, name: str, handler: Handler, *, subject: Optional[str] = None,
                            queue_group: Optional[str] = None, metadata: Optional[Dict[str, str]] = None) -> None:
         """An endpoint on ``subject`` (default: ``name``), in ``queue_group``
-        (default: the service's, else ``q``), its requests to ``handler``."""
+        (default: the service's, else ``q``), its requests to ``handler``;
+        subscribed at the server when this returns."""
         await self._add(name, handler, subject, queue_group, metadata, None)
 
     async def _add(self, name: str, handler: Handler, subject: Optional[str], queue_group: Optional[str],
@@ -295,6 +296,8 @@ class Service:
         ep.sub = await self._client.subscribe(record.subject, queue=record.queue_group, cb=ep.serve)
         core.add(record)
         self._endpoints.append(ep)
+        # the server has the subscription when add_endpoint returns
+        await self._client.flush()
 
     def add_group(self, name: str, queue_group: Optional[str] = None) -> Group:
         """A group: endpoints added to it get ``name.`` before their subject."""
