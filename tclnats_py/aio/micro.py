@@ -215,7 +215,9 @@ class _Endpoint:
             error = f"{code}:{text}"
             if msg.reply:
                 await req.respond(b"", headers=_micro.error_headers(code, text))
-        _micro.ServiceCore.end(record, time.perf_counter_ns() - began, error)
+        finally:
+            # (counted also when the error reply cannot be sent: the connection closed)
+            _micro.ServiceCore.end(record, time.perf_counter_ns() - began, error)
 
 
 class Group:

@@ -244,14 +244,14 @@ class Endpoint:
         record = self._record
         _micro.ServiceCore.begin(record)
         req = Request(msg)
-        error = None
         try:
             await self._handler(req)
         except Exception as exc:  # counted, and the requester gets an error reply
-            error = repr(exc)
+            # (counted first: answering fails too when the request has no reply subject)
+            record.stats.failed(repr(exc))
             code, text = (exc.code, exc.description) if isinstance(exc, ServiceError) else ("500", repr(exc))
             await req.respond_error(code, text)
-        _micro.ServiceCore.end(record, time.perf_counter_ns() - began, error)
+        _micro.ServiceCore.end(record, time.perf_counter_ns() - began)
 
     def _info(self) -> EndpointInfo:
         r = self._record
