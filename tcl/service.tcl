@@ -103,7 +103,7 @@ oo::class create ::nats::service {
     # a request to endpoint n: the user's callback, counted and timed
     method Serve {n subject msg reply} {
         set began [::tclnats::r [$Svc begin $n]]
-        if {[catch {uplevel #0 [list {*}$Callbacks($n) $subject $msg $reply]} err]} {
+        if {[catch {uplevel #0 [list {*}$Callbacks($n) $subject $msg $reply]} err] == 1} {
             ::tclnats::r [$Svc failed $n $began $msg $err]
             return
         }

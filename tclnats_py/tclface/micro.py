@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Optional
 
 from tclnats_py._tclcross import TclError
 from tclnats_py.engine import micro as _micro
+from tclnats_py.engine.connection import CLOSED
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.tclface.values import tcl_value
 
@@ -217,7 +218,7 @@ class TclService:
         sids = [ep.handle for ep in gone] + self.control_sids
         self.control_sids = []
         conn = self.conn
-        if conn.engine.status != "closed":
+        if conn.engine.status != CLOSED:
             for sid in sids:
                 conn.c_unsubscribe(str(sid), "0")
 
