@@ -20,7 +20,7 @@
 # up), or tcl/ at the top of a source checkout built in place (the extension
 # in ../tclnats_py/).
 foreach {tclnatsVersion tclnatsFiles} {
-    3.2.1 {nats.tcl server_pool.tcl jet_stream.tcl}
+    3.2.1 {nats.tcl server_pool.tcl jet_stream.tcl service.tcl}
     2.0.4 {nats.tcl server_pool.tcl jet_stream.tcl v2/nats_v2.tcl v2/kv_v2.tcl}
 } {
     if {$tclnatsVersion eq "3.2.1" && [info exists ::env(TCLNATS_API)] && $::env(TCLNATS_API) eq "2"} {

@@ -64,6 +64,7 @@ from tclnats_py.aio import spin as _spin
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.jetstream import JetStream
+    from tclnats_py.aio.micro import Service
 
 __all__ = ["Client", "Subscription", "connect", "DEFAULT_SERVER", "Payload", "HeadersArg", "MsgHandler",
            "ErrorHandler"]
@@ -932,6 +933,12 @@ class Client:
         from tclnats_py.aio.jetstream import JetStream as JetStream
         check_timeout(timeout, what="JetStream timeout")
         return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout, **kw)
+
+    async def add_service(self, name: str, version: str, description: str | None = None,
+                          metadata: dict[str, str] | None = None, queue_group: str | None = None) -> "Service":
+        """Start a NATS service (ADR-32) on this connection: see tclnats_py.aio.micro."""
+        from tclnats_py.aio.micro import add_service
+        return await add_service(self, name, version, description, metadata, queue_group)
 
     # ------------------------------------------------------------ effects
     def _spawn(self, coro) -> None:

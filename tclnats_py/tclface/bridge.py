@@ -1541,6 +1541,11 @@ class TclConnection:
             self.js = JsBridge(self)
         return JetStream(self.js, ns, timeout, api_prefix, domain, trace, max_pending, stall_ms).cmd
 
+    def c_service_new(self, serve, name, version, description, metadata, queue_group):
+        """A ``nats::service`` (tcl/service.tcl): the command of its Python side."""
+        from tclnats_py.tclface.micro import TclService
+        return TclService(self, serve, name, version, description, metadata, queue_group).cmd
+
     def c_cancel_request(self, rid):
         try:
             rid_i = int(rid)

@@ -20,7 +20,6 @@ from enum import Enum
 from typing import Any, AsyncContextManager, Callable
 
 from tclnats_py.engine import micro as _micro
-from tclnats_py.engine.nuid import next_token
 from tclnats_py.natspy.aio.msg import Msg
 from tclnats_py.natspy.aio.subscription import Subscription
 from tclnats_py.natspy.micro.request import Handler, Request, ServiceError
@@ -209,27 +208,26 @@ def _config_of(cls: type, config: Any, overrides: dict[str, Any]) -> Any:
 
 
 class Endpoint:
-    """One endpoint: a queue subscription whose requests go to the handler,
-    counted in the engine's ``EndpointStats``.  ``config`` is complete here:
-    its subject and queue group already resolved by the service or group."""
+    """One endpoint: the engine's record (subject and queue group resolved,
+    counters) and the queue subscription whose requests go to the handler."""
 
-    def __init__(self, service: Service, config: EndpointConfig) -> None:
+    def __init__(self, service: Service, record: _micro.Endpoint, handler: Handler) -> None:
         self._service = service
-        self._config = config
-        self._counters = _micro.EndpointStats()
+        self._record = record
+        self._handler = handler
         self._sub: Subscription | None = None
 
     @property
     def _name(self) -> str:
-        return self._config.name
+        return self._record.name
 
     @property
     def _subject(self) -> str:
-        return self._config.subject or self._config.name
+        return self._record.subject
 
     @property
     def _queue_group(self) -> str:
-        return self._config.queue_group or DEFAULT_QUEUE_GROUP
+        return self._record.queue_group
 
     async def _start(self) -> None:
         self._sub = await self._service._client.subscribe(self._subject, queue=self._queue_group, cb=self._serve)
@@ -239,31 +237,31 @@ class Endpoint:
         if sub is not None:
             await sub.unsubscribe()
 
-    def _reset(self) -> None:
-        self._counters.reset()
-
     async def _serve(self, msg: Msg) -> None:
         """One request: run the handler; when it raises, count the error and
         answer with it (a ServiceError's code and text, else 500)."""
         began = time.perf_counter_ns()
-        counters = self._counters
-        counters.started()
+        record = self._record
+        _micro.ServiceCore.begin(record)
         req = Request(msg)
         try:
-            await self._config.handler(req)
+            await self._handler(req)
         except Exception as exc:  # counted, and the requester gets an error reply
-            counters.failed(repr(exc))
+            # (counted first: answering fails too when the request has no reply subject)
+            record.stats.failed(repr(exc))
             code, text = (exc.code, exc.description) if isinstance(exc, ServiceError) else ("500", repr(exc))
             await req.respond_error(code, text)
-        counters.finished(time.perf_counter_ns() - began)
+        _micro.ServiceCore.end(record, time.perf_counter_ns() - began)
 
     def _info(self) -> EndpointInfo:
-        return EndpointInfo(name=self._name, subject=self._subject, queue_group=self._queue_group,
-                            metadata=self._config.metadata)  # type: ignore[arg-type]
+        r = self._record
+        return EndpointInfo(name=r.name, subject=r.subject, queue_group=r.queue_group,
+                            metadata=r.metadata)  # type: ignore[arg-type]
 
     def _stats_of(self, handler: StatsHandler | None) -> EndpointStats:
-        c = self._counters
-        out = EndpointStats(name=self._name, subject=self._subject, queue_group=self._queue_group,
+        r = self._record
+        c = r.stats
+        out = EndpointStats(name=r.name, subject=r.subject, queue_group=r.queue_group,
                             num_requests=c.num_requests, num_errors=c.num_errors,
                             processing_time=c.processing_time, average_processing_time=c.average_processing_time,
                             last_error=c.last_error)
@@ -275,82 +273,81 @@ class Endpoint:
 class Group:
     """Endpoints under a common subject prefix (and default queue group)."""
 
-    def __init__(self, service: Service, config: GroupConfig) -> None:
+    def __init__(self, service: Service, group: _micro.Group) -> None:
         self._service = service
-        self._config = config
+        self._group = group
 
     async def add_endpoint(self, config: EndpointConfig | None = None, **kwargs: Any) -> None:
-        ep = _config_of(EndpointConfig, config, kwargs)
-        inner = self._config
-        await self._service._open_endpoint(dataclasses.replace(
-            ep, subject=_micro.group_subject(inner.name, ep.subject or ep.name),
-            queue_group=ep.queue_group or inner.queue_group))
+        await self._service._open_endpoint(_config_of(EndpointConfig, config, kwargs), self._group)
 
     def add_group(self, config: GroupConfig | None = None, **kwargs: Any) -> Group:
         sub = _config_of(GroupConfig, config, kwargs)
-        outer = self._config
-        return Group(self._service, dataclasses.replace(sub, name=f"{outer.name}.{sub.name}",
-                                                        queue_group=sub.queue_group or outer.queue_group))
+        core = self._service._core
+        return Group(self._service, core.group(sub.name, sub.queue_group, self._group, check=False))
 
 
 class Service(AsyncContextManager):
-    """A running service instance (``add_service`` starts one)."""
+    """A running service instance (``add_service`` starts one); its state is
+    the engine's :class:`~tclnats_py.engine.micro.ServiceCore`."""
 
     def __init__(self, client: Any, config: ServiceConfig) -> None:
-        self._id = next_token()
         self._config = config
-        self._metadata = config.metadata or {}
+        self._core = _micro.ServiceCore(config.name, config.version, config.description, config.metadata,
+                                        config.queue_group, prefix=DEFAULT_PREFIX)
+        self._core.start(_utcnow())
         self._client = client
         self._control: dict[str, Subscription] = {}   # control subject -> its subscription
         self._verbs: dict[str, str] = {}              # control subject -> PING / INFO / STATS
         self._endpoints: list[Endpoint] = []
-        self._started = _utcnow()
         self._stopped = Event()
-        self._prefix = DEFAULT_PREFIX
 
     @property
     def id(self) -> str:
-        return self._id
+        return self._core.id
+
+    @property
+    def _metadata(self) -> dict[str, str]:
+        return self._core.metadata
 
     async def start(self) -> None:
         """Subscribe to the control subjects (PING, INFO, STATS: all, by name, by id)."""
         if self._control:
             return
-        for verb, _key, subject in _micro.control_subjects(self._config.name, self._id, self._prefix):
+        for verb, subject in self._core.control():
             self._verbs[subject] = verb
             self._control[subject] = await self._client.subscribe(subject, cb=self._answer_control)
-        self._started = _utcnow()
+        self._core.start(_utcnow())
         await self._client.flush()
 
     async def add_endpoint(self, config: EndpointConfig | None = None, **kwargs: Any) -> None:
         await self._open_endpoint(_config_of(EndpointConfig, config, kwargs))
 
-    async def _open_endpoint(self, config: EndpointConfig) -> None:
-        """Start an endpoint (its queue group defaulting to the service's)."""
-        ep = Endpoint(self, dataclasses.replace(config, queue_group=config.queue_group or self._config.queue_group))
+    async def _open_endpoint(self, config: EndpointConfig, group: _micro.Group | None = None) -> None:
+        """Start an endpoint (subject and queue group resolved by the engine)."""
+        record = self._core.endpoint(config.name, config.subject, config.queue_group, config.metadata, group)
+        ep = Endpoint(self, record, config.handler)
         await ep._start()
+        self._core.add(record)
         self._endpoints.append(ep)
 
     def add_group(self, config: GroupConfig | None = None, **kwargs: Any) -> Group:
         grp = _config_of(GroupConfig, config, kwargs)
-        return Group(self, dataclasses.replace(grp, queue_group=grp.queue_group or self._config.queue_group))
+        return Group(self, self._core.group(grp.name, grp.queue_group, check=False))
 
     def stats(self) -> ServiceStats:
-        cfg = self._config
-        return ServiceStats(id=self._id, name=cfg.name, version=cfg.version, metadata=self._metadata,
-                            endpoints=[e._stats_of(cfg.stats_handler) for e in self._endpoints],
-                            started=self._started)
+        core = self._core
+        return ServiceStats(id=core.id, name=core.name, version=core.version, metadata=core.metadata,
+                            endpoints=[e._stats_of(self._config.stats_handler) for e in self._endpoints],
+                            started=core.started)
 
     def info(self) -> ServiceInfo:
-        cfg = self._config
-        return ServiceInfo(id=self._id, name=cfg.name, version=cfg.version, metadata=self._metadata,
-                           description=cfg.description, endpoints=[e._info() for e in self._endpoints])
+        core = self._core
+        return ServiceInfo(id=core.id, name=core.name, version=core.version, metadata=core.metadata,
+                           description=core.description, endpoints=[e._info() for e in self._endpoints])
 
     async def reset(self) -> None:
         """Start the statistics over."""
-        for e in self._endpoints:
-            e._reset()
-        self._started = _utcnow()
+        self._core.reset(_utcnow())
 
     async def stop(self) -> None:
         """Unsubscribe the endpoints and drain the control subscriptions."""
@@ -360,6 +357,7 @@ class Service(AsyncContextManager):
             await e._stop()
         for sub in self._control.values():
             await sub.drain()
+        self._core.stop()
         self._endpoints = []
         self._control = {}
         self._stopped.set()
@@ -376,10 +374,10 @@ class Service(AsyncContextManager):
         await self.stop()
 
     def _control_payload(self, verb: str) -> dict[str, Any]:
-        """The answer to a PING, INFO or STATS request (the engine's payload forms)."""
+        """The answer to a PING, INFO or STATS request (nats-py's classes'
+        ``to_dict``, which a subclass may change; PING is the engine's)."""
         if verb == "PING":
-            cfg = self._config
-            return _micro.ping_payload(self._id, cfg.name, cfg.version, self._metadata)
+            return self._core.ping()
         return (self.info() if verb == "INFO" else self.stats()).to_dict()
 
     async def _answer_control(self, msg: Msg) -> None:
