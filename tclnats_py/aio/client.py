@@ -44,6 +44,7 @@ import collections
 import contextvars
 import inspect
 import logging
+import socket
 import ssl
 import sys
 import time
@@ -847,6 +848,8 @@ class Client:
                 self._ssl_ctx = None
             elif k == "inbox_prefix":
                 eng.inbox_prefix = v
+            elif k == "retry_on_failed_connect":
+                eng.retry_on_failed_connect = v
             else:
                 setattr(self, "_" + k, v)
         if "signature_cb" in driver or "user_jwt_cb" in driver:
@@ -1213,7 +1216,8 @@ class Client:
                 await self._loop.create_connection(lambda: _Protocol(self, attempt), server.host, server.port)
             except Exception as e:  # OSError mostly; ValueError/UnicodeError for a bad host name
                 if attempt == self._attempt:
-                    self._engine.socket_failed(getattr(e, "strerror", None) or str(e) or type(e).__name__)
+                    self._engine.socket_failed(getattr(e, "strerror", None) or str(e) or type(e).__name__,
+                                               unresolved=isinstance(e, socket.gaierror))
                     self._run()
             # on success _Protocol.connection_made has told the engine
         self._open_task = self._loop.create_task(go())
@@ -1315,7 +1319,10 @@ class Client:
     async def connect(self, servers: str | Sequence[str] | None = None, **options: Any) -> "Client":
         """Connect (nats-tcl's synchronous connect): every server of the pool
         is tried once; raises the error of the only server, or ErrNoServers.
-        A no-op unless the status is "closed"."""
+        With ``retry_on_failed_connect=True`` each server is retried as when
+        reconnecting (``max_reconnect_attempts`` times, ``reconnect_time_wait``
+        apart) and connect() returns once one answers.  A no-op unless the
+        status is "closed"."""
         eng = self._engine
         if eng.status != CLOSED:
             return self

@@ -312,6 +312,11 @@ class Engine:
         # connection counts as made, then lost (CONNECTED, then RECONNECTING),
         # instead of as a failed attempt
         self.handshake_eof_connects = False
+        # nats.go's RetryOnFailedConnect (what nats-py's connect does with
+        # allow_reconnect): the first connect's failures do not close after
+        # one round of the pool; each server is retried, reconnect_time_wait
+        # apart, up to max_reconnect_attempts times, as when reconnecting
+        self.retry_on_failed_connect = False
         # a driver's dict subclass for received headers (the asyncio face's
         # Headers); it gets the parsed dict of lists
         self.headers_class: type | None = None
@@ -565,9 +570,9 @@ class Engine:
         if self.choose_server is not None and self.status == RECONNECTING and self._chosen_server():
             return
         try:
-            server, wait = self.pool.next_server(
-                self.status == CONNECTING, self.options.max_reconnect_attempts,
-                self._delay_for, self._now())
+            first_round = self.status == CONNECTING and not self.retry_on_failed_connect
+            server, wait = self.pool.next_server(first_round, self.options.max_reconnect_attempts,
+                                                 self._delay_for, self._now())
         except NoServers as e:
             self._closed(str(e))
             return
@@ -631,9 +636,19 @@ class Engine:
                 return
             self._phase = _WAIT_INFO
 
-    def socket_failed(self, reason: str) -> None:
-        """The TCP connection attempt failed (refused, DNS, ...)."""
+    def socket_failed(self, reason: str, unresolved: bool = False) -> None:
+        """The TCP connection attempt failed (refused, unreachable ...):
+        ErrConnectionRefused.  ``unresolved``: the driver knows the host name
+        did not resolve (the asyncio face, from socket.gaierror):
+        ErrHostNotResolved.  (The Tcl face cannot tell, and nats-tcl says
+        ErrConnectionRefused for both.)"""
         if self._phase != _OPENING:
+            return
+        if unresolved:
+            server = self.pool.current
+            host = server.host if server is not None else "?"
+            self._fail("ErrHostNotResolved", f"Failed to connect to {self.host_port()}: "
+                                             f"the host name {host} did not resolve ({reason})")
             return
         self._fail("ErrConnectionRefused", f"Failed to connect to {self.host_port()}: {reason}")
 
