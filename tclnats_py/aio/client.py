@@ -713,12 +713,18 @@ class Subscription:
         """``async for msg in sub.messages`` (nats-py's spelling)."""
         return self.__aiter__()
 
-    async def unsubscribe(self, max_msgs: int = 0) -> None:
-        """End now, or after ``max_msgs`` messages in total (nats-tcl's rule:
-        when that many have already been received, it ends now)."""
+    async def unsubscribe(self, limit: int = 0, *, max_msgs: int | None = None) -> None:
+        """End now, or after ``limit`` messages in total (nats-py's name;
+        ``max_msgs=``, nats-tcl's, says the same; when that many have already
+        been received, it ends now)."""
         c = self._client
         es = self._engine_sub
-        check_int("max_msgs", max_msgs)
+        if max_msgs is not None:
+            if limit:
+                raise make_error("ErrInvalidArg", "limit and max_msgs both given: one of them, please")
+            check_int("max_msgs", max_msgs)
+        else:
+            max_msgs = check_int("limit", limit)
         if es.closed:
             raise make_error("ErrBadSubscription", f"Invalid subscription ID {es.sid}")
         gone = c._engine.unsubscribe(es.sid, max_msgs)
