@@ -241,6 +241,33 @@ def test_unsubscribe_inside_the_iterator_still_yields_what_arrived(nats_server):
     asyncio.run(main())
 
 
+def test_request_reply_subjects_are_nats_py_shaped(nats_server):
+    """nats-py's new-style requests reply to _INBOX.<NUID>.<NUID><4 hex>
+    (what its examples/basic.py prints); the asyncio face keeps nats-tcl's
+    <inbox>.<n> (the engine's nuid_reply_tokens switch is the drop-in's)."""
+    import re
+    import tclnats_py
+
+    async def main():
+        nc = await natspy.connect(nats_server.url)
+        replies = []
+
+        async def cb(msg):
+            replies.append(msg.reply)
+            await msg.respond(b"ok")
+        await nc.subscribe("np.shape", cb=cb)
+        for _ in range(3):
+            assert (await nc.request("np.shape", b"", timeout=2)).data == b"ok"
+        assert all(re.fullmatch(r"_INBOX\.[0-9A-Za-z]{22}\.[0-9A-Za-z]{22}[0-9a-f]{4}", r) for r in replies), replies
+        assert len(set(replies)) == 3
+        ours = await tclnats_py.connect(nats_server.url)
+        assert (await ours.request("np.shape", b"", timeout=2)).data == b"ok"
+        assert re.fullmatch(r"_INBOX\.[0-9A-Za-z]{22}\.\d+", replies[-1]), replies[-1]
+        await ours.close()
+        await nc.close()
+    asyncio.run(main())
+
+
 def test_slow_consumer_reports_each_dropped_message(nats_server):
     async def main():
         errs = []

@@ -317,6 +317,10 @@ class Engine:
         # one round of the pool; each server is retried, reconnect_time_wait
         # apart, up to max_reconnect_attempts times, as when reconnecting
         self.retry_on_failed_connect = False
+        # nats-py's reply subjects of new-style requests: <prefix>.<22-character
+        # NUID><4+ hex digits> (here the hex digits are the request id) instead
+        # of nats-tcl's <prefix>.<request id>
+        self.nuid_reply_tokens = False
         # a driver's dict subclass for received headers (the asyncio face's
         # Headers); it gets the parsed dict of lists
         self.headers_class: type | None = None
@@ -1246,7 +1250,10 @@ class Engine:
             if self._mux is None:
                 self._mux_prefix = self.new_inbox()
                 self._mux = self.subscribe(self._mux_prefix + ".*", kind="mux")
-            reply = f"{self._mux_prefix}.{rid}"
+            if self.nuid_reply_tokens:
+                reply = f"{self._mux_prefix}.{self._nuid.next()}{rid:04x}"
+            else:
+                reply = f"{self._mux_prefix}.{rid}"
             req = Request(rid, subject, reply, timeout, None, handler)
             # publish first: it raises on a bad subject etc. before we keep any state
             self.publish(subject, payload, reply, headers, check_subject, False)
@@ -1274,10 +1281,10 @@ class Engine:
         fx.append(_tuple_new(RequestDone, (req, outcome)))
 
     def _on_mux_reply(self, msg: Msg) -> None:
-        # reply subjects are <prefix>.<request id>
+        # reply subjects are <prefix>.<request id> (or <NUID><request id in hex>)
         tail = msg.subject.rpartition(".")[2]
         try:
-            rid = int(tail)
+            rid = int(tail[22:], 16) if self.nuid_reply_tokens else int(tail)
         except ValueError:
             return
         req = self.requests.get(rid)
