@@ -24,8 +24,10 @@ The classes come in families, by what a caller can do about them::
 
 from __future__ import annotations
 
-import socket as _socket
 import sys as _sys
+# socket.gaierror's own module: importing socket would load selectors, select ...
+# into the Tcl face's start (tests/test_layout.py pins what it imports)
+from _socket import gaierror as _gaierror
 
 __all__ = [
     "NatsError", "ArgumentError", "ConnectionFailure", "AuthError", "JetStreamError", "APIError",
@@ -186,7 +188,7 @@ class ErrConnectionRefused(ConnectionFailure, ConnectionRefusedError):
     code = "ErrConnectionRefused"
 
 
-class ErrHostNotResolved(ConnectionFailure, _socket.gaierror):
+class ErrHostNotResolved(ConnectionFailure, _gaierror):
     """The server's host name did not resolve (no such name, or no DNS
     answer); ``except socket.gaierror`` and ``except OSError`` catch it too.
     The asyncio face only: the Tcl face reports it as ErrConnectionRefused,

@@ -72,7 +72,7 @@ class JsMsg:
         """:class:`MsgMetadata`: ``sequence.stream``, ``sequence.consumer``,
         ``num_delivered``, ``num_pending``, ``timestamp`` (a datetime),
         ``stream``, ``consumer``, ``domain``; parsed on first use.
-        ErrNotJSMessage when the reply is not a ``$JS.ACK`` subject."""
+        ErrNotJSMessage when the reply is not a JetStream ack subject."""
         md = self._md
         if md is None:
             md = self._md = message_metadata(self.msg.reply or "", self.msg.subject)
