@@ -32,9 +32,6 @@ Edits still needed against nats-py code, and why:
   ``nats.js.errors.KeyNotFoundError``).  ErrTimeout is a ``TimeoutError`` and
   an ``asyncio.TimeoutError``, so ``except asyncio.TimeoutError`` code works
   unchanged.  The codes are nats-tcl's, shared with the Tcl face.
-* auto-unsubscribe: ``await sub.unsubscribe(limit=2)`` is
-  ``await sub.unsubscribe(2)`` here (nats-tcl's ``max_msgs``; the name
-  differs, the rule is the same).
 * JetStream management is nats.go jetstream's API, not nats-py's legacy one:
   ``js.add_stream(name=..., subjects=...)`` is
   ``js.create_stream(name, subjects=...)``; ``js.pull_subscribe(subject,
@@ -46,9 +43,10 @@ Edits still needed against nats-py code, and why:
 * ``js.publish`` takes ``msg_id=`` / ``expected_stream=`` ... keywords where
   nats-py takes ``headers={"Nats-Msg-Id": ...}`` or ``stream=``.
 * KV: ``entry.revision`` is the same; ``kv.update(key, value, last=rev)``
-  (nats-py: ``last=`` too); ``kv.watch`` yields ``None`` once at the end of
-  the initial values, where nats-py's watcher yields ``None`` from
-  ``updates()``; iterate it with ``async for``.
+  (nats-py: ``last=`` too); ``kv.create`` of an existing key raises
+  ``nats.ErrKeyExists`` (nats-py: KeyWrongLastSequenceError); ``w = await
+  kv.watch(key)`` then ``await w.updates(timeout)`` as nats-py (``None``
+  once at the end of the initial values), or ``async for``.
 """
 
 from __future__ import annotations
@@ -177,7 +175,7 @@ async def p06_headers(nc) -> None:
 
 async def p07_auto_unsubscribe(nc) -> None:
     sub = await nc.subscribe("auto")
-    await sub.unsubscribe(2)  # nats-py: unsubscribe(limit=2)
+    await sub.unsubscribe(limit=2)
     for i in range(5):
         await nc.publish("auto", b"%d" % i)
     got = []
@@ -242,8 +240,8 @@ async def p12_key_value(js) -> None:
     except nats.ErrWrongLastSequence:
         pass
     check(await kv.keys() == ["hello"], "kv keys")
-    watcher = kv.watch("hello")
-    first = await watcher.__anext__()
+    watcher = await kv.watch("hello")
+    first = await watcher.updates(timeout=5)
     check(first is not None and first.value == b"there", "kv watch: initial value")
     await watcher.stop()
     await js.delete_key_value("PATTERNS_KV")

@@ -10,19 +10,24 @@ The classes come in families, by what a caller can do about them::
 
     NatsError                          code; details (extra fields)
     ├── ArgumentError                  a call's argument is wrong
-    ├── ConnectionFailure              the connection failed, closed or broke
+    ├── ConnectionFailure              the connection failed, closed or broke (ErrConnectionRefused
+    │                                  is also a ConnectionRefusedError, ErrHostNotResolved also a
+    │                                  socket.gaierror: both OSErrors, as asyncio raises them)
     ├── AuthError                      the server refused credentials or a permission
     ├── ErrTimeout                     also a TimeoutError (asyncio.TimeoutError)
     ├── ErrNoResponders
     └── JetStreamError                 err_code: JetStream's own code, or None
         ├── APIError                   an API reply's error: api_code, err_code, description
-        ├── KeyValueError
+        ├── KeyValueError              (ErrKeyExists is also an ErrWrongLastSequence)
         └── ObjectStoreError
 """
 
 from __future__ import annotations
 
 import sys as _sys
+# socket.gaierror's own module: importing socket would load selectors, select ...
+# into the Tcl face's start (tests/test_layout.py pins what it imports)
+from _socket import gaierror as _gaierror
 
 __all__ = [
     "NatsError", "ArgumentError", "ConnectionFailure", "AuthError", "JetStreamError", "APIError",
@@ -31,6 +36,7 @@ __all__ = [
     "ErrAccountAuthExpired", "ErrAuthExpired", "ErrAuthRevoked", "ErrAuthorization", "ErrBadHeaderMsg",
     "ErrBadObjectMeta", "ErrBadQueueName", "ErrBadRequest", "ErrBadSubject", "ErrBadSubscription",
     "ErrBadTimeout", "ErrBrokenSocket", "ErrBucketNotFound", "ErrConnectionClosed", "ErrConnectionRefused",
+    "ErrHostNotResolved",
     "ErrConnectionTimeout", "ErrConsumerDeleted", "ErrConsumerLeadershipChanged", "ErrConsumerNotActive",
     "ErrConsumerNotFound", "ErrConsumerSequenceMismatch", "ErrConsumerStopped", "ErrDigestMismatch",
     "ErrHeadersNotSupported", "ErrInvalidArg", "ErrInvalidKey", "ErrJSResponse", "ErrJetStreamNotEnabled",
@@ -175,8 +181,20 @@ class ErrStaleConnection(ConnectionFailure):
     code = "ErrStaleConnection"
 
 
-class ErrConnectionRefused(ConnectionFailure):
+class ErrConnectionRefused(ConnectionFailure, ConnectionRefusedError):
+    """The server's address refused the TCP connection; ``except
+    ConnectionRefusedError`` (an OSError) catches it too."""
+
     code = "ErrConnectionRefused"
+
+
+class ErrHostNotResolved(ConnectionFailure, _gaierror):
+    """The server's host name did not resolve (no such name, or no DNS
+    answer); ``except socket.gaierror`` and ``except OSError`` catch it too.
+    The asyncio face only: the Tcl face reports it as ErrConnectionRefused,
+    as nats-tcl does."""
+
+    code = "ErrHostNotResolved"
 
 
 class ErrSecureConnWanted(ConnectionFailure):
@@ -347,7 +365,11 @@ class ErrNoKeysFound(KeyValueError):
     code = "ErrNoKeysFound"
 
 
-class ErrKeyExists(KeyValueError):
+class ErrKeyExists(ErrWrongLastSequence, KeyValueError):
+    """``create`` of a key that has a value (nats.go's ErrKeyExists); also an
+    ErrWrongLastSequence, which the server's refusal is (and what the Tcl
+    face throws, as nats-tcl does)."""
+
     code = "ErrKeyExists"
 
 
@@ -409,7 +431,7 @@ def make_error(code: str, message: str, **details) -> NatsError:
 
 # asynchronous errors after which nats-tcl drops the socket and tries the next server
 ASYNC_FATAL = frozenset(
-    "ErrBrokenSocket ErrTLS ErrStaleConnection ErrConnectionRefused ErrSecureConnWanted "
+    "ErrBrokenSocket ErrTLS ErrStaleConnection ErrConnectionRefused ErrHostNotResolved ErrSecureConnWanted "
     "ErrConnectionTimeout ErrServer ErrAuthorization ErrAuthExpired ErrAuthRevoked "
     "ErrAccountAuthExpired ErrProtocol".split()
 )

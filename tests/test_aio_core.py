@@ -403,6 +403,20 @@ def test_unsubscribe_forms(nats_server):
             nc.publish("un.b", b"%d" % i)
         assert [m.data async for m in sub2] == [b"0", b"1"]
 
+        # nats-py's name: unsubscribe(limit=n), positional too
+        for form in ({"limit": 2}, (2,)):
+            s_l = await nc.subscribe("un.limit")
+            await (s_l.unsubscribe(**form) if isinstance(form, dict) else s_l.unsubscribe(*form))
+            for i in range(4):
+                nc.publish("un.limit", b"%d" % i)
+            assert [m.data async for m in s_l] == [b"0", b"1"]
+        s_l = await nc.subscribe("un.limit")
+        with pytest.raises(tclnats_py.ErrInvalidArg):
+            await s_l.unsubscribe(2, max_msgs=3)
+        with pytest.raises(tclnats_py.ErrInvalidArg):
+            await s_l.unsubscribe(limit=-1)
+        await s_l.unsubscribe()
+
         sub3 = await nc.subscribe("un.c")
         for i in range(3):
             nc.publish("un.c", b"%d" % i)

@@ -1202,3 +1202,68 @@ def test_choose_server_picks_the_next_server_and_its_wait():
     e.choose_server = lambda servers, info: (object(), 0)  # not a server of the pool: declined too
     d.refuse()
     assert e.status == RECONNECTING
+
+
+def test_retry_on_failed_connect_retries_the_first_connect_as_a_reconnect():
+    """Engine.retry_on_failed_connect (nats.go's RetryOnFailedConnect, nats-py's
+    connect): failed first attempts wait reconnect_time_wait and try again,
+    up to max_reconnect_attempts, staying "connecting"; off, one round closes."""
+    e, d = make(reconnect_time_wait=500, max_reconnect_attempts=3)
+    e.retry_on_failed_connect = True
+    e.connect()
+    d.pump()
+    d.refuse()
+    assert e.status == CONNECTING and d.timers["reconnect"] == d.now + 500 and len(d.opened) == 1
+    d.advance(500)
+    assert len(d.opened) == 2
+    d.refuse()
+    d.advance(500)
+    d.accept()
+    assert e.status == CONNECTED and d.statuses() == [CONNECTING, CONNECTED] and len(d.opened) == 3
+    # giving up after max_reconnect_attempts
+    e, d = make(reconnect_time_wait=100, max_reconnect_attempts=3)
+    e.retry_on_failed_connect = True
+    e.connect()
+    d.pump()
+    for _ in range(3):
+        d.refuse()
+        d.advance(100)
+    assert e.status == CLOSED and len(d.opened) == 3 and d.errors() == ["ErrConnectionRefused"] * 3
+    # off (the default): one round of the pool
+    e, d = make(reconnect_time_wait=100, max_reconnect_attempts=3)
+    e.connect()
+    d.pump()
+    d.refuse()
+    assert e.status == CLOSED and len(d.opened) == 1
+
+
+def test_unresolved_host_is_err_host_not_resolved():
+    e, d = make(("nats://nowhere.invalid:4222",))
+    e.connect()
+    d.pump()
+    e.socket_failed("Name or service not known", unresolved=True)
+    d.pump()
+    assert d.errors() == ["ErrHostNotResolved"]
+    assert str(e.last_error) == ("Failed to connect to nowhere.invalid:4222: the host name nowhere.invalid did "
+                                 "not resolve (Name or service not known)")
+    e, d = make()
+    e.connect()
+    d.pump()
+    d.refuse("couldn't open socket: Name or service not known")  # the Tcl face cannot tell
+    assert d.errors() == ["ErrConnectionRefused"]
+
+
+def test_nuid_reply_tokens():
+    import re
+    e, _ = connected_engine()
+    e.nuid_reply_tokens = True
+    reqs = [e.request("svc", b"q", timeout=500) for _ in range(2)]
+    prefix = e.request_inbox[1]
+    for r in reqs:
+        assert re.fullmatch(re.escape(prefix) + r"\.[0-9A-Za-z]{22}[0-9a-f]{4}", r.reply), r.reply
+        assert int(r.reply[len(prefix) + 1 + 22:], 16) == r.id
+    e.take()
+    e.receive_data(f"MSG {reqs[1].reply} 1 2\r\nok\r\n".encode())
+    assert RequestDone(reqs[1], "msg") in e.take() and reqs[1].msg.data == b"ok"
+    e.receive_data(f"MSG {prefix}.short 1 2\r\nno\r\n".encode())  # not a token of ours: ignored
+    assert not [f for f in e.take() if f.__class__ is RequestDone]

@@ -32,7 +32,7 @@ FAMILIES = {
                      "ErrHeadersNotSupported ErrInvalidKey",
     "ConnectionFailure": "ErrConnectionClosed ErrNoServers ErrBrokenSocket ErrTLS ErrStaleConnection "
                          "ErrConnectionRefused ErrSecureConnWanted ErrConnectionTimeout ErrBadHeaderMsg ErrServer "
-                         "ErrProtocol ErrSlowConsumer",
+                         "ErrProtocol ErrSlowConsumer ErrHostNotResolved",
     "AuthError": "ErrPermissions ErrAuthorization ErrAuthExpired ErrAuthRevoked ErrAccountAuthExpired",
     "APIError": "ErrJSResponse ErrStreamNotFound ErrConsumerNotFound ErrMsgNotFound ErrWrongLastSequence "
                 "ErrJetStreamNotEnabledForAccount",
@@ -85,8 +85,17 @@ def test_families():
         raise tclnats_py.ErrTimeout("no reply")
     assert not isinstance(tclnats_py.ErrNoResponders("x"), TimeoutError)
     assert not isinstance(tclnats_py.ErrInvalidArg("x"), tclnats_py.ConnectionFailure)
-    # every class but the families is a leaf with a code of its own
-    assert all(not c.__subclasses__() for c in _errors.ERRORS.values())
+    # every class but the families is a leaf with a code of its own, but for
+    # ErrKeyExists, which is also the ErrWrongLastSequence the server sent
+    assert {c.__name__: [s.__name__ for s in c.__subclasses__()]
+            for c in _errors.ERRORS.values() if c.__subclasses__()} == {"ErrWrongLastSequence": ["ErrKeyExists"]}
+    # the connection failures asyncio raises as builtins are those builtins too
+    import socket
+    assert issubclass(tclnats_py.ErrConnectionRefused, ConnectionRefusedError)
+    assert issubclass(tclnats_py.ErrHostNotResolved, socket.gaierror)
+    assert not issubclass(tclnats_py.ErrHostNotResolved, ConnectionRefusedError)
+    assert not any(issubclass(c, OSError) for c in _errors.ERRORS.values()
+                   if c not in (tclnats_py.ErrConnectionRefused, tclnats_py.ErrHostNotResolved, tclnats_py.ErrTimeout))
 
 
 def test_api_errors_carry_err_code_and_description():
@@ -144,7 +153,8 @@ def test_every_code_the_library_raises_is_exported():
 
 def test_errors_survive_pickling():
     # Spark ships task errors between processes
-    for code in ("ErrTimeout", "ErrStreamNotFound", "ErrInvalidArg"):
+    for code in ("ErrTimeout", "ErrStreamNotFound", "ErrInvalidArg", "ErrConnectionRefused", "ErrHostNotResolved",
+                 "ErrKeyExists"):
         e = pickle.loads(pickle.dumps(tclnats_py.error_class(code)("a message")))
         assert type(e).code == code and str(e) == "a message"
 

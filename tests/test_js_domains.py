@@ -41,7 +41,7 @@ def test_leaf_reaches_hub_domain(hub_leaf):  # noqa: F811
         assert ack.stream == "HUB_S" and ack.domain == "hub"
         cons = await js_to_hub.create_consumer("HUB_S", durable_name="LEAF_PULLER")
         msgs = await cons.fetch(1, expires=1)
-        assert msgs[0].data == b"via leaf" and msgs[0].metadata["stream"] == "HUB_S"
+        assert msgs[0].data == b"via leaf" and msgs[0].metadata.stream == "HUB_S"
         await msgs[0].ack_sync()
         oc = await js_to_hub.ordered_consumer("HUB_S").start()
         assert (await oc.next(2)).data == b"via leaf"

@@ -99,7 +99,7 @@ def test_push_subscription_reports_missed_heartbeats_and_deletion(js_server):
             sub = await js.push_subscribe("PUSH2", durable_name="D", idle_heartbeat=0.2, error_cb=error_cb)
             await js.publish("push2.a", b"1")
             m = await sub.next_msg(5)
-            assert m.data == b"1" and m.metadata["consumer"] == "D"
+            assert m.data == b"1" and m.metadata.consumer == "D"
             await m.ack()
             # heartbeats stop when the deliver subject's interest goes (the server
             # drops a push consumer's deliveries nobody receives): fake it by

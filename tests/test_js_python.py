@@ -292,7 +292,8 @@ def test_fetch(js_server):
         msgs = await cons.fetch(3)
         assert [m.data for m in msgs] == [b"m0", b"m1", b"m2"]
         meta = msgs[0].metadata
-        assert (meta["stream"], meta["consumer"], meta["stream_seq"], meta["num_pending"]) == ("PY_FETCH", "F", 2, 4)  # seq 1: "waited"
+        # seq 1: "waited"
+        assert (meta.stream, meta.consumer, meta.sequence.stream, meta.num_pending) == ("PY_FETCH", "F", 2, 4)
         for m in msgs:
             await m.ack()
         t0 = time.monotonic()
@@ -367,7 +368,7 @@ def test_acks(js_server):
         with pytest.raises(tclnats_py.ErrInvalidArg):
             await m3.nak()
         again = await cons.fetch(5, expires=0.2)
-        assert [m.data for m in again] == [b"j1"] and again[0].metadata["num_delivered"] == 2
+        assert [m.data for m in again] == [b"j1"] and again[0].metadata.num_delivered == 2
         await again[0].ack()
         later = await cons.fetch(5, expires=0.6)  # the delayed nak comes back
         assert [m.data for m in later] == [b"j2"]
@@ -379,6 +380,56 @@ def test_acks(js_server):
         await js.delete_stream("PY_ACKS")
         await c.close()
     run(go())
+
+
+def test_message_metadata_is_nats_go_shaped(js_server):
+    """JsMsg.metadata: nats.go's MsgMetadata / nats-py's Msg.Metadata
+    (sequence.stream, sequence.consumer, num_delivered, num_pending,
+    timestamp a datetime, stream, consumer, domain), parsed when read."""
+    import datetime
+    from tclnats_py.aio.jetstream import JsMsg, MsgMetadata, SequencePair
+    from tclnats_py.aio.jetstream.message import message_metadata
+
+    async def go():
+        c, js = await connect(js_server)
+        s = await js.create_stream("PY_META", subjects=["meta.*"], storage="memory")
+        for i in range(3):
+            await js.publish("meta.x", f"m{i}")
+        cons = await s.create_consumer(durable_name="MD", ack_policy="explicit")
+        before = datetime.datetime.now(datetime.timezone.utc)
+        msgs = await cons.fetch(2)
+        m = msgs[1]
+        assert m._md is None  # nothing parsed until asked
+        md = m.metadata
+        assert isinstance(md, MsgMetadata) and m.metadata is md
+        assert md.sequence == SequencePair(stream=2, consumer=2)
+        assert (md.sequence.stream, md.sequence.consumer, md.num_delivered, md.num_pending) == (2, 2, 1, 1)
+        assert (md.stream, md.consumer, md.domain) == ("PY_META", "MD", None)
+        assert isinstance(md.timestamp, datetime.datetime) and md.timestamp.tzinfo is datetime.timezone.utc
+        assert abs((before - md.timestamp).total_seconds()) < 60
+        await msgs[0].ack_sync()
+        await m.nak()
+        again = {x.metadata.sequence.stream: x for x in await cons.fetch(2)}
+        assert again[2].metadata.num_delivered == 2 and again[3].metadata.num_delivered == 1
+        assert again[2].metadata.sequence.consumer > 2  # a redelivery has a consumer sequence of its own
+        for x in again.values():
+            await x.ack_sync()
+        # a message that is not JetStream's: ErrNotJSMessage when its metadata is read
+        sub = await c.subscribe("plain.md")
+        c.publish("plain.md", b"x", reply="not.an.ack")
+        plain = JsMsg(js, await sub.next_msg(2))
+        with pytest.raises(tclnats_py.ErrNotJSMessage):
+            plain.metadata
+        await js.delete_stream("PY_META")
+        await c.close()
+    run(go())
+    # the new reply form: the domain ("_": the default one, "") and nanoseconds kept to the microsecond
+    v2 = "$JS.ACK.hub.ACCHASH.S.C.3.10.7.1700000000123456789.4.rand"
+    md = message_metadata(v2)
+    assert (md.domain, md.stream, md.consumer, md.num_delivered, md.sequence, md.num_pending) == \
+        ("hub", "S", "C", 3, SequencePair(10, 7), 4)
+    assert abs(md.timestamp.timestamp() - 1700000000.123456789) < 2e-6 and md.timestamp.microsecond > 0
+    assert message_metadata(v2.replace(".hub.", "._.")).domain == ""
 
 
 def test_consume_and_messages(js_server):
@@ -478,7 +529,7 @@ def test_ordered_consumer(js_server):
             await js.publish("ord.a" if i % 2 else "ord.b", f"o{i}")
         oc = s.ordered_consumer(filter_subject="ord.a")
         got = [m async for m in _take(oc, 2)]
-        assert [m.data for m in got] == [b"o1", b"o3"] and got[0].metadata["stream_seq"] == 2
+        assert [m.data for m in got] == [b"o1", b"o3"] and got[0].metadata.sequence.stream == 2
         await oc.stop()
         # deleting the consumer under it: missed heartbeats, recreated from the next sequence
         oc = await js.ordered_consumer("PY_ORD", idle_heartbeat=0.1).start()
@@ -631,7 +682,7 @@ def test_streams_interop_with_nats_py(js_server):
         cons = await s.create_consumer(durable_name="OURS")
         got = await cons.fetch(3, expires=1)
         assert [m.data for m in got] == [b"theirs0", b"theirs1", b"theirs2"]
-        assert got[2].headers == {"Theirs": ["2"]} and got[2].metadata["consumer"] == "OURS"
+        assert got[2].headers == {"Theirs": ["2"]} and got[2].metadata.consumer == "OURS"
         for m in got:
             await m.ack_sync()
         # a consumer made by nats-py, fetched by us; ours fetched by nats-py

@@ -182,6 +182,85 @@ def test_watchers(js_server):
     run(go())
 
 
+def test_create_of_an_existing_key_is_key_exists(js_server):
+    """nats.go's Create: ErrKeyExists, a KeyValueError; ``except
+    ErrWrongLastSequence`` (what the server says, what the Tcl face throws)
+    still catches it."""
+    async def go():
+        c, js = await connect(js_server)
+        kv = await js.create_key_value("PY_KVX", history=3, storage="memory")
+        r1 = await kv.create("k", b"first")
+        with pytest.raises(tclnats_py.ErrKeyExists) as e:
+            await kv.create("k", b"second")
+        err = e.value
+        assert isinstance(err, tclnats_py.KeyValueError) and isinstance(err, tclnats_py.ErrWrongLastSequence)
+        assert err.code == "ErrKeyExists" and "Key k already exists in bucket PY_KVX" in str(err)
+        assert err.err_code == 10071  # the server's wrong-last-sequence code travels with it
+        try:
+            await kv.create("k", b"third")
+        except tclnats_py.ErrWrongLastSequence as old_style:
+            assert type(old_style) is tclnats_py.ErrKeyExists
+        # update keeps the server's error: a stale revision is not "exists"
+        with pytest.raises(tclnats_py.ErrWrongLastSequence) as u:
+            await kv.update("k", b"x", last=r1 + 5)
+        assert type(u.value) is tclnats_py.ErrWrongLastSequence
+        # a deleted key can be created again
+        await kv.delete("k")
+        assert (await kv.get("k", revision=await kv.create("k", b"again"))).value == b"again"
+        assert (await kv.get("k")).value == b"again"
+        await js.delete_key_value("PY_KVX")
+        await c.close()
+    run(go())
+
+
+def test_watch_awaited_as_nats_py(js_server):
+    """``w = await kv.watch(...)`` (nats-py's KeyWatcher): started once
+    awaited (a missing bucket raises there), then ``updates(timeout)``,
+    ``async for`` and ``stop()``; the iterator form keeps working."""
+    async def go():
+        c, js = await connect(js_server)
+        kv = await js.create_key_value("PY_KVA", history=5, storage="memory")
+        await kv.put("a", b"1")
+        w = await kv.watch("a")
+        assert w.consumer is not None  # started by the await, before any read
+        e = await w.updates(timeout=5)
+        assert (e.key, e.value) == ("a", b"1")
+        assert await w.updates(timeout=5) is None  # the End Of Initial Data
+        with pytest.raises(tclnats_py.ErrTimeout) as t:
+            await w.updates(timeout=0.2)
+        assert isinstance(t.value, TimeoutError) and "PY_KVA" in str(t.value)
+        await kv.put("a", b"2")
+        assert (await w.updates(timeout=5)).value == b"2"
+        await kv.put("a", b"3")
+        async for e in w:  # the same watcher, iterated
+            assert e.value == b"3"
+            break
+        await w.stop()
+        with pytest.raises(tclnats_py.ErrConsumerStopped):
+            await w.updates(timeout=1)
+        assert [e async for e in w] == []
+        # awaited, then iterated to the marker
+        w2 = await kv.watch_all(include_history=True)
+        got = []
+        async for e in w2:
+            if e is None:
+                break
+            got.append(e.value)
+        await w2.stop()
+        assert got == [b"1", b"2", b"3"]
+        # the iterator form: no await
+        async for e in kv.watch("a"):
+            assert e.value == b"3"
+            break
+        with pytest.raises(tclnats_py.ErrBadTimeout):
+            await w.updates(timeout=-1)
+        await js.delete_key_value("PY_KVA")
+        with pytest.raises(tclnats_py.ErrBucketNotFound):
+            await kv.watch("a")
+        await c.close()
+    run(go())
+
+
 def test_mirror_and_aggregate_in_one_domain(js_server):
     async def go():
         c, js = await connect(js_server)

@@ -103,6 +103,8 @@ def test_translate_core_codes(code, cls):
 def test_translate_native_exceptions_and_pass_through():
     import ssl
     assert type(nerr.translate(our_errors.make_error("ErrConnectionRefused", "x"))) is ConnectionRefusedError
+    unresolved = nerr.translate(our_errors.make_error("ErrHostNotResolved", "did not resolve"))
+    assert type(unresolved) is socket.gaierror and unresolved.errno == socket.EAI_NONAME
     assert isinstance(nerr.translate(our_errors.make_error("ErrTLS", "x")), ssl.SSLError)
     assert type(nerr.translate(our_errors.make_error("ErrConnectionTimeout", "x"))) is asyncio.TimeoutError
     e = ValueError("not ours")
@@ -185,6 +187,84 @@ def test_iterator_with_a_message_limit(nats_server):
         await sub.unsubscribe()  # ended at its limit: still allowed, as nats-py
         await nc.drain()
         assert nc.is_closed
+    asyncio.run(main())
+
+
+def test_unsubscribe_inside_the_iterator_still_yields_what_arrived(nats_server):
+    """nats-py's iterator takes what is queued before it looks at the end:
+    ``await sub.unsubscribe()`` inside ``async for msg in sub.messages``
+    still yields the messages already received (nats-py's examples/basic.py),
+    and next_msg still returns them; a callback subscription's queue is
+    dropped, as nats-py cancels its task."""
+    async def main():
+        nc = await natspy.connect(nats_server.url)
+        sub = await nc.subscribe("np.unsub.it")
+        for word in (b"First", b"Second", b"Third"):
+            await nc.publish("np.unsub.it", word)
+        await nc.flush()  # the messages arrive before the PONG
+        assert sub.pending_msgs == 3
+        got = []
+        async for msg in sub.messages:
+            got.append(msg.data)
+            if len(got) == 1:
+                await sub.unsubscribe()
+        assert got == [b"First", b"Second", b"Third"]
+        await nc.publish("np.unsub.it", b"late")  # no interest left: never comes
+        await nc.flush()
+        assert [m async for m in sub.messages] == []
+
+        sub2 = await nc.subscribe("np.unsub.next")
+        await nc.publish("np.unsub.next", b"a")
+        await nc.publish("np.unsub.next", b"b")
+        await nc.flush()
+        await sub2.unsubscribe()
+        assert (await sub2.next_msg(timeout=1)).data == b"a"
+        assert (await sub2.next_msg(timeout=1)).data == b"b"
+        with pytest.raises(nerr.TimeoutError):
+            await sub2.next_msg(timeout=0.1)
+
+        release = asyncio.Event()
+        seen = []
+
+        async def slow(msg):
+            seen.append(msg.data)
+            await release.wait()
+        sub3 = await nc.subscribe("np.unsub.cb", cb=slow)
+        for i in range(3):
+            await nc.publish("np.unsub.cb", b"%d" % i)
+        await nc.flush()
+        await sub3.unsubscribe()
+        release.set()
+        await asyncio.sleep(0.05)
+        assert seen == [b"0"] and sub3.pending_msgs == 0
+        await nc.close()
+    asyncio.run(main())
+
+
+def test_request_reply_subjects_are_nats_py_shaped(nats_server):
+    """nats-py's new-style requests reply to _INBOX.<NUID>.<NUID><4 hex>
+    (what its examples/basic.py prints); the asyncio face keeps nats-tcl's
+    <inbox>.<n> (the engine's nuid_reply_tokens switch is the drop-in's)."""
+    import re
+    import tclnats_py
+
+    async def main():
+        nc = await natspy.connect(nats_server.url)
+        replies = []
+
+        async def cb(msg):
+            replies.append(msg.reply)
+            await msg.respond(b"ok")
+        await nc.subscribe("np.shape", cb=cb)
+        for _ in range(3):
+            assert (await nc.request("np.shape", b"", timeout=2)).data == b"ok"
+        assert all(re.fullmatch(r"_INBOX\.[0-9A-Za-z]{22}\.[0-9A-Za-z]{22}[0-9a-f]{4}", r) for r in replies), replies
+        assert len(set(replies)) == 3
+        ours = await tclnats_py.connect(nats_server.url)
+        assert (await ours.request("np.shape", b"", timeout=2)).data == b"ok"
+        assert re.fullmatch(r"_INBOX\.[0-9A-Za-z]{22}\.\d+", replies[-1]), replies[-1]
+        await ours.close()
+        await nc.close()
     asyncio.run(main())
 
 

@@ -6,6 +6,7 @@ JetStream server, each with its own stream names."""
 import asyncio
 import datetime
 import io
+import logging
 
 import pytest
 
@@ -236,7 +237,7 @@ def test_publish_async(js_server):
     run(go())
 
 
-def test_key_value(js_server):
+def test_key_value(js_server, caplog):
     async def go():
         nc = await nats.connect(js_server.url)
         js = nc.jetstream()
@@ -260,6 +261,11 @@ def test_key_value(js_server):
             await kv.put(".bad", b"x")
         await kv.put("b.c", b"4")
         assert sorted(await kv.keys()) == ["a", "b.c"]
+        # with filters, nats-py's warning on its logger (its examples/kv.py prints it)
+        with caplog.at_level(logging.WARNING, logger="nats.js.kv"):
+            assert await kv.keys(filters=["b."]) == ["b.c"]
+        assert [r.getMessage() for r in caplog.records if r.name == "nats.js.kv"] == [
+            "Server may ignore filters if version is < 2.10."]
         hist = await kv.history("a")
         assert [h.operation for h in hist] == [None, None, "DEL", None]
         assert isinstance(hist[0].created, datetime.datetime)

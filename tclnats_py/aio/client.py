@@ -44,6 +44,7 @@ import collections
 import contextvars
 import inspect
 import logging
+import socket
 import ssl
 import sys
 import time
@@ -713,12 +714,18 @@ class Subscription:
         """``async for msg in sub.messages`` (nats-py's spelling)."""
         return self.__aiter__()
 
-    async def unsubscribe(self, max_msgs: int = 0) -> None:
-        """End now, or after ``max_msgs`` messages in total (nats-tcl's rule:
-        when that many have already been received, it ends now)."""
+    async def unsubscribe(self, limit: int = 0, *, max_msgs: int | None = None) -> None:
+        """End now, or after ``limit`` messages in total (nats-py's name;
+        ``max_msgs=``, nats-tcl's, says the same; when that many have already
+        been received, it ends now)."""
         c = self._client
         es = self._engine_sub
-        check_int("max_msgs", max_msgs)
+        if max_msgs is not None:
+            if limit:
+                raise make_error("ErrInvalidArg", "limit and max_msgs both given: one of them, please")
+            check_int("max_msgs", max_msgs)
+        else:
+            max_msgs = check_int("limit", limit)
         if es.closed:
             raise make_error("ErrBadSubscription", f"Invalid subscription ID {es.sid}")
         gone = c._engine.unsubscribe(es.sid, max_msgs)
@@ -848,6 +855,8 @@ class Client:
                 self._ssl_ctx = None
             elif k == "inbox_prefix":
                 eng.inbox_prefix = v
+            elif k == "retry_on_failed_connect":
+                eng.retry_on_failed_connect = v
             else:
                 setattr(self, "_" + k, v)
         if "signature_cb" in driver or "user_jwt_cb" in driver:
@@ -1220,7 +1229,8 @@ class Client:
                 await self._loop.create_connection(lambda: _Protocol(self, attempt), server.host, server.port)
             except Exception as e:  # OSError mostly; ValueError/UnicodeError for a bad host name
                 if attempt == self._attempt:
-                    self._engine.socket_failed(getattr(e, "strerror", None) or str(e) or type(e).__name__)
+                    self._engine.socket_failed(getattr(e, "strerror", None) or str(e) or type(e).__name__,
+                                               unresolved=isinstance(e, socket.gaierror))
                     self._run()
             # on success _Protocol.connection_made has told the engine
         self._open_task = self._loop.create_task(go())
@@ -1322,7 +1332,10 @@ class Client:
     async def connect(self, servers: str | Sequence[str] | None = None, **options: Any) -> "Client":
         """Connect (nats-tcl's synchronous connect): every server of the pool
         is tried once; raises the error of the only server, or ErrNoServers.
-        A no-op unless the status is "closed"."""
+        With ``retry_on_failed_connect=True`` each server is retried as when
+        reconnecting (``max_reconnect_attempts`` times, ``reconnect_time_wait``
+        apart) and connect() returns once one answers.  A no-op unless the
+        status is "closed"."""
         eng = self._engine
         if eng.status != CLOSED:
             return self

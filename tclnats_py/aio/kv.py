@@ -4,8 +4,9 @@
     rev = await kv.put("theme", b"dark")
     entry = await kv.get("theme")           # KvEntry: bucket key value revision created operation delta
     await kv.update("theme", b"light", last=rev)      # ErrWrongLastSequence if someone was first
-    await kv.create("new.key", b"x")                  # only if absent (or deleted)
+    await kv.create("new.key", b"x")                  # only if absent (or deleted), else ErrKeyExists
     async for entry in kv.watch("theme.>"): ...       # None marks the end of the initial values
+    w = await kv.watch("theme.>"); e = await w.updates(timeout=5); await w.stop()   # nats-py's way
     await kv.history("theme"), await kv.keys(), await kv.status()
 
 Buckets in another domain or account work through the JetStream context's
@@ -13,7 +14,8 @@ prefix (``client.jetstream(domain="hub")``); aggregates and mirrors are made
 with ``js.create_kv_aggregate`` / ``js.create_kv_mirror`` and
 :func:`kv_origin`.  ``created`` is ms since the epoch (``created_at`` a
 datetime); ``ttl`` is in seconds.  Errors: ErrKeyNotFound, ErrBucketNotFound,
-ErrWrongLastSequence, ErrInvalidArg (bad key or bucket name), ErrTimeout.
+ErrWrongLastSequence (update), ErrKeyExists (create; also an ErrWrongLastSequence),
+ErrInvalidArg (bad key or bucket name), ErrTimeout.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import asyncio
 import datetime
 from dataclasses import dataclass, field
 
-from tclnats_py.errors import NatsError, make_error
+from tclnats_py.errors import ErrKeyExists, ErrWrongLastSequence, NatsError, make_error
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.validate import check_seconds, check_timeout
 
@@ -140,8 +142,13 @@ class KeyValue:
         return b.put_result(reply)["seq"]
 
     async def create(self, key: str, value: bytes | str) -> int:
-        """Store ``value`` only if ``key`` does not exist (or was deleted)."""
-        return await self.js._run(self._b.create(key, value))
+        """Store ``value`` only if ``key`` does not exist (or was deleted);
+        ErrKeyExists (a KeyValueError, and an ErrWrongLastSequence as the
+        server's refusal is) when it has a value."""
+        try:
+            return await self.js._run(self._b.create(key, value))
+        except ErrWrongLastSequence as e:
+            raise ErrKeyExists(f"Key {key} already exists in bucket {self.bucket}", **e.details) from None
 
     async def update(self, key: str, value: bytes | str, last: int) -> int:
         """Store ``value`` if ``last`` is still the latest revision of ``key``."""
@@ -164,8 +171,11 @@ class KeyValue:
               meta_only: bool = False, updates_only: bool = False, idle_heartbeat: float = 5.0) -> "KvWatcher":
         """Entries as they are now (or with their history), then ``None`` (the
         End Of Initial Data), then every change as it happens.  ``keys`` is a
-        key, a wildcard pattern or a list of them.  Iterate it; ``await
-        w.stop()`` (or ``aclose()``) ends it."""
+        key, a wildcard pattern or a list of them.  Iterate it (``async for e
+        in kv.watch(...)``: the watch starts with the iteration), or await it
+        as nats-py does (``w = await kv.watch(...)``: the watch has started,
+        ErrBucketNotFound is raised here), then ``async for e in w`` or ``await
+        w.updates(timeout)``; ``await w.stop()`` (or ``aclose()``) ends it."""
         check_timeout(idle_heartbeat, what="idle_heartbeat")
         opts = self._b.watch_options(keys, include_history=include_history, meta_only=meta_only,
                                      updates_only=updates_only,
@@ -229,6 +239,32 @@ class KvWatcher:
     def __aiter__(self):
         return self
 
+    def __await__(self):
+        """``w = await kv.watch(...)``: start the watch, then hand it out."""
+        return self._started().__await__()
+
+    async def _started(self) -> "KvWatcher":
+        if self.consumer is None:
+            await self._start()
+        return self
+
+    async def updates(self, timeout: float | None = 5.0) -> KvEntry | None:
+        """The next entry, or ``None`` once (the End Of Initial Data), as
+        nats-py's ``KeyWatcher.updates``: ErrTimeout (a TimeoutError) when
+        nothing came within ``timeout`` seconds (None: wait for good),
+        ErrConsumerStopped once the watch has ended (stop(), or its bucket
+        went away)."""
+        timeout = check_timeout(timeout)
+        if self.consumer is None:
+            await self._start()
+        try:
+            # asyncio.wait_for, not asyncio.timeout: Python 3.10 has no asyncio.timeout
+            return await asyncio.wait_for(self.__anext__(), timeout)
+        except asyncio.TimeoutError:
+            raise make_error("ErrTimeout", f"No update of bucket {self.kv.bucket} within {timeout} s") from None
+        except StopAsyncIteration:
+            raise make_error("ErrConsumerStopped", f"The watcher of bucket {self.kv.bucket} has stopped") from None
+
     async def _start(self):
         js = self.kv.js
         opts = dict(self._opts)
@@ -250,7 +286,7 @@ class KvWatcher:
             await self._start()
         while not self._queue:
             msg = await self.consumer.__anext__()  # StopAsyncIteration ends us too
-            self._queue += self.state.on_msg(msg.msg, msg.metadata)
+            self._queue += self.state.on_msg(msg.msg, msg._engine_meta())
         ev = self._queue.pop(0)
         return _entry(ev[1]) if ev[0] == "entry" else None
 

@@ -276,7 +276,7 @@ class ObjectWatcher:
             self._queue += self.state.on_consumer_created(self.consumer.info)
         while not self._queue:
             m = await self.consumer.__anext__()
-            self._queue += self.state.on_msg(m.msg, m.metadata)
+            self._queue += self.state.on_msg(m.msg, m._engine_meta())
         ev = self._queue.pop(0)
         return ObjectInfo(ev[1]) if ev[0] == "info" else None
 

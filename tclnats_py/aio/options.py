@@ -63,7 +63,7 @@ CALLBACKS = ("error_cb", "status_cb", "disconnected_cb", "reconnected_cb", "clos
 
 #: other settings the driver keeps
 DRIVER = ("reconnect_delay", "reconnect_delay_ms", "tls", "tls_ca", "tls_cert", "tls_key", "tls_hostname",
-          "tls_verify", "tls_handshake_first", "allow_reconnect", "inbox_prefix")
+          "tls_verify", "tls_handshake_first", "allow_reconnect", "inbox_prefix", "retry_on_failed_connect")
 
 # engine options that are Tcl-only and mean nothing (or something else) here
 _TCL_ONLY = ("dictmsg", "utf8_convert", "tls_opts")
@@ -85,6 +85,9 @@ TABLE: tuple[Option, ...] = (
     Option("reconnect_time_wait", "s", "2", "reconnect_time_wait", "wait between two attempts on one server"),
     Option("max_reconnect_attempts", "", "60", "max_reconnect_attempts", "attempts per server; -1: forever"),
     Option("allow_reconnect", "bool", "True", "allow_reconnect", "False: a lost connection closes the client"),
+    Option("retry_on_failed_connect", "bool", "False", "(nats.go RetryOnFailedConnect; nats-py's connect "
+           "always does)", "True: connect() retries each server as reconnecting does (max_reconnect_attempts, "
+           "reconnect_time_wait) and returns once one answers"),
     Option("reconnect_jitter", "s", "0", "(nats.go ReconnectJitter)", "random extra wait, up to this"),
     Option("reconnect_jitter_tls", "s", "0", "(nats.go ReconnectJitter)", "the same for TLS servers"),
     Option("reconnect_delay", "s", "None", "(nats.go CustomReconnectDelay)",
@@ -248,7 +251,7 @@ def translate(options: dict) -> tuple[dict, dict]:
             engine[name] = value
         else:
             raise unknown(name)
-    for name in ("allow_reconnect", "tls_handshake_first", "tls_verify"):
+    for name in ("allow_reconnect", "tls_handshake_first", "tls_verify", "retry_on_failed_connect"):
         if name in driver and not isinstance(driver[name], bool):
             raise _bad(f"Invalid value for {name}: {driver[name]!r} (True or False expected)")
     for name in ("reconnect_delay", "reconnect_delay_ms"):

@@ -312,6 +312,15 @@ class Engine:
         # connection counts as made, then lost (CONNECTED, then RECONNECTING),
         # instead of as a failed attempt
         self.handshake_eof_connects = False
+        # nats.go's RetryOnFailedConnect (what nats-py's connect does with
+        # allow_reconnect): the first connect's failures do not close after
+        # one round of the pool; each server is retried, reconnect_time_wait
+        # apart, up to max_reconnect_attempts times, as when reconnecting
+        self.retry_on_failed_connect = False
+        # nats-py's reply subjects of new-style requests: <prefix>.<22-character
+        # NUID><4+ hex digits> (here the hex digits are the request id) instead
+        # of nats-tcl's <prefix>.<request id>
+        self.nuid_reply_tokens = False
         # a driver's dict subclass for received headers (the asyncio face's
         # Headers); it gets the parsed dict of lists
         self.headers_class: type | None = None
@@ -565,9 +574,9 @@ class Engine:
         if self.choose_server is not None and self.status == RECONNECTING and self._chosen_server():
             return
         try:
-            server, wait = self.pool.next_server(
-                self.status == CONNECTING, self.options.max_reconnect_attempts,
-                self._delay_for, self._now())
+            first_round = self.status == CONNECTING and not self.retry_on_failed_connect
+            server, wait = self.pool.next_server(first_round, self.options.max_reconnect_attempts,
+                                                 self._delay_for, self._now())
         except NoServers as e:
             self._closed(str(e))
             return
@@ -631,9 +640,19 @@ class Engine:
                 return
             self._phase = _WAIT_INFO
 
-    def socket_failed(self, reason: str) -> None:
-        """The TCP connection attempt failed (refused, DNS, ...)."""
+    def socket_failed(self, reason: str, unresolved: bool = False) -> None:
+        """The TCP connection attempt failed (refused, unreachable ...):
+        ErrConnectionRefused.  ``unresolved``: the driver knows the host name
+        did not resolve (the asyncio face, from socket.gaierror):
+        ErrHostNotResolved.  (The Tcl face cannot tell, and nats-tcl says
+        ErrConnectionRefused for both.)"""
         if self._phase != _OPENING:
+            return
+        if unresolved:
+            server = self.pool.current
+            host = server.host if server is not None else "?"
+            self._fail("ErrHostNotResolved", f"Failed to connect to {self.host_port()}: "
+                                             f"the host name {host} did not resolve ({reason})")
             return
         self._fail("ErrConnectionRefused", f"Failed to connect to {self.host_port()}: {reason}")
 
@@ -1231,7 +1250,10 @@ class Engine:
             if self._mux is None:
                 self._mux_prefix = self.new_inbox()
                 self._mux = self.subscribe(self._mux_prefix + ".*", kind="mux")
-            reply = f"{self._mux_prefix}.{rid}"
+            if self.nuid_reply_tokens:
+                reply = f"{self._mux_prefix}.{self._nuid.next()}{rid:04x}"
+            else:
+                reply = f"{self._mux_prefix}.{rid}"
             req = Request(rid, subject, reply, timeout, None, handler)
             # publish first: it raises on a bad subject etc. before we keep any state
             self.publish(subject, payload, reply, headers, check_subject, False)
@@ -1259,10 +1281,10 @@ class Engine:
         fx.append(_tuple_new(RequestDone, (req, outcome)))
 
     def _on_mux_reply(self, msg: Msg) -> None:
-        # reply subjects are <prefix>.<request id>
+        # reply subjects are <prefix>.<request id> (or <NUID><request id in hex>)
         tail = msg.subject.rpartition(".")[2]
         try:
-            rid = int(tail)
+            rid = int(tail[22:], 16) if self.nuid_reply_tokens else int(tail)
         except ValueError:
             return
         req = self.requests.get(rid)

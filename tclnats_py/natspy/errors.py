@@ -11,6 +11,7 @@ JetStream errors (``tclnats_py.errors.JetStreamError``) are translated by
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 from typing import Any
 
@@ -212,6 +213,7 @@ def _os_error(cls, errno_: int):
 # TLS and timeout layers raise)
 _NATIVE = {
     "ErrConnectionRefused": _os_error(ConnectionRefusedError, 111),
+    "ErrHostNotResolved": _os_error(socket.gaierror, socket.EAI_NONAME),
     "ErrTLS": lambda exc: ssl.SSLError(1, exc.message),
     "ErrConnectionTimeout": lambda exc: asyncio.TimeoutError(),
 }

@@ -41,7 +41,7 @@ from tclnats_py.errors import (ErrBadRequest, ErrConsumerDeleted, ErrConsumerNot
                                ErrNotJSMessage, ErrNotPullConsumer)
 from tclnats_py.aio.jetstream.info import ConsumerInfo, Info, PubAck, StreamInfo  # noqa: F401
 from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig  # noqa: F401
-from tclnats_py.aio.jetstream.message import JsMsg  # noqa: F401
+from tclnats_py.aio.jetstream.message import JsMsg, MsgMetadata, SequencePair  # noqa: F401
 from tclnats_py.aio.jetstream.context import JetStream  # noqa: F401
 from tclnats_py.aio.jetstream.stream import Stream  # noqa: F401
 from tclnats_py.aio.jetstream.consumer import Consumer  # noqa: F401
@@ -49,7 +49,8 @@ from tclnats_py.aio.jetstream.pull import ConsumeContext, MessagesContext  # noq
 from tclnats_py.aio.jetstream.ordered import OrderedConsumer  # noqa: F401
 from tclnats_py.aio.jetstream.push import PushSubscription  # noqa: F401
 
-__all__ = ["new", "JetStream", "Stream", "Consumer", "JsMsg", "StoredMsg", "Info", "StreamInfo", "ConsumerInfo",
+__all__ = ["new", "JetStream", "Stream", "Consumer", "JsMsg", "MsgMetadata", "SequencePair", "StoredMsg", "Info",
+           "StreamInfo", "ConsumerInfo",
            "PubAck", "StreamConfig", "ConsumerConfig", "ConsumeContext", "MessagesContext", "OrderedConsumer",
            "PushSubscription",
            "stream_source", "subject_transform", "republish"]

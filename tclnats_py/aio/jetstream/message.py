@@ -1,29 +1,62 @@
-"""JsMsg: a message delivered by a consumer, with its acks."""
+"""JsMsg: a message delivered by a consumer, with its acks and metadata
+(:class:`MsgMetadata`, nats.go's jetstream.MsgMetadata and nats-py's
+Msg.Metadata)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import datetime
+from typing import TYPE_CHECKING, NamedTuple
 
 from tclnats_py.errors import make_error
 from tclnats_py.engine.validate import check_seconds, check_str, check_timeout
 from tclnats_py.engine.js.ack import ACK, WPI, AckState, ack_subject, nak_payload, term_payload
-from tclnats_py.engine.js.meta import parse_metadata
+from tclnats_py.engine.js.meta import metadata_fields, parse_metadata
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.jetstream.context import JetStream
     from tclnats_py.engine.connection import Msg
 
 
+class SequencePair(NamedTuple):
+    """The message's sequence in its stream and in its consumer."""
+    stream: int
+    consumer: int
+
+
+class MsgMetadata(NamedTuple):
+    """A consumed message's metadata, from its ``$JS.ACK`` reply subject:
+    nats.go's jetstream.MsgMetadata and nats-py's Msg.Metadata (same names).
+    ``timestamp`` is an aware datetime (UTC); ``domain`` is None when the
+    server sent none (an old-style reply), "" for the default domain."""
+    sequence: SequencePair
+    num_delivered: int
+    num_pending: int
+    timestamp: datetime.datetime
+    stream: str
+    consumer: str
+    domain: str | None = None
+
+
+def message_metadata(reply: str, subject: str = "") -> MsgMetadata:
+    """The :class:`MsgMetadata` of a ``$JS.ACK`` reply subject (the engine
+    parses it); ErrNotJSMessage for any other reply."""
+    domain, stream, consumer, delivered, sseq, cseq, ts_ns, pending = metadata_fields(reply, subject)
+    return MsgMetadata(SequencePair(sseq, cseq), delivered, pending,
+                       datetime.datetime.fromtimestamp(ts_ns / 1_000_000_000, datetime.timezone.utc),
+                       stream, consumer, None if domain is None else ("" if domain == "_" else domain))
+
+
 class JsMsg:
     """A message from a consumer: its metadata and the ack family."""
 
-    __slots__ = ("_js", "msg", "_ack", "_meta")
+    __slots__ = ("_js", "msg", "_ack", "_meta", "_md")
 
     def __init__(self, js: "JetStream", msg: Msg, meta: dict | None = None):
         self._js = js
         self.msg = msg
         self._ack = AckState()
-        self._meta = meta
+        self._meta = meta  # the engine's dict (nats-tcl's keys), given or parsed when the engine needs it
+        self._md: MsgMetadata | None = None
 
     subject = property(lambda self: self.msg.subject)
     data = property(lambda self: self.msg.data)
@@ -35,9 +68,19 @@ class JsMsg:
         return self.msg.header(key, default)
 
     @property
-    def metadata(self) -> dict:
-        """nats-tcl's ``nats::metadata``: stream, consumer, num_delivered,
-        stream_seq, consumer_seq, timestamp (ms), num_pending (+ domain)."""
+    def metadata(self) -> MsgMetadata:
+        """:class:`MsgMetadata`: ``sequence.stream``, ``sequence.consumer``,
+        ``num_delivered``, ``num_pending``, ``timestamp`` (a datetime),
+        ``stream``, ``consumer``, ``domain``; parsed on first use.
+        ErrNotJSMessage when the reply is not a JetStream ack subject."""
+        md = self._md
+        if md is None:
+            md = self._md = message_metadata(self.msg.reply or "", self.msg.subject)
+        return md
+
+    def _engine_meta(self) -> dict:
+        """The engine's metadata dict (nats-tcl's keys), what the engine's
+        KV and Object Store watchers take."""
         if self._meta is None:
             self._meta = parse_metadata(self.msg.reply or "", self.msg.subject)
         return self._meta

@@ -8,13 +8,15 @@ v2: ``$JS.ACK.<domain>.<account hash>.<stream>.<consumer>.<delivered>.<stream se
 :func:`parse_metadata` returns what nats-tcl's ``nats::metadata`` returns:
 ``stream consumer num_delivered stream_seq consumer_seq timestamp num_pending``
 with the timestamp in ms; v2 adds ``domain`` when there is one.
+:func:`metadata_fields` gives the same fields as a tuple, the timestamp in
+ns, for the asyncio face's metadata object (nats.go's MsgMetadata).
 """
 
 from __future__ import annotations
 
 from tclnats_py.errors import make_error
 
-__all__ = ["parse_metadata", "is_js_reply", "metadata_from_reply", "seq_time_pending", "ACK_PREFIX"]
+__all__ = ["parse_metadata", "metadata_fields", "is_js_reply", "metadata_from_reply", "seq_time_pending", "ACK_PREFIX"]
 
 #: how every reply subject of a consumed JetStream message starts
 ACK_PREFIX = "$JS.ACK."
@@ -60,6 +62,19 @@ def parse_metadata(reply: str, subject: str = "") -> dict:
     if domain and domain != "_":
         meta["domain"] = domain
     return meta
+
+
+def metadata_fields(reply: str, subject: str = "") -> tuple[str | None, str, str, int, int, int, int, int]:
+    """``(domain, stream, consumer, num_delivered, stream_seq, consumer_seq,
+    timestamp_ns, num_pending)``; the domain is None for a v1 reply, the
+    token as sent for v2 (``_``: none).  ErrNotJSMessage for any other reply
+    subject."""
+    domain, t = _tokens(reply, subject)
+    stream, consumer, delivered, sseq, cseq, ts, pending = t
+    try:
+        return domain, stream, consumer, int(delivered), int(sseq), int(cseq), int(ts), int(pending)
+    except ValueError:
+        raise make_error("ErrNotJSMessage", f"Message with subject {subject} is not a JetStream message") from None
 
 
 def metadata_from_reply(reply: str, subject: str = "") -> dict:

@@ -370,6 +370,7 @@ class Client:
         # nats-py's connect returns when the server closes after CONNECT, before
         # PONG (then reports the disconnect and reconnects)
         impl.engine.handshake_eof_connects = True
+        impl.engine.nuid_reply_tokens = True  # request replies to _INBOX.<NUID>.<NUID><hex>, as nats-py's
         if reconnect_to_server_handler is not None:
             impl.engine.choose_server = self._server_chooser(reconnect_to_server_handler)
         if token and callable(token) and signature_cb is None and user_credentials is None:

@@ -170,25 +170,17 @@ class Msg:
 
         @classmethod
         def _from_reply(cls, reply: str) -> "Msg.Metadata":
-            from tclnats_py.engine.js.meta import parse_metadata
+            from tclnats_py.engine.js.meta import metadata_fields
             from tclnats_py.errors import NatsError
             if not reply:
                 raise NotJSMessageError()
             try:
-                m = parse_metadata(reply)
+                domain, stream, consumer, delivered, sseq, cseq, ts_ns, pending = metadata_fields(reply)
             except NatsError as e:
                 raise translate(e) from e
-            # the engine gives milliseconds; the token has nanoseconds
-            ts = m["timestamp"]
-            toks = reply.split(".")
-            raw = toks[7] if len(toks) == 9 else (toks[9] if len(toks) > 9 else None)
-            if raw is not None and raw.isdigit():
-                ts_s = int(raw) / 1_000_000_000.0
-            else:
-                ts_s = ts / 1000.0
             return cls(
-                sequence=cls.SequencePair(consumer=m["consumer_seq"], stream=m["stream_seq"]),
-                num_pending=m["num_pending"], num_delivered=m["num_delivered"],
-                timestamp=datetime.datetime.fromtimestamp(ts_s, datetime.timezone.utc),
-                stream=m["stream"], consumer=m["consumer"],
-                domain=m.get("domain", "" if len(toks) > 9 else None))
+                sequence=cls.SequencePair(consumer=cseq, stream=sseq),
+                num_pending=pending, num_delivered=delivered,
+                timestamp=datetime.datetime.fromtimestamp(ts_ns / 1_000_000_000.0, datetime.timezone.utc),
+                stream=stream, consumer=consumer,
+                domain=None if domain is None else ("" if domain == "_" else domain))

@@ -109,7 +109,10 @@ class Subscription:
         return Msg._from_impl(self._conn, m)
 
     async def unsubscribe(self, limit: int = 0) -> None:
-        """Stop now (what is queued is dropped), or after ``limit`` messages in all."""
+        """Stop now, or after ``limit`` messages in all.  Stopping now drops
+        what a callback has not been given yet; an iterator (``messages``,
+        ``next_msg``) still hands out what had arrived, then ends, as nats-py's
+        (its iterator takes from the queue before it looks at the end)."""
         self._check_usable()
         if not self._impl._engine_sub.closed:
             try:
@@ -119,8 +122,9 @@ class Subscription:
         # else: it ended at its message limit; nats-py lets it be unsubscribed
         if limit == 0:
             self._closed = True
-            self._impl._pending.clear()
-            self._impl._pending_bytes = 0
+            if self._cb is not None or self._future is not None:
+                self._impl._pending.clear()
+                self._impl._pending_bytes = 0
             if self._impl._task is not None and not self._impl._task.done():
                 self._impl._task.cancel()
 

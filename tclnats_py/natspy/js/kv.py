@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
 import re
 import warnings
 from dataclasses import dataclass
@@ -307,13 +308,22 @@ class KeyValue:
         return watcher
 
     async def keys(self, filters: list[str] | None = None, **kwargs: Any) -> list[str]:
-        """The keys with a value (those containing one of ``filters`` when given); NoKeysError when none."""
-        entries = await _initial_entries(await self.watchall(ignore_deletes=True, meta_only=True))
+        """The keys with a value (those containing one of ``filters`` when given); NoKeysError when none.
+        With filters, nats-py's warning on its "nats.js.kv" logger (its check
+        compares the watcher's filter subject with ">", which it never is)."""
+        watcher = await self.watchall(ignore_deletes=True, meta_only=True)
+        if filters:
+            _logger.warning("Server may ignore filters if version is < 2.10.")
+        entries = await _initial_entries(watcher)
         return _some([e.key for e in entries if not filters or any(f in e.key for f in filters)])
 
     async def history(self, key: str) -> list["KeyValue.Entry"]:
         """Every stored entry of ``key``, oldest first; NoKeysError when none."""
         return _some(await _initial_entries(await self.watch(key, include_history=True)))
+
+
+#: nats-py's logger of this module (``logging.getLogger("nats.js.kv")``)
+_logger = logging.getLogger("nats.js.kv")
 
 
 async def _initial_entries(watcher: KeyValue.KeyWatcher) -> list[Any]:
