@@ -130,6 +130,47 @@ def test_a_rerun_batch_publishes_only_what_the_interrupted_run_did_not(js_server
     assert tspark._unfinished_batches(ckpt) is None
 
 
+def test_a_failed_micro_batch_run_again_after_the_window_writes_each_row_once(spark, js_server, tmp_path):
+    """The same in this session (the fast form of the driver-kill test below):
+    a micro-batch that fails half written (its partition 1 dies at row q1990,
+    once partition 0 is in the stream), and the query started again from its
+    checkpoint after twice the target's duplicate window."""
+    from pyspark.sql import functions as F
+    url = js_server.url
+    n, window = 2000, 2
+    make_stream(url, "QSRC", ["qsrc.in"])
+    publish(url, [("qsrc.in", b"q%d" % i) for i in range(n)])
+    make_stream(url, "QOUT", ["qsrc.out"], duplicate_window=window)
+    ckpt = str(tmp_path / "ck")
+
+    def fail_late(data):
+        if bytes(data) == b"q1990":  # partition 1: wait for partition 0's rows, then die
+            deadline = time.time() + 120
+            while time.time() < deadline and count(url, "QOUT") < n // 2:
+                time.sleep(0.1)
+            raise RuntimeError("the batch dies here")
+        return data
+
+    def start(fn):
+        src = (spark.readStream.format("jetstream").option("servers", url).option("stream", "QSRC")
+               .option("partitions", 2).load())
+        return (src.select(F.udf(fn, "binary")("data").alias("data")).writeStream.format("jetstream")
+                .option("servers", url).option("subject", "qsrc.out").option("checkpointLocation", ckpt)
+                .trigger(availableNow=True).start())
+    q = start(fail_late)
+    assert "the batch dies here" in _error(lambda: q.awaitTermination(300))
+    failed = time.time()
+    written_before = count(url, "QOUT")
+    assert n // 2 <= written_before < n and not os.path.exists(os.path.join(ckpt, "commits", "0"))
+    time.sleep(max(0.0, failed + 2 * window - time.time()))
+    q = start(lambda d: d)
+    q.awaitTermination(300)
+    assert q.exception() is None
+    got = messages(url, "QOUT")
+    assert len(got) == n, (written_before, len(got))
+    assert sorted(d for d, _ in got) == sorted(b"q%d" % i for i in range(n))
+
+
 def _driver(url, src, ckpt, slow_ms, log):
     return subprocess.Popen([sys.executable, "-m", "tests.spark_fixtures", url, src, ckpt, str(slow_ms)], cwd=ROOT,
                             start_new_session=True, stdout=log, stderr=subprocess.STDOUT)

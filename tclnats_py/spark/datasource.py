@@ -892,8 +892,8 @@ class _StreamWriter(_Shipped, DataSourceStreamWriter):
                      "published again; %d published", batchId, skipped, sum(m.published for m in done))
 
     def abort(self, messages, batchId):
-        log.warning("batch %d aborted: what its finished tasks published stays; the batch's re-run skips it",
-                    batchId)
+        log.warning("batch %d aborted: what its tasks published stays in the stream; a restart from the "
+                    "checkpoint runs the batch again and publishes only the rows that are not there", batchId)
 
 
 # ------------------------------------------------------------------ KV as a table
