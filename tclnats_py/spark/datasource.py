@@ -24,7 +24,12 @@ option or else the row's ``subject`` column (the option wins, as Kafka's
 write id (a UUID per batch write, the query id for a streaming query, or the
 ``writeId`` option), the batch, partition and row index (or a column given by
 ``msgIdColumn``), so a retried task's messages are dropped as duplicates by
-the stream while two different writes never collide.
+the stream while two different writes never collide.  A micro-batch that a
+restarted query runs again (planned in its checkpoint, not committed) first
+reads the message ids its interrupted attempt left in the target stream and
+publishes only the other rows, so a restart later than the stream's
+duplicate window publishes no row twice (``_unfinished_batches``, ``_Resume``).
+Where the rows go is checked on the driver at save()/start() (``_check_target``).
 
 Options are checked on the driver, before any task starts: an unknown option,
 a bad value, an unknown stream or an unreachable server fails there with an
