@@ -332,3 +332,31 @@ def test_a_task_unpickled_by_another_tclnats_py_version_names_the_fix(js_server,
             f"driver: install the same version on the driver and the workers "
             f"(pip install 'tclnats_py[spark]=={tclnats_py.__version__}')") in err, err[-2000:]
     assert pickle.loads(blob).rc.stream == "ED5"  # the same version: unpickled as it was
+
+
+def test_an_account_that_may_only_publish_still_writes(caplog):
+    """The driver's check and a re-run's look need the JetStream API; an account
+    allowed only to publish to its subjects writes as before, with a warning."""
+    import logging
+
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    from tclnats_py.testing.server import NatsServer
+    conf = ('authorization {\n  users = [\n    {user: admin, password: a}\n'
+            '    {user: w, password: w, permissions: {publish: {allow: ["pe.>"]}, subscribe: {allow: ["_INBOX.>"]}}}\n'
+            '  ]\n}\n')
+    with NatsServer(config=conf, jetstream=True) as srv:
+        async def mk():
+            c = await tclnats_py.connect(srv.url, user="admin", password="a")
+            await c.jetstream().create_stream("PE", subjects=["pe.*"], storage="memory")
+            await c.close()
+        run(mk())
+        st = O.parse_conn({"servers": srv.url, "user": "w", "password": "w"})
+        with caplog.at_level(logging.WARNING, logger="tclnats_py.spark"):
+            tspark._check_target({"subject": "pe.x"}, StructType([StructField("data", BinaryType())]), st)
+            resume = tspark._Resume(st, 0, "w-1-0-", "pe.x", "partition 0 of batch 1")
+            commit = tspark._write_rows(st, {"subject": "pe.x"}, ["data"], [(b"x",), (b"y",)], "w-1-0",
+                                        "partition 0 of batch 1", resume)
+        assert (commit.published, commit.skipped) == (2, 0)
+        assert "the streams could not be listed (ErrPermissions" in caplog.text
+        assert "partition 0 of batch 1 is a re-run but the stream of subject 'pe.x' could not be read" in caplog.text

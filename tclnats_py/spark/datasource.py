@@ -637,8 +637,16 @@ def _check_target(opts, schema, settings) -> None:
         if not valid_subject(subject):
             raise make_error("ErrBadSubject", f"option subject: {subject!r} is not a subject to publish to "
                              f"(no wildcards * or >, no spaces, no empty tokens)")
-        with _meta(settings) as m:
-            streams = m.call(m.api.stream_names(subject))
+        try:
+            with _meta(settings) as m:
+                streams = m.call(m.api.stream_names(subject))
+        except NatsError as e:
+            if e.code not in _NOT_ALLOWED_TO_ASK:
+                raise
+            # an account that may publish but not list streams: its publishes tell
+            log.warning("option subject %r: the streams could not be listed (%s: %s): not checked before the "
+                        "write", subject, e.code, e)
+            return
         if not streams:
             raise make_error("ErrStreamNotFound", f"no stream captures subject {subject!r} (option subject) at "
                              f"{settings.servers_text()}: create a stream with that subject, or correct the subject")
@@ -650,6 +658,9 @@ def _check_target(opts, schema, settings) -> None:
     if not isinstance(f.dataType, StringType):
         raise make_error("ErrBadSubject", f"column subject must be a string, not {f.dataType.simpleString()}")
 
+
+# a JetStream API request that the account may not make (or that got no answer in time)
+_NOT_ALLOWED_TO_ASK = frozenset(("ErrPermissions", "ErrAuthorization", "ErrTimeout"))
 
 # how long before a batch's start (by Spark's clock) its messages are looked for (the server's clock may differ)
 _RESUME_MARGIN_MS = 60_000
@@ -753,6 +764,17 @@ class _Resume:
         return ids
 
     def _look(self, subject):
+        try:
+            return self._read_ids(subject)
+        except NatsError as e:
+            if e.code not in _NOT_ALLOWED_TO_ASK:
+                raise
+            log.warning("%s is a re-run but the stream of subject %r could not be read (%s: %s): its rows are "
+                        "published again, deduplicated only within the stream's duplicate_window",
+                        self.where, subject, e.code, e)
+            return frozenset()
+
+    def _read_ids(self, subject):
         from tclnats_py.spark.reader import read_columns
         with Meta(self.settings) as m:
             streams = m.call(m.api.stream_names(subject))
