@@ -89,12 +89,14 @@ def register(spark) -> None:
 
 
 def _worker_python(spark):
-    """The Python that Spark starts for its workers and planners (spark.pyspark.python, else PYSPARK_PYTHON)."""
+    """The Python that Spark starts for its workers and planners: the one PySpark
+    ships with its Python functions (PYSPARK_PYTHON, else python3), else the
+    spark.pyspark.python setting."""
     import os
     try:
-        conf = spark.sparkContext.getConf()
-        return (conf.get("spark.pyspark.python", None) or os.environ.get("PYSPARK_PYTHON")
-                or getattr(spark.sparkContext, "pythonExec", None) or "python3")
+        sc = spark.sparkContext
+        return (getattr(sc, "pythonExec", None) or os.environ.get("PYSPARK_PYTHON")
+                or sc.getConf().get("spark.pyspark.python", None) or "python3")
     except Exception as e:  # Spark Connect has no sparkContext: the server's side is not ours to run
         log.info("no worker Python to check from this session (%s)", e)
         return None
