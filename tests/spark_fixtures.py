@@ -34,3 +34,36 @@ def session(master: str, app: str, **conf):
     tspark.register(s)
     yield s
     s.stop()
+
+
+def stream_to_stream_driver(url, src, ckpt, slow_ms):
+    """A streaming query of its own process (``python -m tests.spark_fixtures``):
+    stream ``src`` to the subjects ``<src>.out.<seq % 2>`` (a subject column),
+    each row slowed by ``slow_ms`` in a Python UDF and handed to the sink in
+    Arrow batches of 20 rows, so a kill lands inside a micro-batch.  One
+    availableNow run: to the stream's end, unless it is killed first."""
+    import time
+
+    from pyspark.sql import functions as F
+    gen = session("local[2]", "tclnats-driver", **{"spark.sql.execution.arrow.maxRecordsPerBatch": "20",
+                                                   "spark.sql.execution.pandas.udf.buffer.size": "1024"})
+    spark = next(gen)
+
+    @F.udf("binary")
+    def slow(data):
+        time.sleep(slow_ms / 1000)
+        return data
+    df = (spark.readStream.format("jetstream").option("servers", url).option("stream", src).option("partitions", 2)
+          .load())
+    out = df.select(F.concat(F.lit(src.lower() + ".out."), (F.col("seq") % 2).cast("string")).alias("subject"),
+                    slow("data").alias("data"))
+    q = (out.writeStream.format("jetstream").option("servers", url).option("checkpointLocation", ckpt)
+         .trigger(availableNow=True).start())
+    q.awaitTermination()
+    print("DRIVER DONE", flush=True)
+    gen.close()
+
+
+if __name__ == "__main__":
+    import sys
+    stream_to_stream_driver(sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]))

@@ -50,25 +50,51 @@ def spelling(name: str) -> str:
     return _SPELLING.get(name, name)
 
 
-def check_known(opts: dict, known, fmt: str) -> None:
-    """Every option is one of ``known`` or ``nats.<engine option>``."""
+def _suggest(name: str, candidates) -> str:
+    """`` (did you mean X?)`` for the closest of ``candidates`` to ``name``, matched
+    without case; ``""`` when none is close."""
+    import difflib
+    by_lower = {c.lower(): c for c in candidates}
+    best = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.75)
+    return f" (did you mean {by_lower[best[0]]}?)" if best else ""
+
+
+def check_known(opts: dict, known, fmt: str, given=None) -> None:
+    """Every option is one of ``known`` or ``nats.<engine option>``.
+
+    ``opts`` has lower-case names; ``given`` maps them to the names as the
+    caller wrote them.  Spark hands a data source its option names in lower
+    case, so an unknown name reached through Spark is echoed lower-case and
+    the message says so."""
     from tclnats_py.engine.options import OPTION_SPEC
+    given = given or {}
     bad = []
     for k in opts:
         if k in known:
             continue
+        shown = given.get(k, k)
         if k.startswith("nats."):
             if (k[5:] in OPTION_SPEC and k[5:] not in _TCL_ONLY) or k[5:] in _NATS_TLS:
                 continue
             known_names = sorted(set(OPTION_SPEC) - set(_TCL_ONLY) | set(_NATS_TLS))
-            raise make_error("ErrInvalidArg", f"option {k}: {k[5:]!r} is not a connection option of the client "
-                             f"(known: {', '.join(known_names)}; times in milliseconds)")
+            hint = _suggest(shown[5:], known_names)
+            raise make_error("ErrInvalidArg", f"option {shown}: {shown[5:]!r} is not a connection option of the "
+                             f"client{hint} (known: {', '.join(known_names)}; times in milliseconds)")
         bad.append(k)
     if bad:
         names = ", ".join(sorted({spelling(k) for k in known}))
-        raise make_error("ErrInvalidArg", f"unknown option{'s' if len(bad) > 1 else ''} "
-                         f"{', '.join(repr(b) for b in sorted(bad))} for format {fmt!r}; known options: {names}, "
-                         f"and nats.<connection option>")
+        what = "; ".join(f"{given.get(b, b)!r}{_suggest(given.get(b, b), [spelling(k) for k in known])}"
+                         for b in sorted(bad))
+        note = _case_note(*(given.get(b, b) for b in bad))
+        raise make_error("ErrInvalidArg", f"unknown option{'s' if len(bad) > 1 else ''} {what}{note} for format "
+                         f"{fmt!r}; known options: {names}, and nats.<connection option>")
+
+
+def _case_note(*shown: str) -> str:
+    """Names that reached us all lower-case may have been written otherwise: Spark lower-cases them."""
+    if all(s == s.lower() for s in shown):
+        return " (Spark passes option names in lower case; names are matched without case)"
+    return ""
 
 
 _INTS = {"minpartitions": 1, "partitions": 1, "startseq": 1, "endseq": 0, "maxoffsetspertrigger": 1,

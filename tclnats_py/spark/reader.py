@@ -328,10 +328,12 @@ def data_loss_message(stream, expected, available, what="read"):
 
 def read_columns(settings: ConnSettings, stream: str, first: int, last: int, filter_subject=None, *,
                  batch: int = 5000, fail_on_data_loss: bool = True, retries: int = DEFAULT_RETRIES,
-                 retry_interval_ms: int = DEFAULT_RETRY_INTERVAL_MS):
+                 retry_interval_ms: int = DEFAULT_RETRY_INTERVAL_MS, headers_only: bool = False):
     """Columns of the messages with first <= seq <= last, a dict per pull
     batch: subject and data (lists of bytes), headers ((row, dict) pairs for
     the rows that have any), seq (int64 array) and ts_ns (list of the digits).
+    ``headers_only``: the server sends no data (the sink's look for what an
+    interrupted run wrote reads only the message ids).
 
     A broken connection is opened again and the read resumes after the last
     sequence handed out (``retries`` times, ``retry_interval_ms`` apart)."""
@@ -341,7 +343,7 @@ def read_columns(settings: ConnSettings, stream: str, first: int, last: int, fil
     nxt = first
     failures = 0
     while nxt <= last:
-        part = _read_once(settings, api, stream, nxt, last, filter_subject, batch, fail_on_data_loss)
+        part = _read_once(settings, api, stream, nxt, last, filter_subject, batch, fail_on_data_loss, headers_only)
         try:
             for cols in part:
                 if len(cols["seq"]):
@@ -366,7 +368,7 @@ def read_columns(settings: ConnSettings, stream: str, first: int, last: int, fil
             part.close()
 
 
-def _read_once(settings, api, stream, first, last, filter_subject, batch, fail_on_data_loss):
+def _read_once(settings, api, stream, first, last, filter_subject, batch, fail_on_data_loss, headers_only=False):
     c = _Conn(settings)
     try:
         state = run_sync(api.stream_info(stream), c.request)["state"]
@@ -385,6 +387,8 @@ def _read_once(settings, api, stream, first, last, filter_subject, batch, fail_o
                "max_waiting": 8}
         if filter_subject:
             cfg["filter_subject"] = filter_subject
+        if headers_only:
+            cfg["headers_only"] = True
         info = run_sync(api.consumer_create(stream, cfg, action=None, server_version=c.info.get("version")),
                         c.request)
         name = info["name"]
