@@ -41,7 +41,11 @@ foreach {tclnatsVersion tclnatsFiles} {
                 # not built: tclnats_py was installed without Tcl's development
                 # files (setup.py then skips the Tcl face), or a checkout was
                 # not built in place; the one command that builds it
+                set why "was not built, because Tcl 8.6's development files (tclConfig.sh), a C compiler\
+                    or Python's headers were missing when tclnats_py was installed"
                 if {[file exists [file join $parent setup.py]]} {
+                    set why "is not built in this source checkout ($parent); it needs Tcl 8.6's development\
+                        files (tclConfig.sh), a C compiler and Python's headers"
                     set cmd "cd [list $parent] && TCLNATS_REQUIRE_TCL=1 python3 setup.py build_ext --inplace\
                         (with the Python that tclnats_py is installed in)"
                 } else {
@@ -82,9 +86,7 @@ foreach {tclnatsVersion tclnatsFiles} {
                         --no-cache-dir$binary [list $source]"
                 }
                 return -code error -errorcode {NATS ErrPython} "package nats (tclnats_py): its Tcl\
-                    extension (_tclload[info sharedlibextension]) was not built, because Tcl 8.6's development\
-                    files (tclConfig.sh), a C compiler or Python's headers were missing when tclnats_py was\
-                    installed. Install them (Debian/Ubuntu: apt-get install tcl-dev gcc python3-dev; Fedora:\
+                    extension (_tclload[info sharedlibextension]) $why. Install them (Debian/Ubuntu: apt-get install tcl-dev gcc python3-dev; Fedora:\
                     dnf install tcl-devel gcc python3-devel; macOS: brew install tcl-tk), then rebuild it: $cmd"
             }
             load $lib Tclnats
