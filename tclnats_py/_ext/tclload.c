@@ -9,8 +9,8 @@
  *     joined;
  *   - else the libpython recorded at build time (TCLNATS_PYTHON_LIBRARY in
  *     the environment overrides it) is loaded, and the Python executable of
- *     the venv that holds the package (or the one recorded at build time)
- *     names the interpreter to start, so sys.prefix and site-packages are
+ *     the venv that holds the package (or the one recorded at build time:
+ *     python_program) names the interpreter to start, so sys.prefix and site-packages are
  *     the install's, whatever PATH or PYTHONHOME say.
  * Then it loads the Python extension module _tclcross from the same folder.
  * Starting Python (or joining it) and installing the bridge, which takes most
@@ -36,6 +36,9 @@
 #endif
 #ifndef TCLNATS_PYTHON_EXECUTABLE
 #define TCLNATS_PYTHON_EXECUTABLE ""
+#endif
+#ifndef TCLNATS_PYTHON_VENV_EXECUTABLE
+#define TCLNATS_PYTHON_VENV_EXECUTABLE ""
 #endif
 #ifndef TCLNATS_PYTHON_VERSION
 #define TCLNATS_PYTHON_VERSION "3"
@@ -120,6 +123,27 @@ venv_python(const char *pkgdir, char *out, size_t size)
     }
 }
 
+/* The Python executable to start: the venv's that holds pkgdir; else
+ * TCLNATS_PYTHON_EXECUTABLE from the environment; else the venv python
+ * that built the extension (an editable install: pkgdir is the checkout,
+ * outside the venv) while it still exists (a build tool's throw-away venv
+ * does not); else the base Python that built it. */
+static void
+python_program(const char *pkgdir, char *out, size_t size)
+{
+    const char *env;
+    venv_python(pkgdir, out, size);
+    if (out[0] != '\0')
+        return;
+    env = getenv("TCLNATS_PYTHON_EXECUTABLE");
+    if (env != NULL && *env)
+        snprintf(out, size, "%s", env);
+    else if (*TCLNATS_PYTHON_VENV_EXECUTABLE && access(TCLNATS_PYTHON_VENV_EXECUTABLE, X_OK) == 0)
+        snprintf(out, size, "%s", TCLNATS_PYTHON_VENV_EXECUTABLE);
+    else
+        snprintf(out, size, "%s", TCLNATS_PYTHON_EXECUTABLE);
+}
+
 static void
 free_start(ClientData cd)
 {
@@ -185,12 +209,7 @@ Tclnats_Init(Tcl_Interp *interp)
                 "(python3 -m pip install --force-reinstall tclnats_py), "
                 "or set TCLNATS_PYTHON_LIBRARY to a libpython%s shared library",
                 pylib, dlerror(), TCLNATS_PYTHON_VERSION));
-        venv_python(pkgdir, program, sizeof program);
-        if (program[0] == '\0') {
-            env = getenv("TCLNATS_PYTHON_EXECUTABLE");
-            snprintf(program, sizeof program, "%s",
-                     (env != NULL && *env) ? env : TCLNATS_PYTHON_EXECUTABLE);
-        }
+        python_program(pkgdir, program, sizeof program);
     }
     snprintf(cross, sizeof cross, "%s/%s", pkgdir, TCLNATS_CROSS_FILE);
     handle = dlopen(cross, RTLD_NOW | RTLD_LOCAL);

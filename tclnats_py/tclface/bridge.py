@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import heapq
-import importlib
 import itertools
 import math
 import os
@@ -78,21 +77,9 @@ WRITE_CHUNK = 256 * 1024
 FAST_BATCH = 256 * 1024
 
 
-def tcl_library_dir() -> str:
-    """Folder holding pkgIndex.tcl of ``package require nats``.
-
-    Installed, it is the subpackage ``tclnats_py.tcl``; in a source checkout
-    imported from the repository's top (no install mapping), it is ``tcl/``
-    next to the package folder.
-    """
-    try:
-        _tcl_pkg = importlib.import_module("tclnats_py.tcl")  # (installed only)
-    except ImportError:
-        here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tcl")
-        if os.path.exists(os.path.join(here, "pkgIndex.tcl")):
-            return here
-        raise
-    return os.path.dirname(os.path.abspath(_tcl_pkg.__file__ or ""))
+# (in the package's __init__, which the launcher tclsh.py imports without
+# the built extension, and which a bridge start imports anyway)
+from tclnats_py.tclface import tcl_library_dir  # noqa: E402
 
 
 def _now_ms() -> int:

