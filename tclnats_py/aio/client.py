@@ -63,17 +63,19 @@ from tclnats_py.aio.options import translate
 from tclnats_py.aio import spin as _spin
 
 if TYPE_CHECKING:  # names used in annotations only
+    from typing_extensions import Unpack  # (typing.Unpack from 3.11; only type checkers read it)
     from tclnats_py.aio.jetstream import JetStream
+    from tclnats_py.aio.options import ConnectOptions
 
-__all__ = ["Client", "Subscription", "connect", "DEFAULT_SERVER", "Payload", "HeadersArg", "MsgHandler",
-           "ErrorHandler"]
+__all__ = ["Client", "Subscription", "ClientMsg", "connect", "DEFAULT_SERVER", "Payload", "HeadersArg",
+           "MsgHandler", "ErrorHandler"]
 
 #: a message body: bytes-like, str (sent as UTF-8) or None (empty)
 Payload = Union[bytes, bytearray, memoryview, str, None]
 #: headers to publish: name -> value or list of values (str or bytes); a received Headers too
 HeadersArg = Optional[Mapping[str, Union[str, bytes, Sequence[Union[str, bytes]]]]]
 #: a message callback: a plain function or a coroutine function of the message
-MsgHandler = Callable[[Msg], Any]
+MsgHandler = Callable[["ClientMsg"], Any]
 #: an error callback: a plain function or a coroutine function of the exception
 ErrorHandler = Callable[[Exception], Any]
 
@@ -186,8 +188,11 @@ def _name(fn) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
 
 
-class _ClientMsg(Msg):
-    """A delivered message; ``respond`` publishes to its reply subject.
+class ClientMsg(Msg):
+    """A message the asyncio face delivers (subscriptions, requests):
+    ``subject``, ``data`` (bytes), ``reply`` (None when there is none),
+    ``headers`` (a :class:`tclnats_py.Headers`, None when there are none);
+    ``respond`` publishes to its reply subject.
 
     Each client has its own subclass (``_client`` set), which it hands to the
     engine as ``msg_class``, so a message costs nothing more than the engine's.
@@ -195,8 +200,11 @@ class _ClientMsg(Msg):
 
     __slots__ = ()
     _client: "Client" = None  # type: ignore[assignment]
+    if TYPE_CHECKING:
+        headers: Headers | None  # (the engine's headers_class on this face)
 
-    async def respond(self, data=b"", headers=None) -> None:
+    async def respond(self, data: Payload = b"", headers: HeadersArg = None) -> None:
+        """Publish ``data`` to this message's reply subject; ErrInvalidArg when it has none."""
         if not self.reply:
             raise make_error("ErrInvalidArg", f"Message on {self.subject} has no reply subject")
         await self._client.publish(self.reply, data, headers=headers)
@@ -595,7 +603,7 @@ class Subscription:
             self._client._subs.pop(self._engine_sub.sid, None)
             self._wake()
 
-    def _take(self) -> Msg:
+    def _take(self) -> ClientMsg:
         msg = self._pending.popleft()
         self._pending_bytes -= len(msg.data)
         self.delivered += 1
@@ -676,7 +684,7 @@ class Subscription:
             h.cancel()
 
     # ---------------------------------------------------------------- API
-    async def next_msg(self, timeout: float | None = 1.0) -> Msg:
+    async def next_msg(self, timeout: float | None = 1.0) -> ClientMsg:
         """The next message; ErrTimeout after ``timeout`` seconds (None: wait
         forever), ErrBadSubscription once the subscription has ended and its
         queue is empty."""
@@ -695,12 +703,12 @@ class Subscription:
             await self._wait(None if deadline is None else max(0.0, deadline - loop.time()))
         return self._take()
 
-    def __aiter__(self):
+    def __aiter__(self) -> "Subscription":
         if self._cb is not None:
             raise make_error("ErrInvalidArg", "iterating a subscription with a callback")
         return self
 
-    async def __anext__(self) -> Msg:
+    async def __anext__(self) -> ClientMsg:
         while not self._pending:
             if self._closed:
                 raise StopAsyncIteration
@@ -773,7 +781,7 @@ class Client:
     ``await tclnats_py.connect(servers, **options)``, or ``async with Client(...)``.
     """
 
-    def __init__(self, servers: str | Sequence[str] | None = None, **options: Any) -> None:
+    def __init__(self, servers: str | Sequence[str] | None = None, **options: Unpack[ConnectOptions]) -> None:
         self._engine = Engine(Options(), clock=lambda: int(time.time() * 1000), lang="python",
                               version=_version())
         # the user's hooks (plain or coroutine functions), set by _configure
@@ -819,17 +827,18 @@ class Client:
         self._tasks: set = set()
         self._open_task: asyncio.Task | None = None
         self._prev_status = CLOSED
-        self._engine.msg_class = type("Msg", (_ClientMsg,), {"__slots__": (), "_client": self})
+        self._engine.msg_class = type("Msg", (ClientMsg,), {"__slots__": (), "_client": self})
         self._engine.headers_class = Headers  # msg.headers["K"] is the first value; get_all("K") every one
         self._engine.deliver_batches = True  # a read's messages for a subscription in one effect (_run)
         self._configure(servers, options)
 
-    def _configure(self, servers, options: dict) -> None:
+    def _configure(self, servers: str | Sequence[str] | None, options: Mapping[str, Any]) -> None:
         """Apply ``connect``'s keyword arguments (see tclnats_py.aio.options):
         everything is checked before anything is applied."""
         eng = self._engine
-        servers = options.pop("servers", servers)
-        engine_opts, driver = translate(options)
+        opts = dict(options)
+        servers = opts.pop("servers", servers)
+        engine_opts, driver = translate(opts)
         if engine_opts:
             eng.options.update(engine_opts)  # checks (raises) before it assigns
         for k, v in driver.items():
@@ -1312,7 +1321,7 @@ class Client:
         return self._loop
 
     # ------------------------------------------------------------ API: connection
-    async def connect(self, servers: str | Sequence[str] | None = None, **options: Any) -> "Client":
+    async def connect(self, servers: str | Sequence[str] | None = None, **options: Unpack[ConnectOptions]) -> "Client":
         """Connect (nats-tcl's synchronous connect): every server of the pool
         is tried once; raises the error of the only server, or ErrNoServers.
         A no-op unless the status is "closed"."""
@@ -1529,7 +1538,7 @@ class Client:
         return max(1, int(timeout * 1000)) if timeout else 0
 
     async def request(self, subject: str, data: Payload = b"", timeout: float | None = None,
-                      headers: HeadersArg = None, *, check_subject: bool = True) -> Msg:
+                      headers: HeadersArg = None, *, check_subject: bool = True) -> ClientMsg:
         """New-style request (shared inbox, first reply).  ``timeout`` in
         seconds, None: the request_timeout option.  ErrTimeout,
         ErrNoResponders, ErrConnectionClosed (closed meanwhile).
@@ -1564,13 +1573,13 @@ class Client:
                 self._run()
             raise
 
-    async def request_msg(self, msg: Msg, timeout: float | None = None) -> Msg:
+    async def request_msg(self, msg: Msg, timeout: float | None = None) -> ClientMsg:
         """Send a :class:`Msg` as a request; see :meth:`request`."""
         _check_msg(msg)
         return await self.request(msg.subject, msg.data, timeout, msg.headers)
 
     async def request_many(self, subject: str, data: Payload = b"", max_msgs: int = 1, timeout: float | None = None,
-                           headers: HeadersArg = None) -> list[Msg]:
+                           headers: HeadersArg = None) -> list[ClientMsg]:
         """Old-style request (an inbox of its own) gathering up to ``max_msgs``
         replies until the timeout; ErrTimeout only when none came."""
         loop = self._need_loop()
@@ -1603,7 +1612,7 @@ def _version() -> str:
     return __version__
 
 
-async def connect(servers=DEFAULT_SERVER, **options) -> Client:
+async def connect(servers: str | Sequence[str] = DEFAULT_SERVER, **options: Unpack[ConnectOptions]) -> Client:
     """Create a :class:`Client` and connect it (see its options in the module doc)."""
     client = Client(servers, **options)
     return await client.connect()

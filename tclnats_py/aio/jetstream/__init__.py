@@ -23,11 +23,13 @@ one file per concept: ``context`` (JetStream), ``stream``, ``consumer``,
 (publish_async), ``config`` (typed configs) and ``info`` (replies).
 
 Units: durations are seconds (floats) in this face (configs, ``expires``,
-``nak(delay)``, timeouts), nanoseconds on the wire.  Replies are dicts that
-also read as attributes (:class:`Info`) and keep every field the server
-sends; ``StreamInfo.config`` / ``ConsumerInfo.config`` are the typed
-:class:`StreamConfig` / :class:`ConsumerConfig`, which keep fields they do
-not name in ``extra``.  Errors are the shared codes: ErrStreamNotFound,
+``nak(delay)``, timeouts), nanoseconds on the wire.  Replies are typed
+objects (:class:`StreamInfo`, :class:`ConsumerInfo`, :class:`PubAck` ...:
+attributes a type checker knows) that keep every field the server sends
+(read-only mapping access to the JSON, ``as_dict()``); ``StreamInfo.config`` /
+``ConsumerInfo.config`` are the typed :class:`StreamConfig` /
+:class:`ConsumerConfig`, which keep fields they do not name in ``extra``;
+``api()`` answers an :class:`Info` (any JSON, a dict read as attributes).  Errors are the shared codes: ErrStreamNotFound,
 ErrConsumerNotFound, ErrMsgNotFound, ErrWrongLastSequence, ErrNoResponders,
 ErrJetStreamNotEnabled, ErrJSResponse (``details``: code, err_code) ...
 """
@@ -39,7 +41,8 @@ from tclnats_py.engine.js.api import StoredMsg  # noqa: F401
 from tclnats_py.errors import (ErrBadRequest, ErrConsumerDeleted, ErrConsumerNotActive,  # noqa: F401
                                ErrJetStreamNotEnabled, ErrJetStreamNotEnabledForAccount, ErrNoHeartbeat,
                                ErrNotJSMessage, ErrNotPullConsumer)
-from tclnats_py.aio.jetstream.info import ConsumerInfo, Info, PubAck, StreamInfo  # noqa: F401
+from tclnats_py.aio.jetstream.info import (AccountInfo, ClusterInfo, ConsumerInfo, Info, PeerInfo,  # noqa: F401
+                                           PubAck, Reply, SequenceInfo, StreamInfo, StreamSourceInfo, StreamState)
 from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig  # noqa: F401
 from tclnats_py.aio.jetstream.message import JsMsg  # noqa: F401
 from tclnats_py.aio.jetstream.context import JetStream  # noqa: F401
@@ -49,8 +52,9 @@ from tclnats_py.aio.jetstream.pull import ConsumeContext, MessagesContext  # noq
 from tclnats_py.aio.jetstream.ordered import OrderedConsumer  # noqa: F401
 from tclnats_py.aio.jetstream.push import PushSubscription  # noqa: F401
 
-__all__ = ["new", "JetStream", "Stream", "Consumer", "JsMsg", "StoredMsg", "Info", "StreamInfo", "ConsumerInfo",
-           "PubAck", "StreamConfig", "ConsumerConfig", "ConsumeContext", "MessagesContext", "OrderedConsumer",
+__all__ = ["new", "JetStream", "Stream", "Consumer", "JsMsg", "StoredMsg", "Info", "Reply", "StreamInfo",
+           "StreamState", "ClusterInfo", "PeerInfo", "StreamSourceInfo", "ConsumerInfo", "SequenceInfo", "PubAck",
+           "AccountInfo", "StreamConfig", "ConsumerConfig", "ConsumeContext", "MessagesContext", "OrderedConsumer",
            "PushSubscription",
            "stream_source", "subject_transform", "republish"]
 

@@ -13,7 +13,7 @@ from tclnats_py.engine.validate import _to_bytes, check_int, check_timeout
 from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js.api import Batch, JsApi, Publish, Request, advance, api_call
 from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast, publish_headers
-from tclnats_py.aio.jetstream.info import ConsumerInfo, Info, PubAck, StreamInfo
+from tclnats_py.aio.jetstream.info import AccountInfo, ConsumerInfo, Info, PubAck, StreamInfo
 from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig, _merge
 from tclnats_py.aio.jetstream.publish import _AsyncPub, _check_publish
 from tclnats_py.aio.jetstream.stream import Stream
@@ -102,9 +102,9 @@ class JetStream:
         return Info(await self._run(self.jsapi.call(tail, body)))
 
     # ------------------------------------------------------------ account
-    async def account_info(self) -> Info:
+    async def account_info(self) -> AccountInfo:
         """The account's JetStream usage and limits ($JS.API.INFO)."""
-        return Info(await self._run(self.jsapi.account_info()))
+        return AccountInfo(await self._run(self.jsapi.account_info()))
 
     # ------------------------------------------------------------ streams
     def _stream_body(self, name, config, kw) -> dict:
