@@ -34,10 +34,11 @@ if TYPE_CHECKING:
     # what type checkers see: the real classes and functions, so a program
     # using tclnats_py.connect(...) is checked (a misspelled option, a wrong
     # argument type, a missing attribute) instead of getting Any
-    from tclnats_py.aio.client import Client as Client, Subscription as Subscription, connect as connect
+    from tclnats_py.aio.client import (Client as Client, ClientMsg as ClientMsg, Subscription as Subscription,
+                                       connect as connect)
     from tclnats_py.aio.options import ConnectOptions as ConnectOptions
 
-_AIO = ("Client", "Subscription", "connect", "ConnectOptions")
+_AIO = ("Client", "ClientMsg", "Subscription", "connect", "ConnectOptions")
 
 if not TYPE_CHECKING:
     # (hidden from type checkers: a module __getattr__ would make every
@@ -58,5 +59,5 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_AIO))
 
 
-__all__ = ["Engine", "Msg", "Headers", "Options", "Client", "Subscription", "connect", "ConnectOptions",
+__all__ = ["Engine", "Msg", "Headers", "Options", "Client", "ClientMsg", "Subscription", "connect", "ConnectOptions",
            "CLOSED", "CONNECTING", "CONNECTED", "RECONNECTING", "TCL_API_VERSION", *_error_names]

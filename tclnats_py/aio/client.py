@@ -203,6 +203,9 @@ class ClientMsg(Msg):
     if TYPE_CHECKING:
         headers: Headers | None  # (the engine's headers_class on this face)
 
+        def header(self, key: str, default: str | None = None) -> str | None:
+            """The first value of header ``key`` (a str on this face), or ``default``."""
+
     async def respond(self, data: Payload = b"", headers: HeadersArg = None) -> None:
         """Publish ``data`` to this message's reply subject; ErrInvalidArg when it has none."""
         if not self.reply:

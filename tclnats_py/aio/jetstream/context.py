@@ -97,7 +97,7 @@ class JetStream:
     def _server_version(self):
         return self.client.server_info.get("version")
 
-    async def api(self, tail: str, body: dict | bytes | str | None = None) -> Info:
+    async def api(self, tail: str, body: dict[str, Any] | bytes | str | None = None) -> Info:
         """Any JetStream API call by its subject tail, e.g. ``"STREAM.INFO.S"``."""
         return Info(await self._run(self.jsapi.call(tail, body)))
 
@@ -116,13 +116,13 @@ class JetStream:
         cfg = cfg.replace(name=name)
         return cfg.to_api()
 
-    async def create_stream(self, name: str, config: StreamConfig | dict | None = None, **kw) -> "Stream":
+    async def create_stream(self, name: str, config: StreamConfig | dict[str, Any] | None = None, **kw: Any) -> "Stream":
         """Create a stream from a StreamConfig and/or keyword fields
         (``create_stream("S", subjects=["s.*"], max_age=60)``)."""
         info = StreamInfo(await self._run(self.jsapi.stream_create(self._stream_body(name, config, kw))))
         return Stream(self, info["config"]["name"], info)
 
-    async def update_stream(self, name: str, config: StreamConfig | dict | None = None, **kw) -> "Stream":
+    async def update_stream(self, name: str, config: StreamConfig | dict[str, Any] | None = None, **kw: Any) -> "Stream":
         """Update a stream: with a full config, or (only keywords) the current
         config with those fields changed."""
         if config is None and not isinstance(name, StreamConfig):
@@ -130,7 +130,7 @@ class JetStream:
         info = StreamInfo(await self._run(self.jsapi.stream_update(self._stream_body(name, config, kw))))
         return Stream(self, info["config"]["name"], info)
 
-    async def create_or_update_stream(self, name: str, config: StreamConfig | dict | None = None, **kw) -> "Stream":
+    async def create_or_update_stream(self, name: str, config: StreamConfig | dict[str, Any] | None = None, **kw: Any) -> "Stream":
         """Create the stream, or update it when it exists; see :meth:`create_stream`."""
         try:
             body = self._stream_body(name, config, kw)
@@ -206,14 +206,14 @@ class JetStream:
         msg = await self.client.request(subject, data, timeout=timeout or self.timeout, headers=hdrs)
         return PubAck(parse_ack_fast(msg))
 
-    async def publish_msg(self, msg: Msg, **kw) -> PubAck:
+    async def publish_msg(self, msg: Msg, **kw: Any) -> PubAck:
         """Publish a :class:`Msg` to its stream (subject, data, headers); see :meth:`publish`."""
         if not isinstance(msg, Msg):
             raise make_error("ErrInvalidArg", f"A message expected, not {type(msg).__name__}")
         return await self.publish(msg.subject, msg.data, msg.headers, **kw)
 
     async def publish_async(self, subject: str, data: Payload = b"", headers: HeadersArg = None, *, timeout: float | None = None,
-                            wait_stall: float | None = None, **kw) -> "asyncio.Future":
+                            wait_stall: float | None = None, **kw: Any) -> "asyncio.Future[PubAck]":
         """Publish without waiting for the ack: ``fut = await js.publish_async(...)``
         gives a future of the PubAck (nats-py's form).  Acks come back on one
         wildcard inbox.  At most ``publish_async_max_pending`` are in flight:
@@ -270,17 +270,17 @@ class JetStream:
         info = ConsumerInfo(await self._run(api_call(req)))
         return Consumer(self, stream, info["name"], info)
 
-    async def create_consumer(self, stream: str, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+    async def create_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None, **kw: Any) -> "Consumer":
         """Create a consumer (pull unless it has a deliver_subject); explicit
         acks unless told otherwise (nats-tcl's and nats.go's default)."""
         return await self._consumer_request(stream, "create", config, kw)
 
-    async def update_consumer(self, stream: str, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+    async def update_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None, **kw: Any) -> "Consumer":
         """Change a consumer's config; see :meth:`create_consumer`."""
         return await self._consumer_request(stream, "update", config, kw)
 
-    async def create_or_update_consumer(self, stream: str, config: ConsumerConfig | dict | None = None,
-                                        **kw) -> "Consumer":
+    async def create_or_update_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None,
+                                        **kw: Any) -> "Consumer":
         """Create the consumer, or update it when it exists; see :meth:`create_consumer`."""
         return await self._consumer_request(stream, None, config, kw)
 
@@ -288,7 +288,7 @@ class JetStream:
                              deliver_subject: str | None = None, deliver_group: str | None = None,
                              flow_control: bool = False, idle_heartbeat: float | None = None,
                              error_cb: ErrorHandler | None = None,
-                             config: ConsumerConfig | dict | None = None, **kw) -> "PushSubscription":
+                             config: ConsumerConfig | dict[str, Any] | None = None, **kw: Any) -> "PushSubscription":
         """Receive from a push consumer of ``stream`` (the consumers older
         servers and apps use; new code: pull consumers).
 
@@ -385,7 +385,7 @@ class JetStream:
         from tclnats_py.aio.kv import KeyValue as KeyValue
         return cast("KeyValue", await KeyValue.create_bucket(self, bucket, update=True, **config))
 
-    async def create_kv_aggregate(self, bucket: str, writable: bool, origins: list[dict], **config: Any) -> "KeyValue":
+    async def create_kv_aggregate(self, bucket: str, writable: bool, origins: list[dict[str, Any]], **config: Any) -> "KeyValue":
         """A bucket gathering other buckets (maybe across domains; origins from
         tclnats_py.aio.kv.kv_origin(...)); read-only unless ``writable``."""
         from tclnats_py.aio.kv import KeyValue as KeyValue
@@ -396,7 +396,7 @@ class JetStream:
         return cast("KeyValue", await KeyValue.create_bucket(self, bucket, origins=list(origins),
                                                             writable=bool(writable), **config))
 
-    async def create_kv_mirror(self, name: str, origin: dict, **config) -> None:
+    async def create_kv_mirror(self, name: str, origin: dict[str, Any], **config: Any) -> None:
         """A read-only copy of one bucket (serves direct gets); not bindable,
         deleted with delete_stream(name)."""
         from tclnats_py.aio.kv import KeyValue as KeyValue

@@ -159,7 +159,7 @@ class ConsumeContext(_PullLoop):
 class MessagesContext(_PullLoop):
     """An async iterator over a consumer's messages (the consume algorithm)."""
 
-    def __aiter__(self):
+    def __aiter__(self) -> "MessagesContext":
         return self
 
     async def _start(self):
