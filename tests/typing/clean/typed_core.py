@@ -51,11 +51,13 @@ async def main(url: str) -> None:
     every: list[str] = headers.get_all("K")
     assert (first, every, msg.header("Trace-Id")) == ("v1", ["v1", "v2"], "t-1")
 
+    await sub.unsubscribe()
+
     # iteration, ended by max_msgs
-    await sub.unsubscribe(2)
-    await nc.publish("typed.hdr", b"x")
-    await nc.publish("typed.hdr", b"y")
-    seen = [m.data async for m in sub]
+    it = await nc.subscribe("typed.iter", max_msgs=2)
+    await nc.publish("typed.iter", b"x")
+    await nc.publish("typed.iter", b"y")
+    seen = [m.data async for m in it]
     assert seen == [b"x", b"y"]
 
     # request/reply

@@ -39,14 +39,14 @@ async def main(url: str) -> None:
     keys: list[str] = await kv.keys()
     assert keys == ["svc.a"]
     status: KvStatus = await kv.status()
-    assert (status.bucket, status.history, status.values) == ("TYPED_KV", 5, 3)
+    assert (status.bucket, status.history, status.values) == ("TYPED_KV", 5, 4)  # 2 of svc.a, svc.b and its delete
 
-    seen: list[bytes] = []
+    seen: list[tuple[str, str, bytes]] = []
     async for e in kv.watch("svc.>"):
         if e is None:  # the end of the current values
             break
-        seen.append(e.value)
-    assert seen == [b"two"]
+        seen.append((e.key, e.operation, e.value))
+    assert seen == [("svc.a", "PUT", b"two"), ("svc.b", "DEL", b"")]
 
     assert await js.delete_key_value("TYPED_KV")
     await nc.close()
