@@ -19,8 +19,10 @@ ErrWrongLastSequence, ErrInvalidArg (bad key or bucket name), ErrTimeout.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 from dataclasses import dataclass, field
+from typing import Any
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.js import kv as _kv
@@ -57,12 +59,16 @@ class KvStatus:
     mirror_name: str | None = None
     mirror_domain: str | None = None
     backing_store: str = "JetStream"
-    stream_config: dict = field(default_factory=dict)
-    stream_state: dict = field(default_factory=dict)
+    stream_config: dict[str, Any] = field(default_factory=dict)
+    stream_state: dict[str, Any] = field(default_factory=dict)
 
     @property
     def metadata(self) -> dict:
         return self.stream_config.get("metadata") or {}
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (ttl in seconds; stream_config and stream_state the JSON)."""
+        return dataclasses.asdict(self)
 
 
 def _bucket_options(ttl=None, replicas=None, compression=None, **config) -> dict:

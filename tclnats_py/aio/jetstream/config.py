@@ -5,6 +5,10 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # (typing.Self from 3.11; only type checkers read it)
+    from typing_extensions import Self
 
 from tclnats_py.errors import make_error
 from tclnats_py.engine.js import config as _cfg
@@ -31,8 +35,12 @@ class _ApiConfig:
             out.setdefault(k, v)
         return out
 
+    def as_dict(self) -> dict[str, Any]:
+        """The wire JSON (ns durations): :meth:`to_api`."""
+        return self.to_api()
+
     @classmethod
-    def from_api(cls, data: dict):
+    def from_api(cls, data: dict[str, Any]) -> Self:
         """From the wire; fields this class does not name go to ``extra``."""
         kinds = {name: typ for name, typ, _ in cls._spec}
         kw, extra = {}, {}
@@ -48,11 +56,11 @@ class _ApiConfig:
                 extra[k] = v
         return cls(**kw, extra=extra)  # type: ignore[call-arg]
 
-    def replace(self, **changes):
+    def replace(self, **changes: Any) -> Self:
         bad = set(changes) - self._names
         if bad:
             raise make_error("ErrInvalidArg", f"Unknown option {sorted(bad)[0]}")
-        return dataclasses.replace(self, **changes)
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]  # (the subclasses are dataclasses)
 
 
 @dataclass
