@@ -207,21 +207,27 @@ class ConsumerInfo(Reply):
 
 
 class PubAck(Reply):
-    """A publish acknowledgement: stream, seq, duplicate, domain."""
-    __slots__ = ("stream", "seq", "duplicate", "domain")
-    stream: str
-    seq: int
-    duplicate: bool
-    domain: str | None
+    """A publish acknowledgement: stream, seq, duplicate, domain.  (One per
+    JetStream publish: made as cheaply as the dict it is; the attributes
+    read the dict when asked.)"""
+    __slots__ = ()
+    __init__ = dict.__init__  # (no Python-level __init__: the cost of the dict alone)
 
-    def __init__(self, data: Mapping[str, Any] | None = None) -> None:
-        # (one per JetStream publish: the fields set directly, not through _fields)
-        dict.__init__(self, data or ())
-        get = self.get
-        self.stream = get("stream", "")
-        self.seq = get("seq", 0)
-        self.duplicate = bool(get("duplicate"))
-        self.domain = get("domain")
+    @property
+    def stream(self) -> str:
+        return self.get("stream", "")
+
+    @property
+    def seq(self) -> int:
+        return self.get("seq", 0)
+
+    @property
+    def duplicate(self) -> bool:
+        return bool(self.get("duplicate"))
+
+    @property
+    def domain(self) -> str | None:
+        return self.get("domain")
 
 
 class AccountInfo(Reply):
