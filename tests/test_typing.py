@@ -178,16 +178,19 @@ def test_readme_python_blocks_are_in_the_typed_programs():
         assert found, "README block not in tests/typing/clean:\n" + block
 
 
+@pytest.mark.unit
 def test_user_programs_pass_mypy_strict():
     code, out, _, _ = _mypy(CLEAN + EXAMPLES)
     assert code == 0, out
 
 
+@pytest.mark.unit
 def test_user_programs_pass_pyright_strict():
     report, by_line = _pyright(CLEAN + EXAMPLES)
     assert report["summary"]["errorCount"] == 0, json.dumps(report["generalDiagnostics"], indent=1)[:6000]
 
 
+@pytest.mark.unit
 def test_must_fail_lines_fail_mypy_each():
     marked = _marked_lines()
     assert len(marked) >= 20
@@ -199,6 +202,7 @@ def test_must_fail_lines_fail_mypy_each():
     assert not stray, f"errors on lines not marked (the setup must be correct code): {stray}\n{out}"
 
 
+@pytest.mark.unit
 def test_must_fail_lines_fail_pyright_each():
     marked = _marked_lines()
     _, by_line = _pyright([MUST_FAIL])

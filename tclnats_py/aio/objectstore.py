@@ -108,7 +108,7 @@ class ObjectStore:
 
     # ------------------------------------------------------------ lifecycle
     @classmethod
-    async def create_bucket(cls, js, bucket: str, *, description=None, ttl: float | None = None, max_bytes=None,
+    async def create_bucket(cls, js: JetStream, bucket: str, *, description=None, ttl: float | None = None, max_bytes=None,
                             storage: str = "file", replicas: int = 1, compression: bool = False, metadata=None,
                             placement=None) -> "ObjectStore":
         check_str("description", description)
@@ -123,7 +123,7 @@ class ObjectStore:
         return cls(js, bucket, info)
 
     @classmethod
-    async def bind(cls, js, bucket: str) -> "ObjectStore":
+    async def bind(cls, js: JetStream, bucket: str) -> "ObjectStore":
         return cls(js, bucket, await js._run(_obj.bind(js.jsapi, bucket)))
 
     @property

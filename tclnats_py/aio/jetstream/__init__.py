@@ -36,6 +36,8 @@ ErrJetStreamNotEnabled, ErrJSResponse (``details``: code, err_code) ...
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from tclnats_py.engine.js import config as _cfg
 from tclnats_py.engine.js.api import StoredMsg  # noqa: F401
 from tclnats_py.errors import (ErrBadRequest, ErrConsumerDeleted, ErrConsumerNotActive,  # noqa: F401
@@ -58,6 +60,9 @@ __all__ = ["new", "JetStream", "Stream", "Consumer", "JsMsg", "StoredMsg", "Info
            "PushSubscription",
            "stream_source", "subject_transform", "republish"]
 
+if TYPE_CHECKING:  # names used in annotations only
+    from tclnats_py.aio.client import Client
+
 # builders of nested config objects (dicts), as nats-tcl's make_* commands
 stream_source = _cfg.make_stream_source
 subject_transform = _cfg.make_subject_transform
@@ -68,7 +73,7 @@ __all__ += ["ErrJetStreamNotEnabled", "ErrJetStreamNotEnabledForAccount", "ErrNo
             "ErrNoHeartbeat", "ErrConsumerNotActive", "ErrBadRequest", "ErrNotPullConsumer"]
 
 
-def new(client, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
-        **kw) -> "JetStream":
+def new(client: Client, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
+        **kw: Any) -> "JetStream":
     """The JetStream context of ``client`` (what ``client.jetstream()`` returns)."""
     return JetStream(client, domain=domain, api_prefix=api_prefix, timeout=timeout, **kw)

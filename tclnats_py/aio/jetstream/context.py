@@ -22,7 +22,7 @@ from tclnats_py.aio.jetstream.ordered import OrderedConsumer
 from tclnats_py.aio.jetstream.message import JsMsg
 
 if TYPE_CHECKING:  # names used in annotations only
-    from tclnats_py.aio.client import ErrorHandler, HeadersArg, Payload
+    from tclnats_py.aio.client import Client, ErrorHandler, HeadersArg, Payload
     from tclnats_py.aio.jetstream.pull import ConsumeContext  # noqa: F401
     from tclnats_py.aio.kv import KeyValue
     from tclnats_py.aio.objectstore import ObjectStore
@@ -40,7 +40,7 @@ class JetStream:
     """The JetStream context of one client: streams, consumers, publishing,
     Key-Value and Object Store.  ``timeout`` (seconds) bounds each API call."""
 
-    def __init__(self, client, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
+    def __init__(self, client: Client, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
                  publish_async_max_pending: int = 4000, publish_async_stall_wait: float = STALL_WAIT_MS / 1000):
         timeout = check_timeout(timeout, 5.0, what="JetStream timeout")
         check_int("publish_async_max_pending", publish_async_max_pending, 1)
