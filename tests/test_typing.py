@@ -154,6 +154,17 @@ def test_connect_options_typed_match_the_option_table():
 
 
 @pytest.mark.unit
+def test_config_keywords_typed_match_the_config_classes():
+    """The TypedDicts of create_stream's and create_consumer's keywords name
+    the fields of StreamConfig (but ``name``, create_stream's first
+    parameter) and ConsumerConfig, the names their replace() accepts."""
+    from tclnats_py.aio.jetstream.config import ConsumerConfig, ConsumerFields, StreamConfig, StreamFields
+    assert not StreamFields.__required_keys__ and not ConsumerFields.__required_keys__
+    assert set(StreamFields.__optional_keys__) == StreamConfig._names - {"name"}
+    assert set(ConsumerFields.__optional_keys__) == ConsumerConfig._names
+
+
+@pytest.mark.unit
 def test_typed_names_of_the_package_resolve():
     """What the type checkers import under TYPE_CHECKING is what the lazy names give at run time."""
     from tclnats_py.aio import client

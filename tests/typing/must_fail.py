@@ -41,4 +41,8 @@ async def must_fail(url: str, nc: tclnats_py.Client, js: JetStream, kv: KeyValue
     await kv.put("key", 1)  # must fail: mypy[arg-type] pyright[reportArgumentType]
     await js.publish("orders.new", b"x", msg_id=5)  # must fail: mypy[arg-type] pyright[reportArgumentType]
     seq: str = (await js.publish("orders.new", b"x")).seq  # must fail: mypy[assignment] pyright[reportAssignmentType]
+    await js.create_stream("ORDERS", subjectz=["orders.*"])  # must fail: mypy[call-arg] pyright[reportCallIssue]
+    await js.create_stream("ORDERS", subjects=["orders.*"], max_age="1h")  # must fail: mypy[arg-type] pyright[reportArgumentType]
+    await js.create_consumer("ORDERS", durable="PACKER")  # must fail: mypy[call-arg] pyright[reportCallIssue]
+    await js.create_consumer("ORDERS", durable_name="PACKER", ack_wait="30s")  # must fail: mypy[arg-type] pyright[reportArgumentType]
     print(text, blob, seq)

@@ -22,6 +22,8 @@ from tclnats_py.aio.jetstream.ordered import OrderedConsumer
 from tclnats_py.aio.jetstream.message import JsMsg
 
 if TYPE_CHECKING:  # names used in annotations only
+    from typing_extensions import Unpack
+    from tclnats_py.aio.jetstream.config import ConsumerFields, StreamFields
     from tclnats_py.aio.client import Client, ErrorHandler, HeadersArg, Payload
     from tclnats_py.aio.jetstream.pull import ConsumeContext  # noqa: F401
     from tclnats_py.aio.kv import KeyValue
@@ -116,13 +118,15 @@ class JetStream:
         cfg = cfg.replace(name=name)
         return cfg.to_api()
 
-    async def create_stream(self, name: str, config: StreamConfig | dict[str, Any] | None = None, **kw: Any) -> "Stream":
+    async def create_stream(self, name: str, config: StreamConfig | dict[str, Any] | None = None,
+                            **kw: Unpack[StreamFields]) -> "Stream":
         """Create a stream from a StreamConfig and/or keyword fields
         (``create_stream("S", subjects=["s.*"], max_age=60)``)."""
         info = StreamInfo(await self._run(self.jsapi.stream_create(self._stream_body(name, config, kw))))
         return Stream(self, info["config"]["name"], info)
 
-    async def update_stream(self, name: str, config: StreamConfig | dict[str, Any] | None = None, **kw: Any) -> "Stream":
+    async def update_stream(self, name: str, config: StreamConfig | dict[str, Any] | None = None,
+                            **kw: Unpack[StreamFields]) -> "Stream":
         """Update a stream: with a full config, or (only keywords) the current
         config with those fields changed."""
         if config is None and not isinstance(name, StreamConfig):
@@ -130,7 +134,8 @@ class JetStream:
         info = StreamInfo(await self._run(self.jsapi.stream_update(self._stream_body(name, config, kw))))
         return Stream(self, info["config"]["name"], info)
 
-    async def create_or_update_stream(self, name: str, config: StreamConfig | dict[str, Any] | None = None, **kw: Any) -> "Stream":
+    async def create_or_update_stream(self, name: str, config: StreamConfig | dict[str, Any] | None = None,
+                                      **kw: Unpack[StreamFields]) -> "Stream":
         """Create the stream, or update it when it exists; see :meth:`create_stream`."""
         try:
             body = self._stream_body(name, config, kw)
@@ -270,17 +275,19 @@ class JetStream:
         info = ConsumerInfo(await self._run(api_call(req)))
         return Consumer(self, stream, info["name"], info)
 
-    async def create_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None, **kw: Any) -> "Consumer":
+    async def create_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None,
+                              **kw: Unpack[ConsumerFields]) -> "Consumer":
         """Create a consumer (pull unless it has a deliver_subject); explicit
         acks unless told otherwise (nats-tcl's and nats.go's default)."""
         return await self._consumer_request(stream, "create", config, kw)
 
-    async def update_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None, **kw: Any) -> "Consumer":
+    async def update_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None,
+                              **kw: Unpack[ConsumerFields]) -> "Consumer":
         """Change a consumer's config; see :meth:`create_consumer`."""
         return await self._consumer_request(stream, "update", config, kw)
 
     async def create_or_update_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None,
-                                        **kw: Any) -> "Consumer":
+                                        **kw: Unpack[ConsumerFields]) -> "Consumer":
         """Create the consumer, or update it when it exists; see :meth:`create_consumer`."""
         return await self._consumer_request(stream, None, config, kw)
 
