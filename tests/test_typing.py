@@ -165,6 +165,18 @@ def test_config_keywords_typed_match_the_config_classes():
 
 
 @pytest.mark.unit
+def test_key_value_keywords_typed_match_the_bucket_options():
+    """KeyValueFields names what create_key_value passes on: the engine's
+    bucket_config options in this face's names (ttl in seconds for ttl_ms,
+    replicas for num_replicas), without the aggregate's and mirror's own."""
+    from tclnats_py.aio.jetstream.config import KeyValueFields
+    from tclnats_py.engine.js.kv import bucket_config
+    engine = set(inspect.signature(bucket_config).parameters) - {"bucket"}
+    face = (engine - {"origins", "writable", "mirror_origin", "ttl_ms", "num_replicas"}) | {"ttl", "replicas"}
+    assert set(KeyValueFields.__optional_keys__) == face
+
+
+@pytest.mark.unit
 def test_typed_names_of_the_package_resolve():
     """What the type checkers import under TYPE_CHECKING is what the lazy names give at run time."""
     from tclnats_py.aio import client

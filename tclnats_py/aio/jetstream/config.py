@@ -224,6 +224,25 @@ class ConsumerFields(TypedDict, total=False):
     pause_until: str | None
 
 
+class KeyValueFields(TypedDict, total=False):
+    """The keyword arguments of ``create_key_value``/``update_key_value``
+    (and ``create_kv_aggregate``/``create_kv_mirror``), for type checkers:
+    ``ttl`` in seconds, ``replicas``, ``compression`` (True: s2)."""
+    history: int
+    ttl: float | None
+    max_value_size: int | None
+    max_bucket_size: int | None
+    storage: str
+    replicas: int | None
+    description: str | None
+    compression: bool | str | None
+    metadata: dict[str, str] | None
+    republish: dict[str, Any] | None
+    placement: dict[str, Any] | None
+    mirror_name: str | None
+    mirror_domain: str | None
+
+
 StreamConfig._names = frozenset(f.name for f in fields(StreamConfig)) - {"extra"}
 ConsumerConfig._names = frozenset(f.name for f in fields(ConsumerConfig)) - {"extra"}
 

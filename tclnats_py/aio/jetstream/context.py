@@ -23,7 +23,7 @@ from tclnats_py.aio.jetstream.message import JsMsg
 
 if TYPE_CHECKING:  # names used in annotations only
     from typing_extensions import Unpack
-    from tclnats_py.aio.jetstream.config import ConsumerFields, StreamFields
+    from tclnats_py.aio.jetstream.config import ConsumerFields, KeyValueFields, StreamFields
     from tclnats_py.aio.client import Client, ErrorHandler, HeadersArg, Payload
     from tclnats_py.aio.jetstream.pull import ConsumeContext  # noqa: F401
     from tclnats_py.aio.kv import KeyValue
@@ -379,7 +379,7 @@ class JetStream:
         return OrderedConsumer(self, state)
 
     # ------------------------------------------------------------ Key-Value
-    async def create_key_value(self, bucket: str, **config: Any) -> "KeyValue":
+    async def create_key_value(self, bucket: str, **config: Unpack[KeyValueFields]) -> "KeyValue":
         """A new bucket (tclnats_py.aio.kv.KeyValue): history, ttl (s),
         max_value_size, max_bucket_size, storage, replicas, description,
         compression, metadata, republish, placement, mirror_name, mirror_domain."""
@@ -387,12 +387,13 @@ class JetStream:
         # (None only for a KV mirror, which create_kv_mirror makes)
         return cast("KeyValue", await KeyValue.create_bucket(self, bucket, **config))
 
-    async def update_key_value(self, bucket: str, **config: Any) -> "KeyValue":
+    async def update_key_value(self, bucket: str, **config: Unpack[KeyValueFields]) -> "KeyValue":
         """Change a bucket's settings (history, ttl, max_bytes ...); see :meth:`create_key_value`."""
         from tclnats_py.aio.kv import KeyValue as KeyValue
         return cast("KeyValue", await KeyValue.create_bucket(self, bucket, update=True, **config))
 
-    async def create_kv_aggregate(self, bucket: str, writable: bool, origins: list[dict[str, Any]], **config: Any) -> "KeyValue":
+    async def create_kv_aggregate(self, bucket: str, writable: bool, origins: list[dict[str, Any]],
+                                  **config: Unpack[KeyValueFields]) -> "KeyValue":
         """A bucket gathering other buckets (maybe across domains; origins from
         tclnats_py.aio.kv.kv_origin(...)); read-only unless ``writable``."""
         from tclnats_py.aio.kv import KeyValue as KeyValue
@@ -403,7 +404,7 @@ class JetStream:
         return cast("KeyValue", await KeyValue.create_bucket(self, bucket, origins=list(origins),
                                                             writable=bool(writable), **config))
 
-    async def create_kv_mirror(self, name: str, origin: dict[str, Any], **config: Any) -> None:
+    async def create_kv_mirror(self, name: str, origin: dict[str, Any], **config: Unpack[KeyValueFields]) -> None:
         """A read-only copy of one bucket (serves direct gets); not bindable,
         deleted with delete_stream(name)."""
         from tclnats_py.aio.kv import KeyValue as KeyValue
