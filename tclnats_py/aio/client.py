@@ -937,12 +937,19 @@ class Client:
         """A new unique inbox subject (``inbox_prefix``, default ``_INBOX``, then a NUID)."""
         return self._engine.new_inbox()
 
-    def jetstream(self, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
-                  **kw: Any) -> "JetStream":
-        """The JetStream context (see tclnats_py.aio.jetstream); ``kw``:
-        ``publish_async_max_pending`` (4000), ``publish_async_stall_wait`` (0.2 s)."""
+    def jetstream(self, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0, *,
+                  publish_async_max_pending: int | None = None,
+                  publish_async_stall_wait: float | None = None) -> "JetStream":
+        """The JetStream context (see tclnats_py.aio.jetstream): ``publish_async_max_pending``
+        (default 4000) acks in flight, then ``publish_async`` waits up to
+        ``publish_async_stall_wait`` (default 0.2 s) for room."""
         from tclnats_py.aio.jetstream import JetStream as JetStream
         check_timeout(timeout, what="JetStream timeout")
+        kw: dict[str, Any] = {}
+        if publish_async_max_pending is not None:
+            kw["publish_async_max_pending"] = publish_async_max_pending
+        if publish_async_stall_wait is not None:
+            kw["publish_async_stall_wait"] = publish_async_stall_wait
         return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout, **kw)
 
     # ------------------------------------------------------------ effects
