@@ -19,7 +19,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import os
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterable, AsyncIterator, Iterable, Protocol, Union
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.client import HeadersArg
@@ -33,7 +33,18 @@ from tclnats_py.engine.nuid import next_token
 from tclnats_py.engine.validate import check_headers, check_int, check_seconds, check_str
 from tclnats_py.aio.jetstream.info import Reply, StreamInfo
 
-__all__ = ["ObjectStore", "ObjectInfo", "ObjectStoreStatus", "ObjectWatcher"]
+__all__ = ["ObjectStore", "ObjectInfo", "ObjectStoreStatus", "ObjectWatcher", "ObjectData"]
+
+
+class _Reader(Protocol):
+    """A file or a stream: ``read(size)`` gives the next part (bytes or str; awaitable or not), empty at the end."""
+
+    def read(self, size: int, /) -> Any: ...
+
+
+_Part = Union[bytes, bytearray, memoryview, str]
+#: what ``ObjectStore.put`` stores: bytes-like, str (UTF-8), a file, or an (async) iterable of parts
+ObjectData = Union[_Part, _Reader, Iterable[_Part], AsyncIterable[_Part]]
 
 _WINDOW = 64  # chunk publishes in flight during a put
 
@@ -212,7 +223,7 @@ class ObjectStore:
         return ObjectStoreStatus(_obj.status(self.bucket, dict(await self.js.stream_info(self.stream))))
 
     # ------------------------------------------------------------ writes
-    async def put(self, name: str, data: Any, description: str | None = None, headers: HeadersArg = None,
+    async def put(self, name: str, data: ObjectData, description: str | None = None, headers: HeadersArg = None,
                   metadata: dict[str, str] | None = None,
                   chunk_size: int = _obj.DEFAULT_CHUNK_SIZE) -> ObjectInfo:
         """Store an object: chunks first (acknowledged), then its info; the

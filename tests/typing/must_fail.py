@@ -48,4 +48,5 @@ async def must_fail(url: str, nc: tclnats_py.Client, js: JetStream, kv: KeyValue
     await js.create_key_value("SETTINGS", histroy=5)  # must fail: mypy[call-arg] pyright[reportCallIssue]
     await js.create_key_value("SETTINGS", ttl="1d")  # must fail: mypy[arg-type] pyright[reportArgumentType]
     nc.jetstream(publish_async_max_pendin=5)  # must fail: mypy[call-arg] pyright[reportCallIssue]
+    await obs.put("name", 123)  # must fail: mypy[arg-type] pyright[reportArgumentType]
     print(text, blob, seq)

@@ -4,6 +4,7 @@ a link, list, status, delete.  tests/test_typing.py type-checks it and runs it."
 from __future__ import annotations
 
 import asyncio
+import io
 import sys
 
 import tclnats_py
@@ -24,6 +25,9 @@ async def main(url: str) -> None:
     size: int = info.size
     assert (info.name, size, info.deleted, info.is_link) == ("blob.bin", len(data), False, False)
     await obs.put("note.txt", "hello")
+    await obs.put("file.bin", io.BytesIO(b"from a file"))
+    await obs.put("parts.bin", [b"a", b"b", "c"])
+    assert await obs.get_bytes("file.bin") == b"from a file" and await obs.get_bytes("parts.bin") == b"abc"
     blob: bytes = await obs.get_bytes("blob.bin")
     assert blob == data
     assert await obs.get_string("note.txt") == "hello"
@@ -31,7 +35,7 @@ async def main(url: str) -> None:
     assert link.is_link and link.link == {"bucket": "TYPED_FILES", "name": "blob.bin"}
     assert await obs.get_bytes("latest") == data
     names = sorted(i.name for i in await obs.list())
-    assert names == ["blob.bin", "latest", "note.txt"]
+    assert names == ["blob.bin", "file.bin", "latest", "note.txt", "parts.bin"]
     status: ObjectStoreStatus = await obs.status()
     stream_info: StreamInfo = status.stream_info
     assert (status.bucket, status.description, status.sealed) == ("TYPED_FILES", "files", False)
