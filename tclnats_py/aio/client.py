@@ -905,20 +905,20 @@ class Client:
         return self._engine.last_error
 
     @property
-    def server_info(self) -> dict:
+    def server_info(self) -> dict[str, Any]:
         return dict(self._engine.server_info)
 
     @property
-    def current_server(self) -> tuple | None:
+    def current_server(self) -> tuple[str, int] | None:
         s = self._engine.pool.current
         return (s.host, s.port) if s else None
 
     @property
-    def all_servers(self) -> list[dict]:
+    def all_servers(self) -> list[dict[str, Any]]:
         return [s.as_dict() for s in self._engine.pool.servers]
 
     @property
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, int]:
         return dict(self._engine.stats)
 
     @property

@@ -66,7 +66,7 @@ class KvStatus:
     stream_state: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def metadata(self) -> dict:
+    def metadata(self) -> dict[str, str]:
         return self.stream_config.get("metadata") or {}
 
     def as_dict(self) -> dict[str, Any]:

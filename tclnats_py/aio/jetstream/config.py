@@ -20,7 +20,7 @@ class _ApiConfig:
     _names: frozenset = frozenset()
     extra: dict  # a field of each dataclass: wire fields the class does not name
 
-    def to_api(self, *, defaults: bool = True) -> dict:
+    def to_api(self, *, defaults: bool = True) -> dict[str, Any]:
         """The wire JSON (ns durations), checked with nats-tcl's rules."""
         opts = {}
         for f in fields(self):  # type: ignore[arg-type]  # the subclasses are dataclasses
@@ -140,7 +140,7 @@ class ConsumerConfig(_ApiConfig):
 
     _spec = _cfg.CONSUMER_SPEC + _cfg.CONSUMER_EXTRA_SPEC
 
-    def to_api(self, *, defaults: bool = True) -> dict:
+    def to_api(self, *, defaults: bool = True) -> dict[str, Any]:
         out = super().to_api(defaults=defaults)
         if self.deliver_policy is None:
             # a start position implies its policy (the table's default is "all")

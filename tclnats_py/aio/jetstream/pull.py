@@ -25,7 +25,7 @@ class _PullLoop:
         self.client = consumer.js.client
         self._sub: Any = None  # the inbox Subscription, once started
         self._inbox = None
-        self._reconnects = None
+        self._reconnects: int | None = None
         self.warnings: list = []
 
     def _pulls(self, events) -> list:
