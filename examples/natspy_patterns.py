@@ -53,8 +53,13 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import tclnats_py as nats
+
+if TYPE_CHECKING:  # (annotations only)
+    from tclnats_py.aio import ClientMsg
+    from tclnats_py.aio.jetstream import JetStream
 
 URL = sys.argv[1] if len(sys.argv) > 1 else "nats://127.0.0.1:4222"
 
@@ -65,18 +70,18 @@ def check(cond: bool, what: str) -> None:
 
 
 async def p01_connect() -> None:
-    events = []
+    events: list[Any] = []
 
-    async def error_cb(e):
+    async def error_cb(e: Exception) -> None:
         events.append(("error", e))
 
-    async def disconnected_cb():
+    async def disconnected_cb() -> None:
         events.append("disconnected")
 
-    async def reconnected_cb():
+    async def reconnected_cb() -> None:
         events.append("reconnected")
 
-    async def closed_cb():
+    async def closed_cb() -> None:
         events.append("closed")
 
     nc = await nats.connect(servers=[URL], name="patterns", error_cb=error_cb, disconnected_cb=disconnected_cb,
@@ -90,11 +95,11 @@ async def p01_connect() -> None:
     check(nc.is_closed and "closed" in events, "closed_cb")
 
 
-async def p02_subscribe_cb(nc) -> None:
-    got = []
+async def p02_subscribe_cb(nc: nats.Client) -> None:
+    got: list[tuple[str, str]] = []
     done = asyncio.Event()
 
-    async def message_handler(msg):
+    async def message_handler(msg: ClientMsg) -> None:
         subject = msg.subject
         data = msg.data.decode()
         got.append((subject, data))
@@ -108,14 +113,14 @@ async def p02_subscribe_cb(nc) -> None:
     check(got == [("greet.joe", "Hello"), ("greet.pam", "Hi")], "callback subscription")
 
 
-async def p03_next_msg_and_messages(nc) -> None:
+async def p03_next_msg_and_messages(nc: nats.Client) -> None:
     sub = await nc.subscribe("updates")
     await nc.publish("updates", b"one")
     msg = await sub.next_msg(timeout=1)
     check(msg.data == b"one", "next_msg")
     for i in range(3):
         await nc.publish("updates", f"n{i}".encode())
-    seen = []
+    seen: list[bytes] = []
     async for msg in sub.messages:
         seen.append(msg.data)
         if len(seen) == 3:
@@ -129,17 +134,17 @@ async def p03_next_msg_and_messages(nc) -> None:
     await sub.unsubscribe()
 
 
-async def p04_queue_groups(nc) -> None:
+async def p04_queue_groups(nc: nats.Client) -> None:
     counts = {"a": 0, "b": 0}
 
-    def worker(name):
-        async def cb(msg):
+    def worker(name: str) -> Callable[[ClientMsg], Awaitable[None]]:
+        async def cb(msg: ClientMsg) -> None:
             counts[name] += 1
         return cb
     await nc.subscribe("jobs", queue="workers", cb=worker("a"))
     await nc.subscribe("jobs", queue="workers", cb=worker("b"))
     await nc.flush()
-    for i in range(100):
+    for _ in range(100):
         await nc.publish("jobs", b"job")
     await nc.flush()
     for _ in range(100):
@@ -149,8 +154,8 @@ async def p04_queue_groups(nc) -> None:
     check(counts["a"] + counts["b"] == 100, "each job once in the group")
 
 
-async def p05_request_reply(nc) -> None:
-    async def help_request(msg):
+async def p05_request_reply(nc: nats.Client) -> None:
+    async def help_request(msg: ClientMsg) -> None:
         await msg.respond(b"I can help " + msg.data)
 
     await nc.subscribe("help", "workers", help_request)
@@ -164,21 +169,22 @@ async def p05_request_reply(nc) -> None:
         pass
 
 
-async def p06_headers(nc) -> None:
+async def p06_headers(nc: nats.Client) -> None:
     sub = await nc.subscribe("hdr")
     await nc.publish("hdr", b"body", headers={"Foo": "Bar", "Trace-Id": "abc"})
     msg = await sub.next_msg(timeout=1)
+    assert msg.headers is not None  # (None for a message without headers)
     check(msg.headers["Foo"] == "Bar" and msg.headers.get("Trace-Id") == "abc", "headers read as str")
     check(msg.headers["foo"] == "Bar", "case-insensitive lookup")
     await sub.unsubscribe()
 
 
-async def p07_auto_unsubscribe(nc) -> None:
+async def p07_auto_unsubscribe(nc: nats.Client) -> None:
     sub = await nc.subscribe("auto")
     await sub.unsubscribe(limit=2)
     for i in range(5):
         await nc.publish("auto", b"%d" % i)
-    got = []
+    got: list[bytes] = []
     async for msg in sub.messages:
         got.append(msg.data)
     check(got == [b"0", b"1"], "auto-unsubscribe after 2")
@@ -186,9 +192,9 @@ async def p07_auto_unsubscribe(nc) -> None:
 
 async def p08_flush_and_drain() -> None:
     nc = await nats.connect(URL)
-    got = []
+    got: list[bytes] = []
 
-    async def slow(msg):
+    async def slow(msg: ClientMsg) -> None:
         await asyncio.sleep(0.01)
         got.append(msg.data)
     await nc.subscribe("drain.me", cb=slow)
@@ -200,7 +206,7 @@ async def p08_flush_and_drain() -> None:
     check(len(got) == 20 and nc.is_closed, "drain")
 
 
-async def p09_jetstream_publish(js) -> None:
+async def p09_jetstream_publish(js: JetStream) -> None:
     await js.create_stream("PATTERNS", subjects=["patterns.>"])  # nats-py: add_stream(name=..., subjects=...)
     ack = await js.publish("patterns.orders", b"order-1")
     check(ack.stream == "PATTERNS" and ack.seq == 1, "PubAck")
@@ -208,7 +214,7 @@ async def p09_jetstream_publish(js) -> None:
         await js.publish("patterns.orders", f"order-{i}".encode())
 
 
-async def p10_pull_fetch(js) -> None:
+async def p10_pull_fetch(js: JetStream) -> None:
     consumer = await js.create_consumer("PATTERNS", durable_name="psub")  # nats-py: pull_subscribe
     msgs = await consumer.fetch(5, max_wait=2)
     for msg in msgs:
@@ -216,9 +222,9 @@ async def p10_pull_fetch(js) -> None:
     check([m.data for m in msgs] == [f"order-{i}".encode() for i in range(1, 6)], "fetch a batch")
 
 
-async def p11_ordered(js) -> None:
+async def p11_ordered(js: JetStream) -> None:
     oc = js.ordered_consumer("PATTERNS", "patterns.orders")  # nats-py: js.subscribe(..., ordered_consumer=True)
-    seen = []
+    seen: list[bytes] = []
     async for msg in oc:
         seen.append(msg.data)
         if len(seen) == 5:
@@ -227,7 +233,7 @@ async def p11_ordered(js) -> None:
     check(seen[0] == b"order-1" and len(seen) == 5, "ordered consumer")
 
 
-async def p12_key_value(js) -> None:
+async def p12_key_value(js: JetStream) -> None:
     kv = await js.create_key_value(bucket="PATTERNS_KV")
     rev = await kv.put("hello", b"world")
     entry = await kv.get("hello")
@@ -252,8 +258,10 @@ async def main() -> None:
     print("1 connect with options and callbacks: ok")
     nc = await nats.connect(URL)
     try:
-        for i, p in enumerate((p02_subscribe_cb, p03_next_msg_and_messages, p04_queue_groups, p05_request_reply,
-                               p06_headers, p07_auto_unsubscribe), start=2):
+        core: tuple[Callable[[nats.Client], Awaitable[None]], ...] = (
+            p02_subscribe_cb, p03_next_msg_and_messages, p04_queue_groups, p05_request_reply, p06_headers,
+            p07_auto_unsubscribe)
+        for i, p in enumerate(core, start=2):
             await p(nc)
             print(f"{i} {p.__name__[4:].replace('_', ' ')}: ok")
         await p08_flush_and_drain()
@@ -264,9 +272,11 @@ async def main() -> None:
         except nats.ErrStreamNotFound:
             pass
         try:
-            for i, p in enumerate((p09_jetstream_publish, p10_pull_fetch, p11_ordered, p12_key_value), start=9):
-                await p(js)
-                print(f"{i} {p.__name__[4:].replace('_', ' ')}: ok")
+            jspatterns: tuple[Callable[[JetStream], Awaitable[None]], ...] = (
+                p09_jetstream_publish, p10_pull_fetch, p11_ordered, p12_key_value)
+            for i, q in enumerate(jspatterns, start=9):
+                await q(js)
+                print(f"{i} {q.__name__[4:].replace('_', ' ')}: ok")
         finally:
             await js.delete_stream("PATTERNS")
     finally:

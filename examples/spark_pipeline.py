@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def main() -> int:
     import tclnats_py
     import tclnats_py.spark as tspark
-    from pyspark.sql import SparkSession, functions as F
+    from pyspark.sql import DataFrame, SparkSession, functions as F  # noqa: F401  (DataFrame: annotations)
     from tclnats_py.testing.server import NatsServer
 
     with NatsServer(jetstream=True) as srv:
@@ -30,7 +30,7 @@ def main() -> int:
         cmd = [tclsh] if tclsh.endswith("tclnats-tclsh") else [sys.executable, "-m", "tclnats_py.tclface.tclsh"]
         subprocess.run(cmd + [os.path.join(HERE, "orders_publisher.tcl"), url, "200"], check=True)
 
-        async def results_stream():
+        async def results_stream() -> None:
             c = await tclnats_py.connect(url)
             await c.jetstream().create_stream("TOTALS", subjects=["totals.*"], storage="memory")
             await c.close()
@@ -45,7 +45,7 @@ def main() -> int:
         schema = "id long, product string, qty long"
         parsed = orders.select(F.from_json(F.col("data").cast("string"), schema).alias("o")).select("o.*")
 
-        def write_totals(batch_df, batch_id):
+        def write_totals(batch_df: "DataFrame", batch_id: int) -> None:
             totals = batch_df.groupBy("product").agg(F.sum("qty").alias("qty"))
             out = totals.select(F.concat(F.lit("totals."), F.col("product")).alias("subject"),
                                 F.to_json(F.struct("product", "qty")).cast("binary").alias("data"))
@@ -59,11 +59,11 @@ def main() -> int:
         spark.stop()
         shutil.rmtree(ckpt, ignore_errors=True)
 
-        async def read_totals():
+        async def read_totals() -> dict[str, int]:
             c = await tclnats_py.connect(url)
             js = c.jetstream()
             cons = await js.create_consumer("TOTALS", durable_name="READER")
-            grand = {}
+            grand: dict[str, int] = {}
             for m in await cons.fetch(100, expires=1.0):
                 t = json.loads(m.data)
                 grand[t["product"]] = grand.get(t["product"], 0) + t["qty"]
@@ -71,7 +71,7 @@ def main() -> int:
             return grand
         grand = asyncio.run(read_totals())
         print("quantities per product, summed over Spark's micro-batches:", dict(sorted(grand.items())))
-        expected = {}
+        expected: dict[str, int] = {}
         for i in range(200):
             p = ["apple", "pear", "plum", "cherry"][i % 4]
             expected[p] = expected.get(p, 0) + 1 + i % 5

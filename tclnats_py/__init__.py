@@ -27,22 +27,37 @@ __version__ = "0.1.0"
 TCL_API_VERSION = "3.2.1"
 
 # the asyncio face is imported on first use (PEP 562): the Tcl face, which
-# imports this package too, starts without asyncio
-_AIO = ("Client", "Subscription", "connect")
+# imports this package too, starts without asyncio (and without typing: this
+# TYPE_CHECKING is a plain False, which mypy and pyright read as True)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    # what type checkers see: the real classes and functions, so a program
+    # using tclnats_py.connect(...) is checked (a misspelled option, a wrong
+    # argument type, a missing attribute) instead of getting Any
+    from tclnats_py.aio.client import (Client as Client, ClientMsg as ClientMsg, Subscription as Subscription,
+                                       connect as connect)
+    from tclnats_py.aio.options import ConnectOptions as ConnectOptions
+
+_AIO = ("Client", "ClientMsg", "Subscription", "connect", "ConnectOptions")
+
+if not TYPE_CHECKING:
+    # (hidden from type checkers: a module __getattr__ would make every
+    # misspelled name, tclnats_py.conect, an Any instead of an error)
+    def __getattr__(name: str):
+        if name in _AIO:
+            if name == "ConnectOptions":
+                from tclnats_py.aio import options as _mod
+            else:
+                from tclnats_py.aio import client as _mod
+            value = getattr(_mod, name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module 'tclnats_py' has no attribute {name!r}")
 
 
-def __getattr__(name: str):
-    if name in _AIO:
-        from tclnats_py.aio import client as _client
-        value = getattr(_client, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'tclnats_py' has no attribute {name!r}")
-
-
-def __dir__() -> list:
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_AIO))
 
 
-__all__ = ["Engine", "Msg", "Headers", "Options", "Client", "Subscription", "connect",
+__all__ = ["Engine", "Msg", "Headers", "Options", "Client", "ClientMsg", "Subscription", "connect", "ConnectOptions",
            "CLOSED", "CONNECTING", "CONNECTED", "RECONNECTING", "TCL_API_VERSION", *_error_names]

@@ -6,6 +6,7 @@ Importing this package does not import the JetStream modules; they load with
 ``client.jetstream()``.
 """
 
-from tclnats_py.aio.client import DEFAULT_SERVER, Client, Subscription, connect
+from tclnats_py.aio.client import DEFAULT_SERVER, Client, ClientMsg, Subscription, connect
+from tclnats_py.aio.options import ConnectOptions
 
-__all__ = ["Client", "Subscription", "connect", "DEFAULT_SERVER"]
+__all__ = ["Client", "Subscription", "ClientMsg", "ConnectOptions", "connect", "DEFAULT_SERVER"]

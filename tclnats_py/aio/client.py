@@ -64,18 +64,20 @@ from tclnats_py.aio.options import translate
 from tclnats_py.aio import spin as _spin
 
 if TYPE_CHECKING:  # names used in annotations only
+    from typing_extensions import Unpack  # (typing.Unpack from 3.11; only type checkers read it)
     from tclnats_py.aio.jetstream import JetStream
     from tclnats_py.aio.micro import Service
+    from tclnats_py.aio.options import ConnectOptions
 
-__all__ = ["Client", "Subscription", "connect", "DEFAULT_SERVER", "Payload", "HeadersArg", "MsgHandler",
-           "ErrorHandler"]
+__all__ = ["Client", "Subscription", "ClientMsg", "connect", "DEFAULT_SERVER", "Payload", "HeadersArg",
+           "MsgHandler", "ErrorHandler"]
 
 #: a message body: bytes-like, str (sent as UTF-8) or None (empty)
 Payload = Union[bytes, bytearray, memoryview, str, None]
 #: headers to publish: name -> value or list of values (str or bytes); a received Headers too
 HeadersArg = Optional[Mapping[str, Union[str, bytes, Sequence[Union[str, bytes]]]]]
 #: a message callback: a plain function or a coroutine function of the message
-MsgHandler = Callable[[Msg], Any]
+MsgHandler = Callable[["ClientMsg"], Any]
 #: an error callback: a plain function or a coroutine function of the exception
 ErrorHandler = Callable[[Exception], Any]
 
@@ -188,8 +190,11 @@ def _name(fn) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
 
 
-class _ClientMsg(Msg):
-    """A delivered message; ``respond`` publishes to its reply subject.
+class ClientMsg(Msg):
+    """A message the asyncio face delivers (subscriptions, requests):
+    ``subject``, ``data`` (bytes), ``reply`` (None when there is none),
+    ``headers`` (a :class:`tclnats_py.Headers`, None when there are none);
+    ``respond`` publishes to its reply subject.
 
     Each client has its own subclass (``_client`` set), which it hands to the
     engine as ``msg_class``, so a message costs nothing more than the engine's.
@@ -197,8 +202,14 @@ class _ClientMsg(Msg):
 
     __slots__ = ()
     _client: "Client" = None  # type: ignore[assignment]
+    if TYPE_CHECKING:
+        headers: Headers | None  # (the engine's headers_class on this face)
 
-    async def respond(self, data=b"", headers=None) -> None:
+        def header(self, key: str, default: str | None = None) -> str | None:
+            """The first value of header ``key`` (a str on this face), or ``default``."""
+
+    async def respond(self, data: Payload = b"", headers: HeadersArg = None) -> None:
+        """Publish ``data`` to this message's reply subject; ErrInvalidArg when it has none."""
         if not self.reply:
             raise make_error("ErrInvalidArg", f"Message on {self.subject} has no reply subject")
         await self._client.publish(self.reply, data, headers=headers)
@@ -597,7 +608,7 @@ class Subscription:
             self._client._subs.pop(self._engine_sub.sid, None)
             self._wake()
 
-    def _take(self) -> Msg:
+    def _take(self) -> ClientMsg:
         msg = self._pending.popleft()
         self._pending_bytes -= len(msg.data)
         self.delivered += 1
@@ -678,7 +689,7 @@ class Subscription:
             h.cancel()
 
     # ---------------------------------------------------------------- API
-    async def next_msg(self, timeout: float | None = 1.0) -> Msg:
+    async def next_msg(self, timeout: float | None = 1.0) -> ClientMsg:
         """The next message; ErrTimeout after ``timeout`` seconds (None: wait
         forever), ErrBadSubscription once the subscription has ended and its
         queue is empty."""
@@ -697,12 +708,12 @@ class Subscription:
             await self._wait(None if deadline is None else max(0.0, deadline - loop.time()))
         return self._take()
 
-    def __aiter__(self):
+    def __aiter__(self) -> "Subscription":
         if self._cb is not None:
             raise make_error("ErrInvalidArg", "iterating a subscription with a callback")
         return self
 
-    async def __anext__(self) -> Msg:
+    async def __anext__(self) -> ClientMsg:
         while not self._pending:
             if self._closed:
                 raise StopAsyncIteration
@@ -781,7 +792,7 @@ class Client:
     ``await tclnats_py.connect(servers, **options)``, or ``async with Client(...)``.
     """
 
-    def __init__(self, servers: str | Sequence[str] | None = None, **options: Any) -> None:
+    def __init__(self, servers: str | Sequence[str] | None = None, **options: Unpack[ConnectOptions]) -> None:
         self._engine = Engine(Options(), clock=lambda: int(time.time() * 1000), lang="python",
                               version=_version())
         # the user's hooks (plain or coroutine functions), set by _configure
@@ -827,17 +838,18 @@ class Client:
         self._tasks: set = set()
         self._open_task: asyncio.Task | None = None
         self._prev_status = CLOSED
-        self._engine.msg_class = type("Msg", (_ClientMsg,), {"__slots__": (), "_client": self})
+        self._engine.msg_class = type("Msg", (ClientMsg,), {"__slots__": (), "_client": self})
         self._engine.headers_class = Headers  # msg.headers["K"] is the first value; get_all("K") every one
         self._engine.deliver_batches = True  # a read's messages for a subscription in one effect (_run)
         self._configure(servers, options)
 
-    def _configure(self, servers, options: dict) -> None:
+    def _configure(self, servers: str | Sequence[str] | None, options: Mapping[str, Any]) -> None:
         """Apply ``connect``'s keyword arguments (see tclnats_py.aio.options):
         everything is checked before anything is applied."""
         eng = self._engine
-        servers = options.pop("servers", servers)
-        engine_opts, driver = translate(options)
+        opts = dict(options)
+        servers = opts.pop("servers", servers)
+        engine_opts, driver = translate(opts)
         if engine_opts:
             eng.options.update(engine_opts)  # checks (raises) before it assigns
         for k, v in driver.items():
@@ -903,20 +915,20 @@ class Client:
         return self._engine.last_error
 
     @property
-    def server_info(self) -> dict:
+    def server_info(self) -> dict[str, Any]:
         return dict(self._engine.server_info)
 
     @property
-    def current_server(self) -> tuple | None:
+    def current_server(self) -> tuple[str, int] | None:
         s = self._engine.pool.current
         return (s.host, s.port) if s else None
 
     @property
-    def all_servers(self) -> list[dict]:
+    def all_servers(self) -> list[dict[str, Any]]:
         return [s.as_dict() for s in self._engine.pool.servers]
 
     @property
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, int]:
         return dict(self._engine.stats)
 
     @property
@@ -935,12 +947,19 @@ class Client:
         """A new unique inbox subject (``inbox_prefix``, default ``_INBOX``, then a NUID)."""
         return self._engine.new_inbox()
 
-    def jetstream(self, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
-                  **kw: Any) -> "JetStream":
-        """The JetStream context (see tclnats_py.aio.jetstream); ``kw``:
-        ``publish_async_max_pending`` (4000), ``publish_async_stall_wait`` (0.2 s)."""
+    def jetstream(self, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0, *,
+                  publish_async_max_pending: int | None = None,
+                  publish_async_stall_wait: float | None = None) -> "JetStream":
+        """The JetStream context (see tclnats_py.aio.jetstream): ``publish_async_max_pending``
+        (default 4000) acks in flight, then ``publish_async`` waits up to
+        ``publish_async_stall_wait`` (default 0.2 s) for room."""
         from tclnats_py.aio.jetstream import JetStream as JetStream
         check_timeout(timeout, what="JetStream timeout")
+        kw: dict[str, Any] = {}
+        if publish_async_max_pending is not None:
+            kw["publish_async_max_pending"] = publish_async_max_pending
+        if publish_async_stall_wait is not None:
+            kw["publish_async_stall_wait"] = publish_async_stall_wait
         return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout, **kw)
 
     async def add_service(self, name: str, version: str, description: str | None = None,
@@ -1329,7 +1348,7 @@ class Client:
         return self._loop
 
     # ------------------------------------------------------------ API: connection
-    async def connect(self, servers: str | Sequence[str] | None = None, **options: Any) -> "Client":
+    async def connect(self, servers: str | Sequence[str] | None = None, **options: Unpack[ConnectOptions]) -> "Client":
         """Connect (nats-tcl's synchronous connect): every server of the pool
         is tried once; raises the error of the only server, or ErrNoServers.
         With ``retry_on_failed_connect=True`` each server is retried as when
@@ -1549,7 +1568,7 @@ class Client:
         return max(1, int(timeout * 1000)) if timeout else 0
 
     async def request(self, subject: str, data: Payload = b"", timeout: float | None = None,
-                      headers: HeadersArg = None, *, check_subject: bool = True) -> Msg:
+                      headers: HeadersArg = None, *, check_subject: bool = True) -> ClientMsg:
         """New-style request (shared inbox, first reply).  ``timeout`` in
         seconds, None: the request_timeout option.  ErrTimeout,
         ErrNoResponders, ErrConnectionClosed (closed meanwhile).
@@ -1584,13 +1603,13 @@ class Client:
                 self._run()
             raise
 
-    async def request_msg(self, msg: Msg, timeout: float | None = None) -> Msg:
+    async def request_msg(self, msg: Msg, timeout: float | None = None) -> ClientMsg:
         """Send a :class:`Msg` as a request; see :meth:`request`."""
         _check_msg(msg)
         return await self.request(msg.subject, msg.data, timeout, msg.headers)
 
     async def request_many(self, subject: str, data: Payload = b"", max_msgs: int = 1, timeout: float | None = None,
-                           headers: HeadersArg = None) -> list[Msg]:
+                           headers: HeadersArg = None) -> list[ClientMsg]:
         """Old-style request (an inbox of its own) gathering up to ``max_msgs``
         replies until the timeout; ErrTimeout only when none came."""
         loop = self._need_loop()
@@ -1623,7 +1642,7 @@ def _version() -> str:
     return __version__
 
 
-async def connect(servers=DEFAULT_SERVER, **options) -> Client:
+async def connect(servers: str | Sequence[str] = DEFAULT_SERVER, **options: Unpack[ConnectOptions]) -> Client:
     """Create a :class:`Client` and connect it (see its options in the module doc)."""
     client = Client(servers, **options)
     return await client.connect()

@@ -21,12 +21,17 @@ ErrInvalidArg (bad key or bucket name), ErrTimeout.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from tclnats_py.errors import ErrKeyExists, ErrWrongLastSequence, NatsError, make_error
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.validate import check_seconds, check_timeout
+
+if TYPE_CHECKING:  # names used in annotations only
+    from tclnats_py.aio.jetstream.context import JetStream
 
 __all__ = ["KeyValue", "KvEntry", "KvStatus", "KvWatcher", "kv_origin"]
 
@@ -59,12 +64,16 @@ class KvStatus:
     mirror_name: str | None = None
     mirror_domain: str | None = None
     backing_store: str = "JetStream"
-    stream_config: dict = field(default_factory=dict)
-    stream_state: dict = field(default_factory=dict)
+    stream_config: dict[str, Any] = field(default_factory=dict)
+    stream_state: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def metadata(self) -> dict:
+    def metadata(self) -> dict[str, str]:
         return self.stream_config.get("metadata") or {}
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (ttl in seconds; stream_config and stream_state the JSON)."""
+        return dataclasses.asdict(self)
 
 
 def _bucket_options(ttl=None, replicas=None, compression=None, **config) -> dict:
@@ -80,7 +89,7 @@ def _bucket_options(ttl=None, replicas=None, compression=None, **config) -> dict
 class KeyValue:
     """One bound bucket."""
 
-    def __init__(self, js, bucket: _kv.Bucket):
+    def __init__(self, js: JetStream, bucket: _kv.Bucket):
         self.js = js
         self._b = bucket
         self.bucket = bucket.bucket
@@ -91,13 +100,14 @@ class KeyValue:
 
     # ------------------------------------------------------------ lifecycle
     @classmethod
-    async def create_bucket(cls, js, bucket: str, *, update: bool = False, **config) -> "KeyValue | None":
+    async def create_bucket(cls, js: JetStream, bucket: str, *, update: bool = False,
+                            **config: Any) -> "KeyValue | None":
         """Create (``update``: change) a bucket; see JetStream.create_key_value."""
         b = await js._run(_kv.create_bucket(js.jsapi, bucket, update=update, **_bucket_options(**config)))
         return cls(js, b) if b is not None else None
 
     @classmethod
-    async def bind(cls, js, bucket: str) -> "KeyValue":
+    async def bind(cls, js: JetStream, bucket: str) -> "KeyValue":
         return cls(js, await js._run(_kv.bind(js.jsapi, bucket)))
 
     @property

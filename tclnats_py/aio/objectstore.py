@@ -19,42 +19,96 @@ from __future__ import annotations
 import builtins
 import inspect
 import os
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterable, AsyncIterator, Iterable, Protocol, Union
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.client import HeadersArg
+    from tclnats_py.aio.jetstream.context import JetStream
+    from tclnats_py.aio.jetstream.ordered import OrderedConsumer
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.js import objstore as _obj
 from tclnats_py.engine.js.publish import parse_ack
 from tclnats_py.engine.nuid import next_token
 from tclnats_py.engine.validate import check_headers, check_int, check_seconds, check_str
-from tclnats_py.aio.jetstream import Info as Info
+from tclnats_py.aio.jetstream.info import Reply, StreamInfo
 
-__all__ = ["ObjectStore", "ObjectInfo", "ObjectWatcher"]
+__all__ = ["ObjectStore", "ObjectInfo", "ObjectStoreStatus", "ObjectWatcher", "ObjectData"]
+
+
+class _Reader(Protocol):
+    """A file or a stream: ``read(size)`` gives the next part (bytes or str; awaitable or not), empty at the end."""
+
+    def read(self, size: int, /) -> Any: ...
+
+
+_Part = Union[bytes, bytearray, memoryview, str]
+#: what ``ObjectStore.put`` stores: bytes-like, str (UTF-8), a file, or an (async) iterable of parts
+ObjectData = Union[_Part, _Reader, Iterable[_Part], AsyncIterable[_Part]]
 
 _WINDOW = 64  # chunk publishes in flight during a put
 
 
-class ObjectInfo(Info):
-    """An object's info (the wire JSON): name, bucket, nuid, size, chunks,
-    digest, mtime, description, headers, metadata, options, deleted."""
+class ObjectInfo(Reply):
+    """An object's info: name, bucket, nuid, size (bytes), chunks, digest
+    ("SHA-256=..."), mtime (RFC 3339), description, headers (lists of values,
+    as stored), metadata, options, deleted; the whole JSON stays readable
+    (``info["name"]``, ``as_dict()``)."""
+    __slots__ = ("name", "bucket", "nuid", "size", "chunks", "digest", "mtime", "description", "headers",
+                 "metadata", "options", "deleted")
+    name: str
+    bucket: str
+    nuid: str
+    size: int
+    chunks: int
+    digest: str | None
+    mtime: str | None
+    description: str | None
+    headers: dict[str, list[str]] | None
+    metadata: dict[str, str] | None
+    options: dict[str, Any] | None
+    deleted: bool
+    _fields = (("name", ""), ("bucket", ""), ("nuid", ""), ("size", 0), ("chunks", 0), ("digest", None),
+               ("mtime", None), ("description", None), ("headers", None), ("metadata", None), ("options", None),
+               ("deleted", False))
+    _convert = {"deleted": bool}
 
     @property
-    def link(self):
+    def link(self) -> dict[str, str] | None:
+        """The link's target (``{"bucket": ..., "name": ...}``; no name: the whole bucket), None for an object."""
         return _obj.link_of(self)
 
     @property
     def is_link(self) -> bool:
         return bool(_obj.link_of(self))
 
-    @property
-    def deleted(self) -> bool:
-        return bool(self.get("deleted"))
+
+class ObjectStoreStatus(Reply):
+    """ADR-20 status of an object store: ``ttl`` in ns (0: forever), ``size``
+    in bytes; ``stream_info`` the stream's :class:`StreamInfo`."""
+    __slots__ = ("bucket", "description", "ttl", "storage", "replicas", "sealed", "size", "backing_store",
+                 "is_compressed", "metadata", "stream_info")
+    bucket: str
+    description: str
+    ttl: int
+    storage: str
+    replicas: int
+    sealed: bool
+    size: int
+    backing_store: str
+    is_compressed: bool
+    metadata: dict[str, str]
+    stream_info: StreamInfo
+    _fields = (("bucket", ""), ("description", ""), ("ttl", 0), ("storage", "file"), ("replicas", 1),
+               ("sealed", False), ("size", 0), ("backing_store", "JetStream"), ("is_compressed", False),
+               ("metadata", None), ("stream_info", None))
+    _convert = {"metadata": lambda v: dict(v or {}), "stream_info": StreamInfo}
 
 
 class ObjectStore:
-    def __init__(self, js, bucket: str, info):
+    """One bound object store (``await js.object_store(bucket)``)."""
+
+    def __init__(self, js: JetStream, bucket: str, info: dict[str, Any]):
         self.js = js
         self.bucket = bucket
         self.stream = _obj.stream_name(bucket)
@@ -65,7 +119,7 @@ class ObjectStore:
 
     # ------------------------------------------------------------ lifecycle
     @classmethod
-    async def create_bucket(cls, js, bucket: str, *, description=None, ttl: float | None = None, max_bytes=None,
+    async def create_bucket(cls, js: JetStream, bucket: str, *, description=None, ttl: float | None = None, max_bytes=None,
                             storage: str = "file", replicas: int = 1, compression: bool = False, metadata=None,
                             placement=None) -> "ObjectStore":
         check_str("description", description)
@@ -80,7 +134,7 @@ class ObjectStore:
         return cls(js, bucket, info)
 
     @classmethod
-    async def bind(cls, js, bucket: str) -> "ObjectStore":
+    async def bind(cls, js: JetStream, bucket: str) -> "ObjectStore":
         return cls(js, bucket, await js._run(_obj.bind(js.jsapi, bucket)))
 
     @property
@@ -95,17 +149,17 @@ class ObjectStore:
 
     info_of = get_info
 
-    async def _resolve(self, name: str):
+    async def _resolve(self, name: str) -> tuple[ObjectStore, ObjectInfo]:
         """(store, info) of what ``name`` is, following a link."""
         meta = await self.get_info(name)
-        link = _obj.link_of(meta)
+        link = meta.link
         if not link:
             return self, meta
         if not link.get("name"):
             raise make_error("ErrInvalidArg", f"{name} is a link to the bucket {link.get('bucket')}, not an object")
         store = self if link.get("bucket") == self.bucket else await ObjectStore.bind(self.js, link["bucket"])
         target = await store.get_info(link["name"])
-        if _obj.link_of(target):
+        if target.is_link:
             raise make_error("ErrInvalidArg", "A link to a link")
         return store, target
 
@@ -146,7 +200,7 @@ class ObjectStore:
     async def list(self, show_deleted: bool = False) -> builtins.list[ObjectInfo]:
         """The infos of every object (and link); deleted ones only if asked."""
         w = self.watch(ignore_deletes=not show_deleted)
-        out = []
+        out: builtins.list[ObjectInfo] = []
         try:
             async for info in w:
                 if info is None:
@@ -163,13 +217,13 @@ class ObjectStore:
                                     updates_only=updates_only)["deliver_policy"]
         return ObjectWatcher(self, policy, _obj.Watcher(ignore_deletes=ignore_deletes, updates_only=updates_only))
 
-    async def status(self) -> Info:
+    async def status(self) -> ObjectStoreStatus:
         """ADR-20 status: bucket, description, ttl (ns), storage, replicas,
         sealed, size, backing_store, is_compressed, metadata, stream_info."""
-        return Info(_obj.status(self.bucket, await self.js.stream_info(self.stream)))
+        return ObjectStoreStatus(_obj.status(self.bucket, dict(await self.js.stream_info(self.stream))))
 
     # ------------------------------------------------------------ writes
-    async def put(self, name: str, data: Any, description: str | None = None, headers: HeadersArg = None,
+    async def put(self, name: str, data: ObjectData, description: str | None = None, headers: HeadersArg = None,
                   metadata: dict[str, str] | None = None,
                   chunk_size: int = _obj.DEFAULT_CHUNK_SIZE) -> ObjectInfo:
         """Store an object: chunks first (acknowledged), then its info; the
@@ -248,10 +302,10 @@ class ObjectStore:
             self.js.jsapi, self.bucket, name, new_name=new_name, description=description, headers=headers,
             metadata=metadata, direct=self._direct)))
 
-    async def seal(self) -> Info:
-        """No changes any more (the stream is sealed)."""
+    async def seal(self) -> StreamInfo:
+        """No changes any more (the stream is sealed); the stream's info."""
         self.info = await self.js._run(_obj.seal(self.js.jsapi, self.bucket))
-        return Info(self.info)
+        return StreamInfo(self.info)
 
 
 class ObjectWatcher:
@@ -262,20 +316,21 @@ class ObjectWatcher:
         self.store = store
         self.policy = policy
         self.state = state
-        self.consumer = None
+        self.consumer: OrderedConsumer | None = None
         self._queue: list = []
 
-    def __aiter__(self):
+    def __aiter__(self) -> ObjectWatcher:
         return self
 
-    async def __anext__(self):
-        if self.consumer is None:
-            self.consumer = self.store.js.ordered_consumer(self.store.stream, _obj.meta_filter(self.store.bucket),
-                                                           self.policy)
-            await self.consumer.start()
-            self._queue += self.state.on_consumer_created(self.consumer.info)
+    async def __anext__(self) -> ObjectInfo | None:
+        consumer = self.consumer
+        if consumer is None:
+            consumer = self.consumer = self.store.js.ordered_consumer(
+                self.store.stream, _obj.meta_filter(self.store.bucket), self.policy)
+            await consumer.start()
+            self._queue += self.state.on_consumer_created(consumer.info or {})
         while not self._queue:
-            m = await self.consumer.__anext__()
+            m = await consumer.__anext__()
             self._queue += self.state.on_msg(m.msg, m._engine_meta())
         ev = self._queue.pop(0)
         return ObjectInfo(ev[1]) if ev[0] == "info" else None

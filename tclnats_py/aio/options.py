@@ -24,13 +24,16 @@ from __future__ import annotations
 import difflib
 import math
 import os
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple, TypedDict, Union
 
 from tclnats_py.engine.options import OPTION_SPEC
 from tclnats_py.errors import make_error
 
-__all__ = ["SECONDS", "ALIASES", "NEGATED", "CALLBACKS", "DRIVER", "TABLE", "Option", "translate", "known_names",
-           "markdown_table"]
+if TYPE_CHECKING:  # names used in annotations only
+    import ssl
+
+__all__ = ["SECONDS", "ALIASES", "NEGATED", "CALLBACKS", "DRIVER", "TABLE", "Option", "ConnectOptions", "translate",
+           "known_names", "markdown_table"]
 
 #: time options in seconds: name -> (engine option or None for the driver's
 #: own, default seconds, plausible ceiling in seconds)
@@ -141,10 +144,88 @@ TABLE: tuple[Option, ...] = (
 )
 
 
+#: a path option's value
+_Path = Union[str, "os.PathLike[str]"]
+#: a callback without argument (disconnected_cb, reconnected_cb ...): a plain or a coroutine function
+_Hook = Callable[[], Union[None, Awaitable[None]]]
+
+
+class ConnectOptions(TypedDict, total=False):
+    """The keyword arguments of ``tclnats_py.connect`` / ``Client(...)`` /
+    ``Client.connect`` for type checkers (``**options: Unpack[ConnectOptions]``):
+    a misspelled name or a value of the wrong type is a type error.  The
+    same names as :func:`known_names` (tests/test_typing.py checks it), but
+    ``servers``, which is the functions' first parameter.  See :data:`TABLE`."""
+    name: str
+    connect_timeout: float
+    connect_timeout_ms: float
+    reconnect_time_wait: float
+    reconnect_time_wait_ms: float
+    max_reconnect_attempts: int
+    allow_reconnect: bool
+    retry_on_failed_connect: bool
+    reconnect_jitter: float
+    reconnect_jitter_ms: float
+    reconnect_jitter_tls: float
+    reconnect_jitter_tls_ms: float
+    reconnect_delay: Callable[[dict[str, Any]], float] | None
+    reconnect_delay_ms: Callable[[dict[str, Any]], float] | None
+    ping_interval: float
+    ping_interval_ms: float
+    max_outstanding_pings: int
+    request_timeout: float
+    request_timeout_ms: float
+    flush_timeout: float
+    flush_timeout_ms: float
+    drain_timeout: float
+    drain_timeout_ms: float
+    spin_time: float
+    spin_time_ms: float
+    reconnect_buf_size: int
+    pending_size: int
+    write_buf_size: int
+    pending_msgs_limit: int
+    pending_bytes_limit: int
+    randomize: bool
+    dont_randomize: bool
+    echo: bool
+    no_echo: bool
+    pedantic: bool
+    verbose: bool
+    check_subjects: bool
+    user: str
+    password: str
+    token: str
+    creds: _Path
+    user_credentials: _Path
+    nkey_seed: str
+    nkeys_seed: _Path | bytes
+    nkeys_seed_str: str | bytes
+    user_jwt_cb: Callable[[], bytes | str] | None
+    signature_cb: Callable[[str], bytes | str] | None
+    inbox_prefix: str
+    tls: ssl.SSLContext | None
+    tls_ca: _Path | None
+    tls_cert: _Path | None
+    tls_key: _Path | None
+    tls_hostname: str | None
+    tls_verify: bool
+    tls_handshake_first: bool
+    secure: bool
+    ignore_auth_error_abort: bool
+    error_cb: Callable[[Exception], Union[None, Awaitable[None]]] | None
+    status_cb: Callable[[str], Union[None, Awaitable[None]]] | None
+    disconnected_cb: _Hook | None
+    reconnected_cb: _Hook | None
+    closed_cb: _Hook | None
+    discovered_server_cb: _Hook | None
+    lame_duck_mode_cb: _Hook | None
+
+
 def known_names() -> list[str]:
     """Every name ``connect`` accepts."""
     names = set(SECONDS) | {k + "_ms" for k in SECONDS} | set(ALIASES) | set(NEGATED) | set(CALLBACKS) \
-        | set(DRIVER) | {k for k in OPTION_SPEC if k not in _TCL_ONLY}
+        | set(DRIVER) | {k for k in OPTION_SPEC if k not in _TCL_ONLY and k != "custom_reconnect_delay"}
     return sorted(names)
 
 

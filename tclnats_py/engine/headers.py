@@ -159,7 +159,7 @@ class Headers(dict):
         v = dict.__getitem__(self, k)
         return (v[0] if v else "") if isinstance(v, list) else v
 
-    def get_all(self, key: str, default: list | None = None) -> list:
+    def get_all(self, key: str, default: list[str] | None = None) -> list[str]:
         """Every value of ``key`` (case-insensitive lookup), in wire order;
         ``default`` (an empty list when None) when absent."""
         k = self._key(key)

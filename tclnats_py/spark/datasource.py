@@ -46,11 +46,15 @@ import time
 import types
 import uuid
 from typing import Optional
+from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
                                     DataSourceStreamWriter, DataSourceWriter, InputPartition,
                                     WriterCommitMessage)
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+if TYPE_CHECKING:  # names used in annotations only
+    from pyspark.sql import SparkSession
 
 try:  # PySpark >= 4.1
     from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
@@ -71,7 +75,7 @@ SCHEMA = ("subject string, data binary, headers map<string, array<string>>, stre
 KV_SCHEMA = "key string, value binary, revision long, operation string, created timestamp"
 
 
-def register(spark) -> None:
+def register(spark: "SparkSession") -> None:
     """Register the formats on a session.  The session's default parallelism
     (the default of minPartitions) travels with the registered class, since
     the planner's Python processes have no SparkContext to ask."""

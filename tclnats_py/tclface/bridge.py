@@ -24,6 +24,11 @@ that has any); the deliveries the engine makes go back to Tcl in one call.
 
 from __future__ import annotations
 
+# (a plain False, no typing import at start: the checkers read it as True)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 import functools
 import heapq
 import itertools
@@ -1660,7 +1665,7 @@ def _site_paths() -> None:
             sys.path.append(path)
 
 
-def install(interp) -> None:
+def install(interp: Any) -> None:
     """Make ``package require nats`` available in a tkinter interpreter.
 
     ``interp`` is a ``tkinter.Tcl()``/``tkinter.Tk()`` object (or its ``.tk``).

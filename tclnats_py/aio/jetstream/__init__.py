@@ -23,23 +23,28 @@ one file per concept: ``context`` (JetStream), ``stream``, ``consumer``,
 (publish_async), ``config`` (typed configs) and ``info`` (replies).
 
 Units: durations are seconds (floats) in this face (configs, ``expires``,
-``nak(delay)``, timeouts), nanoseconds on the wire.  Replies are dicts that
-also read as attributes (:class:`Info`) and keep every field the server
-sends; ``StreamInfo.config`` / ``ConsumerInfo.config`` are the typed
-:class:`StreamConfig` / :class:`ConsumerConfig`, which keep fields they do
-not name in ``extra``.  Errors are the shared codes: ErrStreamNotFound,
+``nak(delay)``, timeouts), nanoseconds on the wire.  Replies are typed
+objects (:class:`StreamInfo`, :class:`ConsumerInfo`, :class:`PubAck` ...:
+attributes a type checker knows) that keep every field the server sends
+(read-only mapping access to the JSON, ``as_dict()``); ``StreamInfo.config`` /
+``ConsumerInfo.config`` are the typed :class:`StreamConfig` /
+:class:`ConsumerConfig`, which keep fields they do not name in ``extra``;
+``api()`` answers an :class:`Info` (any JSON, a dict read as attributes).  Errors are the shared codes: ErrStreamNotFound,
 ErrConsumerNotFound, ErrMsgNotFound, ErrWrongLastSequence, ErrNoResponders,
 ErrJetStreamNotEnabled, ErrJSResponse (``details``: code, err_code) ...
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from tclnats_py.engine.js import config as _cfg
 from tclnats_py.engine.js.api import StoredMsg  # noqa: F401
 from tclnats_py.errors import (ErrBadRequest, ErrConsumerDeleted, ErrConsumerNotActive,  # noqa: F401
                                ErrJetStreamNotEnabled, ErrJetStreamNotEnabledForAccount, ErrNoHeartbeat,
                                ErrNotJSMessage, ErrNotPullConsumer)
-from tclnats_py.aio.jetstream.info import ConsumerInfo, Info, PubAck, StreamInfo  # noqa: F401
+from tclnats_py.aio.jetstream.info import (AccountInfo, ClusterInfo, ConsumerInfo, Info, PeerInfo,  # noqa: F401
+                                           PubAck, Reply, SequenceInfo, StreamInfo, StreamSourceInfo, StreamState)
 from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig  # noqa: F401
 from tclnats_py.aio.jetstream.message import JsMsg, MsgMetadata, SequencePair  # noqa: F401
 from tclnats_py.aio.jetstream.context import JetStream  # noqa: F401
@@ -50,10 +55,14 @@ from tclnats_py.aio.jetstream.ordered import OrderedConsumer  # noqa: F401
 from tclnats_py.aio.jetstream.push import PushSubscription  # noqa: F401
 
 __all__ = ["new", "JetStream", "Stream", "Consumer", "JsMsg", "MsgMetadata", "SequencePair", "StoredMsg", "Info",
-           "StreamInfo", "ConsumerInfo",
-           "PubAck", "StreamConfig", "ConsumerConfig", "ConsumeContext", "MessagesContext", "OrderedConsumer",
+           "Reply", "StreamInfo", "StreamState", "ClusterInfo", "PeerInfo", "StreamSourceInfo", "ConsumerInfo",
+           "SequenceInfo", "PubAck",
+           "AccountInfo", "StreamConfig", "ConsumerConfig", "ConsumeContext", "MessagesContext", "OrderedConsumer",
            "PushSubscription",
            "stream_source", "subject_transform", "republish"]
+
+if TYPE_CHECKING:  # names used in annotations only
+    from tclnats_py.aio.client import Client
 
 # builders of nested config objects (dicts), as nats-tcl's make_* commands
 stream_source = _cfg.make_stream_source
@@ -65,7 +74,7 @@ __all__ += ["ErrJetStreamNotEnabled", "ErrJetStreamNotEnabledForAccount", "ErrNo
             "ErrNoHeartbeat", "ErrConsumerNotActive", "ErrBadRequest", "ErrNotPullConsumer"]
 
 
-def new(client, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
-        **kw) -> "JetStream":
+def new(client: Client, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
+        **kw: Any) -> "JetStream":
     """The JetStream context of ``client`` (what ``client.jetstream()`` returns)."""
     return JetStream(client, domain=domain, api_prefix=api_prefix, timeout=timeout, **kw)

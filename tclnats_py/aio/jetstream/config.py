@@ -5,6 +5,10 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:  # (typing.Self from 3.11; only type checkers read it)
+    from typing_extensions import Self
 
 from tclnats_py.errors import make_error
 from tclnats_py.engine.js import config as _cfg
@@ -16,7 +20,7 @@ class _ApiConfig:
     _names: frozenset = frozenset()
     extra: dict  # a field of each dataclass: wire fields the class does not name
 
-    def to_api(self, *, defaults: bool = True) -> dict:
+    def to_api(self, *, defaults: bool = True) -> dict[str, Any]:
         """The wire JSON (ns durations), checked with nats-tcl's rules."""
         opts = {}
         for f in fields(self):  # type: ignore[arg-type]  # the subclasses are dataclasses
@@ -31,8 +35,12 @@ class _ApiConfig:
             out.setdefault(k, v)
         return out
 
+    def as_dict(self) -> dict[str, Any]:
+        """The wire JSON (ns durations): :meth:`to_api`."""
+        return self.to_api()
+
     @classmethod
-    def from_api(cls, data: dict):
+    def from_api(cls, data: dict[str, Any]) -> Self:
         """From the wire; fields this class does not name go to ``extra``."""
         kinds = {name: typ for name, typ, _ in cls._spec}
         kw, extra = {}, {}
@@ -48,11 +56,11 @@ class _ApiConfig:
                 extra[k] = v
         return cls(**kw, extra=extra)  # type: ignore[call-arg]
 
-    def replace(self, **changes):
+    def replace(self, **changes: Any) -> Self:
         bad = set(changes) - self._names
         if bad:
             raise make_error("ErrInvalidArg", f"Unknown option {sorted(bad)[0]}")
-        return dataclasses.replace(self, **changes)
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]  # (the subclasses are dataclasses)
 
 
 @dataclass
@@ -60,7 +68,7 @@ class StreamConfig(_ApiConfig):
     """add_stream's options (JsAPI.md), durations in seconds, plus newer fields."""
     name: str | None = None
     description: str | None = None
-    subjects: list | None = None
+    subjects: list[str] | None = None
     retention: str | None = None           # limits, interest, workqueue
     max_consumers: int | None = None
     max_msgs: int | None = None
@@ -73,24 +81,24 @@ class StreamConfig(_ApiConfig):
     num_replicas: int | None = None
     no_ack: bool | None = None
     duplicate_window: float | None = None  # seconds
-    mirror: dict | None = None             # stream_source(...)
-    sources: list | None = None            # [stream_source(...), ...]
+    mirror: dict[str, Any] | None = None   # stream_source(...)
+    sources: list[dict[str, Any]] | None = None  # [stream_source(...), ...]
     sealed: bool | None = None
     deny_delete: bool | None = None
     deny_purge: bool | None = None
     allow_rollup_hdrs: bool | None = None
     compression: str | None = None         # none, s2
     first_seq: int | None = None
-    subject_transform: dict | None = None  # subject_transform(src, dest)
-    republish: dict | None = None          # republish(src, dest)
+    subject_transform: dict[str, Any] | None = None  # subject_transform(src, dest)
+    republish: dict[str, Any] | None = None  # republish(src, dest)
     allow_direct: bool | None = None
     mirror_direct: bool | None = None
-    metadata: dict | None = None
-    placement: dict | None = None
-    consumer_limits: dict | None = None
+    metadata: dict[str, str] | None = None
+    placement: dict[str, Any] | None = None
+    consumer_limits: dict[str, Any] | None = None
     allow_msg_ttl: bool | None = None
     subject_delete_marker_ttl: float | None = None  # seconds
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     _spec = _cfg.STREAM_SPEC + _cfg.STREAM_EXTRA_SPEC
 
@@ -103,7 +111,7 @@ class ConsumerConfig(_ApiConfig):
     description: str | None = None
     deliver_policy: str | None = None      # all, last, new, by_start_sequence, by_start_time, last_per_subject
     opt_start_seq: int | None = None
-    opt_start_time: str | None = None      # RFC 3339 (or a datetime)
+    opt_start_time: str | datetime.datetime | None = None  # RFC 3339 (or a datetime)
     ack_policy: str | None = None          # explicit (default here), all, none
     ack_wait: float | None = None          # seconds
     max_deliver: int | None = None
@@ -121,18 +129,18 @@ class ConsumerConfig(_ApiConfig):
     inactive_threshold: float | None = None
     num_replicas: int | None = None
     mem_storage: bool | None = None
-    metadata: dict | None = None
-    filter_subjects: list | None = None
-    backoff: list | None = None            # seconds each
+    metadata: dict[str, str] | None = None
+    filter_subjects: list[str] | None = None
+    backoff: list[float] | None = None     # seconds each
     max_batch: int | None = None
     max_expires: float | None = None
     max_bytes: int | None = None
     pause_until: str | None = None
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     _spec = _cfg.CONSUMER_SPEC + _cfg.CONSUMER_EXTRA_SPEC
 
-    def to_api(self, *, defaults: bool = True) -> dict:
+    def to_api(self, *, defaults: bool = True) -> dict[str, Any]:
         out = super().to_api(defaults=defaults)
         if self.deliver_policy is None:
             # a start position implies its policy (the table's default is "all")
@@ -141,6 +149,98 @@ class ConsumerConfig(_ApiConfig):
             elif self.opt_start_time is not None:
                 out["deliver_policy"] = "by_start_time"
         return out
+
+
+class StreamFields(TypedDict, total=False):
+    """The keyword arguments of ``create_stream``/``update_stream`` (and
+    ``Stream.update``), for type checkers: :class:`StreamConfig`'s fields but
+    ``name`` (the functions' first parameter); seconds for durations."""
+    description: str | None
+    subjects: list[str] | None
+    retention: str | None
+    max_consumers: int | None
+    max_msgs: int | None
+    max_bytes: int | None
+    discard: str | None
+    max_age: float | None
+    max_msgs_per_subject: int | None
+    max_msg_size: int | None
+    storage: str | None
+    num_replicas: int | None
+    no_ack: bool | None
+    duplicate_window: float | None
+    mirror: dict[str, Any] | None
+    sources: list[dict[str, Any]] | None
+    sealed: bool | None
+    deny_delete: bool | None
+    deny_purge: bool | None
+    allow_rollup_hdrs: bool | None
+    compression: str | None
+    first_seq: int | None
+    subject_transform: dict[str, Any] | None
+    republish: dict[str, Any] | None
+    allow_direct: bool | None
+    mirror_direct: bool | None
+    metadata: dict[str, str] | None
+    placement: dict[str, Any] | None
+    consumer_limits: dict[str, Any] | None
+    allow_msg_ttl: bool | None
+    subject_delete_marker_ttl: float | None
+
+
+class ConsumerFields(TypedDict, total=False):
+    """The keyword arguments of ``create_consumer``/``update_consumer``/
+    ``create_or_update_consumer`` (of JetStream and Stream), for type
+    checkers: :class:`ConsumerConfig`'s fields; seconds for durations."""
+    name: str | None
+    durable_name: str | None
+    description: str | None
+    deliver_policy: str | None
+    opt_start_seq: int | None
+    opt_start_time: str | datetime.datetime | None
+    ack_policy: str | None
+    ack_wait: float | None
+    max_deliver: int | None
+    filter_subject: str | None
+    replay_policy: str | None
+    rate_limit_bps: int | None
+    sample_freq: str | None
+    max_waiting: int | None
+    max_ack_pending: int | None
+    flow_control: bool | None
+    idle_heartbeat: float | None
+    headers_only: bool | None
+    deliver_subject: str | None
+    deliver_group: str | None
+    inactive_threshold: float | None
+    num_replicas: int | None
+    mem_storage: bool | None
+    metadata: dict[str, str] | None
+    filter_subjects: list[str] | None
+    backoff: list[float] | None
+    max_batch: int | None
+    max_expires: float | None
+    max_bytes: int | None
+    pause_until: str | None
+
+
+class KeyValueFields(TypedDict, total=False):
+    """The keyword arguments of ``create_key_value``/``update_key_value``
+    (and ``create_kv_aggregate``/``create_kv_mirror``), for type checkers:
+    ``ttl`` in seconds, ``replicas``, ``compression`` (True: s2)."""
+    history: int
+    ttl: float | None
+    max_value_size: int | None
+    max_bucket_size: int | None
+    storage: str
+    replicas: int | None
+    description: str | None
+    compression: bool | str | None
+    metadata: dict[str, str] | None
+    republish: dict[str, Any] | None
+    placement: dict[str, Any] | None
+    mirror_name: str | None
+    mirror_domain: str | None
 
 
 StreamConfig._names = frozenset(f.name for f in fields(StreamConfig)) - {"extra"}

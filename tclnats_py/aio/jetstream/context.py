@@ -13,7 +13,7 @@ from tclnats_py.engine.validate import _to_bytes, check_int, check_timeout
 from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js.api import Batch, JsApi, Publish, Request, advance, api_call
 from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast, publish_headers
-from tclnats_py.aio.jetstream.info import ConsumerInfo, Info, PubAck, StreamInfo
+from tclnats_py.aio.jetstream.info import AccountInfo, ConsumerInfo, Info, PubAck, StreamInfo
 from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig, _merge
 from tclnats_py.aio.jetstream.publish import _AsyncPub, _check_publish
 from tclnats_py.aio.jetstream.stream import Stream
@@ -22,7 +22,9 @@ from tclnats_py.aio.jetstream.ordered import OrderedConsumer
 from tclnats_py.aio.jetstream.message import JsMsg
 
 if TYPE_CHECKING:  # names used in annotations only
-    from tclnats_py.aio.client import ErrorHandler, HeadersArg, Payload
+    from typing_extensions import Unpack
+    from tclnats_py.aio.jetstream.config import ConsumerFields, KeyValueFields, StreamFields
+    from tclnats_py.aio.client import Client, ErrorHandler, HeadersArg, Payload
     from tclnats_py.aio.jetstream.pull import ConsumeContext  # noqa: F401
     from tclnats_py.aio.kv import KeyValue
     from tclnats_py.aio.objectstore import ObjectStore
@@ -40,7 +42,7 @@ class JetStream:
     """The JetStream context of one client: streams, consumers, publishing,
     Key-Value and Object Store.  ``timeout`` (seconds) bounds each API call."""
 
-    def __init__(self, client, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
+    def __init__(self, client: Client, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
                  publish_async_max_pending: int = 4000, publish_async_stall_wait: float = STALL_WAIT_MS / 1000):
         timeout = check_timeout(timeout, 5.0, what="JetStream timeout")
         check_int("publish_async_max_pending", publish_async_max_pending, 1)
@@ -97,14 +99,14 @@ class JetStream:
     def _server_version(self):
         return self.client.server_info.get("version")
 
-    async def api(self, tail: str, body: dict | bytes | str | None = None) -> Info:
+    async def api(self, tail: str, body: dict[str, Any] | bytes | str | None = None) -> Info:
         """Any JetStream API call by its subject tail, e.g. ``"STREAM.INFO.S"``."""
         return Info(await self._run(self.jsapi.call(tail, body)))
 
     # ------------------------------------------------------------ account
-    async def account_info(self) -> Info:
+    async def account_info(self) -> AccountInfo:
         """The account's JetStream usage and limits ($JS.API.INFO)."""
-        return Info(await self._run(self.jsapi.account_info()))
+        return AccountInfo(await self._run(self.jsapi.account_info()))
 
     # ------------------------------------------------------------ streams
     def _stream_body(self, name, config, kw) -> dict:
@@ -116,13 +118,15 @@ class JetStream:
         cfg = cfg.replace(name=name)
         return cfg.to_api()
 
-    async def create_stream(self, name: str, config: StreamConfig | dict | None = None, **kw) -> "Stream":
+    async def create_stream(self, name: str, config: StreamConfig | dict[str, Any] | None = None,
+                            **kw: Unpack[StreamFields]) -> "Stream":
         """Create a stream from a StreamConfig and/or keyword fields
         (``create_stream("S", subjects=["s.*"], max_age=60)``)."""
         info = StreamInfo(await self._run(self.jsapi.stream_create(self._stream_body(name, config, kw))))
         return Stream(self, info["config"]["name"], info)
 
-    async def update_stream(self, name: str, config: StreamConfig | dict | None = None, **kw) -> "Stream":
+    async def update_stream(self, name: str, config: StreamConfig | dict[str, Any] | None = None,
+                            **kw: Unpack[StreamFields]) -> "Stream":
         """Update a stream: with a full config, or (only keywords) the current
         config with those fields changed."""
         if config is None and not isinstance(name, StreamConfig):
@@ -130,7 +134,8 @@ class JetStream:
         info = StreamInfo(await self._run(self.jsapi.stream_update(self._stream_body(name, config, kw))))
         return Stream(self, info["config"]["name"], info)
 
-    async def create_or_update_stream(self, name: str, config: StreamConfig | dict | None = None, **kw) -> "Stream":
+    async def create_or_update_stream(self, name: str, config: StreamConfig | dict[str, Any] | None = None,
+                                      **kw: Unpack[StreamFields]) -> "Stream":
         """Create the stream, or update it when it exists; see :meth:`create_stream`."""
         try:
             body = self._stream_body(name, config, kw)
@@ -206,14 +211,14 @@ class JetStream:
         msg = await self.client.request(subject, data, timeout=timeout or self.timeout, headers=hdrs)
         return PubAck(parse_ack_fast(msg))
 
-    async def publish_msg(self, msg: Msg, **kw) -> PubAck:
+    async def publish_msg(self, msg: Msg, **kw: Any) -> PubAck:
         """Publish a :class:`Msg` to its stream (subject, data, headers); see :meth:`publish`."""
         if not isinstance(msg, Msg):
             raise make_error("ErrInvalidArg", f"A message expected, not {type(msg).__name__}")
         return await self.publish(msg.subject, msg.data, msg.headers, **kw)
 
     async def publish_async(self, subject: str, data: Payload = b"", headers: HeadersArg = None, *, timeout: float | None = None,
-                            wait_stall: float | None = None, **kw) -> "asyncio.Future":
+                            wait_stall: float | None = None, **kw: Any) -> "asyncio.Future[PubAck]":
         """Publish without waiting for the ack: ``fut = await js.publish_async(...)``
         gives a future of the PubAck (nats-py's form).  Acks come back on one
         wildcard inbox.  At most ``publish_async_max_pending`` are in flight:
@@ -270,17 +275,19 @@ class JetStream:
         info = ConsumerInfo(await self._run(api_call(req)))
         return Consumer(self, stream, info["name"], info)
 
-    async def create_consumer(self, stream: str, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+    async def create_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None,
+                              **kw: Unpack[ConsumerFields]) -> "Consumer":
         """Create a consumer (pull unless it has a deliver_subject); explicit
         acks unless told otherwise (nats-tcl's and nats.go's default)."""
         return await self._consumer_request(stream, "create", config, kw)
 
-    async def update_consumer(self, stream: str, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+    async def update_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None,
+                              **kw: Unpack[ConsumerFields]) -> "Consumer":
         """Change a consumer's config; see :meth:`create_consumer`."""
         return await self._consumer_request(stream, "update", config, kw)
 
-    async def create_or_update_consumer(self, stream: str, config: ConsumerConfig | dict | None = None,
-                                        **kw) -> "Consumer":
+    async def create_or_update_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None,
+                                        **kw: Unpack[ConsumerFields]) -> "Consumer":
         """Create the consumer, or update it when it exists; see :meth:`create_consumer`."""
         return await self._consumer_request(stream, None, config, kw)
 
@@ -288,7 +295,7 @@ class JetStream:
                              deliver_subject: str | None = None, deliver_group: str | None = None,
                              flow_control: bool = False, idle_heartbeat: float | None = None,
                              error_cb: ErrorHandler | None = None,
-                             config: ConsumerConfig | dict | None = None, **kw) -> "PushSubscription":
+                             config: ConsumerConfig | dict[str, Any] | None = None, **kw: Any) -> "PushSubscription":
         """Receive from a push consumer of ``stream`` (the consumers older
         servers and apps use; new code: pull consumers).
 
@@ -372,7 +379,7 @@ class JetStream:
         return OrderedConsumer(self, state)
 
     # ------------------------------------------------------------ Key-Value
-    async def create_key_value(self, bucket: str, **config: Any) -> "KeyValue":
+    async def create_key_value(self, bucket: str, **config: Unpack[KeyValueFields]) -> "KeyValue":
         """A new bucket (tclnats_py.aio.kv.KeyValue): history, ttl (s),
         max_value_size, max_bucket_size, storage, replicas, description,
         compression, metadata, republish, placement, mirror_name, mirror_domain."""
@@ -380,12 +387,13 @@ class JetStream:
         # (None only for a KV mirror, which create_kv_mirror makes)
         return cast("KeyValue", await KeyValue.create_bucket(self, bucket, **config))
 
-    async def update_key_value(self, bucket: str, **config: Any) -> "KeyValue":
+    async def update_key_value(self, bucket: str, **config: Unpack[KeyValueFields]) -> "KeyValue":
         """Change a bucket's settings (history, ttl, max_bytes ...); see :meth:`create_key_value`."""
         from tclnats_py.aio.kv import KeyValue as KeyValue
         return cast("KeyValue", await KeyValue.create_bucket(self, bucket, update=True, **config))
 
-    async def create_kv_aggregate(self, bucket: str, writable: bool, origins: list[dict], **config: Any) -> "KeyValue":
+    async def create_kv_aggregate(self, bucket: str, writable: bool, origins: list[dict[str, Any]],
+                                  **config: Unpack[KeyValueFields]) -> "KeyValue":
         """A bucket gathering other buckets (maybe across domains; origins from
         tclnats_py.aio.kv.kv_origin(...)); read-only unless ``writable``."""
         from tclnats_py.aio.kv import KeyValue as KeyValue
@@ -396,7 +404,7 @@ class JetStream:
         return cast("KeyValue", await KeyValue.create_bucket(self, bucket, origins=list(origins),
                                                             writable=bool(writable), **config))
 
-    async def create_kv_mirror(self, name: str, origin: dict, **config) -> None:
+    async def create_kv_mirror(self, name: str, origin: dict[str, Any], **config: Unpack[KeyValueFields]) -> None:
         """A read-only copy of one bucket (serves direct gets); not bindable,
         deleted with delete_stream(name)."""
         from tclnats_py.aio.kv import KeyValue as KeyValue

@@ -97,7 +97,7 @@ class OrderedConsumer:
                     if ev[0] == "retry":
                         await asyncio.sleep(ev[1] / 1000)
 
-    def __aiter__(self):
+    def __aiter__(self) -> "OrderedConsumer":
         return self
 
     def _failure(self, err) -> bool:

@@ -25,7 +25,7 @@ class _PullLoop:
         self.client = consumer.js.client
         self._sub: Any = None  # the inbox Subscription, once started
         self._inbox = None
-        self._reconnects = None
+        self._reconnects: int | None = None
         self.warnings: list = []
 
     def _pulls(self, events) -> list:
@@ -159,7 +159,7 @@ class ConsumeContext(_PullLoop):
 class MessagesContext(_PullLoop):
     """An async iterator over a consumer's messages (the consume algorithm)."""
 
-    def __aiter__(self):
+    def __aiter__(self) -> "MessagesContext":
         return self
 
     async def _start(self):

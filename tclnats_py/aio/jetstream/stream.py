@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # names used in annotations only
-    from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig
+    from typing_extensions import Unpack
+    from tclnats_py.aio.jetstream.config import ConsumerConfig, ConsumerFields, StreamConfig, StreamFields
     from tclnats_py.aio.jetstream.consumer import Consumer
     from tclnats_py.aio.jetstream.context import JetStream
     from tclnats_py.aio.jetstream.info import ConsumerInfo, StreamInfo
@@ -34,7 +35,7 @@ class Stream:
         self.info = await self.js.stream_info(self.name)
         return self.info
 
-    async def update(self, config: StreamConfig | None = None, **kw) -> "Stream":
+    async def update(self, config: StreamConfig | None = None, **kw: Unpack[StreamFields]) -> "Stream":
         """Change the stream's config (the fields given); the updated Stream."""
         s = await self.js.update_stream(self.name, config or self.config, **kw)
         self.info = s.info
@@ -48,15 +49,18 @@ class Stream:
         """Remove messages: all, those on ``filter``, all but the last ``keep``, or below ``seq``; how many."""
         return await self.js.purge_stream(self.name, filter, keep, seq)
 
-    async def create_consumer(self, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+    async def create_consumer(self, config: ConsumerConfig | dict[str, Any] | None = None,
+                              **kw: Unpack[ConsumerFields]) -> "Consumer":
         """Create a consumer of this stream; see :meth:`JetStream.create_consumer`."""
         return await self.js.create_consumer(self.name, config, **kw)
 
-    async def update_consumer(self, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+    async def update_consumer(self, config: ConsumerConfig | dict[str, Any] | None = None,
+                              **kw: Unpack[ConsumerFields]) -> "Consumer":
         """Change a consumer of this stream; see :meth:`JetStream.update_consumer`."""
         return await self.js.update_consumer(self.name, config, **kw)
 
-    async def create_or_update_consumer(self, config: ConsumerConfig | dict | None = None, **kw) -> "Consumer":
+    async def create_or_update_consumer(self, config: ConsumerConfig | dict[str, Any] | None = None,
+                                        **kw: Unpack[ConsumerFields]) -> "Consumer":
         """Create or update a consumer of this stream."""
         return await self.js.create_or_update_consumer(self.name, config, **kw)
 
@@ -76,7 +80,7 @@ class Stream:
         """The infos of this stream's consumers."""
         return await self.js.consumers(self.name)
 
-    def ordered_consumer(self, **kw) -> "OrderedConsumer":
+    def ordered_consumer(self, **kw: Any) -> "OrderedConsumer":
         """An ordered consumer of this stream; see :meth:`JetStream.ordered_consumer`."""
         return self.js.ordered_consumer(self.name, **kw)
 

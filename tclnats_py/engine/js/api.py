@@ -348,7 +348,8 @@ class StoredMsg:
 
     __slots__ = ("subject", "data", "headers", "seq", "time", "stream")
 
-    def __init__(self, subject, data, headers, seq, time, stream=None):
+    def __init__(self, subject: str, data: bytes, headers: dict | None, seq: int, time: str,
+                 stream: str | None = None):
         self.subject = subject
         self.data = data
         self.headers = headers
@@ -380,7 +381,7 @@ def stored_from_get(resp: dict, stream=None) -> StoredMsg:
     m = resp.get("message") or {}
     hdrs = base64.b64decode(m.get("hdrs") or "")
     return StoredMsg(m.get("subject", ""), base64.b64decode(m.get("data") or ""),
-                     parse_headers(hdrs) if hdrs else None, m.get("seq"), m.get("time", ""), stream)
+                     parse_headers(hdrs) if hdrs else None, m.get("seq", 0), m.get("time", ""), stream)
 
 
 def stored_from_direct(msg, stream=None) -> StoredMsg:

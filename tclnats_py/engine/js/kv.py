@@ -216,7 +216,8 @@ class Entry:
 
     __slots__ = ("bucket", "key", "value", "revision", "created", "operation", "delta")
 
-    def __init__(self, bucket, key, value, revision, created, operation=PUT, delta=0):
+    def __init__(self, bucket: str, key: str, value: bytes, revision: int, created: int, operation: str = PUT,
+                 delta: int = 0):
         self.bucket = bucket
         self.key = key
         self.value = value
