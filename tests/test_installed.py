@@ -55,14 +55,40 @@ def _env(**extra) -> dict:
 
 
 @pytest.fixture(scope="module")
-def installed_venv(tmp_path_factory):
-    py, src = _fresh_venv(tmp_path_factory.mktemp("venv"))
-    # as a user installs it (pip's isolated build); the dependencies are not
-    # needed for what is checked here
-    p = subprocess.run([str(py), *PIP, "--no-deps", str(src)], capture_output=True, text=True, timeout=600,
+def built_wheel(tmp_path_factory):
+    """(venv python, the wheel pip builds from a copy of the checkout)."""
+    root = tmp_path_factory.mktemp("venv")
+    py, src = _fresh_venv(root)
+    # as pip builds it for a user (its isolated build)
+    p = subprocess.run([str(py), "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-deps",
+                        "-w", str(root / "dist"), str(src)], capture_output=True, text=True, timeout=600,
+                       env=_env())
+    assert p.returncode == 0, p.stdout + p.stderr
+    (wheel,) = (root / "dist").glob("tclnats_py-*.whl")
+    return py, wheel
+
+
+@pytest.fixture(scope="module")
+def installed_venv(built_wheel):
+    py, wheel = built_wheel
+    # the dependencies are not needed for what is checked here
+    p = subprocess.run([str(py), *PIP, "--no-deps", str(wheel)], capture_output=True, text=True, timeout=600,
                        env=_env())
     assert p.returncode == 0, p.stdout + p.stderr
     return py
+
+
+def test_the_wheel_carries_the_typing_marker_the_tcl_files_and_the_extensions(built_wheel):
+    import zipfile
+    _, wheel = built_wheel
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for want in ("tclnats_py/py.typed", "tclnats_py/tcl/pkgIndex.tcl", "tclnats_py/tcl/nats.tcl",
+                 "tclnats_py/tcl/v2/nats_v2.tcl", "tclnats_py/compat/bench_workload.tcl",
+                 "tclnats_py/_ext/subject_rule.h"):
+        assert want in names, want
+    for ext in ("_tclload", "_tclcross", "_natsproto"):
+        assert any(n.startswith(f"tclnats_py/{ext}.") and n.endswith(".so") for n in names), ext
+    assert not [n for n in names if n.startswith(("tests/", "build/")) or "__pycache__" in n]
 
 
 def test_stock_tclsh_with_the_installed_package(installed_venv, tmp_path, nats_server):
