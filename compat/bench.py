@@ -44,12 +44,13 @@ import json
 import os
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+
+from tclnats_py.compat import bench_raw
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "bench_workload.tcl")
@@ -241,7 +242,6 @@ def main(argv=None) -> int:
             k = r % len(order)
             for name, cmd, side_env in order[k:] + order[:k]:
                 if cmd is None:
-                    from tclnats_py.compat import bench_raw
                     try:
                         got, each = bench_raw.ceiling(url, count, figures or FIGURES, tag=f"t{r}")
                     except Exception as e:  # noqa: BLE001  reported, and the run fails
@@ -301,10 +301,7 @@ def main(argv=None) -> int:
         table.append(row)
         print(f"{line}  {unit}")
     if ceiling_each:
-        print("raw socket, each way of waiting (median of the rounds): " + ", ".join(
-            f"{fig} block {statistics.median(e[fig]['block'] for e in ceiling_each):,.0f} / "
-            f"spin {statistics.median(e[fig]['spin'] for e in ceiling_each):,.0f}"
-            for fig in FIGURES if fig in ceiling_each[0]))
+        print(bench_raw.each_way_line(ceiling_each))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"count": count, "rounds": rounds, "server": url, "figures": table,
@@ -313,12 +310,7 @@ def main(argv=None) -> int:
                        "startup_connection": results.get("startup_connection", {})}, f, indent=2)
     if not ours:
         failures.append("tclnats: no figure at all")
-    for f in failures:
-        print(f"tclnats_py.compat.bench: {f}", file=sys.stderr)
-    if failures:
-        print(f"tclnats_py.compat.bench: FAILED ({len(failures)} problem(s) above)", file=sys.stderr)
-        return 1
-    return 0
+    return bench_raw.exit_status("tclnats_py.compat.bench", failures)
 
 
 if __name__ == "__main__":

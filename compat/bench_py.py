@@ -59,6 +59,8 @@ import subprocess
 import sys
 import time
 
+from tclnats_py.compat import bench_raw
+
 PAYLOAD = b"x" * 128
 # how a workload is run: asyncio.run, or uvloop.run with --uvloop (every side, the children too)
 _RUN = asyncio.run
@@ -420,7 +422,6 @@ def _rounds(names: list, url: str, count: int, rounds: int, raw: bool, monitor: 
         k = r % len(order)
         for name in order[k:] + order[:k]:
             if name == "raw socket":
-                from tclnats_py.compat import bench_raw
                 figs, each = bench_raw.ceiling(url, count, FIGURES, tag=f"r{r}")
                 if ceiling_each is not None:
                     ceiling_each.append(each)
@@ -559,21 +560,13 @@ def main(argv=None) -> int:
         print(f"peak RSS of a process awaiting {20000 if args.short else 200000:,} publishes: " + ", ".join(
             f"{r['name']} (Python {r['python']}) {r['peak_rss_mb']:.1f} MB" for r in rss))
     if ceiling_each:
-        print("raw socket, each way of waiting (median of the rounds): " + ", ".join(
-            f"{fig} block {statistics.median(e[fig]['block'] for e in ceiling_each):,.0f} / "
-            f"spin {statistics.median(e[fig]['spin'] for e in ceiling_each):,.0f}"
-            for fig in FIGURES if fig in ceiling_each[0]))
+        print(bench_raw.each_way_line(ceiling_each))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"count": count, "event_loop": loop_name, "rounds": runs, "figures": rows, "nats_core_rounds": core,
                        "no_accel_rounds": pure, "raw_socket_each": ceiling_each, "failures": failures,
                        "peak_rss": rss, "python": ver}, f, indent=2)
-    for f in failures:
-        print(f"tclnats_py.compat.bench_py: {f}", file=sys.stderr)
-    if failures:
-        print(f"tclnats_py.compat.bench_py: FAILED ({len(failures)} problem(s) above)", file=sys.stderr)
-        return 1
-    return 0
+    return bench_raw.exit_status("tclnats_py.compat.bench_py", failures)
 
 
 if __name__ == "__main__":

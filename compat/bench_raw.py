@@ -450,6 +450,26 @@ def ceiling(url: str, count: int, figures=None, tag: str = "raw") -> tuple[dict,
     return {fig: max(v.values()) for fig, v in each.items()}, each
 
 
+def each_way_line(ceiling_each: list) -> str:
+    """One line of the ceiling's two ways of waiting, medians of the rounds
+    (``ceiling_each``: the second result of :func:`ceiling`, one per round)."""
+    import statistics
+    return "raw socket, each way of waiting (median of the rounds): " + ", ".join(
+        f"{fig} block {statistics.median(e[fig]['block'] for e in ceiling_each):,.0f} / "
+        f"spin {statistics.median(e[fig]['spin'] for e in ceiling_each):,.0f}"
+        for fig in FIGURES if fig in ceiling_each[0])
+
+
+def exit_status(prog: str, failures: list) -> int:
+    """Print every failure of a benchmark run on stderr: 1 if there was one, else 0."""
+    for f in failures:
+        print(f"{prog}: {f}", file=sys.stderr)
+    if failures:
+        print(f"{prog}: FAILED ({len(failures)} problem(s) above)", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv=None) -> int:
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
