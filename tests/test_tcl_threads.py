@@ -115,6 +115,10 @@ def test_the_thread_that_started_python_ends_first(tmp_path, nats_server):
                 return $good
             }}
         }}
+        # work reaches the threads by thread::send once they are in thread::wait:
+        # a thread::release that arrives while a creation script still runs an
+        # event loop of its own (connect, vwait) is lost (Thread 2.8's
+        # thread::wait then waits for one more event first), in plain Tcl too
         # the first thread: Python starts here, then the thread ends
         set first [thread::create -joinable "$serve; thread::wait"]
         thread::send $first [list set url $url]
