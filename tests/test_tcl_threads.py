@@ -77,8 +77,9 @@ def test_two_tpool_workers_connect_at_once(tmp_path, nats_server):
         assert out.split() == ["connected", "connected"], out
 
 
-def test_the_thread_that_started_python_ends_first(tmp_path, nats_server):
-    """A Thread worker starts Python and ends; then 4 workers at once, a
+@pytest.mark.parametrize("first", ["thread", "tpool"])
+def test_the_thread_that_started_python_ends_first(tmp_path, nats_server, first):
+    """A Thread worker (or a tpool worker) starts Python and ends; then 4 workers at once, a
     tpool worker and the main thread connect and make requests: the state
     the first thread left (its Python thread state, the GIL) stops none of
     them."""
@@ -120,16 +121,28 @@ def test_the_thread_that_started_python_ends_first(tmp_path, nats_server):
         # event loop of its own (connect, vwait) is lost (Thread 2.8's
         # thread::wait then waits for one more event first), in plain Tcl too
         # the first thread: Python starts here, then the thread ends
-        set first [thread::create -joinable "$serve; thread::wait"]
-        thread::send $first [list set url $url]
-        puts "first: [thread::send $first {{
+        set job {{
             set c [serve $url first.svc]
             set r [ask $url first.svc 20]
             $c destroy
             set r
-        }}]"
-        thread::release $first
-        thread::join $first
+        }}
+        if {{"{first}" eq "thread"}} {{
+            set first [thread::create -joinable "$serve; thread::wait"]
+            thread::send $first [list set url $url]
+            puts "first: [thread::send $first $job]"
+            thread::release $first
+            thread::join $first
+        }} else {{
+            set firstpool [tpool::create -minworkers 0 -maxworkers 1 -initcmd $serve]
+            set j [tpool::post $firstpool "set url $url; list \\[thread::id\\] \\[$job\\]"]
+            tpool::wait $firstpool $j
+            lassign [tpool::get $firstpool $j] first r
+            puts "first: $r"
+            tpool::release $firstpool
+            # tpool's worker ends on its own after tpool::release
+            while {{[thread::exists $first]}} {{ after 10 }}
+        }}
         puts "first exists: [thread::exists $first]"
         set responder [thread::create -joinable "$serve; thread::wait"]
         thread::send $responder [list set url $url]
