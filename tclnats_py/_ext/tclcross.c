@@ -18,6 +18,9 @@
  * it on entry and gives it back on return; a Python call into Tcl gives it
  * up for the duration.  Each Tcl thread that loads the package keeps one
  * Python thread state for its lifetime, released when the thread exits.
+ * TclnatsCross_TclInit runs under one process-wide lock (start_lock), so
+ * that Tcl threads whose first commands come at the same moment start
+ * CPython once and install the bridge one after the other.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -27,6 +30,7 @@
 #include <poll.h>
 #include <time.h>
 #include <sched.h>
+#include <pthread.h>
 
 #define TCLNATS_ASSOC "tclnats_py::interp"
 
@@ -1533,6 +1537,35 @@ python_failed(Tcl_Interp *interp, const char *what)
 }
 
 /*
+ * One lock for the whole process around TclnatsCross_TclInit: every Tcl
+ * interpreter of every thread (main, Thread and tpool workers, children)
+ * comes through here, and this library is loaded once per process, so the
+ * first caller starts CPython (Py_InitializeFromConfig may run only once,
+ * and not while another thread is in it: two at once crashed in
+ * init_fs_encoding or importlib) while the others wait, then each installs
+ * the bridge in turn (no two threads importing tclnats_py's modules for the
+ * first time at once).  It is taken without the GIL: a Tcl command reaches
+ * ::tclnats::_start only from Tcl code, and every crossing gives the GIL up
+ * while Tcl code runs, so no thread holding the GIL waits for it.
+ * Recursive: the bridge's set-up runs Tcl code, which could start another
+ * interpreter of the same thread.
+ */
+static pthread_once_t start_lock_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t start_lock;
+
+static void
+start_lock_init(void)
+{
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&start_lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+}
+
+static int cross_init(Tcl_Interp *interp, const char *sitedir, const char *program);
+
+/*
  * Called by the Tcl extension's Tclnats_Init.  sitedir is the folder that
  * holds the tclnats_py package; program is the Python executable to start
  * (a venv's python when the package lives in one), NULL to join a running
@@ -1541,14 +1574,26 @@ python_failed(Tcl_Interp *interp, const char *what)
 __attribute__((visibility("default"))) int
 TclnatsCross_TclInit(Tcl_Interp *interp, const char *sitedir, const char *program)
 {
+    int code;
+    if (Tcl_InitStubs(interp, "8.6", 0) == NULL)
+        return TCL_ERROR;
+    pthread_once(&start_lock_once, start_lock_init);
+    pthread_mutex_lock(&start_lock);
+    code = cross_init(interp, sitedir, program);
+    pthread_mutex_unlock(&start_lock);
+    return code;
+}
+
+/* TclnatsCross_TclInit's work, under start_lock */
+static int
+cross_init(Tcl_Interp *interp, const char *sitedir, const char *program)
+{
     PyGILState_STATE st;
     ThreadData *td;
     InterpObject *obj;
     PyObject *mod, *r;
     int pin, code = TCL_OK;
 
-    if (Tcl_InitStubs(interp, "8.6", 0) == NULL)
-        return TCL_ERROR;
     if (!Py_IsInitialized()) {
         if (start_python(interp, program) != TCL_OK)
             return TCL_ERROR;
