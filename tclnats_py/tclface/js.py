@@ -608,9 +608,8 @@ class JetStream:
         if not args:
             return self.publish_request(subject, data, headers, self.timeout, None)
         given = self.args.pairs(args)
+        _timeout_option(given, "timeout")
         o = _cfg.build(_PUBLISH_OPTIONS, given)
-        if o.get("timeout", 0) > MAX_TIMEOUT_MS:
-            raise make_error("ErrInvalidArg", f"Invalid value for the timeout option timeout : {given['timeout']}")
         if "stream" in o:
             check_name("stream", o["stream"])
             headers = publish_headers(headers, expected_stream=o["stream"])
@@ -629,7 +628,9 @@ class JetStream:
                                        lambda outcome, req: self.conn.outcome_msg(outcome, req).data)
 
     def c_nak(self, msg, *args):
-        o = self.args.build(_NAK_OPTIONS, args)
+        given = self.args.pairs(args)
+        _timeout_option(given, "delay")
+        o = _cfg.build(_NAK_OPTIONS, self.args.options(_NAK_OPTIONS, args, given=given), unit="ms")
         self._ack(msg, nak_payload(o["delay"]) if "delay" in o else NAK)
 
     def c_term(self, msg):
@@ -832,7 +833,11 @@ class PullRequest:
         """The request ended without on_msg saying so (timeout, close, batch)."""
         self.ended()
         if outcome not in ("timeout", "lost"):
-            self.fetch.cancel()  # closed by the user: the callback is not invoked (CoreAPI.md)
+            # closed by the user: the callback is not invoked (CoreAPI.md); a
+            # sync fetch throws ErrConnectionClosed, dropping what it got
+            # (its result, with closed=True)
+            if self.callback:
+                self.fetch.cancel()
             return
         if self.fetch.on_timeout() and self.callback:
             self.conn._log("debug", f"Async pull request {req.id} timed out")
@@ -843,7 +848,7 @@ class PullRequest:
         if outcome == "timeout":
             self.fetch.on_timeout()
         try:
-            msgs = self.fetch.result(closed=outcome == "closed", lost=outcome == "lost")
+            msgs = self.fetch.result(closed=outcome == "closed", lost=outcome == "lost", subject=req.subject)
         except NatsError as e:
             if e.code == "ErrTimeout" and outcome != "lost":
                 self.conn._log("debug", f"Sync pull request {req.id} timed out")
@@ -1169,6 +1174,9 @@ class Watcher:
 
     def c_timeout(self):
         return self.js.timeout
+
+    def c_bucket(self):
+        return self.bucket
 
     def c_info(self):
         return self.consumer.info if self.consumer else ()
