@@ -14,7 +14,8 @@
 # The URLs: urlVar is an array with js, plain, userpass (a server that asks
 # for a user and password) and dead (a port nothing listens on).
 #
-# ::ec::run name script -> {errorCode message}, or {ok result}
+# ::ec::run script -> {errorCode message}, or {ok result}; ::ec::cleanup
+# deletes the streams and closes the connections
 
 namespace eval ::ec {
     variable probes {}
@@ -60,6 +61,20 @@ proc ::ec::setup {urlArr} {
     # a responder that never answers, for request timeouts
     $c subscribe ec.silent -callback {apply {args {}}}
     $c ping
+}
+
+# delete what setup made and close its connections
+proc ::ec::cleanup {} {
+    variable c
+    variable js
+    variable p
+    variable z
+    foreach s {ECS KV_ECNOTKV KV_ECKV KV_ECEMPTY KV_ECGONE ECMIRROR ECX ECY} {
+        catch {$js delete_stream $s}
+    }
+    foreach n [list $c $p $z] {
+        catch {$n destroy}
+    }
 }
 
 proc ::ec::probe {name script} {
@@ -418,8 +433,9 @@ probe async-bad-header {
     } finally { $n destroy; ::ec::fake_stop }
 }
 probe async-stale-pings {
-    set n [::ec::fake_conn -pong first]
+    set n [::ec::fake_conn -pong first -connect 0]
     $n configure -ping_interval 100 -max_outstanding_pings 1
+    $n connect
     try {
         ::ec::last_error_after $n {} 800
     } finally { $n destroy; ::ec::fake_stop }
