@@ -432,6 +432,18 @@ probe async-bad-header {
         ::ec::last_error_after $n {::ec::fake_send "HMSG ec.h 1 12 14\r\nNATS/2.0\r\n\r\nhi\r\n"}
     } finally { $n destroy; ::ec::fake_stop }
 }
+probe async-server-closed {
+    set n [::ec::fake_conn]
+    try {
+        ::ec::last_error_after $n ::ec::fake_drop
+    } finally { $n destroy; ::ec::fake_stop }
+}
+probe async-control-line {
+    set n [::ec::fake_conn]
+    try {
+        ::ec::last_error_after $n {::ec::fake_send [string repeat x 5000]}
+    } finally { $n destroy; ::ec::fake_stop }
+}
 probe async-stale-pings {
     set n [::ec::fake_conn -pong first -connect 0]
     $n configure -ping_interval 100 -max_outstanding_pings 1
