@@ -329,6 +329,11 @@ probe request-connection-lost {
     set t [after 100 ::ec::fake_stop]
     try { $n request ec.x hi -timeout 3000 } finally { after cancel $t; $n destroy; ::ec::fake_stop }
 }
+probe request-max_msgs-connection-lost {
+    set n [::ec::fake_conn]
+    set t [after 100 ::ec::fake_stop]
+    try { $n request ec.x hi -timeout 3000 -max_msgs 2 } finally { after cancel $t; $n destroy; ::ec::fake_stop }
+}
 probe fetch-disconnect {
     set n [::ec::conn js]
     $n connect
@@ -481,6 +486,9 @@ probe js-add_stream-bad-enum {$::ec::js add_stream ECX -subjects ec.x -storage d
 probe js-add_stream-empty-subjects {$::ec::js add_stream ECX -subjects {}}
 probe js-add_stream-bad-int {$::ec::js add_stream ECX -subjects ec.x -max_msgs many}
 probe js-add_stream-bad-bool {$::ec::js add_stream ECX -subjects ec.x -sealed maybe}
+probe js-add_stream-empty-description {$::ec::js add_stream ECX -subjects ec.x -description ""}
+probe js-add_stream-empty-metadata {$::ec::js add_stream ECX -subjects ec.x -metadata {}}
+probe js-add_stream-empty-sources {$::ec::js add_stream ECX -subjects ec.x -sources {}}
 probe js-add_stream-missing-value {$::ec::js add_stream ECX -subjects}
 probe js-add_stream-unknown-option {$::ec::js add_stream ECX -subjects ec.x -bogus 1}
 probe js-add_stream-conflict {$::ec::js add_stream ECS -subjects ec.other}
@@ -496,8 +504,13 @@ probe js-purge_stream-bad {$::ec::js purge_stream ECS -keep -1}
 probe js-stream_names-unknown {$::ec::js stream_names -bogus 1}
 probe js-stream_msg_get-missing {$::ec::js stream_msg_get ECS -seq 999}
 probe js-stream_msg_get-no-stream {$::ec::js stream_msg_get ECNONE -seq 1}
+probe js-stream_msg_get-missing-value {$::ec::js stream_msg_get ECS -seq}
 probe js-stream_direct_get-missing {$::ec::js stream_direct_get KV_ECKV -last_by_subj {$KV.ECKV.none}}
+probe js-stream_direct_get-no-options {$::ec::js stream_direct_get KV_ECKV}
+probe js-stream_direct_get-not-direct {$::ec::js stream_direct_get ECS -seq 1}
 probe js-stream_msg_delete-no-seq {$::ec::js stream_msg_delete ECS}
+probe js-stream_msg_delete-no-seq-other-option {$::ec::js stream_msg_delete ECS -no_erase false}
+probe js-stream_msg_delete-missing-value {$::ec::js stream_msg_delete ECS -seq}
 probe js-stream_msg_delete-missing {$::ec::js stream_msg_delete ECS -seq 999}
 probe js-fetch-bad-stream {$::ec::js fetch a.b ECP}
 probe js-fetch-bad-consumer {$::ec::js fetch ECS a.b}
@@ -523,6 +536,9 @@ probe js-publish-wrong-last-seq {
     $::ec::js publish_msg $m
 }
 probe js-metadata-plain {nats::metadata [::ec::plainmsg]}
+probe js-make_stream_source-no-name {nats::make_stream_source -opt_start_seq 1}
+probe js-make_subject_transform-no-dest {nats::make_subject_transform -src ec.a}
+probe js-make_republish-no-src {nats::make_republish -dest ec.b}
 probe js-ordered_consumer-bad-stream {$::ec::js ordered_consumer a.b -callback {apply {m {}}}}
 probe js-ordered_consumer-no-stream {$::ec::js ordered_consumer ECNONE -callback {apply {m {}}}}
 probe js-add_consumer_from_json-no-stream {$::ec::js add_consumer_from_json ECNONE C1 {{"durable_name":"C1"}}}
@@ -544,12 +560,14 @@ probe kv-mirror-kv-name {$::ec::js create_kv_mirror KV_X [nats::make_kv_origin -
 probe kv-delete-missing {$::ec::js delete_kv_bucket ECNONE}
 probe kv-delete-bad-name {$::ec::js delete_kv_bucket a.b}
 probe kv-origin-domain-and-api {nats::make_kv_origin -bucket ECKV -domain d -api a}
+probe kv-origin-no-bucket {nats::make_kv_origin -stream ECS}
 probe kv-get-missing {$::ec::kv get nokey}
 probe kv-get-deleted {$::ec::kv get d}
 probe kv-get-bad-key {$::ec::kv get .bad}
 probe kv-get-_kv-key {$::ec::kv get _kv_x}
 probe kv-get-bad-revision {$::ec::kv get k -revision x}
 probe kv-get-other-revision {$::ec::kv get k -revision 2}
+probe kv-get-revision-of-other-key {$::ec::kv get k -revision 3}
 probe kv-get_value-missing {$::ec::kv get_value nokey}
 probe kv-put-bad-key {$::ec::kv put "a b" v}
 probe kv-create-existing {$::ec::kv create k v2}
