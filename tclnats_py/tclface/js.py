@@ -346,6 +346,10 @@ class JetStream:
         self.timeout = int(timeout)
         self.domain = domain or ""
         self.trace = bool(to_bool(trace))
+        # a sync fetch ended by disconnect: ErrConnectionClosed (3.2.1), or
+        # the messages it got so far (the 2.0.4 API's consume, which had no
+        # such error: see c_fetch_closed_returns)
+        self.fetch_closed_returns = False
         self.api = JsApi(domain or None, api_prefix or None)
         self.prefix = self.api.prefix
         self.cmd = f"::tclnats::js{next(js.ids)}"
@@ -650,7 +654,7 @@ class JetStream:
                       js_timeout_ms=self.timeout)
         if self.trace:
             self._log("debug", f">>> {subject} {fetch.body.decode()}")
-        pull = PullRequest(self.conn, fetch, o.get("callback"))
+        pull = PullRequest(self.conn, fetch, o.get("callback"), self.fetch_closed_returns)
         pull.owner = self.pulls
         rid = self.conn.start_request(subject, fetch.body, fetch.timeout_ms, pull.finish, max_msgs=fetch.batch,
                                       gather=pull)
@@ -658,6 +662,11 @@ class JetStream:
         if pull.callback is not None and not pull.done:
             self.pulls[rid] = pull
         return rid
+
+    def c_fetch_closed_returns(self):
+        """From now on a sync fetch ended by disconnect returns what it got
+        (tcl/v2: nats-tcl 2.0.4's consume)."""
+        self.fetch_closed_returns = True
 
     def c_pull_object(self, rid, obj):
         pull = self.pulls.get(int(rid))
@@ -787,10 +796,11 @@ class PullRequest:
     Fetch (ADR-13 rules); its events become fetch callbacks, its result the
     sync fetch's list."""
 
-    def __init__(self, conn, fetch: Fetch, callback):
+    def __init__(self, conn, fetch: Fetch, callback, closed_returns: bool = False):
         self.conn = conn
         self.fetch = fetch
         self.callback = callback
+        self.closed_returns = closed_returns
         self.rid = None
         self.done = False       # set by the connection when the request is over
         self.owner = None
@@ -835,8 +845,8 @@ class PullRequest:
         if outcome not in ("timeout", "lost"):
             # closed by the user: the callback is not invoked (CoreAPI.md); a
             # sync fetch throws ErrConnectionClosed, dropping what it got
-            # (its result, with closed=True)
-            if self.callback:
+            # (its result, with closed=True), unless closed_returns
+            if self.callback or self.closed_returns:
                 self.fetch.cancel()
             return
         if self.fetch.on_timeout() and self.callback:
