@@ -434,7 +434,7 @@ oo::class create ::nats::kv_watcher {
         }
         after cancel $timer
         if {$InitDone eq "timeout"} {
-            throw {NATS ErrTimeout} "Timeout while gathering $what"
+            throw {NATS ErrTimeout} "Timeout while gathering $what in bucket [::tclnats::r [$Py bucket]]"
         }
         ::tclnats::r [$Py results]
     }

@@ -696,8 +696,8 @@ namespace eval ::nats::msg {
 
 # ---------------------------------------------------------------- nats::header
 # A message without a header field has no headers; a value that is not a
-# message (or whose header is not a dict) is ErrInvalidArg, as is a key the
-# message does not have for get and values.
+# message (or whose header is not a dict) is ErrInvalidArg; a key the
+# message does not have is {TCL LOOKUP DICT key} for get and values.
 namespace eval ::nats::header {
     proc add {msgVar key value} {
         upvar 1 $msgVar m
@@ -767,9 +767,11 @@ namespace eval ::nats::header {
         }
         return $h
     }
+    # a key the header does not have: Tcl's own code for a missing dict key,
+    # {TCL LOOKUP DICT key}, as nats-tcl's [dict get] gives it
     proc NoKey {msg key} {
         Of $msg
-        throw [list NATS ErrInvalidArg] "No header $key in the message"
+        throw [list TCL LOOKUP DICT $key] "key \"$key\" not known in the header of the message"
     }
     namespace export {[a-z]*}
     namespace ensemble create

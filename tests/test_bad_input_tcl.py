@@ -77,7 +77,7 @@ CASES = [
     ('nats::msec_to_isotime abc', 'ErrInvalidArg'),
     ('$js publish "" x', 'ErrBadSubject'),
     ('$js publish "a b" x', 'ErrBadSubject'),
-    ('$js publish foo x -timeout -1', 'ErrInvalidArg'),
+    ('$js publish foo x -timeout -1', 'ErrBadTimeout'),
     ('$js publish foo x -msg_id "a b"', 'ErrInvalidArg'),
     ('$js publish foo x -expected_last_seq abc', 'ErrInvalidArg'),
     ('$js publish foo x -bogus 1', 'ErrInvalidArg'),

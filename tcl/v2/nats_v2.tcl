@@ -110,6 +110,8 @@ oo::class create ::nats::jet_stream {
         set StallWait 200
         set ConnNs [info object namespace $conn]
         set Js [::tclnats::r [[set ${ConnNs}::Py] js_new [self namespace] $timeout "" $domain $trace 4000 200]]
+        # a sync consume ended by disconnect returns what it got (2.0.4 had no error for it)
+        ::tclnats::r [$Js fetch_closed_returns]
         set Timeout $timeout
         set Trace $trace
         set Domain $domain

@@ -580,6 +580,9 @@ class TclConnection:
             # a synchronous gathering request (max_msgs): the list of replies
             if outcome == "msg" or (outcome == "timeout" and req.msgs):
                 r = (0, tuple(self._msg_value(m, True, m.sid) for m in req.msgs))
+            elif outcome == "no_responders":
+                # nats-tcl names the subject here (and not for a plain request)
+                r = _error_reply(make_error("ErrNoResponders", f"No responders available for request to {req.subject}"))
             else:
                 r = _error_reply(self.outcome_error(outcome, req))
             self.tk.setvar(f"{ns}::results({req.id})", r)

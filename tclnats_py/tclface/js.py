@@ -346,6 +346,10 @@ class JetStream:
         self.timeout = int(timeout)
         self.domain = domain or ""
         self.trace = bool(to_bool(trace))
+        # a sync fetch ended by disconnect: ErrConnectionClosed (3.2.1), or
+        # the messages it got so far (the 2.0.4 API's consume, which had no
+        # such error: see c_fetch_closed_returns)
+        self.fetch_closed_returns = False
         self.api = JsApi(domain or None, api_prefix or None)
         self.prefix = self.api.prefix
         self.cmd = f"::tclnats::js{next(js.ids)}"
@@ -608,9 +612,8 @@ class JetStream:
         if not args:
             return self.publish_request(subject, data, headers, self.timeout, None)
         given = self.args.pairs(args)
+        _timeout_option(given, "timeout")
         o = _cfg.build(_PUBLISH_OPTIONS, given)
-        if o.get("timeout", 0) > MAX_TIMEOUT_MS:
-            raise make_error("ErrInvalidArg", f"Invalid value for the timeout option timeout : {given['timeout']}")
         if "stream" in o:
             check_name("stream", o["stream"])
             headers = publish_headers(headers, expected_stream=o["stream"])
@@ -629,7 +632,9 @@ class JetStream:
                                        lambda outcome, req: self.conn.outcome_msg(outcome, req).data)
 
     def c_nak(self, msg, *args):
-        o = self.args.build(_NAK_OPTIONS, args)
+        given = self.args.pairs(args)
+        _timeout_option(given, "delay")
+        o = _cfg.build(_NAK_OPTIONS, self.args.options(_NAK_OPTIONS, args, given=given), unit="ms")
         self._ack(msg, nak_payload(o["delay"]) if "delay" in o else NAK)
 
     def c_term(self, msg):
@@ -649,7 +654,7 @@ class JetStream:
                       js_timeout_ms=self.timeout)
         if self.trace:
             self._log("debug", f">>> {subject} {fetch.body.decode()}")
-        pull = PullRequest(self.conn, fetch, o.get("callback"))
+        pull = PullRequest(self.conn, fetch, o.get("callback"), self.fetch_closed_returns)
         pull.owner = self.pulls
         rid = self.conn.start_request(subject, fetch.body, fetch.timeout_ms, pull.finish, max_msgs=fetch.batch,
                                       gather=pull)
@@ -657,6 +662,11 @@ class JetStream:
         if pull.callback is not None and not pull.done:
             self.pulls[rid] = pull
         return rid
+
+    def c_fetch_closed_returns(self):
+        """From now on a sync fetch ended by disconnect returns what it got
+        (tcl/v2: nats-tcl 2.0.4's consume)."""
+        self.fetch_closed_returns = True
 
     def c_pull_object(self, rid, obj):
         pull = self.pulls.get(int(rid))
@@ -786,10 +796,11 @@ class PullRequest:
     Fetch (ADR-13 rules); its events become fetch callbacks, its result the
     sync fetch's list."""
 
-    def __init__(self, conn, fetch: Fetch, callback):
+    def __init__(self, conn, fetch: Fetch, callback, closed_returns: bool = False):
         self.conn = conn
         self.fetch = fetch
         self.callback = callback
+        self.closed_returns = closed_returns
         self.rid = None
         self.done = False       # set by the connection when the request is over
         self.owner = None
@@ -832,7 +843,11 @@ class PullRequest:
         """The request ended without on_msg saying so (timeout, close, batch)."""
         self.ended()
         if outcome not in ("timeout", "lost"):
-            self.fetch.cancel()  # closed by the user: the callback is not invoked (CoreAPI.md)
+            # closed by the user: the callback is not invoked (CoreAPI.md); a
+            # sync fetch throws ErrConnectionClosed, dropping what it got
+            # (its result, with closed=True), unless closed_returns
+            if self.callback or self.closed_returns:
+                self.fetch.cancel()
             return
         if self.fetch.on_timeout() and self.callback:
             self.conn._log("debug", f"Async pull request {req.id} timed out")
@@ -843,7 +858,7 @@ class PullRequest:
         if outcome == "timeout":
             self.fetch.on_timeout()
         try:
-            msgs = self.fetch.result(closed=outcome == "closed", lost=outcome == "lost")
+            msgs = self.fetch.result(closed=outcome == "closed", lost=outcome == "lost", subject=req.subject)
         except NatsError as e:
             if e.code == "ErrTimeout" and outcome != "lost":
                 self.conn._log("debug", f"Sync pull request {req.id} timed out")
@@ -1169,6 +1184,9 @@ class Watcher:
 
     def c_timeout(self):
         return self.js.timeout
+
+    def c_bucket(self):
+        return self.bucket
 
     def c_info(self):
         return self.consumer.info if self.consumer else ()

@@ -236,12 +236,14 @@ class Fetch:
         (an unknown consumer makes a pull request go unanswered)."""
         return self.outcome in ("timeout", "no_responders") and not self.messages
 
-    def result(self, *, closed: bool = False, lost: bool = False, raise_status: bool = False) -> list:
+    def result(self, *, closed: bool = False, lost: bool = False, raise_status: bool = False,
+               subject: str = "") -> list:
         """The sync fetch's list, or its error (CoreAPI.md table, sync fetch):
         nothing by the timeout -> ErrTimeout; the connection lost ->
         ErrTimeout "Connection lost"; closed by the user -> ErrConnectionClosed.
         ``raise_status``: a terminal status error (400, 409 Consumer Deleted)
-        with no messages is raised (the Python face) instead of an empty list."""
+        with no messages is raised (the Python face) instead of an empty list.
+        ``subject``: the pull request's subject, named in the timeout's text."""
         if self.outcome in ("timeout", "no_responders", "no_heartbeat", None):
             if closed:
                 raise make_error("ErrConnectionClosed", "Connection closed")
@@ -251,7 +253,8 @@ class Fetch:
                 return self.messages
             if self.outcome == "no_heartbeat":
                 raise make_error("ErrNoHeartbeat", "No heartbeat received from the server")
-            raise make_error("ErrTimeout", "Sync pull request timeout")
+            raise make_error("ErrTimeout", f"Sync pull request timeout, subject={subject}" if subject
+                             else "Sync pull request timeout")
         if raise_status and self.outcome == "status" and not self.messages:
             err, terminal = status_error(self.status_msg)
             if err is not None and terminal:
