@@ -601,6 +601,27 @@ def test_a_checkout_added_to_auto_path_by_the_script(tmp_path, where):
     assert (old / "indexed").exists() and not (old / "loaded").exists()
 
 
+def test_a_thread_worker_gets_ours_with_a_checkout_in_front(tmp_path):
+    """A Thread worker scans the path itself: ours there too, and in a
+    script that loses tcllib (no json: a scan during our own load)."""
+    old = old_checkout(tmp_path / "nats-tcl", ("3.2.1", "2.0.4"))
+    env = stock_env(TCLLIBPATH=f"{{{old}}} {{{os.path.dirname(LIBDIR)}}}")
+    out = ok(run_tcl("""
+        package require Thread
+        set t [thread::create]
+        puts [thread::send $t {list [package require nats] [lindex $::tclnats::provider 0]}]
+        puts [thread::send $t {list [package require nats 3] [lindex $::tclnats::provider 0]}]
+        thread::release $t
+        set c [interp create]
+        puts [$c eval {
+            set auto_path [list [lindex $auto_path 0] [lindex $auto_path 1] [info library]]
+            list [package require nats 2] [lindex $::tclnats::provider 0] json: [package provide json]
+        }]
+    """, tmp_path, env=env))
+    assert out.splitlines() == ["3.2.1 tclnats_py", "3.2.1 tclnats_py", "2.0.4 tclnats_py json: {}"]
+    assert not (old / "loaded").exists()
+
+
 def test_a_newer_nats_on_the_path_stays_available(tmp_path):
     """Only the numbers ours serves are taken over: a newer nats package on
     the path is still the one `package require nats` picks (the highest),
