@@ -108,16 +108,24 @@ def test_stock_tclsh_with_the_installed_package(installed_venv, tmp_path, nats_s
         $c destroy
     """))
     probe = tmp_path / "probe.tcl"
-    env = {"PATH": "/usr/bin:/bin", "TCLLIBPATH": pkgdir, "HOME": str(tmp_path),
+    # the README's one path: the venv's tclnats-tclsh --env gives the line (the folder of
+    # pkgIndex.tcl, what --libdir prints); then stock tclsh, without the venv on PATH
+    line = subprocess.run([str(py.parent / "tclnats-tclsh"), "--env"], capture_output=True, text=True,
+                          check=True, cwd=str(tmp_path)).stdout
+    libdir = subprocess.run([str(py.parent / "tclnats-tclsh"), "--libdir"], capture_output=True, text=True,
+                            check=True, cwd=str(tmp_path)).stdout.strip()
+    assert libdir == os.path.join(pkgdir, "tcl") and os.path.isfile(os.path.join(libdir, "pkgIndex.tcl"))
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
            "PYTHONHOME": "/nonexistent", "PYTHONPATH": "/nonexistent"}
-    p = subprocess.run([find_tclsh(), str(script)], capture_output=True, text=True, timeout=60, env=env,
-                       cwd=str(tmp_path))
+    p = subprocess.run(["sh", "-c", line + 'exec "$0" "$1"', find_tclsh(), str(script)], capture_output=True,
+                       text=True, timeout=60, env=env, cwd=str(tmp_path))
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"provider: {os.path.join(pkgdir, 'tcl', 'pkgIndex.tcl')}" in p.stdout
     assert "reply: hi" in p.stdout
     # the Python that serves Tcl is the venv's
     probe.write_text("package require nats\nputs [dict get [::tclnats::python] prefix]\n")
-    p = subprocess.run([find_tclsh(), str(probe)], capture_output=True, text=True, timeout=60, env=env)
+    p = subprocess.run([find_tclsh(), str(probe)], capture_output=True, text=True, timeout=60,
+                       env=dict(env, TCLLIBPATH=libdir))
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == str(py.parent.parent), p.stdout
     # python3 in the venv imports the installed copy with its extension modules

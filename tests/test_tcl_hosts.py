@@ -514,19 +514,127 @@ def test_tclnats_tclsh_matches_stock_tclsh(tmp_path, what):
         assert ours.stdout == "y" * 40
 
 
-@pytest.mark.skipif(LAUNCHER is None, reason="tclnats-tclsh is not installed")
-def test_another_nats_on_tcllibpath_does_not_shadow_ours(tmp_path):
-    """A nats-tcl checkout on TCLLIBPATH: tclnats-tclsh still loads ours."""
-    other = tmp_path / "nats-tcl"
-    other.mkdir()
-    (other / "pkgIndex.tcl").write_text(
-        "package ifneeded nats 3.2.1 [list apply {{} {set ::tclnats::provider original; "
-        "package provide nats 3.2.1}}]\n")
+# ------------------------------------------------------------ another nats on the path
+
+def old_checkout(root, versions=("3.2.1",)):
+    """A stand-in for a nats-tcl checkout: its pkgIndex.tcl offers these
+    versions of nats; sourcing the index and loading a version are recorded
+    in files (so a test sees that the index was in the scan)."""
+    root.mkdir(parents=True, exist_ok=True)
+    lines = [f"set f [open {{{root / 'indexed'}}} a]; puts $f $dir; close $f"]
+    for v in versions:
+        lines.append(
+            f"package ifneeded nats {v} [list apply {{{{}} {{"
+            f"set f [open {{{root / 'loaded'}}} a]; puts $f {v}; close $f; "
+            f"namespace eval ::tclnats {{variable provider [list original {v}]}}; package provide nats {v}}}}}]")
+    (root / "pkgIndex.tcl").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def launcher_cmd() -> list[str]:
+    """This tree's tclnats-tclsh (the one on PATH may be another install)."""
+    return [sys.executable, "-m", "tclnats_py.tclface.tclsh"]
+
+
+def launcher_env(env: dict) -> dict:
+    import tclnats_py
+    top = os.path.dirname(os.path.dirname(os.path.abspath(tclnats_py.__file__)))
+    return dict(env, PYTHONPATH=top)
+
+
+WHICH_NATS = """
+    set v [package require {req}]
+    puts "$v [lindex $::tclnats::provider 0]"
+    set c [interp create]
+    $c eval {{set v [package require {req}]; puts "child: $v [lindex $::tclnats::provider 0]"}}
+"""
+
+# TCLLIBPATH as a user may have it: OLD a nats-tcl checkout, LIB our Tcl
+# folder (tclnats-tclsh --libdir), PARENT the folder above it (what the
+# README once exported; its scan covers LIB), LIBS a folder holding the checkout
+ORDERS = {
+    "checkout in front": "OLD LIB",
+    "checkout behind": "LIB OLD",
+    "checkout in front of the parent folder": "OLD PARENT",
+    "checkout behind the parent folder": "PARENT OLD",
+    "ours, checkout, parent": "LIB OLD PARENT",
+    "checkout in a folder on the path, in front": "LIBS LIB",
+    "checkout in a folder on the path, behind": "LIB LIBS",
+}
+
+
+@pytest.mark.parametrize("host", ["tclsh", "tclnats-tclsh"])
+@pytest.mark.parametrize("old_versions", [("3.2.1",), ("3.2.1", "2.0.4")], ids=["old 3.2.1", "old 3.2.1+2.0.4"])
+@pytest.mark.parametrize("order", list(ORDERS))
+@pytest.mark.parametrize("req,api,want", [("nats", "", "3.2.1"), ("nats 2", "", "2.0.4"), ("nats", "2", "2.0.4")],
+                         ids=["require nats", "require nats 2", "TCLNATS_API=2"])
+def test_another_nats_on_the_path_never_shadows_ours(tmp_path, host, old_versions, order, req, api, want):
+    """Ours answers whatever the order of TCLLIBPATH, in stock tclsh and in
+    tclnats-tclsh, in the main interpreter and in a child interpreter."""
+    old = old_checkout(tmp_path / "libs" / "nats-tcl", old_versions)
+    places = {"OLD": str(old), "LIB": LIBDIR, "PARENT": os.path.dirname(LIBDIR), "LIBS": str(tmp_path / "libs")}
+    env = {k: v for k, v in os.environ.items() if k not in ("TCLLIBPATH", "TCLNATS_API")}
+    env["TCLLIBPATH"] = " ".join("{" + places[w] + "}" for w in ORDERS[order].split())
+    if api:
+        env["TCLNATS_API"] = api
+    (tmp_path / "s.tcl").write_text(textwrap.dedent(WHICH_NATS.format(req=req)))
+    cmd = [TCLSH] if host == "tclsh" else launcher_cmd()
+    p = subprocess.run(cmd + [str(tmp_path / "s.tcl")], capture_output=True, text=True, timeout=60,
+                       env=env if host == "tclsh" else launcher_env(env), stdin=subprocess.DEVNULL)
+    assert ok(p).splitlines() == [f"{want} tclnats_py", f"child: {want} tclnats_py"]
+    assert (old / "indexed").exists(), "the checkout's index was not scanned: the test tests nothing"
+    assert not (old / "loaded").exists()
+
+
+@pytest.mark.parametrize("where", ["linsert $auto_path 0 $old", "concat $auto_path [list $old]"])
+def test_a_checkout_added_to_auto_path_by_the_script(tmp_path, where):
+    """A script that puts a nats-tcl checkout on auto_path (in front or at
+    the end) before `package require nats` still gets ours."""
+    old = old_checkout(tmp_path / "nats-tcl")
+    out = ok(run_tcl(f"""
+        set old {{{old}}}
+        set auto_path [{where}]
+        package require Tcl
+        puts "[package require nats] [lindex $::tclnats::provider 0]"
+    """, tmp_path))
+    assert out.strip() == "3.2.1 tclnats_py"
+    assert (old / "indexed").exists() and not (old / "loaded").exists()
+
+
+def test_a_thread_worker_gets_ours_with_a_checkout_in_front(tmp_path):
+    """A Thread worker scans the path itself: ours there too, and in a
+    script that loses tcllib (no json: a scan during our own load)."""
+    old = old_checkout(tmp_path / "nats-tcl", ("3.2.1", "2.0.4"))
+    env = stock_env(TCLLIBPATH=f"{{{old}}} {{{os.path.dirname(LIBDIR)}}}")
     out = ok(run_tcl("""
-        package require nats
-        puts [lindex $::tclnats::provider 0]
-    """, tmp_path, host=LAUNCHER, env=dict(os.environ, TCLLIBPATH=str(other))))
-    assert out.strip() == "tclnats_py"
+        package require Thread
+        set t [thread::create]
+        puts [thread::send $t {list [package require nats] [lindex $::tclnats::provider 0]}]
+        puts [thread::send $t {list [package require nats 3] [lindex $::tclnats::provider 0]}]
+        thread::release $t
+        set c [interp create]
+        puts [$c eval {
+            set auto_path [list [lindex $auto_path 0] [lindex $auto_path 1] [info library]]
+            list [package require nats 2] [lindex $::tclnats::provider 0] json: [package provide json]
+        }]
+    """, tmp_path, env=env))
+    assert out.splitlines() == ["3.2.1 tclnats_py", "3.2.1 tclnats_py", "2.0.4 tclnats_py json: {}"]
+    assert not (old / "loaded").exists()
+
+
+def test_a_newer_nats_on_the_path_stays_available(tmp_path):
+    """Only the numbers ours serves are taken over: a newer nats package on
+    the path is still the one `package require nats` picks (the highest),
+    and `package require nats 3.2` still gets ours."""
+    newer = old_checkout(tmp_path / "nats-tcl-4", ("4.0",))
+    env = stock_env(TCLLIBPATH=f"{{{LIBDIR}}} {{{newer}}}")
+    out = ok(run_tcl("""
+        puts "[package require nats] [lindex $::tclnats::provider 0]"
+        puts [lsort [package versions nats]]
+    """, tmp_path, env=env))
+    assert out.splitlines() == ["4.0 original", "2.0.4 3.2.1 4.0"]
+    out = ok(run_tcl("""puts "[package require nats 3.2] [lindex $::tclnats::provider 0]" """, tmp_path, env=env))
+    assert out.strip() == "3.2.1 tclnats_py"
 
 
 def test_the_c_publish_fast_path_command(tmp_path):

