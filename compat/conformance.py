@@ -132,7 +132,7 @@ def main(argv=None) -> int:
             reports[tag] = json.load(f)
         failed |= bool(verdict(reports[tag]))
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, " \
-              f"Tcl {_tcl_version()}"
+              f"Tcl {_tcl_version()}; tclnats_py {_code()}"
     md = os.path.join(out, f"conformance-{date}.md")
     with open(md, "w", encoding="utf-8") as f:
         f.write(markdown(date, reports, machine))
@@ -142,6 +142,19 @@ def main(argv=None) -> int:
         print(f"{tag}: " + ", ".join(f"{s} {p}/{n}" for s, (p, n) in c.items())
               + ("" if not verdict(rep) else "  NOT conforming: " + "; ".join(verdict(rep))))
     return 1 if failed else 0
+
+
+def _code() -> str:
+    """tclnats_py's version, and the commit when it runs from a git checkout."""
+    import tclnats_py
+    top = os.path.dirname(os.path.dirname(os.path.abspath(tclnats_py.__file__)))
+    try:
+        r = subprocess.run(["git", "-C", top, "describe", "--always", "--dirty"], capture_output=True, text=True,
+                           timeout=10)
+    except OSError:
+        r = None
+    commit = r.stdout.strip() if r is not None and r.returncode == 0 else ""
+    return tclnats_py.__version__ + (f" at commit {commit}" if commit else "")
 
 
 def _tcl_version() -> str:
