@@ -85,6 +85,7 @@ def register(spark: "SparkSession") -> None:
         log.info("no defaultParallelism from the session (%s): minPartitions defaults to 1", e)
         parallelism = 1
     check_worker_python(_worker_python(spark))
+    check_executors(spark)
     # a class of this name that is not the module's: pickled by value, with the figure
     js = type("JetStreamDataSource", (JetStreamDataSource,),
               {"default_parallelism": parallelism, "__module__": __name__, "__qualname__": "JetStreamDataSource"})
@@ -157,6 +158,70 @@ def check_worker_python(python) -> None:
                               f"({fix.rstrip(chr(39))}=={tclnats_py.__version__}')")
     elif r.returncode:
         log.warning("Spark's worker Python %s failed its check (exit %d): %s", exe, r.returncode, r.stderr[-500:])
+
+
+# what each executor's Python worker runs for check_executors: compiled here
+# with a module name that no worker can import, so that Spark's cloudpickle
+# ships the function itself (a function of this module would need tclnats_py
+# on the executor just to be unpickled, which is one of the things checked)
+_EXECUTOR_PROBE = """
+def probe(_partition):
+    import socket
+    import sys
+    host = socket.gethostname()
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError as e:
+        yield (host, sys.executable, "pyarrow", str(e))
+    try:
+        import tclnats_py
+    except ImportError as e:
+        yield (host, sys.executable, "tclnats_py", str(e))
+    else:
+        yield (host, sys.executable, "version", tclnats_py.__version__)
+"""
+
+
+def _executor_probe():
+    namespace: dict = {"__name__": "tclnats_py_executor_probe"}
+    exec(compile(_EXECUTOR_PROBE, "<tclnats_py executor probe>", "exec"), namespace)
+    return namespace["probe"]
+
+
+def check_executors(spark) -> None:
+    """On a cluster (a master that is not local[...]), the executors' Python
+    workers run on other hosts, with their own Python: one small job, a
+    partition per default-parallelism slot, asks each of them for pyarrow and
+    tclnats_py's version, so that a host set up otherwise fails here, on the
+    driver, naming the host and the fix, instead of a task failing later with
+    pyspark's ModuleNotFoundError.  TCLNATS_SPARK_CHECK_EXECUTORS=0 skips it."""
+    import os
+
+    import tclnats_py
+    if os.environ.get("TCLNATS_SPARK_CHECK_EXECUTORS", "1") == "0":
+        return
+    try:
+        sc = spark.sparkContext
+        master = sc.master or ""
+        slots = max(1, int(sc.defaultParallelism))
+    except Exception as e:  # Spark Connect: the executors are the server's
+        log.info("executors not checked (%s)", e)
+        return
+    if master.startswith("local[") or master == "local":
+        return  # the workers run on this host: check_worker_python covered them
+    answers = set(sc.parallelize(range(slots), slots).mapPartitions(_executor_probe()).collect())
+    fix = "pip install 'tclnats_py[spark]'"
+    for host, exe, what, detail in sorted(answers):
+        if what == "pyarrow":
+            raise ImportError(f"pyarrow is missing in the Python of Spark's executor on {host} ({exe}: {detail}): "
+                              f"PySpark's Python data sources need it; install it there with {fix}")
+        if what == "tclnats_py":
+            raise ImportError(f"tclnats_py is missing in the Python of Spark's executor on {host} ({exe}): "
+                              f"install it there with {fix}")
+        if detail != tclnats_py.__version__:
+            raise ImportError(f"Spark's executor on {host} ({exe}) has tclnats_py {detail}, the driver "
+                              f"{tclnats_py.__version__}: install the same version on both "
+                              f"(pip install 'tclnats_py[spark]=={tclnats_py.__version__}')")
 
 
 # ------------------------------------------------------------------ helpers
