@@ -143,10 +143,24 @@ def test_a_failed_micro_batch_run_again_after_the_window_writes_each_row_once(sp
     ckpt = str(tmp_path / "ck")
 
     def fail_late(data):
+        # runs in Spark's Python worker: it names no function of this test
+        # module (the worker may not be able to import tests/, as in CI,
+        # where the suite runs from an installed wheel in another folder)
+        import asyncio as aio
+        import time as t
+
+        import tclnats_py as tn
+
+        async def stored():
+            c = await tn.connect(url)
+            try:
+                return (await c.jetstream().stream_info("QOUT")).state.messages
+            finally:
+                await c.close()
         if bytes(data) == b"q1990":  # partition 1: wait for partition 0's rows, then die
-            deadline = time.time() + 120
-            while time.time() < deadline and count(url, "QOUT") < n // 2:
-                time.sleep(0.1)
+            deadline = t.time() + 120
+            while t.time() < deadline and aio.run(stored()) < n // 2:
+                t.sleep(0.1)
             raise RuntimeError("the batch dies here")
         return data
 
