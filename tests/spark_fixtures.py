@@ -26,7 +26,9 @@ def session(master: str, app: str, **conf):
     with tclnats_py's formats registered; stopped when the generator closes."""
     from pyspark.sql import SparkSession
     b = (SparkSession.builder.master(master).appName(app)
-         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2"))
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+         # loopback only: driver and executors on this machine's 127.0.0.1
+         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1"))
     for k, v in conf.items():
         b = b.config(k, v)
     s = b.getOrCreate()

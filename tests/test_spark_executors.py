@@ -26,6 +26,7 @@ def test_an_executor_without_pyarrow_is_named_at_register(tmp_path):
     (hide / "pyarrow" / "__init__.py").write_text("raise ImportError('pyarrow hidden from this executor')\n")
     s = (SparkSession.builder.master("local-cluster[1,1,1024]").appName("tclnats-noarrow")
          .config("spark.ui.enabled", "false").config("spark.executor.memory", "768m")
+         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
          .config("spark.executorEnv.PYTHONPATH", str(hide)).getOrCreate())
     try:
         s.sparkContext.setLogLevel("ERROR")
