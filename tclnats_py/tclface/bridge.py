@@ -48,7 +48,7 @@ from tclnats_py.engine.options import OPTION_SPEC, Options, coerce
 from tclnats_py.engine.pool import parse_url
 from tclnats_py.tclface.tlsname import check_server_name
 from tclnats_py.tclface.values import tcl_value
-from tclnats_py.engine.validate import header_name_error, header_value_error
+from tclnats_py.engine.validate import MAX_TIMEOUT, header_name_error, header_value_error
 
 # tclnats_py.tclface.js (and the engine's JetStream modules under it) is
 # imported on first use, not by `package require nats`: _js() loads it and
@@ -128,6 +128,7 @@ class _Bridge:
         self.dirty: set = set()  # connections with a posted flush
         tk.createcommand("::tclnats::_flush_dirty", self._flush_dirty)
         tk.createcommand("::tclnats::_new_connection", self._new_connection)
+        tk.createcommand("::tclnats::_option_table", _option_table)
         tk.createcommand("::tclnats::_parse_url", self._parse_url)
         tk.createcommand("::tclnats::_token", self._token)
         tk.createcommand("::tclnats::python", self._python)
@@ -219,6 +220,28 @@ class _Bridge:
             return (0, tuple(_flat(parse_url(url).as_dict())))
         except NatsError as e:
             return (1, f"NATS {e.code}", str(e))
+
+
+def _tcl_default(value) -> str:
+    """An option's default as ``$conn cget`` shows it (nats-tcl's forms)."""
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return " ".join(map(str, value))
+    return str(value)
+
+
+def _option_table():
+    """``::tclnats::_option_table``: the engine's option table for nats.tcl
+    (read once per interpreter, at its first connection): ``{types defaults
+    max_timeout_ms}``, types and defaults as name/value lists in the engine's
+    order."""
+    types = []
+    defaults = []
+    for name, (typ, default) in OPTION_SPEC.items():
+        types += (name, typ)
+        defaults += (name, _tcl_default(default))
+    return (0, (tuple(types), tuple(defaults), str(int(MAX_TIMEOUT * 1000))))
 
 
 def _flat(d: dict):
