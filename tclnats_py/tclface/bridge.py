@@ -46,6 +46,7 @@ from tclnats_py.engine.connection import CONNECTED, Engine, Msg, Request
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.options import OPTION_SPEC, Options, coerce
 from tclnats_py.engine.pool import parse_url
+from tclnats_py.tclface.commands import tcl_commands, unknown_op
 from tclnats_py.tclface.tlsname import check_server_name
 from tclnats_py.tclface.values import tcl_value
 from tclnats_py.engine.validate import MAX_TIMEOUT, header_name_error, header_value_error
@@ -302,6 +303,7 @@ class _Sync:
 _SYNC_PLAIN, _SYNC_DICT = _Sync(False), _Sync(True)
 
 
+@tcl_commands
 class TclConnection:
     """One ``nats::connection``: an engine plus the Tcl-side I/O."""
 
@@ -355,7 +357,8 @@ class TclConnection:
 
     # ------------------------------------------------------------ dispatch
     def call(self, obj, op, *args):
-        """Entry from Tcl: ``obj.c_<op>(*args)`` (the commands of this
+        """Entry from Tcl: ``obj.c_<op>(*args)``, looked up in the table of
+        obj's class (tclface/commands.py; the commands of this
         connection and of its JetStream objects, each a functools.partial of
         this method, no closure per call).  Returns ``{0 result}``,
         ``{1 errorcode message}``, or ``{2 rid}`` when the result will come
@@ -363,7 +366,10 @@ class TclConnection:
         try:
             if self.tcl_pending:
                 self.drain_tcl_pubs()
-            result = getattr(obj, "c_" + op)(*args)
+            fn = obj._tcl_commands.get(op)
+            if fn is None:
+                raise unknown_op(obj, op)
+            result = fn(obj, *args)
         except NatsError as e:
             self.run()
             return _error_reply(e)
