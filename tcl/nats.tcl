@@ -125,48 +125,6 @@ proc ::nats::_load_options {} {
     set ::nats::_option_defaults [dict merge $defaults $::nats::_option_overrides]
 }
 
-# Checks of configure's values that the option types alone do not make,
-# before anything is changed (configure is all or nothing): every server URL
-# parses, timeouts are not beyond _max_timeout, counts where -1 means
-# "unlimited" (the options of type int) are not below it, -tls_opts is a dict.
-proc ::nats::_check_config {argList} {
-    if {[llength $argList] % 2} {
-        return ;# the engine reports the missing value
-    }
-    foreach {k v} $argList {
-        set opt [string trimleft $k -]
-        if {$opt eq "tls_opts"} {
-            if {[catch {llength $v} n] || $n % 2} {
-                throw {NATS ErrInvalidArg} "Invalid value for the option tls_opts : $v (a dict of tls::import options expected)"
-            }
-            continue
-        }
-        if {![dict exists $::nats::_option_types $opt]} {
-            continue ;# the engine reports the unknown option
-        }
-        switch -- [dict get $::nats::_option_types $opt] {
-            list {
-                if {[catch {llength $v}]} {
-                    throw {NATS ErrInvalidArg} "Invalid value for the option $opt : $v (a list expected)"
-                }
-                foreach url $v {
-                    ::tclnats::r [::tclnats::_parse_url $url]
-                }
-            }
-            timeout {
-                if {[string is entier -strict $v] && $v > $::nats::_max_timeout} {
-                    throw {NATS ErrBadTimeout} "Invalid value for the timeout option $opt : $v"
-                }
-            }
-            int {
-                if {[string is entier -strict $v] && $v < -1} {
-                    throw {NATS ErrInvalidArg} "Invalid value for the option $opt : $v (-1 means unlimited)"
-                }
-            }
-        }
-    }
-}
-
 oo::class create ::nats::connection {
     variable config sock timers counters subscriptions requests serverPool outBuffer \
              requestsInboxPrefix pong ChildrenRef PingResult Py \
@@ -285,7 +243,8 @@ oo::class create ::nats::connection {
             0 { return [array get config] }
             1 { return [my cget [lindex $args 0]] }
         }
-        ::nats::_check_config $args
+        # all or nothing: $Py configure checks every value (the engine's
+        # types, URLs, the longest timeout, -1 for unlimited) before it sets any
         ::tclnats::r [$Py configure {*}$args]
         return
     }

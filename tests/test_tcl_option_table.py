@@ -60,6 +60,19 @@ def test_every_option_default_and_type_is_the_engines():
                 with pytest.raises(tkinter.TclError, match=f"option {name} : -2 \\(-1 means unlimited\\)"):
                     tk.eval(f"$c configure -{name} -2")
                 assert tk.eval("lrange $::errorCode 0 1") == "NATS ErrInvalidArg"
+        # and over all the pairs before the types: nothing changes
+        for args, code, message in [
+                ('-tls_opts {a b c}', "ErrInvalidArg",
+                 "Invalid value for the option tls_opts : a b c (a dict of tls::import options expected)"),
+                ('-servers "a \\{"', "ErrInvalidArg", "Invalid value for the option servers : a { (a list expected)"),
+                ('-ping_interval x -servers "a \\{"', "ErrInvalidArg",
+                 "Invalid value for the option servers : a { (a list expected)"),
+                ('-ping_interval 5 -servers {nats://x:1 nats://b:a:d}', "ErrInvalidArg", "Invalid URL nats://b:a:d"),
+                ('-ping_interval x', "ErrBadTimeout", "Invalid value for the timeout option ping_interval : x")]:
+            with pytest.raises(tkinter.TclError) as e:
+                tk.eval(f"$c configure {args}")
+            assert (tk.eval("lindex $::errorCode 1"), str(e.value)) == (code, message), args
+        assert tk.eval("$c cget -ping_interval") == _tcl_form(OPTION_SPEC["ping_interval"][1])
         tk.eval("$c configure -ping_interval 5 -servers {nats://a:1 nats://b:2}")
         tk.eval("$c reset ping_interval servers")
         assert tk.eval("$c cget -ping_interval") == _tcl_form(OPTION_SPEC["ping_interval"][1])

@@ -223,6 +223,20 @@ class _Bridge:
             return (1, f"NATS {e.code}", str(e))
 
 
+_MAX_TIMEOUT_MS = int(MAX_TIMEOUT * 1000)
+
+
+def _int_value(value) -> int | None:
+    """An integer as Tcl's ``string is entier -strict`` takes it (decimal,
+    0x/0o/0b), or None."""
+    if value.__class__ is int:
+        return value
+    try:
+        return coerce("", "int", value) if str(value) == str(value).strip() and str(value) else None
+    except NatsError:
+        return None
+
+
 def _tcl_default(value) -> str:
     """An option's default as ``$conn cget`` shows it (nats-tcl's forms)."""
     if value is True or value is False:
@@ -242,7 +256,7 @@ def _option_table():
     for name, (typ, default) in OPTION_SPEC.items():
         types += (name, typ)
         defaults += (name, _tcl_default(default))
-    return (0, (tuple(types), tuple(defaults), str(int(MAX_TIMEOUT * 1000))))
+    return (0, (tuple(types), tuple(defaults), str(_MAX_TIMEOUT_MS)))
 
 
 def _flat(d: dict):
@@ -1169,6 +1183,7 @@ class TclConnection:
     def c_configure(self, *args):
         if len(args) % 2:
             raise make_error("ErrInvalidArg", f"Missing value for option {args[-1]}")
+        self._check_config(args)
         typed = {}
         servers = None
         for i in range(0, len(args), 2):
@@ -1209,6 +1224,40 @@ class TclConnection:
             self.engine.configure_servers(servers)
             self.tk.call("set", f"{self.ns}::config(servers)", servers)
             self._push_servers()
+
+    def _check_config(self, args) -> None:
+        """What configure's option types alone do not say, checked over all
+        the pairs before the types are (nats-tcl's messages): a list of
+        servers whose every URL parses, timeouts not past the longest, ints
+        (counts where -1 means unlimited) not below -1, -tls_opts a dict."""
+        for i in range(0, len(args), 2):
+            name = str(args[i]).lstrip("-")
+            value = args[i + 1]
+            if name == "tls_opts":
+                if len(self._list_value(name, value, "a dict of tls::import options expected")) % 2:
+                    raise make_error("ErrInvalidArg", f"Invalid value for the option tls_opts : {value} (a dict of "
+                                     "tls::import options expected)")
+                continue
+            typ = OPTION_SPEC.get(name, ("",))[0]
+            if typ == "list":
+                for url in self._list_value(name, value, "a list expected"):
+                    parse_url(url)
+            elif typ == "timeout" or typ == "int":
+                n = _int_value(value)
+                if n is None:
+                    continue  # the type's check reports it
+                if typ == "timeout" and n > _MAX_TIMEOUT_MS:
+                    raise make_error("ErrBadTimeout", f"Invalid value for the timeout option {name} : {value}")
+                if typ == "int" and n < -1:
+                    raise make_error("ErrInvalidArg", f"Invalid value for the option {name} : {value} "
+                                     "(-1 means unlimited)")
+
+    def _list_value(self, name, value, expected) -> tuple:
+        """``value`` as a Tcl list, or ErrInvalidArg naming the option."""
+        try:
+            return tuple(self.tk.splitlist(value))
+        except TclError:
+            raise make_error("ErrInvalidArg", f"Invalid value for the option {name} : {value} ({expected})") from None
 
     def _reconnect_delay(self, server: dict):
         cb = self.engine.options.custom_reconnect_delay
