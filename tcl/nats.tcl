@@ -111,57 +111,18 @@ proc ::nats::_run_posted {cmds} {
     }
 }
 
-# option name -> default, in nats-tcl's order (CoreAPI.md "Options")
-set ::nats::_option_defaults {
-    servers "" name "" pedantic false verbose false randomize true
-    connect_timeout 2000 reconnect_time_wait 2000 custom_reconnect_delay ""
-    max_reconnect_attempts 60 ping_interval 120000 max_outstanding_pings 2 echo true
-    tls_opts "" user "" password "" token "" secure false check_subjects true
-    dictmsg false utf8_convert false request_timeout 10000
-    creds "" nkey_seed ""
-    pending_msgs_limit 524288 pending_bytes_limit 67108864
-    reconnect_buf_size 8388608 write_buf_size 4194304 flush_timeout 10000
-    reconnect_jitter 0 reconnect_jitter_tls 0 ignore_auth_error_abort false
-}
-# the longest timeout (ms) a command takes, as on the Python face: about 31 years
-set ::nats::_max_timeout 1000000000000
-
-# Checks of configure's values that the option types alone do not make,
-# before anything is changed (configure is all or nothing): every server URL
-# parses, timeouts are not beyond _max_timeout, counts where -1 means
-# "unlimited" are not below it, -tls_opts is a dict.
-proc ::nats::_check_config {argList} {
-    if {[llength $argList] % 2} {
-        return ;# the engine reports the missing value
-    }
-    foreach {k v} $argList {
-        switch -- [string trimleft $k -] {
-            servers {
-                if {[catch {llength $v}]} {
-                    throw {NATS ErrInvalidArg} "Invalid value for the option servers : $v (a list expected)"
-                }
-                foreach url $v {
-                    ::tclnats::r [::tclnats::_parse_url $url]
-                }
-            }
-            connect_timeout - reconnect_time_wait - ping_interval - request_timeout - flush_timeout -
-            reconnect_jitter - reconnect_jitter_tls {
-                if {[string is entier -strict $v] && $v > $::nats::_max_timeout} {
-                    throw {NATS ErrBadTimeout} "Invalid value for the timeout option [string trimleft $k -] : $v"
-                }
-            }
-            max_reconnect_attempts - pending_msgs_limit - pending_bytes_limit {
-                if {[string is entier -strict $v] && $v < -1} {
-                    throw {NATS ErrInvalidArg} "Invalid value for the option [string trimleft $k -] : $v (-1 means unlimited)"
-                }
-            }
-            tls_opts {
-                if {[catch {llength $v} n] || $n % 2} {
-                    throw {NATS ErrInvalidArg} "Invalid value for the option tls_opts : $v (a dict of tls::import options expected)"
-                }
-            }
-        }
-    }
+# The connection options' names, types and defaults are the engine's table
+# (tclnats_py/engine/options.py OPTION_SPEC, validate.py MAX_TIMEOUT): the
+# first connection reads them from Python (::nats::_load_options), which
+# that connection starts anyway, so `package require nats` does not.
+# _option_overrides: defaults of this API generation that differ (v2).
+set ::nats::_option_overrides {}
+proc ::nats::_load_options {} {
+    lassign [::tclnats::r [::tclnats::_option_table]] types defaults maxTimeout
+    # the longest timeout (ms) a command takes, as on the Python face
+    set ::nats::_max_timeout $maxTimeout
+    set ::nats::_option_types $types
+    set ::nats::_option_defaults [dict merge $defaults $::nats::_option_overrides]
 }
 
 oo::class create ::nats::connection {
@@ -193,6 +154,9 @@ oo::class create ::nats::connection {
             logger valid_str ""
             log_chan valid_str stdout
             log_level valid_str warn
+        }
+        if {![info exists ::nats::_option_defaults]} {
+            ::nats::_load_options
         }
         foreach {name def} $::nats::_option_defaults {
             set config($name) $def
@@ -279,7 +243,8 @@ oo::class create ::nats::connection {
             0 { return [array get config] }
             1 { return [my cget [lindex $args 0]] }
         }
-        ::nats::_check_config $args
+        # all or nothing: $Py configure checks every value (the engine's
+        # types, URLs, the longest timeout, -1 for unlimited) before it sets any
         ::tclnats::r [$Py configure {*}$args]
         return
     }

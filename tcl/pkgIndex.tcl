@@ -97,7 +97,7 @@ set tclnatsLoad {{dir version files} {
         # Python starts, and the bridge installs its commands, at the first
         # command that needs them: until then these stand in for them
         set ::tclnats::standins {}
-        foreach cmd {_new_connection _parse_url _token _flush_dirty _metadata _make_kv_origin
+        foreach cmd {_new_connection _option_table _parse_url _token _flush_dirty _metadata _make_kv_origin
                 _make_subject_transform _make_stream_source _make_republish _run_deliveries _await
                 _fastpub_new _noop python} {
             lappend ::tclnats::standins ::tclnats::$cmd

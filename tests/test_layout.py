@@ -107,7 +107,7 @@ TCL_FACE_OURS = {
     "tclnats_py.engine.headers", "tclnats_py.engine.nuid", "tclnats_py.engine.options",
     "tclnats_py.engine.pool", "tclnats_py.engine.protocol", "tclnats_py.engine.subjects",
     "tclnats_py.engine.validate", "tclnats_py.tclface", "tclnats_py.tclface.bridge",
-    "tclnats_py.tclface.tlsname", "tclnats_py.tclface.values",
+    "tclnats_py.tclface.commands", "tclnats_py.tclface.tlsname", "tclnats_py.tclface.values",
 }
 TCL_FACE_STDLIB = {
     "__future__", "bisect", "collections", "copyreg", "enum", "functools", "genericpath", "heapq",

@@ -13,7 +13,7 @@
 # key_value of the 2023 document), nats::key_value (2.x's KV bucket), and
 # nats::kv_store (the 2023 document's KV API: bucket named in each call).
 
-dict set ::nats::_option_defaults request_timeout 0
+dict set ::nats::_option_overrides request_timeout 0
 
 # a synchronous call waits in the event loop, as in nats-tcl 2.x, where the
 # callbacks of earlier messages run meanwhile (3.2.1's default first waits

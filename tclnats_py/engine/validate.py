@@ -9,6 +9,10 @@ Subjects and queue groups are checked by the engine itself
              more than MAX_TIMEOUT (about 31 years) counts as MAX_TIMEOUT
   durations  (ttl, nak delay) a finite number >= 0, else ErrInvalidArg
   counts     ints (not bool) in range, else ErrInvalidArg
+  text       option values written as text (Spark's options, configuration files):
+             :func:`int_text` a decimal integer, :func:`duration_ms` milliseconds
+             or a number with a unit (500ms, 30s, 15m, 1h, 2d); each gives None
+             for what is not one, and the caller names its option in the error
   headers    a mapping of header name -> str/bytes value or a list/tuple of them; names
              non-empty, printable, without whitespace or ":"; values without CR/LF;
              else ErrInvalidArg.  :func:`header_name_error` and
@@ -19,9 +23,11 @@ Subjects and queue groups are checked by the engine itself
 
 from __future__ import annotations
 
+import re
+
 from tclnats_py.errors import make_error
 
-__all__ = ["MAX_TIMEOUT", "check_timeout", "check_seconds", "check_int", "check_str",
+__all__ = ["MAX_TIMEOUT", "int_text", "duration_ms", "check_timeout", "check_seconds", "check_int", "check_str",
            "check_headers", "header_name_error", "header_value_error"]
 
 _NUMBER = (int, float)
@@ -78,6 +84,34 @@ def check_str(name: str, value, allow_none: bool = True, allow_empty: bool = Tru
     if not isinstance(value, str) or (not value and not allow_empty):
         raise make_error("ErrInvalidArg", f"Invalid value for {name}: {value!r}")
     return value
+
+
+_INT_TEXT = re.compile(r"\s*([-+]?\d+)\s*")
+_DURATION_TEXT = re.compile(r"\s*(\d+)\s*([a-z]*)\s*")
+DURATION_UNITS_MS = {"ms": 1, "s": 1000, "sec": 1000, "m": 60000, "min": 60000, "h": 3600000, "d": 86400000}
+
+
+def int_text(value) -> int | None:
+    """A decimal integer written as text (surrounding blanks allowed), or an
+    int (not bool); None for anything else."""
+    if value.__class__ is int:
+        return value
+    if isinstance(value, bool) or value is None:
+        return None
+    m = _INT_TEXT.fullmatch(str(value))
+    return int(m.group(1)) if m else None
+
+
+def duration_ms(value) -> int | None:
+    """A duration in milliseconds: a whole number of ms, or one with a unit
+    of :data:`DURATION_UNITS_MS` (``500ms``, ``30s``, ``15m``, ``1h``, ``2d``;
+    any case); None for anything else."""
+    if isinstance(value, bool) or value is None:
+        return None
+    m = _DURATION_TEXT.fullmatch(str(value).lower())
+    if not m or (m.group(2) and m.group(2) not in DURATION_UNITS_MS):
+        return None
+    return int(m.group(1)) * DURATION_UNITS_MS[m.group(2) or "ms"]
 
 
 def _bad_header(msg: str):

@@ -16,10 +16,11 @@ password, a token or a seed.
 
 from __future__ import annotations
 
-import re
 import ssl
 import urllib.parse
 
+from tclnats_py.engine.options import to_bool
+from tclnats_py.engine.validate import duration_ms, int_text
 from tclnats_py.errors import make_error
 
 __all__ = ["ConnSettings", "check_known", "check_values", "opt_bool", "opt_int", "opt_ms", "parse_conn", "redact_url",
@@ -113,7 +114,6 @@ def check_values(opts: dict) -> None:
 
 
 def opt_bool(opts: dict, name: str, default: bool) -> bool:
-    from tclnats_py.engine.options import to_bool
     v = opts.get(name)
     if v is None:
         return default
@@ -127,16 +127,12 @@ def opt_int(opts: dict, name: str, default=None, minimum: int = 0):
     v = opts.get(name)
     if v is None or (isinstance(v, str) and v.strip() == ""):
         return default
-    try:
-        i = int(str(v).strip())
-    except ValueError:
-        raise make_error("ErrInvalidArg", f"option {spelling(name)} must be an integer, not {v!r}") from None
+    i = int_text(v)
+    if i is None:
+        raise make_error("ErrInvalidArg", f"option {spelling(name)} must be an integer, not {v!r}")
     if i < minimum:
         raise make_error("ErrInvalidArg", f"option {spelling(name)} must be >= {minimum}, not {i}")
     return i
-
-
-_UNITS = {"ms": 1, "s": 1000, "sec": 1000, "m": 60000, "min": 60000, "h": 3600000, "d": 86400000}
 
 
 def opt_ms(opts: dict, name: str, default=None):
@@ -144,11 +140,11 @@ def opt_ms(opts: dict, name: str, default=None):
     v = opts.get(name)
     if v is None:
         return default
-    m = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", str(v).lower())
-    if not m or (m.group(2) and m.group(2) not in _UNITS):
+    ms = duration_ms(v)
+    if ms is None:
         raise make_error("ErrInvalidArg", f"option {spelling(name)} must be a duration such as 500ms, 30s or 15m, "
                          f"not {v!r}")
-    return int(m.group(1)) * _UNITS[m.group(2) or "ms"]
+    return ms
 
 
 def redact_url(url: str) -> str:

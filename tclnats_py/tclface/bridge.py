@@ -46,9 +46,10 @@ from tclnats_py.engine.connection import CONNECTED, Engine, Msg, Request
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.options import OPTION_SPEC, Options, coerce
 from tclnats_py.engine.pool import parse_url
+from tclnats_py.tclface.commands import tcl_commands, unknown_op
 from tclnats_py.tclface.tlsname import check_server_name
 from tclnats_py.tclface.values import tcl_value
-from tclnats_py.engine.validate import header_name_error, header_value_error
+from tclnats_py.engine.validate import MAX_TIMEOUT, header_name_error, header_value_error
 
 # tclnats_py.tclface.js (and the engine's JetStream modules under it) is
 # imported on first use, not by `package require nats`: _js() loads it and
@@ -128,6 +129,7 @@ class _Bridge:
         self.dirty: set = set()  # connections with a posted flush
         tk.createcommand("::tclnats::_flush_dirty", self._flush_dirty)
         tk.createcommand("::tclnats::_new_connection", self._new_connection)
+        tk.createcommand("::tclnats::_option_table", _option_table)
         tk.createcommand("::tclnats::_parse_url", self._parse_url)
         tk.createcommand("::tclnats::_token", self._token)
         tk.createcommand("::tclnats::python", self._python)
@@ -221,6 +223,42 @@ class _Bridge:
             return (1, f"NATS {e.code}", str(e))
 
 
+_MAX_TIMEOUT_MS = int(MAX_TIMEOUT * 1000)
+
+
+def _int_value(value) -> int | None:
+    """An integer as Tcl's ``string is entier -strict`` takes it (decimal,
+    0x/0o/0b), or None."""
+    if value.__class__ is int:
+        return value
+    try:
+        return coerce("", "int", value) if str(value) == str(value).strip() and str(value) else None
+    except NatsError:
+        return None
+
+
+def _tcl_default(value) -> str:
+    """An option's default as ``$conn cget`` shows it (nats-tcl's forms)."""
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return " ".join(map(str, value))
+    return str(value)
+
+
+def _option_table():
+    """``::tclnats::_option_table``: the engine's option table for nats.tcl
+    (read once per interpreter, at its first connection): ``{types defaults
+    max_timeout_ms}``, types and defaults as name/value lists in the engine's
+    order."""
+    types = []
+    defaults = []
+    for name, (typ, default) in OPTION_SPEC.items():
+        types += (name, typ)
+        defaults += (name, _tcl_default(default))
+    return (0, (tuple(types), tuple(defaults), str(_MAX_TIMEOUT_MS)))
+
+
 def _flat(d: dict):
     for k, v in d.items():
         yield k
@@ -279,6 +317,7 @@ class _Sync:
 _SYNC_PLAIN, _SYNC_DICT = _Sync(False), _Sync(True)
 
 
+@tcl_commands
 class TclConnection:
     """One ``nats::connection``: an engine plus the Tcl-side I/O."""
 
@@ -332,7 +371,8 @@ class TclConnection:
 
     # ------------------------------------------------------------ dispatch
     def call(self, obj, op, *args):
-        """Entry from Tcl: ``obj.c_<op>(*args)`` (the commands of this
+        """Entry from Tcl: ``obj.c_<op>(*args)``, looked up in the table of
+        obj's class (tclface/commands.py; the commands of this
         connection and of its JetStream objects, each a functools.partial of
         this method, no closure per call).  Returns ``{0 result}``,
         ``{1 errorcode message}``, or ``{2 rid}`` when the result will come
@@ -340,7 +380,10 @@ class TclConnection:
         try:
             if self.tcl_pending:
                 self.drain_tcl_pubs()
-            result = getattr(obj, "c_" + op)(*args)
+            fn = obj._tcl_commands.get(op)
+            if fn is None:
+                raise unknown_op(obj, op)
+            result = fn(obj, *args)
         except NatsError as e:
             self.run()
             return _error_reply(e)
@@ -1140,6 +1183,7 @@ class TclConnection:
     def c_configure(self, *args):
         if len(args) % 2:
             raise make_error("ErrInvalidArg", f"Missing value for option {args[-1]}")
+        self._check_config(args)
         typed = {}
         servers = None
         for i in range(0, len(args), 2):
@@ -1180,6 +1224,40 @@ class TclConnection:
             self.engine.configure_servers(servers)
             self.tk.call("set", f"{self.ns}::config(servers)", servers)
             self._push_servers()
+
+    def _check_config(self, args) -> None:
+        """What configure's option types alone do not say, checked over all
+        the pairs before the types are (nats-tcl's messages): a list of
+        servers whose every URL parses, timeouts not past the longest, ints
+        (counts where -1 means unlimited) not below -1, -tls_opts a dict."""
+        for i in range(0, len(args), 2):
+            name = str(args[i]).lstrip("-")
+            value = args[i + 1]
+            if name == "tls_opts":
+                if len(self._list_value(name, value, "a dict of tls::import options expected")) % 2:
+                    raise make_error("ErrInvalidArg", f"Invalid value for the option tls_opts : {value} (a dict of "
+                                     "tls::import options expected)")
+                continue
+            typ = OPTION_SPEC.get(name, ("",))[0]
+            if typ == "list":
+                for url in self._list_value(name, value, "a list expected"):
+                    parse_url(url)
+            elif typ == "timeout" or typ == "int":
+                n = _int_value(value)
+                if n is None:
+                    continue  # the type's check reports it
+                if typ == "timeout" and n > _MAX_TIMEOUT_MS:
+                    raise make_error("ErrBadTimeout", f"Invalid value for the timeout option {name} : {value}")
+                if typ == "int" and n < -1:
+                    raise make_error("ErrInvalidArg", f"Invalid value for the option {name} : {value} "
+                                     "(-1 means unlimited)")
+
+    def _list_value(self, name, value, expected) -> tuple:
+        """``value`` as a Tcl list, or ErrInvalidArg naming the option."""
+        try:
+            return tuple(self.tk.splitlist(value))
+        except TclError:
+            raise make_error("ErrInvalidArg", f"Invalid value for the option {name} : {value} ({expected})") from None
 
     def _reconnect_delay(self, server: dict):
         cb = self.engine.options.custom_reconnect_delay

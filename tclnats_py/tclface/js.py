@@ -40,6 +40,7 @@ from tclnats_py.engine.js.api import (JsApi, JsonFloat, Publish, Request, advanc
 from tclnats_py.engine.js.meta import metadata_from_reply
 from tclnats_py.engine.js.publish import ack_error_dict, parse_ack_fast, publish_headers, stalled
 from tclnats_py.engine.js.pull import Fetch
+from tclnats_py.tclface.commands import tcl_commands
 from tclnats_py.tclface.values import tcl_value
 
 __all__ = ["JsBridge", "Chain", "metadata_from_reply", "tcl_value", "make_stream_source",
@@ -333,6 +334,7 @@ class JsBridge:
             pass
 
 
+@tcl_commands
 class JetStream:
     """One ``nats::jet_stream`` object."""
 
@@ -866,6 +868,7 @@ class PullRequest:
         return tuple(self.conn.msg_dict(m) for m in msgs)
 
 
+@tcl_commands
 class OrderedConsumer:
     """``nats::ordered_consumer`` (ADR-17) over ``_js.ordered.OrderedConsumer``.
 
@@ -1031,6 +1034,7 @@ class OrderedConsumer:
         self.js.js.unregister(self.cmd)
 
 
+@tcl_commands
 class KeyValue:
     """One ``nats::key_value`` bucket handle over ``_js.kv.Bucket`` (ADR-8)."""
 
@@ -1112,6 +1116,7 @@ class KeyValue:
         self.js.js.unregister(self.cmd)
 
 
+@tcl_commands
 class Watcher:
     """``nats::kv_watcher`` (also an Object Store's watcher): an ordered
     consumer whose messages a ``_js`` watcher state turns into entries (or
@@ -1219,6 +1224,7 @@ class Watcher:
         self.js.js.unregister(self.cmd)
 
 
+@tcl_commands
 class ObjectStore:
     """One ``nats::object_store`` bucket handle (ADR-20) over ``_js.objstore``."""
 

@@ -31,6 +31,7 @@ from tclnats_py._tclcross import TclError
 from tclnats_py.engine import micro as _micro
 from tclnats_py.engine.connection import CLOSED
 from tclnats_py.errors import NatsError, make_error
+from tclnats_py.tclface.commands import tcl_commands
 from tclnats_py.tclface.values import tcl_value
 
 __all__ = ["TclService"]
@@ -49,6 +50,7 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).splitlines())
 
 
+@tcl_commands
 class TclService:
     """One ``nats::service`` object's Python side (the command ``::tclnats::svcN``)."""
 
