@@ -11,7 +11,7 @@ publishes N 128-byte messages with tclnats_py, and each subscriber's peak RSS
 The backlog sits where each design keeps it:
 - Python clients read messages into their subscription's queue while the
   callback is stuck on its first message; the subscriber reports when all N
-  are pending in the client (the figure the issue asks for: N messages pending
+  are pending in the client (the figure measured: N messages pending
   in a slow subscriber), then lets the callback go;
 - a Tcl client runs its callbacks in the thread that reads the socket, so
   while the first callback is stuck nothing is read: the backlog waits in

@@ -7,14 +7,36 @@ The asyncio face: ``await tclnats_py.connect(...)`` (see tclnats_py.aio.client),
 """
 
 import os as _os
+import sys as _sys
 
 # In a source checkout (no install), tclnats_py.tcl and tclnats_py.compat are
-# the repository's tcl/ and compat/ folders, as an install maps them
+# the repository's tcl/ and compat/ folders, as an install maps them (setup.py's
+# package_dir).  A finder first on sys.meta_path (ahead of an editable
+# install's mapping to another checkout) resolves those two names
+# only, so the package's __path__ stays its own folder (walking it finds no
+# setup.py, tests or tclnats_py.tclnats_py).
 _top = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
 if not _os.path.isdir(_os.path.join(__path__[0], "compat")) \
         and _os.path.isfile(_os.path.join(_top, "compat", "__init__.py")) \
         and _os.path.isfile(_os.path.join(_top, "tcl", "pkgIndex.tcl")):
-    __path__.append(_top)
+
+    class _CheckoutFolders:
+        """Meta path finder: tclnats_py.tcl and tclnats_py.compat from the
+        checkout's top folder (their submodules then come from their own
+        __path__)."""
+
+        top = _top
+
+        @classmethod
+        def find_spec(cls, name: str, path: object = None, target: object = None) -> object:
+            if name not in ("tclnats_py.tcl", "tclnats_py.compat"):
+                return None
+            from importlib.machinery import PathFinder
+            # (PathFinder looks up the last part of the name, tcl or compat, in [top])
+            return PathFinder.find_spec(name, [cls.top], target)  # type: ignore[arg-type]
+
+    if not any(getattr(f, "__name__", "") == "_CheckoutFolders" for f in _sys.meta_path):
+        _sys.meta_path.insert(0, _CheckoutFolders)  # type: ignore[arg-type]  # (a class with find_spec)
 
 from tclnats_py.errors import *  # noqa: F401,F403  every error class (one per code) and the families
 from tclnats_py.errors import __all__ as _error_names

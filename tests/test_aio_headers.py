@@ -1,4 +1,4 @@
-"""Headers on the asyncio face (issue 17 item 4): ``msg.headers["K"]`` is a
+"""Headers on the asyncio face: ``msg.headers["K"]`` is a
 string (the first value), ``get_all`` gives every value, lookups fall back
 to case-insensitive; the lists stay inside for the engine and the Tcl face."""
 

@@ -1,4 +1,4 @@
-"""The API reference builds from the docstrings (issue 17 item 8): the
+"""The API reference builds from the docstrings: the
 command of tox's docs env, with the connect options as one table."""
 
 import os

@@ -1,4 +1,4 @@
-"""Bad input on the Python face (issue 8, item 5): every public call with
+"""Bad input on the Python face: every public call with
 wrong types, invalid names, bad timeouts and sizes fails with the documented
 error code, before anything is queued for the wire, and leaves the
 connection, its subscriptions and its requests working.
@@ -328,7 +328,7 @@ for i, cs in enumerate([0, -1, "1", 1.5]):
          needs=("obs",))
 for i, kw in enumerate([{"description": 5}, {"headers": ["x"]}, {"metadata": "m"}, {"metadata": {"k": 5}}]):
     case(f"obj-put-kw-{i}", "ErrInvalidArg", lambda e, h, k=kw: h["obs"].put("o2", b"d", **k), needs=("obs",))
-for i, t in enumerate([5, None, "", {"bucket": OBJ}]):  # a str names an object (issue 17)
+for i, t in enumerate([5, None, "", {"bucket": OBJ}]):  # a str names an object
     case(f"obj-add_link-target-{i}", "ErrInvalidArg", lambda e, h, t=t: h["obs"].add_link("l1", t),
          needs=("obs",))
 for i, b in enumerate(BAD_BUCKETS):

@@ -1,4 +1,4 @@
-"""Bounded memory and bounded waits under faults, on both faces (issue 15).
+"""Bounded memory and bounded waits under faults, on both faces.
 
 Short forms run in CI; ``python -m tclnats_py.compat.faults`` runs the long
 forms (sizes in the environment, see ``SIZES`` below) and collects the figure

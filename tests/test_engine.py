@@ -1082,7 +1082,7 @@ def test_creds_file_is_read_again_at_each_connection(tmp_path):
     assert d.accept(info_line(auth_required=True, nonce="b"))["jwt"] == "rotated.jwt.y"
 
 
-# ====================================================================== driver hooks of the Python face (issue 17)
+# ====================================================================== driver hooks of the Python face
 
 def test_tls_first_starts_tls_before_info_then_connects_on_info():
     e, d = make()

@@ -1,6 +1,6 @@
 """The engine's bounds, fed bytes: the reconnect buffer, chunked writes, the
 write pressure rule, reconnect jitter, the auth-error abort and invalid
-connect_urls (the bounded-memory issue)."""
+connect_urls."""
 
 import random
 

@@ -161,7 +161,7 @@ def test_errors_survive_pickling():
 
 @pytest.mark.unit
 def test_every_error_is_importable_from_the_top_level():
-    """issue 17 item 3: tclnats_py.errors holds every code, the top level exports them all."""
+    """tclnats_py.errors holds every code, the top level exports them all."""
     import asyncio
     import tclnats_py
     import tclnats_py.errors as errors

@@ -63,8 +63,8 @@ def test_encode_empty_mapping_is_the_bare_version_line():
 
 @pytest.mark.parametrize("key", ["", " ", " K", "K\t", "a b", "\x7f"])
 def test_encode_refuses_blank_or_spaced_keys_as_both_faces_do(key):
-    """One header rule (_validate): the encoder no longer drops a blank key
-    silently; it refuses it like the Python and Tcl faces do."""
+    """One header rule (_validate): the encoder refuses a blank or spaced
+    key, as the Python and Tcl faces do, instead of dropping it."""
     with pytest.raises(NatsError) as e:
         encode_headers({key: "x", "K": "v"})
     assert e.value.code == "ErrInvalidArg" and "invalid name" in str(e.value)

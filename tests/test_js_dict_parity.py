@@ -1,4 +1,4 @@
-"""What the server says reaches the Tcl caller whole (issue 13, item 7).
+"""What the server says reaches the Tcl caller whole.
 
 1. The same JetStream management script runs under the original nats-tcl
    3.2.1 (stock tclsh, the package exported from the v3.2.1 tag of the git

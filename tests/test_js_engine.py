@@ -69,8 +69,6 @@ def test_api_prefixes_and_subjects():
     assert JsApi("hub").prefix == "$JS.hub.API" and JsApi("hub").domain == "hub"
     assert JsApi(None, "imported.").prefix == "imported"
     assert JsApi("hub").subject("STREAM.INFO", "S") == "$JS.hub.API.STREAM.INFO.S"
-    assert JsApi().view_prefix("$KV") == "$KV"
-    assert JsApi("leaf").view_prefix("$KV") == "$JS.leaf.API.$KV"
     with pytest.raises(NatsError) as e:
         JsApi("hub", "x")
     assert e.value.code == "ErrInvalidArg"

@@ -1,4 +1,4 @@
-"""Push consumers bound with JetStream.push_subscribe (issue 17 item 5):
+"""Push consumers bound with JetStream.push_subscribe:
 deliver subject, deliver group, flow control, idle heartbeats, binding to
 an existing push consumer, against a real server."""
 

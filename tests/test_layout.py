@@ -162,3 +162,33 @@ def test_jetstream_wire_subjects_only_in_the_engine():
             if wire.search(line) and not line.strip().startswith("#"):
                 outside.append(f"tcl/{path.relative_to(tcl_dir).as_posix()}:{i}: {line.strip()}")
     assert not outside, "\n".join(outside)
+
+
+def test_walking_the_package_in_a_checkout_finds_only_its_modules():
+    # in a source checkout tclnats_py.tcl and tclnats_py.compat come from the
+    # top's tcl/ and compat/, but the package's __path__ is its own folder:
+    # walking it names no module outside tclnats_py/ (setup.py, tests/, a
+    # tclnats_py.tclnats_py); packages that need a missing dependency count as
+    # found (onerror), as walk_packages imports packages to recurse
+    code = ("import pkgutil, sys, tclnats_py, tclnats_py.tcl, tclnats_py.compat.runner\n"
+            "print(repr(tclnats_py.__path__))\n"
+            "print(tclnats_py.tcl.__file__)\n"
+            "print(tclnats_py.compat.runner.__file__)\n"
+            "for m in pkgutil.walk_packages(tclnats_py.__path__, 'tclnats_py.', onerror=lambda name: None):\n"
+            "    print(m.name)\n")
+    top = os.path.dirname(PKG)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=top).stdout.split("\n")
+    assert out[0] == repr([str(PKG)])
+    assert out[1] == os.path.join(top, "tcl", "__init__.py")
+    assert out[2] == os.path.join(top, "compat", "runner.py")
+    names = [n for n in out[3:] if n]
+    assert "tclnats_py.engine.connection" in names and "tclnats_py.aio.client" in names
+    outside = []
+    for name in names:
+        rel = PKG.joinpath(*name.split(".")[1:])
+        if not (rel.with_suffix(".py").is_file() or (rel / "__init__.py").is_file()
+                or any(PKG.glob(str(rel.relative_to(PKG)) + ".*.so"))):
+            outside.append(name)
+    assert not outside, outside
+    assert not [n for n in names if n.startswith(("tclnats_py.tclnats_py", "tclnats_py.setup", "tclnats_py.tests"))]

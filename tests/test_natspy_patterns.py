@@ -1,5 +1,5 @@
 """examples/natspy_patterns.py (twelve nats-py usage patterns) runs clean
-against a real server (issue 17 item 7)."""
+against a real server."""
 
 import os
 import subprocess

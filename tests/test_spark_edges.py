@@ -1,4 +1,4 @@
-"""The Spark sink's and source's edges (issue 30): a streaming write killed
+"""The Spark sink's and source's edges: a streaming write killed
 and restarted past the target's duplicate window, and each bad input answered
 on the driver with a message that names it."""
 

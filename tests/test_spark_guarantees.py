@@ -1,5 +1,5 @@
 """What a user of Spark's Kafka connector relies on, for the jetstream source
-and sink (issue 16), on a local[2] session and real servers: writes that
+and sink, on a local[2] session and real servers: writes that
 never collide, failOnDataLoss, empty streams, admission control, security
 options, retry inside a task, planning by the data, progress, ends only at
 the end."""

@@ -1,4 +1,4 @@
-"""Issue 15 on the Tcl face: bounded memory and no freezes.
+"""Bounded memory and no freezes on the Tcl face.
 
 Each test runs a Tcl script in its own ``tclnats-tclsh`` process (so its
 memory is its own, read from /proc/self/status), or in a Tcl interpreter of

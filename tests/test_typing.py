@@ -1,7 +1,7 @@
-"""The public Python API is typed (issue 17 item 8): py.typed ships, mypy
+"""The public Python API is typed: py.typed ships, mypy
 (mypy.ini: the whole package) runs clean,
 and the public methods carry annotations and docstrings.  And the types reach
-the user (issue 30): programs using the package pass mypy --strict and
+the user: programs using the package pass mypy --strict and
 pyright strict, and lines that misuse it fail, each for its reason."""
 
 import inspect

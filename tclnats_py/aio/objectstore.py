@@ -147,8 +147,6 @@ class ObjectStore:
         _obj.check_name(name)
         return ObjectInfo(await self.js._run(_obj.info(self.js.jsapi, self.bucket, name, show_deleted, self._direct)))
 
-    info_of = get_info
-
     async def _resolve(self, name: str) -> tuple[ObjectStore, ObjectInfo]:
         """(store, info) of what ``name`` is, following a link."""
         meta = await self.get_info(name)

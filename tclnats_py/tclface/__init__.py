@@ -14,17 +14,8 @@ import os
 
 
 def tcl_library_dir() -> str:
-    """Folder holding pkgIndex.tcl of ``package require nats``.
-
-    Installed, it is the subpackage ``tclnats_py.tcl``; in a source checkout
-    imported from the repository's top (no install mapping), it is ``tcl/``
-    next to the package folder.
-    """
-    try:
-        _tcl_pkg = importlib.import_module("tclnats_py.tcl")  # (installed only)
-    except ImportError:
-        here = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tcl")
-        if os.path.exists(os.path.join(here, "pkgIndex.tcl")):
-            return here
-        raise
+    """Folder holding pkgIndex.tcl of ``package require nats``: the
+    subpackage ``tclnats_py.tcl`` (in a source checkout, the repository's
+    ``tcl/``, which tclnats_py/__init__.py maps to that name)."""
+    _tcl_pkg = importlib.import_module("tclnats_py.tcl")
     return os.path.dirname(os.path.abspath(_tcl_pkg.__file__ or ""))

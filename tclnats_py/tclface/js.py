@@ -1215,9 +1215,6 @@ class Watcher:
     def c_reset_failed(self, code, text):
         return self.consumer.c_reset_failed(code, text)
 
-    def c_consumer_cmd(self):
-        return self.consumer.cmd if self.consumer else ""
-
     def c_destroy(self):
         if self.consumer is not None:
             self.consumer.c_destroy()

@@ -149,7 +149,6 @@ class NatsServer:
         if domain is not None and config is not None and _JETSTREAM_KEY.search(config):
             raise ValueError("config has its own jetstream block: put `domain` inside it")
         self._tmp = tempfile.mkdtemp(prefix="tclnats-server-")
-        self._own_store = store_dir is None
         self.store_dir = store_dir or os.path.join(self._tmp, "jetstream")
         self.log_path = os.path.join(self._tmp, "server.log")
         self.config_path: str | None = None

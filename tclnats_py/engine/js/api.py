@@ -455,11 +455,6 @@ class JsApi:
     def subject(self, *tokens) -> str:
         return ".".join((self.prefix,) + tuple(str(t) for t in tokens))
 
-    def view_prefix(self, token: str) -> str:
-        """ADR-19: the prefix of a materialized view (``$KV``, ``$O``) seen
-        through this API prefix: ``$KV`` by default, ``<prefix>.$KV`` else."""
-        return token if self.is_default else f"{self.prefix}.{token}"
-
     def request(self, tail: str, body=None, timeout: int | None = None, check_subject: bool = True) -> Request:
         payload = body if isinstance(body, (bytes, bytearray)) else _body(body)
         return Request(f"{self.prefix}.{tail}", bytes(payload), None,

@@ -189,10 +189,6 @@ class Fetch:
     def done(self) -> bool:
         return self.outcome is not None
 
-    @property
-    def remaining(self) -> int:
-        return self.batch - len(self.messages)
-
     def on_msg(self, msg) -> list:
         if self.done:
             return []

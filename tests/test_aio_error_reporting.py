@@ -1,4 +1,4 @@
-"""No silent failures (issue 17 item 2): a callback's exception reaches
+"""No silent failures: a callback's exception reaches
 error_cb (awaited when it is a coroutine function) or, without one, the
 "tclnats_py" logger at ERROR with its traceback, which prints on stderr even
 when the program configured no logging (logging.lastResort, as asyncio's
