@@ -83,8 +83,10 @@ class JetStream:
             return list(await asyncio.gather(*(one(s) for s in step.steps)))
         raise TypeError(f"unknown step {step!r}")
 
-    async def _run(self, op):
-        """Run a shared operation (a generator of steps) to its result."""
+    async def run(self, op):
+        """Run a shared operation of the engine (a generator of steps, e.g.
+        ``tclnats_py.engine.js.api.api_call(request)``) to its result; its
+        errors raise as the engine's NatsError."""
         kind, x = advance(op)
         while kind == "step":
             try:
@@ -94,6 +96,8 @@ class JetStream:
             else:
                 kind, x = advance(op, value)
         return x
+
+    _run = run
 
     @property
     def _server_version(self):
