@@ -22,9 +22,8 @@ import re
 from typing import Any, Awaitable, Callable
 
 from tclnats_py.engine.js import ordered as _ordered
-from tclnats_py.engine.js import inbox_fetch as _inbox_fetch
 from tclnats_py.engine.js import kv as _kv
-from tclnats_py.engine.js.api import advance, api_call
+from tclnats_py.engine.js.api import api_call
 from tclnats_py.engine.js.publish import parse_ack_fast, publish_headers
 from tclnats_py.engine.js.push import PushState
 from tclnats_py.errors import NatsError
@@ -667,28 +666,9 @@ class _Fetch:
         impl = ps._nc._impl
         if impl is None or impl.is_closed:
             raise _core.ConnectionClosedError()
-        inbox = ps._sub._impl
-        loop = asyncio.get_running_loop()
-        op = _inbox_fetch.inbox_fetch(ps._nms, ps._deliver, self.batch, self.timeout, self.heartbeat, loop.time())
         try:
-            kind, step = advance(op)
-            while kind == "step":
-                if step.__class__ is _inbox_fetch.NextMsg:
-                    left = None if step.deadline is None else step.deadline - loop.time()
-                    msg = None
-                    if left is None or left > 0:
-                        try:
-                            msg = await inbox.next_msg(left)
-                        except NatsError as e:
-                            if e.code not in ("ErrTimeout", "ErrBadSubscription"):
-                                raise
-                    kind, step = advance(op, (msg, loop.time()))
-                elif step.__class__ is _inbox_fetch.TakeQueued:
-                    kind, step = advance(op, inbox.take() if inbox.pending_msgs else None)
-                else:  # the pull request
-                    impl.publish(step.subject, step.payload, step.reply)
-                    await asyncio.sleep(0)
-                    kind, step = advance(op)
+            got = await ps._js._js.fetch_on_inbox(ps._sub._impl, ps._nms, self.batch, self.timeout, self.heartbeat,
+                                                  ps._deliver)
         except NatsError as e:
             if e.code == "ErrTimeout":
                 raise (_jserr.FetchTimeoutError() if e.details.get("heartbeats") else _core.TimeoutError()) from e
@@ -697,4 +677,4 @@ class _Fetch:
             if e.code == "ErrJSResponse":
                 raise _jserr.APIError(code=e.details.get("code"), description=e.details.get("description")) from e
             raise translate(e) from e
-        return [Msg._from_impl(ps._nc, m) for m in step]
+        return [Msg._from_impl(ps._nc, m) for m in got]
