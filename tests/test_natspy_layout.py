@@ -33,8 +33,8 @@ def _own_names(root: pathlib.Path) -> set:
 
 
 def foreign_private_uses(pkg: pathlib.Path) -> list:
-    """natspy's imports of an underscore name (or module) of tclnats_py.aio /
-    tclnats_py.engine, and its uses of an underscore attribute that natspy
+    """natspy's imports of an underscore name (or module) of the rest of
+    tclnats_py (aio, engine, errors ...), and its uses of an underscore attribute that natspy
     itself never defines (so one of another package's)."""
     root = pkg / "natspy"
     own = _own_names(root)
@@ -43,14 +43,14 @@ def foreign_private_uses(pkg: pathlib.Path) -> list:
         rel = path.relative_to(pkg)
         for n in ast.walk(ast.parse(path.read_text())):
             if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module \
-                    and n.module.startswith(("tclnats_py.aio", "tclnats_py.engine")):
+                    and n.module.split(".")[0] == "tclnats_py" and not n.module.startswith("tclnats_py.natspy"):
                 if any(part.startswith("_") for part in n.module.split(".")[1:]):
                     out.append(f"{rel}:{n.lineno}: from {n.module} import ...")
                 out += [f"{rel}:{n.lineno}: from {n.module} import {a.name}" for a in n.names
                         if a.name.startswith("_")]
             elif isinstance(n, ast.Import):
                 out += [f"{rel}:{n.lineno}: import {a.name}" for a in n.names
-                        if a.name.startswith(("tclnats_py.aio", "tclnats_py.engine"))
+                        if a.name.split(".")[0] == "tclnats_py" and not a.name.startswith("tclnats_py.natspy")
                         and any(part.startswith("_") for part in a.name.split(".")[1:])]
             elif isinstance(n, ast.Attribute) and n.attr.startswith("_") and not n.attr.startswith("__") \
                     and n.attr not in own:
@@ -95,10 +95,13 @@ def test_natspy_private_check_sees_a_foreign_underscore_name(tmp_path):
     (tmp_path / "natspy" / "m.py").write_text(
         "from tclnats_py.engine.js.kv import _KEY\n"
         "from tclnats_py.engine import _hidden as h\n"
+        "from tclnats_py.natspy.errors import _own\n"
+        "import tclnats_py._natsproto\n"
         "def f(impl):\n    impl._write_more()\n    return impl.write_pending\n")
     found = foreign_private_uses(tmp_path)
     assert [f.split(": ", 1)[1] for f in found] == [
-        "from tclnats_py.engine.js.kv import _KEY", "from tclnats_py.engine import _hidden", "impl._write_more"]
+        "from tclnats_py.engine.js.kv import _KEY", "from tclnats_py.engine import _hidden",
+        "import tclnats_py._natsproto", "impl._write_more"]
 
 
 def test_js_api_subjects_only_under_engine_js():
