@@ -477,6 +477,39 @@ class Subscription:
     def is_active(self) -> bool:
         return not self._closed
 
+    @property
+    def interest_ended(self) -> bool:
+        """True once the engine ended this subscription's interest (it was
+        unsubscribed, or reached its ``max_msgs``); queued messages may remain."""
+        return self._engine_sub.closed
+
+    @property
+    def callback(self):
+        """The callback given to subscribe (None for an iterated subscription)."""
+        return self._cb
+
+    @property
+    def pending_msgs_limit(self) -> int:
+        """The queue's message bound (``sys.maxsize`` when unbounded)."""
+        return self._limit_msgs
+
+    @property
+    def pending_bytes_limit(self) -> int:
+        """The queue's byte bound (``sys.maxsize`` when unbounded)."""
+        return self._limit_bytes
+
+    def discard_pending(self) -> None:
+        """Drop the messages queued and not yet handed out."""
+        self._pending.clear()
+        self._pending_bytes = 0
+
+    def cancel_callback_task(self) -> None:
+        """Cancel the task that runs the callback, if one runs (after an
+        unsubscribe that drops what was queued)."""
+        t = self._task
+        if t is not None and not t.done():
+            t.cancel()
+
     # ---------------------------------------------------------------- driver side
     def _deliver(self, msg: Msg) -> None:
         n = len(msg.data)
@@ -608,13 +641,18 @@ class Subscription:
             self._client._subs.pop(self._engine_sub.sid, None)
             self._wake()
 
-    def _take(self) -> ClientMsg:
+    def take(self) -> ClientMsg:
+        """The oldest queued message, taken off the queue without waiting
+        (call it only when ``pending_msgs`` > 0): for a face that runs its
+        own reading loop (natspy's fetch)."""
         msg = self._pending.popleft()
         self._pending_bytes -= len(msg.data)
         self.delivered += 1
         if not self._pending:
             self._slow = False
         return msg
+
+    _take = take
 
     async def _consume(self) -> None:
         """The one task that runs the callback, message after message."""
@@ -969,10 +1007,15 @@ class Client:
         return await add_service(self, name, version, description, metadata, queue_group)
 
     # ------------------------------------------------------------ effects
-    def _spawn(self, coro) -> None:
+    def spawn(self, coro) -> None:
+        """Run ``coro`` as a task of this client: it is kept referenced until
+        it ends, and cancelled when the client closes.  For faces built on
+        this one (tclnats_py.natspy) that start work from a callback."""
         t = self._loop.create_task(coro)
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
+
+    _spawn = spawn
 
     def _report(self, err, logged: bool = False, error_cb=None) -> None:
         """An asynchronous error for ``error_cb`` (default: the client's);
@@ -997,9 +1040,10 @@ class Client:
             return
         _log.error("Exception in %s %s", what or "callback", _name(fn), exc_info=err)
 
-    def _run(self, writing: bool = False) -> None:
+    def run_effects(self, writing: bool = False) -> None:
         """Carry out the engine's effects, in order, until it has none left
-        (``writing``: the caller writes at once, see Engine.take)."""
+        (``writing``: the caller writes at once, see Engine.take).  Call it
+        after driving ``self.engine`` directly (e.g. ``engine.force_reconnect()``)."""
         eng = self._engine
         fx = eng.take(writing)
         while fx:
@@ -1110,6 +1154,8 @@ class Client:
             # handshake traffic (CONNECT, PING, PONG) goes out at once
             self._transport.write(eng.data_to_send())
 
+    _run = run_effects
+
     def _info_callbacks(self, info: dict) -> None:
         """nats-py's discovered_server_cb (a server joined the pool, learnt
         from an INFO after the first) and lame_duck_mode_cb (the server said
@@ -1128,11 +1174,13 @@ class Client:
         self._flush_handle = None
         self._write_more()
 
-    def _write_more(self) -> None:
+    def write_pending(self) -> None:
         """Hand the engine's queue to the transport in chunks until it is
         empty or the transport asks us to pause (its buffer past
         _TRANSPORT_HIGH): what the socket cannot take yet stays in the
-        engine, one copy, bounded by the publishers' waiting."""
+        engine, one copy, bounded by the publishers' waiting.  A face calls
+        it to write now rather than at the next flush (nats-py's forced
+        flush past pending_size)."""
         t = self._transport
         eng = self._engine
         if t is not None:
@@ -1146,6 +1194,8 @@ class Client:
             for w in waiters:
                 if not w.done():
                     w.set_result(None)
+
+    _write_more = write_pending
 
     def _socket_buffered(self) -> int:
         """Bytes published that the socket has not taken yet."""

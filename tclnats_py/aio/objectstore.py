@@ -320,13 +320,21 @@ class ObjectWatcher:
     def __aiter__(self) -> ObjectWatcher:
         return self
 
-    async def __anext__(self) -> ObjectInfo | None:
-        consumer = self.consumer
-        if consumer is None:
+    async def start(self) -> None:
+        """Create the watch's ordered consumer now, so that its errors raise
+        here (else the first ``__anext__`` does it)."""
+        if self.consumer is None:
             consumer = self.consumer = self.store.js.ordered_consumer(
                 self.store.stream, _obj.meta_filter(self.store.bucket), self.policy)
             await consumer.start()
             self._queue += self.state.on_consumer_created(consumer.info or {})
+
+    async def __anext__(self) -> ObjectInfo | None:
+        consumer = self.consumer
+        if consumer is None:
+            await self.start()
+            consumer = self.consumer
+            assert consumer is not None
         while not self._queue:
             m = await consumer.__anext__()
             self._queue += self.state.on_msg(m.msg, m._engine_meta())

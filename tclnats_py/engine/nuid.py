@@ -26,10 +26,18 @@ class Nuid:
     def __init__(self) -> None:
         self._randomize()
 
-    def _randomize(self) -> None:
+    def randomize(self) -> None:
+        """A new random prefix, sequence and step."""
         self._prefix = "".join(_sysrand.choice(_ALPHABET) for _ in range(_PREFIX_LEN))
         self._seq = _sysrand.randrange(_MAX_SEQ // 2)
         self._inc = 33 + _sysrand.randrange(333)
+
+    _randomize = randomize
+
+    @property
+    def prefix(self) -> str:
+        """The current random prefix (the first characters of every token)."""
+        return self._prefix
 
     def next(self) -> str:
         self._seq += self._inc

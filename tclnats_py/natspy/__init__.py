@@ -61,6 +61,7 @@ from typing import Any
 
 from tclnats_py.natspy import errors  # noqa: F401  nats.errors after `import nats`
 from tclnats_py.natspy.aio.client import Client as NATS
+from tclnats_py.natspy import js  # noqa: F401  as nats-py's `import nats` loads nats.js (and JetStream's error translation)
 
 __all__ = ["NATS", "connect"]
 

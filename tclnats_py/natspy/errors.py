@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
-from typing import Any
+from typing import Any, Callable
 
 from tclnats_py import errors as _our
 
@@ -195,12 +195,17 @@ _BY_CODE: dict[str, type[Error]] = {
 }
 
 
-def _js_translate():
-    try:
-        from tclnats_py.natspy.js.errors import translate as js_translate
-    except ImportError:  # the JetStream half not there: the core classes only
-        return None
-    return js_translate
+# JetStream's translation (tclnats_py.natspy.js.errors.translate), set by
+# that module when it loads (the package's __init__ loads it): this module
+# imports nothing of natspy.js, so the modules' imports form a tree
+_js_translate: Callable[[BaseException], BaseException] | None = None
+
+
+def set_js_translate(fn: Callable[[BaseException], BaseException]) -> None:
+    """Register JetStream's error translation, tried first for an engine
+    JetStreamError whose code has no core class."""
+    global _js_translate
+    _js_translate = fn
 
 
 def _os_error(cls, errno_: int):
@@ -227,7 +232,7 @@ def translate(exc: BaseException) -> Any:
     if not isinstance(exc, _our.NatsError):
         return exc
     if isinstance(exc, _our.JetStreamError) and exc.code not in _BY_CODE:
-        js = _js_translate()
+        js = _js_translate
         if js is not None:
             out = js(exc)
             if out is not exc:

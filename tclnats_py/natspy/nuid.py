@@ -28,8 +28,8 @@ class NUID:
         return bytearray(self._nuid.next().encode())
 
     def randomize_prefix(self) -> None:
-        self._nuid._randomize()
+        self._nuid.randomize()
 
     @property
     def _prefix(self) -> bytearray:
-        return bytearray(self._nuid._prefix.encode())
+        return bytearray(self._nuid.prefix.encode())

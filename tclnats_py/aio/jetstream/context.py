@@ -24,7 +24,7 @@ from tclnats_py.aio.jetstream.message import JsMsg
 if TYPE_CHECKING:  # names used in annotations only
     from typing_extensions import Unpack
     from tclnats_py.aio.jetstream.config import ConsumerFields, KeyValueFields, StreamFields
-    from tclnats_py.aio.client import Client, ErrorHandler, HeadersArg, Payload
+    from tclnats_py.aio.client import Client, ClientMsg, ErrorHandler, HeadersArg, Payload, Subscription
     from tclnats_py.aio.jetstream.pull import ConsumeContext  # noqa: F401
     from tclnats_py.aio.kv import KeyValue
     from tclnats_py.aio.objectstore import ObjectStore
@@ -83,8 +83,10 @@ class JetStream:
             return list(await asyncio.gather(*(one(s) for s in step.steps)))
         raise TypeError(f"unknown step {step!r}")
 
-    async def _run(self, op):
-        """Run a shared operation (a generator of steps) to its result."""
+    async def run(self, op):
+        """Run a shared operation of the engine (a generator of steps, e.g.
+        ``tclnats_py.engine.js.api.api_call(request)``) to its result; its
+        errors raise as the engine's NatsError."""
         kind, x = advance(op)
         while kind == "step":
             try:
@@ -94,6 +96,8 @@ class JetStream:
             else:
                 kind, x = advance(op, value)
         return x
+
+    _run = run
 
     @property
     def _server_version(self):
@@ -290,6 +294,43 @@ class JetStream:
                                         **kw: Unpack[ConsumerFields]) -> "Consumer":
         """Create the consumer, or update it when it exists; see :meth:`create_consumer`."""
         return await self._consumer_request(stream, None, config, kw)
+
+    async def fetch_on_inbox(self, sub: Subscription, next_subject: str, batch: int, timeout: float | None,
+                             heartbeat: float | None = None, reply_to: str | None = None) -> list[ClientMsg]:
+        """Up to ``batch`` messages of a pull consumer, asked for with pull
+        requests to ``next_subject`` (``self.jsapi.next_subject(stream,
+        consumer)``) answered on ``sub``, a subscription to an inbox kept for
+        many fetches (nats-py's ``PullSubscription.fetch``; the contract is
+        :mod:`tclnats_py.engine.js.inbox_fetch`): messages already queued on
+        ``sub`` first, then what comes within ``timeout`` seconds (None: no
+        limit).  The requests ask for answers on ``reply_to`` (default:
+        ``sub``'s subject).  Raises NatsError: ErrTimeout when none came
+        (``details["heartbeats"]`` true when the server sent heartbeats but
+        no message), ErrNoResponders, ErrJSResponse (``details`` has the
+        status ``code`` and ``description``)."""
+        from tclnats_py.engine.js.inbox_fetch import NextMsg, TakeQueued, inbox_fetch
+        client = self.client
+        loop = asyncio.get_running_loop()
+        op = inbox_fetch(next_subject, reply_to or sub.subject, batch, timeout, heartbeat, loop.time())
+        kind, step = advance(op)
+        while kind == "step":
+            if step.__class__ is NextMsg:
+                left = None if step.deadline is None else step.deadline - loop.time()
+                msg = None
+                if left is None or left > 0:
+                    try:
+                        msg = await sub.next_msg(left)
+                    except NatsError as e:
+                        if e.code not in ("ErrTimeout", "ErrBadSubscription"):
+                            raise
+                kind, step = advance(op, (msg, loop.time()))
+            elif step.__class__ is TakeQueued:
+                kind, step = advance(op, sub.take() if sub.pending_msgs else None)
+            else:  # the pull request
+                client.publish(step.subject, step.payload, step.reply)
+                await asyncio.sleep(0)
+                kind, step = advance(op)
+        return step
 
     async def push_subscribe(self, stream: str, cb: Callable[[JsMsg], Any] | None = None, *, consumer: str | None = None,
                              deliver_subject: str | None = None, deliver_group: str | None = None,

@@ -650,6 +650,24 @@ class JsApi:
         return self.subject("CONSUMER.MSG.NEXT", stream, consumer)
 
 
+def natspy_consumer_create_tail(stream: str, name: str | None, durable: str | None,
+                                filter_subject: str | None, server: tuple[int, int]) -> str:
+    """The API subject tail (after the prefix) that creates a consumer, as
+    nats-py 2.x picks it: ``CONSUMER.CREATE.<stream>.<name>[.<filter>]`` for
+    a named consumer on a server ``(major, minor)`` >= 2.9, the filter
+    appended only when it has no wildcard token; else
+    ``CONSUMER.DURABLE.CREATE.<stream>.<durable>`` for a durable; else
+    ``CONSUMER.CREATE.<stream>`` (ephemeral).  nats-tcl's choice is
+    :meth:`JsApi.consumer_create_request`."""
+    if name and server >= (2, 9):
+        fs = filter_subject or ""
+        literal = fs != "" and not ({"*", ">"} & set(fs.split(".")))
+        return f"CONSUMER.CREATE.{stream}.{name}" + (f".{fs}" if literal else "")
+    if durable:
+        return f"CONSUMER.DURABLE.CREATE.{stream}.{durable}"
+    return f"CONSUMER.CREATE.{stream}"
+
+
 def _check_get(seq, last_by_subj, next_by_subj) -> None:
     if seq is None and last_by_subj is None and next_by_subj is None:
         raise make_error("ErrInvalidArg", "One of seq, last_by_subj or next_by_subj is required")

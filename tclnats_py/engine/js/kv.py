@@ -39,6 +39,8 @@ PUT, DEL, PURGE = "PUT", "DEL", "PURGE"
 
 _BUCKET = re.compile(r"[a-zA-Z0-9_-]+")  # used with fullmatch (``$`` would let "\n" end it)
 _KEY = re.compile(r"[-/_=.a-zA-Z0-9]+")
+BUCKET_RE = _BUCKET  # a bucket name's characters (use with fullmatch)
+KEY_RE = _KEY  # a key's characters (use with fullmatch)
 _DUP_WINDOW_MS = 120_000
 _NS_MS = 1_000_000
 

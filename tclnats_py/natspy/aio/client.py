@@ -29,7 +29,7 @@ from tclnats_py.engine.headers import parse_headers
 from tclnats_py.engine.pool import parse_url
 from tclnats_py.errors import NatsError
 from tclnats_py.natspy import errors
-from tclnats_py.natspy.aio.msg import Msg, headers_from_impl
+from tclnats_py.natspy.aio.msg import Msg, headers_arg, headers_from_impl
 from tclnats_py.natspy.nuid import NUID
 from tclnats_py.natspy.aio.subscription import (DEFAULT_SUB_PENDING_BYTES_LIMIT, DEFAULT_SUB_PENDING_MSGS_LIMIT,
                                                 Subscription)
@@ -213,11 +213,6 @@ def _check_creds_file(path: str) -> None:
                 nkeys.from_seed(bytearray(lines[i + 1].strip().encode()))
         raise errors.InvalidUserCredentialsError() from e
     nkeys.from_seed(bytearray(seed))
-
-
-def _headers_arg(headers: Dict[str, Any]) -> Dict[str, Any]:
-    """Headers to publish as nats-py sends them: blank names skipped, names trimmed."""
-    return {k.strip(): v for k, v in headers.items() if k.strip()}
 
 
 class Client:
@@ -458,7 +453,7 @@ class Client:
                     return s, int(max(0.0, float(delay or 0)) * 1000)
             if self._impl is not None:
                 # a server not in the pool: said to error_cb, the pool's order applies
-                self._impl._spawn(self._error_cb(errors.ServerNotInPoolError()))
+                self._impl.spawn(self._error_cb(errors.ServerNotInPoolError()))
             return None, 0
         return choose
 
@@ -691,7 +686,7 @@ class Client:
         if impl is None or not impl.is_connected or not self.options.get("allow_reconnect", True):
             return
         impl.engine.force_reconnect()
-        impl._run()
+        impl.run_effects()
 
     @property
     def connected_server_version(self) -> "ServerVersion":
@@ -711,7 +706,7 @@ class Client:
         the connection never came up."""
         impl = self._impl
         for s in list(self._all_subs.values()):
-            s._impl._pending.clear()
+            s._impl.discard_pending()
         self._all_subs.clear()
         self._disc_dropped = self._disc_said
         if impl is not None and not impl.is_closed:
@@ -806,14 +801,14 @@ class Client:
         if not subject:
             raise errors.BadSubjectError()
         if headers is not None:
-            headers = _headers_arg(headers)
+            headers = headers_arg(headers)
         try:
             await impl.publish(subject, payload, reply or None, headers)
         except NatsError as e:
             raise errors.translate(e) from e
         self._out_bytes += len(payload)
         if self._small_pending and impl.pending_data_size > self._pending_size and impl.is_connected:
-            impl._write_more()  # nats-py's forced flush past pending_size
+            impl.write_pending()  # nats-py's forced flush past pending_size
 
     async def subscribe(self, subject: str, queue: str = "", cb=None, future: Optional[asyncio.Future] = None,
                         max_msgs: int = 0, pending_msgs_limit: int = DEFAULT_SUB_PENDING_MSGS_LIMIT,
@@ -860,7 +855,7 @@ class Client:
         if self._draining == 6:  # DRAINING_PUBS
             raise errors.ConnectionDrainingError()
         if headers is not None:
-            headers = _headers_arg(headers)
+            headers = headers_arg(headers)
         try:
             if old_style:
                 msgs = await impl.request_many(subject, payload, 1, timeout, headers)

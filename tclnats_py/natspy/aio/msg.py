@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 __all__ = ["Msg"]
 
 
+def headers_arg(headers: Dict[str, Any]) -> Dict[str, Any]:
+    """Headers to publish as nats-py sends them: blank names skipped, names trimmed."""
+    return {k.strip(): v for k, v in headers.items() if k.strip()}
+
+
 def headers_from_impl(h) -> Optional[Dict[str, str]]:
     """The engine's headers (key -> list of values) as nats-py's dict (key -> last value)."""
     if not h:

@@ -114,7 +114,7 @@ class Subscription:
         ``next_msg``) still hands out what had arrived, then ends, as nats-py's
         (its iterator takes from the queue before it looks at the end)."""
         self._check_usable()
-        if not self._impl._engine_sub.closed:
+        if not self._impl.interest_ended:
             try:
                 await self._impl.unsubscribe(limit)
             except NatsError as e:
@@ -123,10 +123,8 @@ class Subscription:
         if limit == 0:
             self._closed = True
             if self._cb is not None or self._future is not None:
-                self._impl._pending.clear()
-                self._impl._pending_bytes = 0
-            if self._impl._task is not None and not self._impl._task.done():
-                self._impl._task.cancel()
+                self._impl.discard_pending()
+            self._impl.cancel_callback_task()
 
     async def drain(self) -> None:
         """Stop interest, let the messages on their way be handled, then end."""

@@ -22,15 +22,13 @@ import re
 from typing import Any, Awaitable, Callable
 
 from tclnats_py.engine.js import ordered as _ordered
-from tclnats_py.engine.js import inbox_fetch as _inbox_fetch
 from tclnats_py.engine.js import kv as _kv
-from tclnats_py.engine.js.api import advance, api_call
+from tclnats_py.engine.js.api import api_call
 from tclnats_py.engine.js.publish import parse_ack_fast, publish_headers
 from tclnats_py.engine.js.push import PushState
 from tclnats_py.errors import NatsError
 from tclnats_py.natspy import errors as _core
-from tclnats_py.natspy.aio.client import _headers_arg
-from tclnats_py.natspy.aio.msg import Msg
+from tclnats_py.natspy.aio.msg import Msg, headers_arg
 from tclnats_py.natspy.aio.subscription import Subscription
 from tclnats_py.natspy.js import api
 from tclnats_py.natspy.js import errors as _jserr
@@ -129,7 +127,7 @@ class JetStreamContext(JetStreamManager):
             # nats-py's header rules: names and values trimmed, blank names
             # skipped; a name with whitespace inside is one every nats-py
             # receiver drops when it parses the message, so it is not sent
-            headers = {k: v.strip() if isinstance(v, str) else v for k, v in _headers_arg(headers).items()
+            headers = {k: v.strip() if isinstance(v, str) else v for k, v in headers_arg(headers).items()
                        if not any(c.isspace() for c in k)}
         try:
             return publish_headers(headers, expected_stream=stream, ttl=_ttl_header(msg_ttl))
@@ -589,9 +587,9 @@ class _PushState:
             elif kind == "publish":
                 self.nc._impl.publish(ev[1], ev[2])
             elif kind == "reset":
-                self.nc._impl._spawn(self._reset())
+                self.nc._impl.spawn(self._reset())
             elif kind in ("warning", "stop"):
-                self.nc._impl._spawn(self._report(ev[1]))
+                self.nc._impl.spawn(self._report(ev[1]))
         return out
 
     async def on_impl_msg(self, m: Any) -> None:
@@ -637,7 +635,7 @@ class _PushState:
         impl = self.nc._impl
         deliver = impl.new_inbox()
         old = sub._impl
-        new = await impl.subscribe(deliver, None, old._cb, 0, old._limit_msgs, old._limit_bytes)
+        new = await impl.subscribe(deliver, None, old.callback, 0, old.pending_msgs_limit, old.pending_bytes_limit)
         new.natspy_sub = sub
         self.nc._subs.pop(old.sid, None)
         self.nc._subs[new.sid] = sub
@@ -645,7 +643,7 @@ class _PushState:
         if old.is_active:
             await old.unsubscribe()
         req = oc.create_request(self.js._js.jsapi, deliver, impl.server_info.get("version"))
-        info = await self.js._js._run(api_call(req))
+        info = await self.js._js.run(api_call(req))
         oc.on_created(info)
         sub._consumer = self.consumer = info.get("name", "")
         self.config.deliver_subject = deliver
@@ -668,28 +666,9 @@ class _Fetch:
         impl = ps._nc._impl
         if impl is None or impl.is_closed:
             raise _core.ConnectionClosedError()
-        inbox = ps._sub._impl
-        loop = asyncio.get_running_loop()
-        op = _inbox_fetch.inbox_fetch(ps._nms, ps._deliver, self.batch, self.timeout, self.heartbeat, loop.time())
         try:
-            kind, step = advance(op)
-            while kind == "step":
-                if step.__class__ is _inbox_fetch.NextMsg:
-                    left = None if step.deadline is None else step.deadline - loop.time()
-                    msg = None
-                    if left is None or left > 0:
-                        try:
-                            msg = await inbox.next_msg(left)
-                        except NatsError as e:
-                            if e.code not in ("ErrTimeout", "ErrBadSubscription"):
-                                raise
-                    kind, step = advance(op, (msg, loop.time()))
-                elif step.__class__ is _inbox_fetch.TakeQueued:
-                    kind, step = advance(op, inbox._take() if inbox.pending_msgs else None)
-                else:  # the pull request
-                    impl.publish(step.subject, step.payload, step.reply)
-                    await asyncio.sleep(0)
-                    kind, step = advance(op)
+            got = await ps._js._js.fetch_on_inbox(ps._sub._impl, ps._nms, self.batch, self.timeout, self.heartbeat,
+                                                  ps._deliver)
         except NatsError as e:
             if e.code == "ErrTimeout":
                 raise (_jserr.FetchTimeoutError() if e.details.get("heartbeats") else _core.TimeoutError()) from e
@@ -698,4 +677,4 @@ class _Fetch:
             if e.code == "ErrJSResponse":
                 raise _jserr.APIError(code=e.details.get("code"), description=e.details.get("description")) from e
             raise translate(e) from e
-        return [Msg._from_impl(ps._nc, m) for m in step]
+        return [Msg._from_impl(ps._nc, m) for m in got]

@@ -296,3 +296,6 @@ def translate(exc: BaseException) -> BaseException:
             pass
     new.__cause__ = exc
     return new
+
+
+_core.set_js_translate(translate)

@@ -36,8 +36,8 @@ KV_PURGE = _kv.PURGE
 MSG_ROLLUP_SUBJECT = "sub"
 
 # the engine's character sets, anchored for re.match as nats-py programs use them
-VALID_BUCKET_RE = re.compile(f"^{_kv._BUCKET.pattern}$")
-VALID_KEY_RE = re.compile(f"^{_kv._KEY.pattern}$")
+VALID_BUCKET_RE = re.compile(f"^{_kv.BUCKET_RE.pattern}$")
+VALID_KEY_RE = re.compile(f"^{_kv.KEY_RE.pattern}$")
 
 # purge_deletes keeps the markers younger than this (seconds) by default
 _MARKER_GRACE_S = 1800

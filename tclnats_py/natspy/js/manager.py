@@ -1,7 +1,7 @@
 """``nats.js.manager`` of nats-py 2.x: :class:`JetStreamManager`, the
 management calls (streams, consumers, messages, account) over the engine's
 JetStream operations (``tclnats_py.engine.js.api``), stepped by the asyncio
-face's JetStream (``tclnats_py.aio.jetstream.JetStream._run``).
+face's JetStream (``tclnats_py.aio.jetstream.JetStream.run``).
 
 This layer converts: nats-py's argument names and ``nats.js.api`` dataclasses
 in (their ``as_dict()`` is the request body), dataclasses out
@@ -99,7 +99,7 @@ class JetStreamManager:
     async def _run(self, op: Any) -> Any:
         """Run an engine operation; its errors as nats-py's."""
         try:
-            return await self._js._run(op)
+            return await self._js.run(op)
         except NatsError as e:
             raise translate(e) from e
 
@@ -187,13 +187,8 @@ class JetStreamManager:
         subject appended when that has no wildcard; else a durable by the older
         DURABLE.CREATE; else an ephemeral one."""
         srv = self._nc.connected_server_version
-        if config.name and (srv.major, srv.minor) >= (2, 9):
-            fs = config.filter_subject or ""
-            literal = fs != "" and not ({"*", ">"} & set(fs.split(".")))
-            return f"CONSUMER.CREATE.{stream}.{config.name}" + (f".{fs}" if literal else "")
-        if config.durable_name:
-            return f"CONSUMER.DURABLE.CREATE.{stream}.{config.durable_name}"
-        return f"CONSUMER.CREATE.{stream}"
+        return _eng.natspy_consumer_create_tail(stream, config.name, config.durable_name, config.filter_subject,
+                                                (srv.major, srv.minor))
 
     async def delete_consumer(self, stream: str, consumer: str, *, timeout: float | None = None) -> bool:
         check_names(stream=stream, consumer=consumer)

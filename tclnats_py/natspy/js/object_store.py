@@ -265,10 +265,7 @@ class ObjectStore:
         impl = self._impl.watch(include_history=include_history, ignore_deletes=ignore_deletes,
                                 updates_only=updates_only)
         # the ordered consumer is made now (errors here), the updates come in a task
-        oc = self._js._js.ordered_consumer(self._stream, _obj.meta_filter(self._name), impl.policy)
-        impl.consumer = oc
-        await self._call(oc.start())
-        impl._queue += impl.state.on_consumer_created(oc.info)
+        await self._call(impl.start())
         return _pumped_watcher(self, impl, updates_only)
 
 
