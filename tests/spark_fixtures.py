@@ -7,6 +7,7 @@ and a Spark session with the jetstream formats registered.
         yield from session("local[2]", "my-tests")
 """
 
+import asyncio
 import shutil
 
 import pytest
@@ -16,9 +17,35 @@ pytest.importorskip("pyarrow", reason="pyspark's Python data sources need pyarro
 if shutil.which("java") is None:
     pytest.skip("Spark needs a Java runtime", allow_module_level=True)
 
+import tclnats_py  # noqa: E402
 import tclnats_py.spark.datasource as tspark  # noqa: E402
 
-__all__ = ["session", "tspark"]
+__all__ = ["session", "tspark", "make_stream", "stream_count"]
+
+
+def make_stream(url, stream, subjects, **kw):
+    """A new memory stream ``stream`` (an old one of that name deleted first)."""
+    async def go():
+        c = await tclnats_py.connect(url)
+        js = c.jetstream()
+        try:
+            await js.delete_stream(stream)
+        except tclnats_py.NatsError:
+            pass
+        await js.create_stream(stream, subjects=subjects, storage="memory", **kw)
+        await c.close()
+    asyncio.run(go())
+
+
+def stream_count(url, stream):
+    """How many messages the server holds in ``stream``."""
+    async def go():
+        c = await tclnats_py.connect(url)
+        try:
+            return (await c.jetstream().stream_info(stream)).state.messages
+        finally:
+            await c.close()
+    return asyncio.run(go())
 
 
 def session(master: str, app: str, **conf):

@@ -105,7 +105,9 @@ def test_natspy_private_check_sees_a_foreign_underscore_name(tmp_path):
 
 
 def test_js_api_subjects_only_under_engine_js():
-    found = api_subject_strings(PKG)
+    # the benchmarks (tclnats_py/compat in an install) speak the raw protocol
+    # on purpose, for every client alike
+    found = [f for f in api_subject_strings(PKG) if not f.startswith("compat/")]
     assert not found, "\n".join(found)
 
 

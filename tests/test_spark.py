@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from tests.spark_fixtures import session  # noqa: E402  (skips without pyspark/java)
+from tests.spark_fixtures import make_stream, session  # noqa: E402  (skips without pyspark/java)
 
 import tclnats_py  # noqa: E402
 
@@ -17,14 +17,11 @@ def spark():
 
 
 def publish(url, stream, subjects, messages, headers=None):
+    make_stream(url, stream, subjects)
+
     async def go():
         c = await tclnats_py.connect(url)
         js = c.jetstream()
-        try:
-            await js.delete_stream(stream)
-        except tclnats_py.NatsError:
-            pass
-        await js.create_stream(stream, subjects=subjects, storage="memory")
         for subject, data in messages:
             await js.publish_async(subject, data, headers)
         await js.publish_async_complete(30)

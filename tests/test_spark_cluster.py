@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from tests.spark_fixtures import session  # noqa: E402  (skips without pyspark/java)
+from tests.spark_fixtures import session, stream_count  # noqa: E402  (skips without pyspark/java)
 if not os.environ.get("TCLNATS_SPARK_CLUSTER"):
     pytest.skip("the local-cluster long form runs with TCLNATS_SPARK_CLUSTER=1", allow_module_level=True)
 
@@ -37,14 +37,7 @@ def fill(url, stream, n, start=0):
     asyncio.run(go())
 
 
-def count(url, stream):
-    async def go():
-        c = await tclnats_py.connect(url)
-        try:
-            return (await c.jetstream().stream_info(stream))["state"]["messages"]
-        finally:
-            await c.close()
-    return asyncio.run(go())
+count = stream_count
 
 
 def test_batch_read_write_and_streaming_exactly_once(spark, js_server, tmp_path):

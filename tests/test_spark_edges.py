@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.spark_fixtures import session, tspark  # noqa: E402  (skips without pyspark/java)
+from tests.spark_fixtures import make_stream, session, stream_count, tspark  # noqa: E402  (skips without pyspark/java)
 
 import tclnats_py  # noqa: E402
 from tclnats_py.spark import options as O  # noqa: E402
@@ -30,19 +30,6 @@ def spark():
 
 def run(coro):
     return asyncio.run(coro)
-
-
-def make_stream(url, stream, subjects, **kw):
-    async def go():
-        c = await tclnats_py.connect(url)
-        js = c.jetstream()
-        try:
-            await js.delete_stream(stream)
-        except tclnats_py.NatsError:
-            pass
-        await js.create_stream(stream, subjects=subjects, storage="memory", **kw)
-        await c.close()
-    run(go())
 
 
 def publish(url, items, msg_ids=None):
@@ -69,14 +56,7 @@ def messages(url, stream):
     return out
 
 
-def count(url, stream):
-    async def go():
-        c = await tclnats_py.connect(url)
-        try:
-            return (await c.jetstream().stream_info(stream))["state"]["messages"]
-        finally:
-            await c.close()
-    return run(go())
+count = stream_count
 
 
 # ------------------------------------------------------------------ a re-run batch past the duplicate window

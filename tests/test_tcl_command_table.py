@@ -13,14 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from tclnats_py.tclface import bridge, js, micro
+from tclnats_py.tclface import bridge, js, micro, tcl_library_dir
 from tclnats_py.tclface.bridge import install
 
 pytestmark = pytest.mark.tcl
 
 CLASSES = [bridge.TclConnection, js.JetStream, js.OrderedConsumer, js.KeyValue, js.Watcher, js.ObjectStore,
            micro.TclService]
-TCL = Path(bridge.__file__).resolve().parents[2] / "tcl"
+# the Tcl files as package require nats finds them (the checkout's tcl/, or
+# tclnats_py/tcl/ of an install)
+TCL = Path(tcl_library_dir())
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)

@@ -1007,11 +1007,12 @@ class Client:
         return await add_service(self, name, version, description, metadata, queue_group)
 
     # ------------------------------------------------------------ effects
-    def spawn(self, coro) -> None:
-        """Run ``coro`` as a task of this client: it is kept referenced until
-        it ends, and cancelled when the client closes.  For faces built on
-        this one (tclnats_py.natspy) that start work from a callback."""
-        t = self._loop.create_task(coro)
+    def spawn(self, coro: Awaitable[Any]) -> None:
+        """Run ``coro`` (a coroutine or another awaitable) as a task of this
+        client: it is kept referenced until it ends, and cancelled when the
+        client closes.  For faces built on this one (tclnats_py.natspy) that
+        start work from a callback."""
+        t = asyncio.ensure_future(coro, loop=self._loop)
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
 

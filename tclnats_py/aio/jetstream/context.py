@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, cast
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generator, cast
 
 import asyncio
 
@@ -83,7 +83,7 @@ class JetStream:
             return list(await asyncio.gather(*(one(s) for s in step.steps)))
         raise TypeError(f"unknown step {step!r}")
 
-    async def run(self, op):
+    async def run(self, op: Generator[Any, Any, Any]) -> Any:
         """Run a shared operation of the engine (a generator of steps, e.g.
         ``tclnats_py.engine.js.api.api_call(request)``) to its result; its
         errors raise as the engine's NatsError."""
