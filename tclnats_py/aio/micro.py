@@ -41,7 +41,7 @@ import datetime
 import inspect
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Union
 
 from tclnats_py.engine import micro as _micro
 from tclnats_py.engine.connection import Msg
@@ -83,7 +83,7 @@ class Request:
     def __init__(self, client: Client, msg: Msg) -> None:
         self._msg = msg
         self._client = client
-        self._failed: Optional[str] = None
+        self._failed: str | None = None
 
     @property
     def subject(self) -> str:
@@ -99,7 +99,7 @@ class Request:
         return self._msg.headers
 
     @property
-    def reply(self) -> Optional[str]:
+    def reply(self) -> str | None:
         return self._msg.reply
 
     @property
@@ -114,7 +114,7 @@ class Request:
         await self._client.publish(reply, data, headers=headers)
 
     async def respond_error(self, code: Union[str, int], description: str, data: Payload = b"",
-                            headers: Optional[Dict[str, str]] = None) -> None:
+                            headers: dict[str, str] | None = None) -> None:
         """Reply with an error: ``code`` and ``description`` in the service
         error headers (counted as an error of the endpoint)."""
         problem = _micro.error_code_of(code)
@@ -134,7 +134,7 @@ class EndpointInfo:
     name: str
     subject: str
     queue_group: str
-    metadata: Optional[Dict[str, str]] = None
+    metadata: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -156,11 +156,11 @@ class ServiceInfo:
     name: str
     id: str
     version: str
-    description: Optional[str]
-    metadata: Dict[str, str]
-    endpoints: List[EndpointInfo] = field(default_factory=list)
+    description: str | None
+    metadata: dict[str, str]
+    endpoints: list[EndpointInfo] = field(default_factory=list)
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         return _micro.info_payload(self.id, self.name, self.version, self.description,
                                    [_micro.endpoint_info(e.name, e.subject, e.queue_group, e.metadata)
                                     for e in self.endpoints], self.metadata)
@@ -173,11 +173,11 @@ class ServiceStats:
     name: str
     id: str
     version: str
-    metadata: Dict[str, str]
+    metadata: dict[str, str]
     started: datetime.datetime
-    endpoints: List[EndpointStats] = field(default_factory=list)
+    endpoints: list[EndpointStats] = field(default_factory=list)
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         eps = []
         for e in self.endpoints:
             st = _micro.EndpointStats()
@@ -197,14 +197,14 @@ class _Endpoint:
         self.service = service
         self.record = record
         self.handler = handler
-        self.sub: Optional[Subscription] = None
+        self.sub: Subscription | None = None
 
     async def serve(self, msg: Msg) -> None:
         began = time.perf_counter_ns()
         record = self.record
         _micro.ServiceCore.begin(record)
         req = Request(self.service._client, msg)
-        error: Optional[str] = None
+        error: str | None = None
         try:
             r = self.handler(req)
             if inspect.isawaitable(r):
@@ -231,12 +231,12 @@ class Group:
     def prefix(self) -> str:
         return self._group.prefix
 
-    async def add_endpoint(self, name: str, handler: Handler, *, subject: Optional[str] = None,
-                           queue_group: Optional[str] = None, metadata: Optional[Dict[str, str]] = None) -> None:
+    async def add_endpoint(self, name: str, handler: Handler, *, subject: str | None = None,
+                           queue_group: str | None = None, metadata: dict[str, str] | None = None) -> None:
         """An endpoint whose subject is this group's prefix, a dot, and ``subject`` (default: ``name``)."""
         await self._service._add(name, handler, subject, queue_group, metadata, self._group)
 
-    def add_group(self, name: str, queue_group: Optional[str] = None) -> Group:
+    def add_group(self, name: str, queue_group: str | None = None) -> Group:
         svc = self._service
         svc._core.check_running()
         return Group(svc, svc._core.group(name, queue_group, self._group))
@@ -248,8 +248,8 @@ class Service:
     def __init__(self, client: Client, core: _micro.ServiceCore) -> None:
         self._client = client
         self._core = core
-        self._control: List[Subscription] = []
-        self._endpoints: List[_Endpoint] = []
+        self._control: list[Subscription] = []
+        self._endpoints: list[_Endpoint] = []
         self._stopped = asyncio.Event()
 
     @property
@@ -280,15 +280,15 @@ class Service:
                 await self._client.publish(msg.reply, self._core.answer(verb))
         return answer
 
-    async def add_endpoint(self, name: str, handler: Handler, *, subject: Optional[str] = None,
-                           queue_group: Optional[str] = None, metadata: Optional[Dict[str, str]] = None) -> None:
+    async def add_endpoint(self, name: str, handler: Handler, *, subject: str | None = None,
+                           queue_group: str | None = None, metadata: dict[str, str] | None = None) -> None:
         """An endpoint on ``subject`` (default: ``name``), in ``queue_group``
         (default: the service's, else ``q``), its requests to ``handler``;
         subscribed at the server when this returns."""
         await self._add(name, handler, subject, queue_group, metadata, None)
 
-    async def _add(self, name: str, handler: Handler, subject: Optional[str], queue_group: Optional[str],
-                   metadata: Optional[Dict[str, str]], group: Optional[_micro.Group]) -> None:
+    async def _add(self, name: str, handler: Handler, subject: str | None, queue_group: str | None,
+                   metadata: dict[str, str] | None, group: _micro.Group | None) -> None:
         core = self._core
         core.check_running()
         if not callable(handler):
@@ -301,7 +301,7 @@ class Service:
         # the server has the subscription when add_endpoint returns
         await self._client.flush()
 
-    def add_group(self, name: str, queue_group: Optional[str] = None) -> Group:
+    def add_group(self, name: str, queue_group: str | None = None) -> Group:
         """A group: endpoints added to it get ``name.`` before their subject."""
         self._core.check_running()
         return Group(self, self._core.group(name, queue_group))
@@ -346,8 +346,8 @@ class Service:
         await self.stop()
 
 
-async def add_service(client: Client, name: str, version: str, description: Optional[str] = None,
-                      metadata: Optional[Dict[str, str]] = None, queue_group: Optional[str] = None) -> Service:
+async def add_service(client: Client, name: str, version: str, description: str | None = None,
+                      metadata: dict[str, str] | None = None, queue_group: str | None = None) -> Service:
     """Start a service on ``client`` (see the module's docstring); ErrInvalidArg for bad arguments."""
     core = _micro.ServiceCore(name, version, description, metadata, queue_group, error=_invalid)
     svc = Service(client, core)
