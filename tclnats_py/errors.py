@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sys as _sys
 # socket.gaierror's own module: importing socket would load selectors, select ...
-# into the Tcl face's start (tests/test_layout.py pins what it imports)
+# into the Tcl face's start (tests/install/test_layout.py pins what it imports)
 from _socket import gaierror as _gaierror
 
 __all__ = [

@@ -154,7 +154,7 @@ class ConnectOptions(TypedDict, total=False):
     """The keyword arguments of ``tclnats_py.connect`` / ``Client(...)`` /
     ``Client.connect`` for type checkers (``**options: Unpack[ConnectOptions]``):
     a misspelled name or a value of the wrong type is a type error.  The
-    same names as :func:`known_names` (tests/test_typing.py checks it), but
+    same names as :func:`known_names` (tests/install/test_typing.py checks it), but
     ``servers``, which is the functions' first parameter.  See :data:`TABLE`."""
     name: str
     connect_timeout: float

@@ -2,7 +2,7 @@
 #
 #   tclnats-tclsh --nats-server tests/tcl/all.tcl ?-file pattern? ?-verbose pse? ...
 #
-# tests/test_tcl_suite.py runs it once per file with the full set of servers.
+# tests/tclface/test_tcl_suite.py runs it once per file with the full set of servers.
 # By default every file runs in a child process started with
 # [info nameofexecutable], i.e. tclnats-tclsh again.  The exit code is 1 when
 # a test failed or a file could not be run to its end.

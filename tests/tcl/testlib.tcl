@@ -1,7 +1,7 @@
 # testlib.tcl - shared set-up for the tclnats_py tcltest files in this folder.
 #
 # Every *.test file sources this file first.  The servers come from the
-# environment (tests/test_tcl_suite.py sets all of these; by hand,
+# environment (tests/tclface/test_tcl_suite.py sets all of these; by hand,
 # `tclnats-tclsh --nats-server tests/tcl/all.tcl` is enough for the plain ones):
 #
 #   NATS_URL                     plain nats-server (required)
@@ -28,7 +28,7 @@ if {[llength $::argv]} {
 package require nats
 
 if {![info exists ::env(NATS_URL)]} {
-    puts stderr "NATS_URL is not set: run under tests/test_tcl_suite.py or `tclnats-tclsh --nats-server ...`"
+    puts stderr "NATS_URL is not set: run under tests/tclface/test_tcl_suite.py or `tclnats-tclsh --nats-server ...`"
     exit 2
 }
 set ::url $::env(NATS_URL)
