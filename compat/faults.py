@@ -5,8 +5,8 @@
                             [--async-msgs 1000000] [--pause 5] [--pub-pause 3]
                             [--max-pending 4000] [--short] [test files or node ids] [pytest args ...]
 
-Runs the tests marked ``fault`` (tests/test_faults.py, tests/test_network_faults.py,
-tests/test_js_acks_across_server_kills.py and tests/test_bounded.py; test files or node ids given on the
+Runs the tests marked ``fault`` (tests/interop/test_faults.py, tests/interop/test_network_faults.py,
+tests/aio/test_js_acks_across_server_kills.py and tests/interop/test_bounded.py; test files or node ids given on the
 command line run instead of these) with the long-form sizes in the environment:
 
     --cycles        TCLNATS_FAULT_CYCLES          kill -9/restart cycles while publishing or acking
@@ -40,8 +40,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-FILES = ["tests/test_faults.py", "tests/test_network_faults.py", "tests/test_js_acks_across_server_kills.py",
-         "tests/test_bounded.py"]
+FILES = ["tests/interop/test_faults.py", "tests/interop/test_network_faults.py", "tests/aio/test_js_acks_across_server_kills.py",
+         "tests/interop/test_bounded.py"]
 # a figure line: words, then name=value pairs (what the fault tests print)
 _FIGURE = re.compile(r"^[a-z][\w ]*=\S")
 

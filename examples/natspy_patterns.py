@@ -7,7 +7,7 @@ server with JetStream (``nats-server -js``)::
     python examples/natspy_patterns.py [nats://127.0.0.1:4222]
 
 It prints one line per pattern and exits non-zero on the first one that
-does not behave; tests/test_natspy_patterns.py runs it in CI.
+does not behave; tests/natspy/test_natspy_patterns.py runs it in CI.
 
 The patterns:
 
