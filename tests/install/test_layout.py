@@ -28,26 +28,42 @@ def _modules():
     return mods
 
 
-def _graph(mods):
-    """Module-level imports between our modules (imports inside functions are deferred,
-    those under ``if TYPE_CHECKING:`` never run)."""
+def _type_checking_nodes(tree):
+    """The nodes under ``if TYPE_CHECKING:`` (imports for annotations only: never run)."""
+    skip = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING":
+            skip.update(id(x) for x in ast.walk(n))
+    return skip
+
+
+def _graph(mods, lazy=True):
+    """Imports between our modules: at module level, and with ``lazy`` also
+    those inside functions (they run when the function is first called);
+    ``importlib.import_module("tclnats_py...")`` with a literal name counts."""
     edges = {m: set() for m in mods}
     for m, path in mods.items():
-        for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
-                continue  # imports for annotations only: not run
-            for n in [node] if not isinstance(node, (ast.If, ast.Try)) else ast.walk(node):
-                if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("tclnats_py"):
-                    subs = {f"{n.module}.{a.name}" for a in n.names} & mods.keys()
-                    edges[m] |= subs
-                    if n.module in mods and len(subs) < len(n.names) and not m.startswith(n.module + "."):
-                        edges[m].add(n.module)
-                elif isinstance(n, ast.Import):
-                    edges[m] |= {a.name for a in n.names} & mods.keys()
+        tree = ast.parse(path.read_text())
+        skip = _type_checking_nodes(tree)
+        nodes = ast.walk(tree) if lazy else (n for top in tree.body for n in
+                                              ([top] if not isinstance(top, (ast.If, ast.Try)) else ast.walk(top)))
+        for n in nodes:
+            if id(n) in skip:
+                continue
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("tclnats_py"):
+                subs = {f"{n.module}.{a.name}" for a in n.names} & mods.keys()
+                edges[m] |= subs
+                if n.module in mods and len(subs) < len(n.names) and not m.startswith(n.module + "."):
+                    edges[m].add(n.module)
+            elif isinstance(n, ast.Import):
+                edges[m] |= {a.name for a in n.names} & mods.keys()
+            elif (isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "import_module" and n.args
+                  and isinstance(n.args[0], ast.Constant)):
+                edges[m] |= {n.args[0].value} & mods.keys()
     return edges
 
 
-def test_no_import_circle():
+def test_no_import_circle_lazy_imports_included():
     edges = _graph(_modules())
     state = {}
     path = []
@@ -66,6 +82,17 @@ def test_no_import_circle():
     for m in sorted(edges):
         if m not in state:
             visit(m)
+
+
+def test_the_graph_sees_lazy_imports_and_skips_type_checking_ones(tmp_path):
+    a, b, c = tmp_path / "a.py", tmp_path / "b.py", tmp_path / "c.py"
+    a.write_text("def f():\n    from tclnats_py.b import g\n")
+    b.write_text("TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from tclnats_py.a import f\n"
+                 "import importlib\ndef g():\n    importlib.import_module('tclnats_py.c')\n")
+    c.write_text("")
+    mods = {"tclnats_py.a": a, "tclnats_py.b": b, "tclnats_py.c": c}
+    assert _graph(mods) == {"tclnats_py.a": {"tclnats_py.b"}, "tclnats_py.b": {"tclnats_py.c"}, "tclnats_py.c": set()}
+    assert _graph(mods, lazy=False) == {m: set() for m in mods}
 
 
 def test_top_level_import_loads_only_engine_and_asyncio_core():
