@@ -22,13 +22,13 @@
 PyObject *TclError;
 
 static PyObject *
-mod_embedded(PyObject *m, PyObject *unused)
+mod_embedded(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(unused))
 {
     return PyBool_FromLong(embedded);
 }
 
 static PyObject *
-mod_noop(PyObject *m, PyObject *args)
+mod_noop(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(args))
 {
     Py_RETURN_NONE;
 }
@@ -40,8 +40,11 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "tclnats_py._tclcross",
-    "The crossing between Tcl and Python through the Tcl C API.", -1, module_methods,
+    PyModuleDef_HEAD_INIT,
+    .m_name = "tclnats_py._tclcross",
+    .m_doc = "The crossing between Tcl and Python through the Tcl C API.",
+    .m_size = -1,
+    .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC

@@ -22,7 +22,7 @@ typedef struct {
 static Tcl_ThreadDataKey thread_key;
 
 static void
-thread_exit(ClientData unused)
+thread_exit(ClientData Py_UNUSED(unused))
 {
     ThreadData *td = (ThreadData *)Tcl_GetThreadData(&thread_key, sizeof(ThreadData));
     if (!td->pinned || !Py_IsInitialized())
@@ -34,7 +34,7 @@ thread_exit(ClientData unused)
 }
 
 static void
-tcl_exit(ClientData unused)
+tcl_exit(ClientData Py_UNUSED(unused))
 {
     /* Tcl's [exit]: flush what Python code wrote and run Python's atexit
      * functions; the process ends right after, so CPython is not finalised */
@@ -176,86 +176,105 @@ TclnatsCross_TclInit(Tcl_Interp *interp, const char *sitedir, const char *progra
     return code;
 }
 
+/* CPython started, or the running one joined when it is the version this
+ * was built for */
+static int
+python_ready(Tcl_Interp *interp, const char *program)
+{
+    const char *v;
+    char want[16];
+
+    if (!Py_IsInitialized())
+        return start_python(interp, program);
+    v = Py_GetVersion();
+    snprintf(want, sizeof want, "%d.%d.", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+    if (strncmp(v, want, strlen(want)) != 0) {
+        Tcl_SetObjResult(interp, Tcl_ObjPrintf(
+            "tclnats_py was built for Python %d.%d but this process runs Python %.10s; "
+            "install tclnats_py with this Python", PY_MAJOR_VERSION, PY_MINOR_VERSION, v));
+        Tcl_SetErrorCode(interp, "NATS", "ErrPython", NULL);
+        return TCL_ERROR;
+    }
+    return TCL_OK;
+}
+
+/* The folder that holds tclnats_py first on sys.path; with site (a host
+ * Python, or TCLNATS_PYTHON_SITE=1) its .pth files processed
+ * (site.addsitedir); without it, the bridge's install_loaded adds the
+ * install's site-packages as site would, minus the .pth files.  A failure
+ * is left as the Python error. */
+static void
+put_sitedir_first(const char *sitedir)
+{
+    PyObject *globals = PyDict_New();
+    PyObject *d = PyUnicode_DecodeFSDefault(sitedir);
+    PyObject *r;
+
+    if (globals != NULL && d != NULL
+            && PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0
+            && PyDict_SetItemString(globals, "sitedir", d) == 0) {
+        r = PyRun_String(
+            "import sys\n"
+            "if sys.flags.no_site:\n"
+            "    if sitedir in sys.path:\n"
+            "        sys.path.remove(sitedir)\n"
+            "    sys.path.insert(0, sitedir)\n"
+            "elif sitedir not in sys.path:\n"
+            "    import site\n"
+            "    site.addsitedir(sitedir)\n"
+            "    sys.path.remove(sitedir)\n"
+            "    sys.path.insert(0, sitedir)\n",
+            Py_file_input, globals, globals);
+        Py_XDECREF(r);
+    }
+    Py_XDECREF(globals);
+    Py_XDECREF(d);
+}
+
+/* The bridge installed into interp (tclnats_py.tclface.bridge's
+ * install_loaded), with the GIL held */
+static int
+install_bridge(Tcl_Interp *interp, const char *sitedir)
+{
+    InterpObject *obj;
+    PyObject *mod, *r;
+
+    if (sitedir != NULL && *sitedir)
+        put_sitedir_first(sitedir);
+    if (PyErr_Occurred())
+        return python_failed(interp, "could not set up sys.path");
+    mod = PyImport_ImportModule("tclnats_py.tclface.bridge");
+    if (mod == NULL)
+        return python_failed(interp, "could not import tclnats_py");
+    obj = interp_object(interp);
+    if (obj == NULL) {
+        Py_DECREF(mod);
+        return python_failed(interp, "could not wrap the interpreter");
+    }
+    r = PyObject_CallMethod(mod, "install_loaded", "O", (PyObject *)obj);
+    Py_DECREF(obj);
+    Py_DECREF(mod);
+    if (r == NULL)
+        return python_failed(interp, "could not install the Tcl face");
+    Py_DECREF(r);
+    return TCL_OK;
+}
+
 /* TclnatsCross_TclInit's work, under start_lock */
 static int
 cross_init(Tcl_Interp *interp, const char *sitedir, const char *program)
 {
     PyGILState_STATE st;
     ThreadData *td;
-    InterpObject *obj;
-    PyObject *mod, *r;
-    int pin, code = TCL_OK;
+    int pin, code;
 
-    if (!Py_IsInitialized()) {
-        if (start_python(interp, program) != TCL_OK)
-            return TCL_ERROR;
-    } else {
-        const char *v = Py_GetVersion();
-        char want[16];
-        snprintf(want, sizeof want, "%d.%d.", PY_MAJOR_VERSION, PY_MINOR_VERSION);
-        if (strncmp(v, want, strlen(want)) != 0) {
-            Tcl_SetObjResult(interp, Tcl_ObjPrintf(
-                "tclnats_py was built for Python %d.%d but this process runs Python %.10s; "
-                "install tclnats_py with this Python", PY_MAJOR_VERSION, PY_MINOR_VERSION, v));
-            Tcl_SetErrorCode(interp, "NATS", "ErrPython", NULL);
-            return TCL_ERROR;
-        }
-    }
+    if (python_ready(interp, program) != TCL_OK)
+        return TCL_ERROR;
     td = (ThreadData *)Tcl_GetThreadData(&thread_key, sizeof(ThreadData));
     /* a Tcl thread that Python does not know yet keeps one thread state */
     pin = !td->pinned && PyGILState_GetThisThreadState() == NULL;
     st = PyGILState_Ensure();
-    if (sitedir != NULL && *sitedir) {
-        /* the folder that holds tclnats_py goes first on sys.path; with site
-         * (a host Python, or TCLNATS_PYTHON_SITE=1) its .pth files processed
-         * (site.addsitedir); without it, the bridge's install_loaded adds the
-         * install's site-packages as site would, minus the .pth files */
-        PyObject *globals = PyDict_New();
-        PyObject *d = PyUnicode_DecodeFSDefault(sitedir);
-        if (globals != NULL && d != NULL
-                && PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0
-                && PyDict_SetItemString(globals, "sitedir", d) == 0) {
-            r = PyRun_String(
-                "import sys\n"
-                "if sys.flags.no_site:\n"
-                "    if sitedir in sys.path:\n"
-                "        sys.path.remove(sitedir)\n"
-                "    sys.path.insert(0, sitedir)\n"
-                "elif sitedir not in sys.path:\n"
-                "    import site\n"
-                "    site.addsitedir(sitedir)\n"
-                "    sys.path.remove(sitedir)\n"
-                "    sys.path.insert(0, sitedir)\n",
-                Py_file_input, globals, globals);
-            Py_XDECREF(r);
-        }
-        Py_XDECREF(globals);
-        Py_XDECREF(d);
-    }
-    if (PyErr_Occurred()) {
-        code = python_failed(interp, "could not set up sys.path");
-        goto out;
-    }
-    mod = PyImport_ImportModule("tclnats_py.tclface.bridge");
-    if (mod == NULL) {
-        code = python_failed(interp, "could not import tclnats_py");
-        goto out;
-    }
-    obj = interp_object(interp);
-    if (obj == NULL) {
-        Py_DECREF(mod);
-        code = python_failed(interp, "could not wrap the interpreter");
-        goto out;
-    }
-    r = PyObject_CallMethod(mod, "install_loaded", "O", (PyObject *)obj);
-    Py_DECREF(obj);
-    Py_DECREF(mod);
-    if (r == NULL) {
-        code = python_failed(interp, "could not install the Tcl face");
-        goto out;
-    }
-    Py_DECREF(r);
-out:
+    code = install_bridge(interp, sitedir);
     if (pin && code == TCL_OK) {
         /* keep this thread's state (and its threading.local data) until the
          * Tcl thread exits; give up the GIL */

@@ -354,19 +354,19 @@ Interp_setvar(InterpObject *self, PyObject *args)
 }
 
 static PyObject *
-Interp_interpaddr(InterpObject *self, PyObject *unused)
+Interp_interpaddr(InterpObject *self, PyObject *Py_UNUSED(unused))
 {
     return PyLong_FromVoidPtr(self->interp);
 }
 
 static PyObject *
-Interp_deleted(InterpObject *self, PyObject *unused)
+Interp_deleted(InterpObject *self, PyObject *Py_UNUSED(unused))
 {
     return PyBool_FromLong(self->deleted);
 }
 
 static void
-interp_deleted(ClientData cd, Tcl_Interp *interp)
+interp_deleted(ClientData cd, Tcl_Interp *Py_UNUSED(interp))
 {
     InterpObject *self = (InterpObject *)cd;
     PyGILState_STATE st = PyGILState_Ensure();
@@ -395,7 +395,7 @@ interp_deleted(ClientData cd, Tcl_Interp *interp)
  * a proc frame per call).
  */
 static int
-ReplyCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
+ReplyCmd(ClientData Py_UNUSED(cd), Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
 {
     int n, kind = -1;
     Tcl_Obj **items;
@@ -433,7 +433,7 @@ ReplyCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
 #define DELIVERY_WORDS 16
 
 static int
-RunDeliveriesCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
+RunDeliveriesCmd(ClientData Py_UNUSED(cd), Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
 {
     int n, i, j;
     Tcl_Obj **items, **held;
@@ -518,7 +518,7 @@ interp_object(Tcl_Interp *interp)
 }
 
 static PyObject *
-Interp_from_address(PyObject *cls, PyObject *arg)
+Interp_from_address(PyObject *Py_UNUSED(cls), PyObject *arg)
 {
     Tcl_Interp *interp = (Tcl_Interp *)PyLong_AsVoidPtr(arg);
     if (interp == NULL) {

@@ -247,14 +247,136 @@ await_skip(SpinState *st, Tcl_Namespace *ns)
     return (AwaitSkip *)Tcl_GetHashValue(e);
 }
 
+/* the sockets and their readable handlers, [array get ::tclnats::sockets],
+ * in *socks (held) when the code is TCL_OK */
+static int
+nats_sockets(Tcl_Interp *interp, Tcl_Obj **socks)
+{
+    Tcl_Obj *cmd[3];
+    int code, n;
+
+    cmd[0] = Tcl_NewStringObj("array", 5);
+    cmd[1] = Tcl_NewStringObj("get", 3);
+    cmd[2] = Tcl_NewStringObj("::tclnats::sockets", -1);
+    for (n = 0; n < 3; n++)
+        Tcl_IncrRefCount(cmd[n]);
+    code = Tcl_EvalObjv(interp, 3, cmd, TCL_EVAL_GLOBAL);
+    for (n = 0; n < 3; n++)
+        Tcl_DecrRefCount(cmd[n]);
+    if (code != TCL_OK)
+        return code;
+    *socks = Tcl_GetObjResult(interp);
+    Tcl_IncrRefCount(*socks);
+    Tcl_ResetResult(interp);
+    return TCL_OK;
+}
+
+/* _wait's wait for var on the sockets, at most ::tclnats::await_us, unless
+ * the back-off of the connection (namespace ns) skips it; *value: the
+ * variable's value once it is set within that time */
+static int
+wait_on_sockets(Tcl_Interp *interp, SpinState *st, Tcl_Namespace *ns, Tcl_Obj *var, Tcl_Obj **value)
+{
+    AwaitSkip *a = await_skip(st, ns);
+    Tcl_Obj *bv, *socks, **pairs;
+    Tcl_WideInt budget = 0;
+    int code, np;
+
+    if (a->skip > 0) {
+        a->skip--;
+        return TCL_OK;
+    }
+    bv = Tcl_GetVar2Ex(interp, "::tclnats::await_us", NULL, TCL_GLOBAL_ONLY);
+    if (bv == NULL || Tcl_GetWideIntFromObj(NULL, bv, &budget) != TCL_OK || budget <= 0)
+        return TCL_OK;
+    code = nats_sockets(interp, &socks);
+    if (code != TCL_OK)
+        return code;
+    if (Tcl_ListObjGetElements(NULL, socks, &np, &pairs) == TCL_OK) {
+        *value = await_var(interp, st, var, budget, np - np % 2, pairs, 0);
+        if (*value != NULL) {
+            a->misses = 0;
+            st->caught++;
+        } else {
+            int m = a->misses;
+            a->skip = (10 << m) < 1000 ? (10 << m) : 1000;
+            a->misses = m < 7 ? m + 1 : 7;
+            st->missed++;
+        }
+    }
+    Tcl_DecrRefCount(socks);
+    return TCL_OK;
+}
+
+/* vwait, as nats::_coroVwait outside a coroutine, until var is set
+ * (*value, NULL on entry unless it is set already) */
+static int
+vwait_var(Tcl_Interp *interp, Tcl_Obj *var, Tcl_Obj **value)
+{
+    while (*value == NULL) {
+        Tcl_Obj *cmd[2];
+        int code;
+        cmd[0] = Tcl_NewStringObj("vwait", 5);
+        cmd[1] = var;
+        Tcl_IncrRefCount(cmd[0]);
+        Tcl_IncrRefCount(var);
+        code = Tcl_EvalObjv(interp, 2, cmd, TCL_EVAL_GLOBAL);
+        Tcl_DecrRefCount(cmd[0]);
+        Tcl_DecrRefCount(var);
+        if (code != TCL_OK)
+            return code;
+        *value = Tcl_ObjGetVar2(interp, var, NULL, TCL_GLOBAL_ONLY);
+    }
+    return TCL_OK;
+}
+
+/* A call's result, taken out of its variable var: {0 value} returns the
+ * value, {1 errorCode message} the error; {2 nextRid} puts nextRid in *rid
+ * (the operation goes on with another request) and returns TCL_CONTINUE. */
+static int
+take_result(Tcl_Interp *interp, Tcl_Obj *var, Tcl_Obj *value, Tcl_Obj **rid)
+{
+    int code = TCL_OK, n, kind = -1;
+    Tcl_Obj **items;
+
+    Tcl_IncrRefCount(value);
+    Tcl_UnsetVar2(interp, Tcl_GetString(var), NULL, TCL_GLOBAL_ONLY);
+    Tcl_ResetResult(interp);
+    if (Tcl_ListObjGetElements(interp, value, &n, &items) != TCL_OK) {
+        Tcl_DecrRefCount(value);
+        return TCL_ERROR;
+    }
+    if (n > 0)
+        Tcl_GetIntFromObj(NULL, items[0], &kind);
+    if (kind == 2 && n > 1) {
+        Tcl_DecrRefCount(*rid);
+        *rid = items[1];
+        Tcl_IncrRefCount(*rid);
+        Tcl_DecrRefCount(value);
+        return TCL_CONTINUE;
+    }
+    if (kind == 0) {
+        if (n > 1)
+            Tcl_SetObjResult(interp, items[1]);
+    } else {
+        /* as ::tclnats::r: {1 errorCode message} */
+        if (n > 1)
+            Tcl_SetObjErrorCode(interp, items[1]);
+        if (n > 2)
+            Tcl_SetObjResult(interp, items[2]);
+        code = TCL_ERROR;
+    }
+    Tcl_DecrRefCount(value);
+    return code;
+}
+
 static int
 WaitCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
 {
     SpinState *st = (SpinState *)cd;
     Tcl_Namespace *ns = Tcl_GetCurrentNamespace(interp);
     Tcl_Obj *rid, *var = NULL, *value;
-    int code = TCL_OK, n;
-    Tcl_Obj **items;
+    int code;
 
     if (objc != 3) {
         Tcl_WrongNumArgs(interp, 1, objv, "rid sock");
@@ -268,100 +390,19 @@ WaitCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
         var = Tcl_ObjPrintf("%s::results(%s)", ns->fullName, Tcl_GetString(rid));
         Tcl_IncrRefCount(var);
         value = Tcl_ObjGetVar2(interp, var, NULL, TCL_GLOBAL_ONLY);
-        if (value == NULL && Tcl_GetCharLength(objv[2]) > 0) {
-            AwaitSkip *a = await_skip(st, ns);
-            if (a->skip > 0) {
-                a->skip--;
-            } else {
-                Tcl_Obj *bv = Tcl_GetVar2Ex(interp, "::tclnats::await_us", NULL, TCL_GLOBAL_ONLY);
-                Tcl_WideInt budget = 0;
-                if (bv != NULL && Tcl_GetWideIntFromObj(NULL, bv, &budget) == TCL_OK && budget > 0) {
-                    /* the sockets and their readable handlers: [array get ::tclnats::sockets] */
-                    Tcl_Obj *cmd[3], *socks, **pairs;
-                    int np;
-                    cmd[0] = Tcl_NewStringObj("array", 5);
-                    cmd[1] = Tcl_NewStringObj("get", 3);
-                    cmd[2] = Tcl_NewStringObj("::tclnats::sockets", -1);
-                    for (n = 0; n < 3; n++)
-                        Tcl_IncrRefCount(cmd[n]);
-                    code = Tcl_EvalObjv(interp, 3, cmd, TCL_EVAL_GLOBAL);
-                    for (n = 0; n < 3; n++)
-                        Tcl_DecrRefCount(cmd[n]);
-                    if (code != TCL_OK)
-                        goto done;
-                    socks = Tcl_GetObjResult(interp);
-                    Tcl_IncrRefCount(socks);
-                    Tcl_ResetResult(interp);
-                    if (Tcl_ListObjGetElements(NULL, socks, &np, &pairs) == TCL_OK) {
-                        value = await_var(interp, st, var, budget, np - np % 2, pairs, 0);
-                        if (value != NULL) {
-                            a->misses = 0;
-                            st->caught++;
-                        } else {
-                            int m = a->misses;
-                            a->skip = (10 << m) < 1000 ? (10 << m) : 1000;
-                            a->misses = m < 7 ? m + 1 : 7;
-                            st->missed++;
-                        }
-                    }
-                    Tcl_DecrRefCount(socks);
-                }
-            }
-        }
-        while (value == NULL) {
-            /* vwait, as nats::_coroVwait outside a coroutine */
-            Tcl_Obj *cmd[2];
-            cmd[0] = Tcl_NewStringObj("vwait", 5);
-            cmd[1] = var;
-            Tcl_IncrRefCount(cmd[0]);
-            Tcl_IncrRefCount(var);
-            code = Tcl_EvalObjv(interp, 2, cmd, TCL_EVAL_GLOBAL);
-            Tcl_DecrRefCount(cmd[0]);
-            Tcl_DecrRefCount(var);
-            if (code != TCL_OK)
-                goto done;
-            value = Tcl_ObjGetVar2(interp, var, NULL, TCL_GLOBAL_ONLY);
-        }
-        /* take it out of the variable */
-        Tcl_IncrRefCount(value);
-        Tcl_UnsetVar2(interp, Tcl_GetString(var), NULL, TCL_GLOBAL_ONLY);
-        Tcl_ResetResult(interp);
-        if (Tcl_ListObjGetElements(interp, value, &n, &items) != TCL_OK) {
-            Tcl_DecrRefCount(value);
-            code = TCL_ERROR;
-            goto done;
-        }
-        {
-            int kind = -1;
-            if (n > 0)
-                Tcl_GetIntFromObj(NULL, items[0], &kind);
-            if (kind == 2 && n > 1) {
-                /* the operation goes on with another request */
-                Tcl_DecrRefCount(rid);
-                rid = items[1];
-                Tcl_IncrRefCount(rid);
-                Tcl_DecrRefCount(value);
-                continue;
-            }
-            if (kind == 0) {
-                if (n > 1)
-                    Tcl_SetObjResult(interp, items[1]);
-            } else {
-                /* as ::tclnats::r: {1 errorCode message} */
-                if (n > 1)
-                    Tcl_SetObjErrorCode(interp, items[1]);
-                if (n > 2)
-                    Tcl_SetObjResult(interp, items[2]);
-                code = TCL_ERROR;
-            }
-        }
-        Tcl_DecrRefCount(value);
-        break;
+        code = TCL_OK;
+        if (value == NULL && Tcl_GetCharLength(objv[2]) > 0)
+            code = wait_on_sockets(interp, st, ns, var, &value);
+        if (code == TCL_OK)
+            code = vwait_var(interp, var, &value);
+        if (code != TCL_OK)
+            break;
+        code = take_result(interp, var, value, &rid);
+        if (code != TCL_CONTINUE)
+            break;
     }
-done:
     Tcl_DecrRefCount(rid);
-    if (var != NULL)
-        Tcl_DecrRefCount(var);
+    Tcl_DecrRefCount(var);
     return code;
 }
 
