@@ -35,9 +35,8 @@ PyObject *
 tcl_error(Tcl_Interp *interp)
 {
     PyObject *msg = from_obj(interp, Tcl_GetObjResult(interp));
-    if (msg != NULL && !PyUnicode_Check(msg)) {
+    if (msg != NULL && !PyUnicode_Check(msg))
         Py_SETREF(msg, PyObject_Str(msg));
-    }
     if (msg != NULL) {
         PyErr_SetObject(TclError, msg);
         Py_DECREF(msg);
@@ -365,26 +364,6 @@ Interp_deleted(InterpObject *self, PyObject *Py_UNUSED(unused))
     return PyBool_FromLong(self->deleted);
 }
 
-static void
-interp_deleted(ClientData cd, Tcl_Interp *Py_UNUSED(interp))
-{
-    InterpObject *self = (InterpObject *)cd;
-    PyGILState_STATE st = PyGILState_Ensure();
-    PyObject *cb = self->on_delete;
-    self->deleted = 1;
-    self->on_delete = NULL;
-    if (cb != NULL) {
-        PyObject *r = PyObject_CallNoArgs(cb);
-        if (r == NULL)
-            PyErr_WriteUnraisable(cb);
-        Py_XDECREF(r);
-        Py_DECREF(cb);
-    }
-    self->interp = NULL;
-    Py_DECREF(self);   /* the reference the interpreter held */
-    PyGILState_Release(st);
-}
-
 /* ------------------------------------------------------------ the C commands of an interpreter */
 
 /*
@@ -487,6 +466,28 @@ RunDeliveriesCmd(ClientData Py_UNUSED(cd), Tcl_Interp *interp, int objc, Tcl_Obj
         Tcl_DecrRefCount(held[i]);
     ckfree((char *)held);
     return TCL_OK;
+}
+
+/* ------------------------------------------------------------ the Interp of an interpreter */
+
+static void
+interp_deleted(ClientData cd, Tcl_Interp *Py_UNUSED(interp))
+{
+    InterpObject *self = (InterpObject *)cd;
+    PyGILState_STATE st = PyGILState_Ensure();
+    PyObject *cb = self->on_delete;
+    self->deleted = 1;
+    self->on_delete = NULL;
+    if (cb != NULL) {
+        PyObject *r = PyObject_CallNoArgs(cb);
+        if (r == NULL)
+            PyErr_WriteUnraisable(cb);
+        Py_XDECREF(r);
+        Py_DECREF(cb);
+    }
+    self->interp = NULL;
+    Py_DECREF(self);   /* the reference the interpreter held */
+    PyGILState_Release(st);
 }
 
 /* The one Interp object of a Tcl interpreter (made on first use). */
