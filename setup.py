@@ -196,9 +196,13 @@ setup(
     package_data={"tclnats_py": ["py.typed"] + C_HEADERS, "tclnats_py.tcl": ["*.tcl", "v2/*.tcl"],
                   "tclnats_py.compat": ["*.tcl"]},
     ext_modules=[
+        # the crossing layer, one file per concern (tclcross.h says which);
         # subject_rule.h: the ASCII subject rule both C fast paths share
-        Extension("tclnats_py._tclcross", ["tclnats_py/_ext/tclcross.c", "tclnats_py/_ext/tclfast.c"],
-                  depends=["tclnats_py/_ext/subject_rule.h"]),
+        Extension("tclnats_py._tclcross",
+                  ["tclnats_py/_ext/" + name for name in (
+                      "tclcross.c", "tclcross_convert.c", "tclcross_interp.c", "tclcross_chan.c",
+                      "tclcross_wait.c", "tclcross_embed.c", "tclfast.c")],
+                  depends=["tclnats_py/_ext/tclcross.h", "tclnats_py/_ext/subject_rule.h"]),
         Extension("tclnats_py._tclload", ["tclnats_py/_ext/tclload.c"]),
         # the optional parser accelerator (engine/protocol.py works without it)
         Extension("tclnats_py._natsproto", ["tclnats_py/_ext/natsproto.c"], depends=["tclnats_py/_ext/subject_rule.h"]),

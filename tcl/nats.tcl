@@ -98,7 +98,7 @@ proc ::nats::_on_readable {reader} {
     }
     # each: uplevel #0 [list {*}$cb $a $b ?$c?] (kind 2: two arguments), an
     # error reported as after 0 [list return -options $opts $err] would
-    # (tclcross.c; the loop in C)
+    # (tclcross_interp.c; the loop in C)
     ::tclnats::_run_deliveries $items
     # these deliveries have run (pending_msgs_limit counts those not run yet)
     ::tclnats::_flush_dirty $reader

@@ -145,7 +145,7 @@ python_program(const char *pkgdir, char *out, size_t size)
 }
 
 static void
-free_start(ClientData cd)
+StartFree(ClientData cd)
 {
     ckfree((char *)cd);
 }
@@ -153,7 +153,7 @@ free_start(ClientData cd)
 /* ::tclnats::_start: start (or join) Python and install the bridge into
  * this interpreter; later calls do nothing */
 static int
-start_cmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
+StartCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
 {
     StartData *data = (StartData *)cd;
     if (objc != 1) {
@@ -226,7 +226,7 @@ Tclnats_Init(Tcl_Interp *interp)
     data->started = 0;
     strcpy(data->sitedir, sitedir);
     strcpy(data->program, program);
-    Tcl_CreateObjCommand(interp, "::tclnats::_start", start_cmd, data, free_start);
+    Tcl_CreateObjCommand(interp, "::tclnats::_start", StartCmd, data, StartFree);
     return Tcl_PkgProvide(interp, "tclnats", "0.1");
 }
 

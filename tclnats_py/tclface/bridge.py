@@ -1701,7 +1701,7 @@ def _prepare(tk: Interp) -> "_Bridge":
     tk.call("set", "::tclnats::hosted", 1)
     tk.eval(f"if {{[lsearch -exact $::auto_path {{{libdir}}}] < 0}} {{lappend ::auto_path {{{libdir}}}}}")
     # ::tclnats::r (unpacking Python replies) is needed before package nats
-    # loads: the extension made it (tclcross.c) with the interpreter's Interp
+    # loads: the extension made it (tclcross_interp.c) with the interpreter's Interp
     tk.eval("namespace eval ::tclnats {}")
     return bridge
 
