@@ -46,7 +46,7 @@ SERIES = {
     "Python": [("tclnats_py", "tclnats_py (asyncio face)", "#1f77b4"),
                ("natspy_api", "nats-py's API on tclnats_py", "#17becf"),
                ("nats-py", "nats-py", "#2ca02c"),
-               ("nats-core", "nats-core", "#d62728"),
+               ("nats_core", "nats-core (on Python 3.13)", "#d62728"),
                ("raw_socket", "raw-socket ceiling", "#7f7f7f")],
 }
 

@@ -35,13 +35,14 @@ def test_faces_gather_every_series_of_every_run():
     run1 = {"figures": [{"figure": "publish", "unit": "msg/s", "original": 10.0, "tclnats": 100.0, "raw_socket": 300.0},
                         {"figure": "request", "unit": "req/s", "original": 1.0, "tclnats": 2.0, "raw_socket": None}]}
     run2 = {"figures": [{"figure": "publish", "unit": "msg/s", "original": 12.0, "tclnats": 90.0, "raw_socket": 280.0}]}
-    py = {"figures": [{"figure": "kv_get", "nats-py": 3.0, "tclnats_py": 7.0, "natspy_api": 4.0, "raw_socket": 9.0}]}
+    py = {"figures": [{"figure": "kv_get", "nats-py": 3.0, "tclnats_py": 7.0, "natspy_api": 4.0, "raw_socket": 9.0,
+                       "nats_core": 1.0, "nats_core_missing": "not measured"}]}
     panels = plot.faces([run1, run2], [py])
     assert panels["Tcl"] == [("publish", "msg/s", {"tclnats": [100.0, 90.0], "original": [10.0, 12.0],
                                                    "raw_socket": [300.0, 280.0]}),
                              ("request", "req/s", {"tclnats": [2.0], "original": [1.0]})]
     assert panels["Python"] == [("KV get", "op/s", {"tclnats_py": [7.0], "natspy_api": [4.0], "nats-py": [3.0],
-                                                    "raw_socket": [9.0]})]
+                                                    "nats_core": [1.0], "raw_socket": [9.0]})]
     assert plot.machine_of([{"machine": "m1"}], None) == "m1"
     assert plot.machine_of([{"machine": "m1"}], "given") == "given"
 
