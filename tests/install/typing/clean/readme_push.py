@@ -1,4 +1,4 @@
-"""README's push-consumer lines (section "JetStream push consumers"), in a typed function."""
+"""docs/python.md's push-consumer lines (section "JetStream, Key-Value, Object Store"), in a typed function."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""README's Spark lines (section "Spark"), in a typed function."""
+"""docs/spark.md's lines (section "Use"), in a typed function."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""README's Tk lines (section "Tcl inside a Python program")."""
+"""docs/tcl.md's Tk lines (section "Tcl inside a Python program")."""
 
 import tkinter
 from tclnats_py.tclface.bridge import install
