@@ -28,10 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from tclnats_py.errors import ErrKeyExists, ErrWrongLastSequence, NatsError, make_error
 from tclnats_py.engine.js import kv as _kv
+from tclnats_py.engine.js.events import event_table
 from tclnats_py.engine.validate import check_seconds, check_timeout
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.jetstream.context import JetStream
+    from tclnats_py.engine.js.events import InitDone, WatchEntry
 
 __all__ = ["KeyValue", "KvEntry", "KvStatus", "KvWatcher", "kv_origin"]
 
@@ -241,6 +243,7 @@ class KvWatcher:
         self._opts = consumer_opts
         self.consumer = None
         self._queue: list = []
+        self._dispatch = event_table(self, state.EVENTS, "_")
 
     @property
     def init_done(self) -> bool:
@@ -298,7 +301,14 @@ class KvWatcher:
             msg = await self.consumer.__anext__()  # StopAsyncIteration ends us too
             self._queue += self.state.on_msg(msg.msg, msg._engine_meta())
         ev = self._queue.pop(0)
-        return _entry(ev[1]) if ev[0] == "entry" else None
+        return self._dispatch[ev.__class__](ev)
+
+    # -- the engine's events (see engine/js/kv.py Watcher): what the iteration yields
+    def _on_watch_entry(self, ev: WatchEntry) -> KvEntry:
+        return _entry(ev.entry)
+
+    def _on_init_done(self, ev: InitDone) -> None:
+        return None  # the End Of Initial Data
 
     async def stop(self) -> None:
         """End the watch (its consumer goes); the iteration ends."""

@@ -37,6 +37,8 @@ from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js.ack import NAK, TERM, WPI, ACK, nak_payload
 from tclnats_py.engine.js.api import (JsApi, JsonFloat, Publish, Request, advance, api_call, check_name, filename_safe,
                       stored_from_direct)
+from tclnats_py.engine.js.events import (Delivered, Ended, FlowReply, Heartbeat, InitDone, Reset, Retry, Stop,
+                                         WatchEntry, WatchInfo, event_table)
 from tclnats_py.engine.js.meta import metadata_from_reply
 from tclnats_py.engine.js.publish import ack_error_dict, parse_ack_fast, publish_headers, stalled
 from tclnats_py.engine.js.pull import Fetch
@@ -807,6 +809,7 @@ class PullRequest:
         self.done = False       # set by the connection when the request is over
         self.owner = None
         self.tcl_obj = None
+        self._dispatch = event_table(self, fetch.EVENTS)  # handlers take (event, req, out)
 
     def ended(self):
         """The pull is over: its fetch ID object goes away."""
@@ -824,22 +827,30 @@ class PullRequest:
 
     def on_msg(self, req, msg, out) -> bool:
         """One message of the pull; True when the pull is over."""
-        cb = self.callback
+        on = self._dispatch
         for ev in self.fetch.on_msg(msg):
-            if ev[0] == "msg":
-                if cb:
-                    out.extend((2, cb, 0, self.conn.msg_dict(ev[1]), ""))
-            elif ev[0] == "end":
-                status = ev[1]
-                if status is not None:
-                    self.conn._log("debug", f"{self._kind()} pull request {req.id} got status message "
-                                            f"{status.status}")
-                if cb:
-                    out.extend((2, cb, 1, self.conn.msg_dict(status) if status is not None else "", ""))
+            on[ev.__class__](ev, req, out)
         if self.fetch.done:
             self.ended()
             return True
         return False
+
+    # -- the Fetch's events: callbacks of an asynchronous fetch, put in ``out``
+    def on_delivered(self, ev: Delivered, req, out) -> None:
+        if self.callback:
+            out.extend((2, self.callback, 0, self.conn.msg_dict(ev.msg), ""))
+
+    def on_ended(self, ev: Ended, req, out) -> None:
+        status = ev.status
+        if status is not None:
+            self.conn._log("debug", f"{self._kind()} pull request {req.id} got status message {status.status}")
+        if self.callback:
+            out.extend((2, self.callback, 1, self.conn.msg_dict(status) if status is not None else "", ""))
+
+    def on_heartbeat(self, ev: Heartbeat, req, out) -> None:
+        """Nothing to do: a Tcl fetch keeps no heartbeat clock (it asks for
+        no idle heartbeats), and the request's own timeout still runs."""
+        return None
 
     def on_end(self, outcome, req, out):
         """The request ended without on_msg saying so (timeout, close, batch)."""
@@ -892,6 +903,10 @@ class OrderedConsumer:
         self.info = ()
         self.dead = False
         self.reset_code = ""
+        # the engine's events: of each message (handlers take (event, Tcl
+        # msg)), and of a failed re-creation (handlers take (event, code, text))
+        self._dispatch = event_table(self, state.MSG_EVENTS)
+        self._dispatch_failed = event_table(self, state.CREATE_FAILED_EVENTS)
         self.cmd = f"::tclnats::oc{next(js.js.ids)}"
         js.js.register(self, self.cmd)
         self._set("Name", "")
@@ -942,30 +957,32 @@ class OrderedConsumer:
             self.sid = None
 
     def _events(self, events, msg=None):
+        on = self._dispatch
         for ev in events:
-            kind = ev[0]
-            if kind == "deliver":
-                self._deliver(ev[1], ev[2], msg)
-            elif kind == "publish":
-                self.conn.engine.publish(ev[1], ev[2])
-                self.conn.run()
-            elif kind == "reset":
-                self._set("Name", "")
-                self._unsubscribe()
-                self._after(0, "Reset", ev[1].code)
-            else:
-                raise TypeError(f"unknown ordered consumer event {kind}")
+            on[ev.__class__](ev, msg)
 
-    def _deliver(self, m, meta, msg):
+    # -- the engine's events of a message (``msg``: the Tcl nats::msg)
+    def on_delivered(self, ev: Delivered, msg) -> None:
         if callable(self.callback):
-            self.callback(m, meta)
+            self.callback(ev.msg, ev.meta)
         elif self.post:
             self.tk.call("after", 0, (*self.tk.splitlist(self.callback), msg))
         else:
             self.tk.call(*self.tk.splitlist(self.callback), msg)
 
+    def on_flow_reply(self, ev: FlowReply, msg) -> None:
+        self.conn.engine.publish(ev.subject, b"")
+        self.conn.run()
+
+    def on_reset(self, ev: Reset, msg) -> None:
+        self._set("Name", "")
+        self._unsubscribe()
+        self._after(0, "Reset", ev.error.code)
+
     def c_missing_hb(self):
-        """No heartbeat for 3 intervals: the Tcl object's Reset runs next."""
+        """No heartbeat for 3 intervals: the state's Reset is carried out by
+        the Tcl object's MissingHb method, which calls Reset next (so the
+        events of on_heartbeat_missed are not dispatched here)."""
         self.timer = ""
         self.state.on_heartbeat_missed()
         self._unsubscribe()
@@ -993,15 +1010,20 @@ class OrderedConsumer:
         if self.dead:
             return
         self.state.retry_ms = int(self._get("RetryInterval"))
+        on = self._dispatch_failed
         for ev in self.state.on_create_failed(make_error(code, text)):
-            if ev[0] == "stop":
-                self._stop(make_error(code, f"stopped due to {text}"))
-            elif self.conn.engine.status == CLOSED:
-                self._error(make_error(code, f"failed to reset: {text}"))
-                self._stop(make_error("ErrConnectionClosed", "stopped"))
-            else:
-                self._error(make_error(code, f"failed to reset: {text}"))
-                self._after(ev[1], "Reset", self.reset_code)  # the same reset, tried again
+            on[ev.__class__](ev, code, text)
+
+    # -- the engine's events of a failed re-creation (``code``, ``text``: its error)
+    def on_stop(self, ev: Stop, code, text) -> None:
+        self._stop(make_error(code, f"stopped due to {text}"))
+
+    def on_retry(self, ev: Retry, code, text) -> None:
+        self._error(make_error(code, f"failed to reset: {text}"))
+        if self.conn.engine.status == CLOSED:
+            self._stop(make_error("ErrConnectionClosed", "stopped"))
+        else:
+            self._after(ev.ms, "Reset", self.reset_code)  # the same reset, tried again
 
     def c_on_msg(self, msg):
         """Called by the Tcl object's OnMsg method with one delivered message."""
@@ -1135,6 +1157,7 @@ class Watcher:
         self.gathering = ""
         self.results: list = []
         self.consumer: OrderedConsumer | None = None
+        self._dispatch = event_table(self, state.EVENTS)
         self.cmd = f"::tclnats::kvw{next(js.js.ids)}"
         js.js.register(self, self.cmd)
 
@@ -1159,17 +1182,19 @@ class Watcher:
         self._events(self.state.on_msg(msg, meta))
 
     def _events(self, events):
+        on = self._dispatch
         for ev in events:
-            if ev[0] == "init_done":
-                self.c_init_done()
-            elif ev[0] == "entry":
-                self._entry(ev[1])
-            elif ev[0] == "info":
-                self._deliver(tcl_value(ev[1]))
-            else:
-                raise TypeError(f"unknown watcher event {ev[0]}")
+            on[ev.__class__](ev)
 
-    def _entry(self, e: _kv.Entry):
+    # -- the engine's events (a KV or an Object Store watcher's)
+    def on_init_done(self, ev: InitDone) -> None:
+        self.c_init_done()
+
+    def on_watch_info(self, ev: WatchInfo) -> None:
+        self._deliver(tcl_value(ev.info))
+
+    def on_watch_entry(self, ev: WatchEntry) -> None:
+        e = ev.entry
         if self.gathering == "keys":
             self.results.append(e.key)
             return
