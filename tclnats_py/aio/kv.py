@@ -33,6 +33,7 @@ from tclnats_py.engine.validate import check_seconds, check_timeout
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.jetstream.context import JetStream
+    from tclnats_py.aio.jetstream.ordered import OrderedConsumer
     from tclnats_py.engine.js.events import InitDone, WatchEntry
 
 __all__ = ["KeyValue", "KvEntry", "KvStatus", "KvWatcher", "kv_origin"]
@@ -241,7 +242,7 @@ class KvWatcher:
         self.kv = kv
         self.state = state
         self._opts = consumer_opts
-        self.consumer = None
+        self.consumer: OrderedConsumer | None = None
         self._queue: list = []
         self._dispatch = event_table(self, state.EVENTS, "_")
 
@@ -294,11 +295,14 @@ class KvWatcher:
             raise
         self._queue += self.state.on_consumer_created(self.consumer.info)
 
-    async def __anext__(self):
-        if self.consumer is None:
+    async def __anext__(self) -> KvEntry | None:
+        consumer = self.consumer
+        if consumer is None:
             await self._start()
+            consumer = self.consumer
+            assert consumer is not None
         while not self._queue:
-            msg = await self.consumer.__anext__()  # StopAsyncIteration ends us too
+            msg = await consumer.__anext__()  # StopAsyncIteration ends us too
             self._queue += self.state.on_msg(msg.msg, msg._engine_meta())
         ev = self._queue.pop(0)
         return self._dispatch[ev.__class__](ev)
