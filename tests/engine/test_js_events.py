@@ -11,9 +11,26 @@ from tclnats_py.engine.connection import Msg
 from tclnats_py.engine.effects import UnknownEffect
 from tclnats_py.engine.js import events as E
 from tclnats_py.engine.js import kv, objstore, ordered, pull, push
-from tests.test_js_engine import err, js_msg, status
+from tclnats_py.errors import make_error
 
 pytestmark = pytest.mark.unit
+
+
+def js_msg(sseq, cseq, data=b"x", subject="s.a"):
+    """A stream message as a consumer delivers it (nothing pending after it)."""
+    return Msg(subject, data, f"$JS.ACK.S.C.1.{sseq}.{cseq}.1700000000123456789.0")
+
+
+def status(code, desc="", headers=None, reply=None):
+    h = {"Status": [str(code)]}
+    if desc:
+        h["Description"] = [desc]
+    h.update(headers or {})
+    return Msg("_INBOX.x", b"", reply, h)
+
+
+def err(code):
+    return make_error(code, "x")
 
 
 def hb(last=None, stalled=None):
