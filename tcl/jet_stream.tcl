@@ -1,6 +1,6 @@
 # JetStream, Key-Value and ordered consumers: the public shape of nats-tcl
 # 3.2.1 (JsAPI.md, KvAPI.md). The JetStream API itself is spoken by
-# tclnats_py/tclface/js.py; these classes hold the Tcl-visible state, wait for
+# tclnats_py/tclface/js/; these classes hold the Tcl-visible state, wait for
 # results (vwait, or yield in a coroutine) and own their children.
 
 oo::class create ::nats::jet_stream {

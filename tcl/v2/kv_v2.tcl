@@ -2,7 +2,7 @@
 # object of nats-tcl 2.0.4's KvAPI.md, and nats::kv_store, the KV API of the
 # Aug 2023 JetStream document ($js key_value: the bucket named in each call).
 # Both drive the bucket operations of tclnats_py/engine/js/kv.py through
-# tclnats_py/tclface/js.py; here are only their Tcl shapes.
+# tclnats_py/tclface/js/kv.py; here are only their Tcl shapes.
 
 # 2.0.4's nats::key_value is 3.2.1's class (tcl/jet_stream.tcl, sourced
 # before this file) with the 2.x shapes below: entries with delta, a status

@@ -28,10 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from tclnats_py.errors import ErrKeyExists, ErrWrongLastSequence, NatsError, make_error
 from tclnats_py.engine.js import kv as _kv
+from tclnats_py.engine.js.events import event_table
 from tclnats_py.engine.validate import check_seconds, check_timeout
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.jetstream.context import JetStream
+    from tclnats_py.aio.jetstream.ordered import OrderedConsumer
+    from tclnats_py.engine.js.events import InitDone, WatchEntry
 
 __all__ = ["KeyValue", "KvEntry", "KvStatus", "KvWatcher", "kv_origin"]
 
@@ -239,8 +242,9 @@ class KvWatcher:
         self.kv = kv
         self.state = state
         self._opts = consumer_opts
-        self.consumer = None
+        self.consumer: OrderedConsumer | None = None
         self._queue: list = []
+        self._dispatch = event_table(self, state.EVENTS, "_")
 
     @property
     def init_done(self) -> bool:
@@ -291,14 +295,24 @@ class KvWatcher:
             raise
         self._queue += self.state.on_consumer_created(self.consumer.info)
 
-    async def __anext__(self):
-        if self.consumer is None:
+    async def __anext__(self) -> KvEntry | None:
+        consumer = self.consumer
+        if consumer is None:
             await self._start()
+            consumer = self.consumer
+            assert consumer is not None
         while not self._queue:
-            msg = await self.consumer.__anext__()  # StopAsyncIteration ends us too
+            msg = await consumer.__anext__()  # StopAsyncIteration ends us too
             self._queue += self.state.on_msg(msg.msg, msg._engine_meta())
         ev = self._queue.pop(0)
-        return _entry(ev[1]) if ev[0] == "entry" else None
+        return self._dispatch[ev.__class__](ev)
+
+    # -- the engine's events (see engine/js/kv.py Watcher): what the iteration yields
+    def _on_watch_entry(self, ev: WatchEntry) -> KvEntry:
+        return _entry(ev.entry)
+
+    def _on_init_done(self, ev: InitDone) -> None:
+        return None  # the End Of Initial Data
 
     async def stop(self) -> None:
         """End the watch (its consumer goes); the iteration ends."""

@@ -25,9 +25,11 @@ if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.client import HeadersArg
     from tclnats_py.aio.jetstream.context import JetStream
     from tclnats_py.aio.jetstream.ordered import OrderedConsumer
+    from tclnats_py.engine.js.events import InitDone, WatchInfo
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.js import objstore as _obj
+from tclnats_py.engine.js.events import event_table
 from tclnats_py.engine.js.publish import parse_ack
 from tclnats_py.engine.nuid import next_token
 from tclnats_py.engine.validate import check_headers, check_int, check_seconds, check_str
@@ -316,6 +318,7 @@ class ObjectWatcher:
         self.state = state
         self.consumer: OrderedConsumer | None = None
         self._queue: list = []
+        self._dispatch = event_table(self, state.EVENTS, "_")
 
     def __aiter__(self) -> ObjectWatcher:
         return self
@@ -339,7 +342,14 @@ class ObjectWatcher:
             m = await consumer.__anext__()
             self._queue += self.state.on_msg(m.msg, m._engine_meta())
         ev = self._queue.pop(0)
-        return ObjectInfo(ev[1]) if ev[0] == "info" else None
+        return self._dispatch[ev.__class__](ev)
+
+    # -- the engine's events (see engine/js/objstore.py Watcher): what the iteration yields
+    def _on_watch_info(self, ev: WatchInfo) -> ObjectInfo:
+        return ObjectInfo(ev.info)
+
+    def _on_init_done(self, ev: InitDone) -> None:
+        return None  # the End Of Initial Data
 
     async def stop(self) -> None:
         if self.consumer is not None:

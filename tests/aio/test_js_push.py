@@ -8,6 +8,7 @@ import pytest
 
 import tclnats_py
 from tests.aio_helpers import settle
+from tclnats_py.engine.js.events import Delivered, FlowReply, Stop, Warn
 from tclnats_py.engine.js.push import PushState
 
 
@@ -21,16 +22,17 @@ def test_push_state_sorts_deliveries():
     st = PushState("S", "C", idle_heartbeat_ms=500)
     assert st.heartbeat_timeout_ms == 1000
     fc = tclnats_py.Msg("d", b"", "fc.reply", {"Status": ["100"], "Description": ["FlowControl Request"]})
-    assert st.on_msg(fc) == [("publish", "fc.reply", b"")]
+    assert st.on_msg(fc) == [FlowReply("fc.reply")]
     hb = tclnats_py.Msg("d", b"", None, {"Status": ["100"], "Description": ["Idle Heartbeat"],
                                          "Nats-Consumer-Stalled": ["stalled.reply"]})
-    assert st.on_msg(hb) == [("publish", "stalled.reply", b"")]
+    assert st.on_msg(hb) == [FlowReply("stalled.reply")]
     m = tclnats_py.Msg("d", b"x", "$JS.ACK.S.C.1.1.1.0.0", None)
-    assert st.on_msg(m) == [("deliver", m)]
+    assert st.on_msg(m) == [Delivered(m, None)]
     gone = tclnats_py.Msg("d", b"", None, {"Status": ["409"], "Description": ["Consumer Deleted"]})
     ev = st.on_msg(gone)
-    assert ev[0][0] == "stop" and ev[0][1].code == "ErrConsumerDeleted"
-    assert st.on_heartbeat_missed()[0][1].code == "ErrNoHeartbeat"
+    assert type(ev[0]) is Stop and ev[0].error.code == "ErrConsumerDeleted"
+    ev = st.on_heartbeat_missed()
+    assert type(ev[0]) is Warn and ev[0].error.code == "ErrNoHeartbeat"
 
 
 def test_push_subscribe_deliver_subject_group_flow_control_heartbeats(js_server):

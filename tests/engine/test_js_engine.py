@@ -8,6 +8,7 @@ from tclnats_py import NatsError
 from tclnats_py.engine.connection import Msg
 from tclnats_py.engine.js import (Batch, JsApi, Publish, Request, ack, advance, api, config, meta, ordered, publish, pull,
                             run_sync)
+from tclnats_py.engine.js.events import (HEARTBEAT, Delivered, Ended, FlowReply, Pull, Reset, Retry, Stop, Warn)
 
 
 def jmsg(obj, subject="_INBOX.x"):
@@ -477,8 +478,8 @@ def test_fetch_no_wait_and_timeouts_like_nats_tcl():
 def test_fetch_ends():
     # all messages: done without a status
     f = pull.Fetch(2, timeout_ms=1000)
-    assert f.on_msg(js_msg(1, 1)) == [("msg", f.messages[0])] and not f.done
-    assert f.on_msg(status(100, "Idle Heartbeat")) == [("heartbeat",)]
+    assert f.on_msg(js_msg(1, 1)) == [Delivered(f.messages[0], None)] and not f.done
+    assert f.on_msg(status(100, "Idle Heartbeat")) == [HEARTBEAT]
     f.on_msg(js_msg(2, 2))
     assert f.done and f.outcome == "complete" and len(f.result()) == 2
     assert f.on_msg(js_msg(3, 3)) == []  # anything later is not ours
@@ -486,14 +487,14 @@ def test_fetch_ends():
     f = pull.Fetch(10, timeout_ms=1000)
     f.on_msg(js_msg(1, 1))
     end = status(408, "Request Timeout")
-    assert f.on_msg(end) == [("end", end)] and f.outcome == "status" and len(f.result()) == 1
+    assert f.on_msg(end) == [Ended(end)] and f.outcome == "status" and len(f.result()) == 1
     # none, 404: an empty list
     f = pull.Fetch(10)
     f.on_msg(status(404, "No Messages"))
     assert f.result() == [] and not f.probe
     # client-side timeout: ErrTimeout without messages (after a probe), the messages with some
     f = pull.Fetch(10, timeout_ms=500, expires_ms=1000)
-    assert f.on_timeout() == [("end", None)] and f.probe
+    assert f.on_timeout() == [Ended(None)] and f.probe
     with pytest.raises(NatsError) as e:
         f.result()
     assert e.value.code == "ErrTimeout"
@@ -510,7 +511,7 @@ def test_fetch_ends():
     assert e.value.code == "ErrConnectionClosed"
     # no responders: like a timeout, to be probed
     f = pull.Fetch(1, timeout_ms=500)
-    assert f.on_msg(status(503)) == [("end", None)] and f.probe
+    assert f.on_msg(status(503)) == [Ended(None)] and f.probe
     # consumer deleted: the Python face raises it when nothing came
     f = pull.Fetch(3, timeout_ms=500)
     f.on_msg(status(409, "Consumer Deleted"))
@@ -531,7 +532,7 @@ def test_fetch_ends():
 
 # ------------------------------------------------------------------ pull: consume
 def bodies(events):
-    return [json.loads(e[1]) for e in events if e[0] == "pull"]
+    return [json.loads(e.body) for e in events if e.__class__ is Pull]
 
 
 def test_consume_refills_at_threshold():
@@ -540,7 +541,7 @@ def test_consume_refills_at_threshold():
     assert bodies(c.start()) == [{"expires": 2_000_000_000, "batch": 10, "idle_heartbeat": 1_000_000_000}]
     for i in range(1, 5):
         ev = c.on_msg(js_msg(i, i))
-        assert ev == [("deliver", ev[0][1])]
+        assert ev == [Delivered(ev[0].msg, None)] and ev[0].msg.reply.split(".")[5] == str(i)
     assert c.pending_msgs == 6
     ev = c.on_msg(js_msg(5, 5))
     assert bodies(ev) == [{"expires": 2_000_000_000, "batch": 5, "idle_heartbeat": 1_000_000_000}]
@@ -559,19 +560,19 @@ def test_consume_warnings_stops_heartbeats_reconnects():
     c = pull.Consume(4, expires_ms=1000, idle_heartbeat_ms=200)
     c.start()
     ev = c.on_msg(status(409, "Exceeded MaxWaiting", {"Nats-Pending-Messages": ["4"], "Nats-Pending-Bytes": ["0"]}))
-    assert ev[0][0] == "warning" and ev[0][1].code == "ErrPullRequestLimit" and bodies(ev)[0]["batch"] == 4
+    assert type(ev[0]) is Warn and ev[0].error.code == "ErrPullRequestLimit" and bodies(ev)[0]["batch"] == 4
     ev = c.on_heartbeat_missed()
-    assert ev[0][1].code == "ErrNoHeartbeat" and bodies(ev)[0]["batch"] == 4
+    assert type(ev[0]) is Warn and ev[0].error.code == "ErrNoHeartbeat" and bodies(ev)[0]["batch"] == 4
     c.on_disconnect()
     assert c.on_heartbeat_missed() == [] and c._pull([]) is None
     assert bodies(c.on_reconnect())[0]["batch"] == 4
     # no responders (no such consumer): the next pull waits for the heartbeat clock
     ev = c.on_msg(status(503))
-    assert [e[0] for e in ev] == ["warning"] and ev[0][1].code == "ErrNoResponders" and c.backoff
+    assert [type(e) for e in ev] == [Warn] and ev[0].error.code == "ErrNoResponders" and c.backoff
     ev = c.on_heartbeat_missed()
-    assert [e[0] for e in ev] == ["pull"] and not c.backoff
+    assert [type(e) for e in ev] == [Pull] and not c.backoff
     ev = c.on_msg(status(409, "Consumer Deleted"))
-    assert ev[0][0] == "stop" and ev[0][1].code == "ErrConsumerDeleted" and c.stopped is not None
+    assert ev == [Stop(c.stopped)] and ev[0].error.code == "ErrConsumerDeleted"
     assert c.on_msg(js_msg(1, 1)) == [] and c.on_heartbeat_missed() == []
 
 
@@ -626,30 +627,30 @@ def test_ordered_consumer_tracks_and_resets():
     oc = ordered.OrderedConsumer("S", idle_heartbeat_ms=100)
     oc.on_created({"name": "c1", "delivered": {"stream_seq": 0, "consumer_seq": 0}})
     ev = oc.on_msg(js_msg(5, 1))
-    assert ev[0][0] == "deliver" and ev[0][2]["stream_seq"] == 5
-    assert oc.on_msg(js_msg(6, 2))[0][0] == "deliver"
+    assert type(ev[0]) is Delivered and ev[0].meta["stream_seq"] == 5
+    assert type(oc.on_msg(js_msg(6, 2))[0]) is Delivered
     assert oc.on_msg(hb(last=2)) == []
     # flow control and a stalled heartbeat are answered
     fc = status(100, "FlowControl Request", reply="$JS.FC.S.x")
-    assert oc.on_msg(fc) == [("publish", "$JS.FC.S.x", b"")]
-    assert oc.on_msg(hb(last=2, stalled="$JS.FC.S.y")) == [("publish", "$JS.FC.S.y", b"")]
+    assert oc.on_msg(fc) == [FlowReply("$JS.FC.S.x")]
+    assert oc.on_msg(hb(last=2, stalled="$JS.FC.S.y")) == [FlowReply("$JS.FC.S.y")]
     # a gap: reset from the next stream sequence
     ev = oc.on_msg(js_msg(9, 4))
-    assert ev[0][0] == "reset" and ev[0][1].code == "ErrConsumerSequenceMismatch" and oc.name == ""
+    assert ev == [Reset(oc.last_error)] and ev[0].error.code == "ErrConsumerSequenceMismatch" and oc.name == ""
     assert oc.on_msg(js_msg(10, 5)) == []  # leftovers of the old consumer
     cfg = oc.config("_INBOX.2")
     assert cfg["deliver_policy"] == "by_start_sequence" and cfg["opt_start_seq"] == 7
-    assert oc.on_create_failed(err("ErrTimeout")) == [("retry", 10000, oc.last_error)]
+    assert oc.on_create_failed(err("ErrTimeout")) == [Retry(10000, oc.last_error)]
     oc.on_created({"name": "c2", "delivered": {"stream_seq": 6, "consumer_seq": 0}})
-    assert oc.on_msg(js_msg(7, 1))[0][0] == "deliver" and oc.resets == 1
+    assert type(oc.on_msg(js_msg(7, 1))[0]) is Delivered and oc.resets == 1
     # a heartbeat naming another last sequence, then silence
-    assert oc.on_msg(hb(last=5))[0][0] == "reset"
+    assert type(oc.on_msg(hb(last=5))[0]) is Reset
     oc.on_created({"name": "c3", "delivered": {"stream_seq": 7, "consumer_seq": 0}})
     ev = oc.on_heartbeat_missed()
-    assert ev[0][1].code == "ErrConsumerNotActive" and oc.resets == 3
+    assert ev == [Reset(oc.last_error)] and ev[0].error.code == "ErrConsumerNotActive" and oc.resets == 3
     assert oc.on_heartbeat_missed() == []  # already resetting
     ev = oc.on_create_failed(err("ErrStreamNotFound"))
-    assert ev[0][0] == "stop" and oc.stopped.code == "ErrStreamNotFound"
+    assert ev == [Stop(oc.stopped)] and oc.stopped.code == "ErrStreamNotFound"
 
 
 def test_ordered_consumer_reset_before_any_message_keeps_start():

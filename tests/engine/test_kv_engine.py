@@ -7,6 +7,7 @@ import pytest
 from tclnats_py import NatsError
 from tclnats_py.engine.connection import Msg
 from tclnats_py.engine.js import JsApi, kv, run_sync
+from tclnats_py.engine.js.events import INIT_DONE, WatchEntry
 from tests.engine.test_js_engine import Server, api_error, err, jmsg, js_msg, status
 
 TS = "2024-01-02T03:04:05.678Z"
@@ -278,14 +279,14 @@ def test_watch_options_and_watcher():
     w = b.watcher()
     assert w.on_consumer_created({"num_pending": 2}) == []
     ev = w.on_msg(js_msg(3, 1, pending=1, data=b"1", subject="$KV.B.a.x"))
-    assert ev == [("entry", kv.Entry("B", "a.x", b"1", 3, 1700000000123, "PUT", 1))]
+    assert ev == [WatchEntry(kv.Entry("B", "a.x", b"1", 3, 1700000000123, "PUT", 1))]
     ev = w.on_msg(js_msg(4, 2, pending=0, data=b"", subject="$KV.B.a.y", headers={"KV-Operation": ["DEL"]}))
-    assert ev[0][1].operation == "DEL" and ev[1] == ("init_done",) and w.init_done
-    assert ev[0][1].as_dict(with_delta=True)["delta"] == 0
-    assert w.on_msg(js_msg(5, 3, subject="$KV.B.a.z")) == [("entry", w.entry_of(js_msg(5, 3, subject="$KV.B.a.z")))]
+    assert ev[0].entry.operation == "DEL" and ev[1] is INIT_DONE and w.init_done
+    assert ev[0].entry.as_dict(with_delta=True)["delta"] == 0
+    assert w.on_msg(js_msg(5, 3, subject="$KV.B.a.z")) == [WatchEntry(w.entry_of(js_msg(5, 3, subject="$KV.B.a.z")))]
     # nothing there: the end of initial data at once; deletes ignored but counted
-    assert b.watcher().on_consumer_created({"num_pending": 0}) == [("init_done",)]
-    assert b.watcher(updates_only=True).on_consumer_created({"num_pending": 9}) == [("init_done",)]
+    assert b.watcher().on_consumer_created({"num_pending": 0}) == [INIT_DONE]
+    assert b.watcher(updates_only=True).on_consumer_created({"num_pending": 9}) == [INIT_DONE]
     w = b.watcher(ignore_deletes=True)
     w.on_consumer_created({"num_pending": 1})
-    assert w.on_msg(js_msg(4, 1, subject="$KV.B.q", headers={"KV-Operation": ["PURGE"]})) == [("init_done",)]
+    assert w.on_msg(js_msg(4, 1, subject="$KV.B.q", headers={"KV-Operation": ["PURGE"]})) == [INIT_DONE]

@@ -9,6 +9,7 @@ import pytest
 from tclnats_py import NatsError
 from tclnats_py.engine.connection import Msg
 from tclnats_py.engine.js import JsApi, objstore as O, run_sync
+from tclnats_py.engine.js.events import INIT_DONE, WatchInfo
 from tests.engine.test_js_engine import Server, jmsg, js_msg, status
 
 TS = "2024-01-02T03:04:05.678Z"
@@ -175,12 +176,12 @@ def test_status_and_watcher():
     assert w.on_consumer_created({"num_pending": 2}) == []
     info = {"name": "a", "bucket": "B", "nuid": "N", "size": 1, "chunks": 1}
     ev = w.on_msg(js_msg(1, 1, pending=1, data=json.dumps(info).encode(), subject="$O.B.M.YQ=="))
-    assert ev[0][0] == "info" and ev[0][1]["name"] == "a" and ev[0][1]["mtime"].startswith("2023-11-14T22:13:20")
+    assert type(ev[0]) is WatchInfo and ev[0].info["name"] == "a" and ev[0].info["mtime"].startswith("2023-11-14T22:13:20")
     ev = w.on_msg(js_msg(2, 2, pending=0, data=json.dumps(dict(info, name="b", deleted=True)).encode()))
-    assert ev[0][1]["deleted"] and ev[1] == ("init_done",)
+    assert ev[0].info["deleted"] and ev[1] is INIT_DONE
     w = O.Watcher(ignore_deletes=True)
     w.on_consumer_created({"num_pending": 1})
-    assert w.on_msg(js_msg(2, 1, data=json.dumps(dict(info, deleted=True)).encode())) == [("init_done",)]
-    assert O.Watcher(updates_only=True).on_consumer_created({"num_pending": 3}) == [("init_done",)]
+    assert w.on_msg(js_msg(2, 1, data=json.dumps(dict(info, deleted=True)).encode())) == [INIT_DONE]
+    assert O.Watcher(updates_only=True).on_consumer_created({"num_pending": 3}) == [INIT_DONE]
     with pytest.raises(NatsError):
         O.info_from_meta(b"[1,2]")

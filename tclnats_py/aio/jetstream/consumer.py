@@ -97,6 +97,9 @@ class Consumer:
         loop = asyncio.get_running_loop()
         inbox = client.new_inbox()
         sub = await client.subscribe(inbox)
+        # a synchronous fetch: its outcome is f.result(), from the state the
+        # Fetch keeps (f.done, its messages); the events its calls return
+        # are for an asynchronous fetch's callback (the Tcl face's)
         try:
             client.publish(self.next_subject, f.body, reply=inbox)
             deadline = loop.time() + f.timeout_ms / 1000

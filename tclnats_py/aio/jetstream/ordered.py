@@ -9,6 +9,7 @@ import inspect
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.js.api import api_call
+from tclnats_py.engine.js.events import Delivered, event_table
 from tclnats_py.aio.jetstream.info import ConsumerInfo
 from tclnats_py.aio.jetstream.message import JsMsg
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.client import Subscription
     from tclnats_py.aio.jetstream.context import JetStream
     from tclnats_py.engine.js import ordered as _ordered
+    from tclnats_py.engine.js.events import FlowReply, Reset, Retry, Stop
 
 
 class OrderedConsumer:
@@ -27,9 +29,17 @@ class OrderedConsumer:
     ``last_error`` says why the last one happened (nats-tcl's ``last_error``).
     """
 
+    # what a handler returns for a Reset: the consumer must be recreated
+    _RECREATE = object()
+
     def __init__(self, js: JetStream, state: _ordered.OrderedConsumer):
         self.js = js
         self.state = state
+        # the engine's events: of each message (Delivered is carried out in
+        # __anext__, the others here), and of a failed re-creation (_on_retry
+        # returns the wait)
+        self._dispatch = event_table(self, state.MSG_EVENTS, "_", inline=(Delivered,))
+        self._dispatch_failed = event_table(self, state.CREATE_FAILED_EVENTS, "_")
         self.info: ConsumerInfo | None = None
         self._sub: Subscription | None = None
         self._started = False
@@ -93,9 +103,28 @@ class OrderedConsumer:
                 return
             except NatsError as e:
                 err = make_error("ErrConnectionClosed", "Connection closed") if self.js.client.is_closed else e
+                on = self._dispatch_failed
                 for ev in self.state.on_create_failed(err):
-                    if ev[0] == "retry":
-                        await asyncio.sleep(ev[1] / 1000)
+                    wait = on[ev.__class__](ev)
+                    if wait is not None:
+                        await asyncio.sleep(wait)
+
+    # -- the engine's events (see _ordered.OrderedConsumer)
+    def _on_flow_reply(self, ev: FlowReply) -> None:
+        self.js.client.publish(ev.subject, b"")
+
+    def _on_reset(self, ev: Reset) -> object:
+        return self._RECREATE
+
+    def _on_retry(self, ev: Retry) -> float:
+        """The re-creation is tried again after this many seconds (its error
+        is the consumer's last_error)."""
+        return ev.ms / 1000
+
+    def _on_stop(self, ev: Stop) -> None:
+        """No wait: the state has stopped with ``ev.error``, so the re-creation
+        loop ends and the iteration reports it (_stopped)."""
+        return None
 
     def __aiter__(self) -> "OrderedConsumer":
         return self
@@ -139,13 +168,11 @@ class OrderedConsumer:
                 events = self.state.on_heartbeat_missed()
             else:
                 events = self.state.on_msg(msg)
+            on = self._dispatch
             for ev in events:
-                kind = ev[0]
-                if kind == "deliver":
-                    return JsMsg(self.js, ev[1], ev[2])
-                if kind == "publish":
-                    client.publish(ev[1], ev[2])
-                elif kind == "reset":
+                if ev.__class__ is Delivered:
+                    return JsMsg(self.js, ev.msg, ev.meta)
+                if on[ev.__class__](ev) is self._RECREATE:
                     await self._recreate()
                     break
 

@@ -8,16 +8,22 @@ import asyncio
 import inspect
 
 from tclnats_py.errors import NatsError
+from tclnats_py.engine.js.events import Delivered, Pull, Warn, event_table
 from tclnats_py.aio.jetstream.message import JsMsg
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.jetstream.consumer import Consumer
+    from tclnats_py.engine.js.events import Stop
     from tclnats_py.engine.js.pull import Consume
 
 
 class _PullLoop:
     """What ConsumeContext and MessagesContext share: the inbox, the pulls,
-    the heartbeat clock and reconnect detection."""
+    the heartbeat clock and reconnect detection.  The engine's events
+    (Consume.EVENTS): :meth:`_pulls` sends the Pull requests, each subclass
+    hands Delivered to the user in its loop (the per-message event, without
+    a handler call) and handles the others in ``self._dispatch`` (``_on_warn``,
+    ``_on_stop``)."""
 
     def __init__(self, consumer: Consumer, state: Consume):
         self.consumer = consumer
@@ -26,20 +32,25 @@ class _PullLoop:
         self._sub: Any = None  # the inbox Subscription, once started
         self._inbox = None
         self._reconnects: int | None = None
-        self.warnings: list = []
+        self.warnings: list = []  # MessagesContext: the Warn events met while iterating
+        self._dispatch = event_table(self, state.EVENTS, "_", inline=(Delivered,))
 
     def _pulls(self, events) -> list:
-        """Send the pull requests among ``events``; the others are returned."""
+        """Send the pull requests among ``events``; the others are returned
+        (a pull that could not be sent becomes a Warn)."""
         rest = []
         for ev in events:
-            if ev[0] == "pull":
+            if ev.__class__ is Pull:
                 try:
-                    self.client.publish(self.consumer.next_subject, ev[1], reply=self._inbox)
+                    self.client.publish(self.consumer.next_subject, ev.body, reply=self._inbox)
                 except NatsError as e:
-                    rest.append(("warning", e))
+                    rest.append(Warn(e))
             else:
                 rest.append(ev)
         return rest
+
+    def _on_pull(self, ev: Pull) -> None:
+        self._pulls((ev,))
 
     def _reconnected(self) -> bool:
         n = self.client.stats.get("reconnects", 0)
@@ -116,11 +127,17 @@ class ConsumeContext(_PullLoop):
         self.client._report(err, error_cb=self.error_cb)
 
     def _report_all(self, events):
+        on = self._dispatch
         for ev in events:
-            if ev[0] in ("warning", "stop"):
-                self._report(ev[1])
-                if ev[0] == "stop":
-                    self.client._spawn(self.stop())
+            on[ev.__class__](ev)
+
+    # -- the engine's events (see engine/js/pull.py Consume)
+    def _on_warn(self, ev: Warn) -> None:
+        self._report(ev.error)
+
+    def _on_stop(self, ev: Stop) -> None:
+        self._report(ev.error)
+        self.client._spawn(self.stop())
 
     async def _on_msg(self, msg):
         if self.state.stopped is not None:
@@ -128,17 +145,18 @@ class ConsumeContext(_PullLoop):
         self._arm()
         if msg.status and self._reconnected():
             self._pulls(self.state.on_reconnect())
+        on = self._dispatch
         for ev in self._pulls(self.state.on_msg(msg)):
-            if ev[0] == "deliver":
-                try:
-                    r = self.cb(JsMsg(self.consumer.js, ev[1]))
-                    if inspect.isawaitable(r):
-                        await r
-                except Exception as e:  # the user's callback failed: report it, keep consuming
-                    self.client._hook_failed(self.cb, e, f"the consume callback of {self.consumer.stream}/"
-                                             f"{self.consumer.name}", error_cb=self.error_cb)
-            else:
-                self._report_all([ev])
+            if ev.__class__ is not Delivered:
+                on[ev.__class__](ev)
+                continue
+            try:
+                r = self.cb(JsMsg(self.consumer.js, ev.msg))
+                if inspect.isawaitable(r):
+                    await r
+            except Exception as e:  # the user's callback failed: report it, keep consuming
+                self.client._hook_failed(self.cb, e, f"the consume callback of {self.consumer.stream}/"
+                                         f"{self.consumer.name}", error_cb=self.error_cb)
 
     async def stop(self) -> None:
         """Stop pulling and delivering (what is in flight is dropped; unacked
@@ -187,12 +205,18 @@ class MessagesContext(_PullLoop):
                 continue
             if msg.status and self._reconnected():
                 self._pulls(self.state.on_reconnect())
+            on = self._dispatch
             for ev in self._pulls(self.state.on_msg(msg)):
-                if ev[0] == "deliver":
-                    return JsMsg(self.consumer.js, ev[1])
-                if ev[0] == "stop":
-                    raise ev[1]
-                self.warnings.append(ev)
+                if ev.__class__ is Delivered:
+                    return JsMsg(self.consumer.js, ev.msg)
+                on[ev.__class__](ev)
+
+    # -- the engine's events (see engine/js/pull.py Consume)
+    def _on_warn(self, ev: Warn) -> None:
+        self.warnings.append(ev)
+
+    def _on_stop(self, ev: Stop) -> None:
+        raise ev.error
 
     async def stop(self) -> None:
         """Stop pulling; the iteration ends (what is in flight is dropped, unacked messages come back

@@ -19,6 +19,7 @@ import inspect
 from typing import TYPE_CHECKING, Any, Callable
 
 from tclnats_py.errors import NatsError, make_error
+from tclnats_py.engine.js.events import Delivered, event_table
 from tclnats_py.engine.js.push import PushState
 from tclnats_py.aio.jetstream.message import JsMsg
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.client import Subscription
     from tclnats_py.aio.jetstream.context import JetStream
     from tclnats_py.aio.jetstream.info import ConsumerInfo
+    from tclnats_py.engine.js.events import FlowReply, Stop, Warn
 
 __all__ = ["PushSubscription"]
 
@@ -46,6 +48,7 @@ class PushSubscription:
         self.deliver_group: str | None = cfg.get("deliver_group") or None
         hb = cfg.get("idle_heartbeat") or 0
         self.state = PushState(self.stream, self.name, int(hb / 1_000_000) if hb else None)
+        self._dispatch = event_table(self, PushState.EVENTS, "_", inline=(Delivered,))  # see _events
         self._cb = cb
         self._error_cb = error_cb
         self._sub: Subscription | None = None
@@ -78,18 +81,28 @@ class PushSubscription:
         self.js.client._report(err, error_cb=self._error_cb)
 
     def _events(self, events: list) -> list:
+        """Carry out the engine's events; the messages for the user (each
+        Delivered, made here: the per-message event, without a handler call)."""
+        on = self._dispatch
         out = []
         for ev in events:
-            if ev[0] == "publish":
-                self.js.client.publish(ev[1], ev[2])
-            elif ev[0] == "deliver":
-                out.append(JsMsg(self.js, ev[1]))
+            if ev.__class__ is Delivered:
+                out.append(JsMsg(self.js, ev.msg))
             else:
-                self._report(ev[1])
-                if ev[0] == "stop":
-                    self.stopped = ev[1]
-                    self.js.client._spawn(self.unsubscribe())
+                on[ev.__class__](ev)
         return out
+
+    # -- the engine's events (see engine/js/push.py)
+    def _on_flow_reply(self, ev: FlowReply) -> None:
+        self.js.client.publish(ev.subject, b"")
+
+    def _on_warn(self, ev: Warn) -> None:
+        self._report(ev.error)
+
+    def _on_stop(self, ev: Stop) -> None:
+        self._report(ev.error)
+        self.stopped = ev.error
+        self.js.client._spawn(self.unsubscribe())
 
     async def _on_msg(self, msg) -> None:
         self._arm()

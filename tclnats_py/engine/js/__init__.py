@@ -17,6 +17,9 @@ Modules
 ``ack``       ack payloads (+ACK -NAK +WPI +TERM), :class:`AckState`
 ``meta``      message metadata from ``$JS.ACK`` reply subjects (v1, v2)
 ``ordered``   :class:`OrderedConsumer` (ADR-17)
+``push``      :class:`~push.PushState`: a push consumer's deliveries
+``events``    the events the state machines answer with, and
+              :func:`~events.event_table`, a face's dispatch of them
 ``kv``        Key-Value (ADR-8): buckets, entries, operations, watcher
 ``objstore``  Object Store (ADR-20): chunking, digests, infos, watcher
 
@@ -43,12 +46,13 @@ subclasses named by nats-tcl's codes (``err.code``).
 
 State machines
 --------------
-Streams of messages are fed to small objects that answer with *events*
-(tuples): :class:`~pull.Fetch`, :class:`~pull.Consume`,
-:class:`~ordered.OrderedConsumer`, :class:`~kv.Watcher`,
-:class:`~objstore.Watcher`, :class:`~objstore.Put`,
-:class:`~objstore.Get`, :class:`~publish.AsyncPublisher`.  Each class
-documents its events and the timers the driver keeps for it.
+Streams of messages are fed to small objects: :class:`~pull.Fetch`,
+:class:`~pull.Consume`, :class:`~ordered.OrderedConsumer`,
+:class:`~push.PushState`, :class:`~kv.Watcher` and :class:`~objstore.Watcher`
+answer with *events*, typed values of :mod:`~tclnats_py.engine.js.events`
+that each names in its ``EVENTS``; :class:`~objstore.Put`,
+:class:`~objstore.Get` and :class:`~publish.AsyncPublisher` answer with
+data.  Each class documents its events and the timers the driver keeps for it.
 
 Units
 -----
@@ -61,7 +65,7 @@ documents ms (metadata ``timestamp``, KV ``created``, timeouts and the
 
 from __future__ import annotations
 
-from tclnats_py.engine.js import ack, api, config, kv, meta, objstore, ordered, publish, pull
+from tclnats_py.engine.js import ack, api, config, events, kv, meta, objstore, ordered, publish, pull, push
 from tclnats_py.engine.js.api import (Batch, JsApi, Publish, Request, StoredMsg, advance, api_call, api_prefix, check_js_error,
                   check_name, filename_safe, iso_to_ms, ms_to_iso, ns2ms, run_sync)
 from tclnats_py.engine.js.kv import check_bucket, check_key, is_not_found, kv_operation
@@ -70,7 +74,7 @@ from tclnats_py.engine.js.ordered import OrderedConsumer
 from tclnats_py.engine.js.pull import Consume, Fetch
 
 __all__ = [
-    "ack", "api", "config", "kv", "meta", "objstore", "ordered", "publish", "pull",
+    "ack", "api", "config", "events", "kv", "meta", "objstore", "ordered", "publish", "pull", "push",
     "Batch", "JsApi", "Publish", "Request", "StoredMsg", "advance", "api_call", "run_sync",
     "api_prefix", "check_js_error", "check_name", "filename_safe", "iso_to_ms", "ms_to_iso", "ns2ms",
     "metadata_from_reply", "parse_metadata", "OrderedConsumer", "Consume", "Fetch",

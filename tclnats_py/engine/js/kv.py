@@ -23,6 +23,7 @@ from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.js.api import JsApi, check_name, iso_to_ms, ns2ms, stored_from_direct
 from tclnats_py.engine.js.config import STREAM_DURATIONS, check_replicas, make_stream_source, make_subject_transform
 from tclnats_py.engine.js.meta import parse_metadata
+from tclnats_py.engine.js.events import INIT_DONE, InitDone, WatchEntry
 from tclnats_py.engine.js.api import Request
 from tclnats_py.engine.js.publish import parse_ack_fast, publish_headers
 
@@ -583,7 +584,7 @@ def status_to_ms(st: dict) -> dict:
 # ------------------------------------------------------------ watcher
 class InitialData:
     """What KV and Object Store watchers share: the events of one delivery,
-    and ``("init_done",)`` once, when the watch has delivered everything
+    and ``InitDone()`` once, when the watch has delivered everything
     that was there when it began (at once when the consumer starts with
     nothing pending, or with ``updates_only``).  ``ignore_deletes`` drops
     deleted items from the events while still counting them."""
@@ -596,16 +597,16 @@ class InitialData:
     def on_consumer_created(self, info: dict) -> list:
         if not self.init_done and (self.updates_only or (info or {}).get("num_pending", 0) == 0):
             self.init_done = True
-            return [("init_done",)]
+            return [INIT_DONE]
         return []
 
-    def _events(self, kind: str, item, deleted: bool, pending: int) -> list:
+    def _events(self, event: type, item, deleted: bool, pending: int) -> list:
         events: list = []
         if item is not None and not (self.ignore_deletes and deleted):
-            events.append((kind, item))
+            events.append(event(item))
         if pending == 0 and not self.init_done:
             self.init_done = True
-            events.append(("init_done",))
+            events.append(INIT_DONE)
         return events
 
 
@@ -614,11 +615,13 @@ class Watcher(InitialData):
 
     Feed it the created consumer's info (:meth:`on_consumer_created`) and
     then each delivered message (:meth:`on_msg`).  Events:
-    ``("entry", Entry)`` and, once, ``("init_done",)``: every entry that was
+    ``WatchEntry(Entry)`` and, once, ``InitDone()``: every entry that was
     in the bucket when the watch began has been delivered (at once when
     there were none, or with ``updates_only``).  ``ignore_deletes`` drops
     DEL/PURGE entries (still counting them for the end of initial data).
     """
+
+    EVENTS = (WatchEntry, InitDone)
 
     def __init__(self, bucket: str, read_prefix: str, *, ignore_deletes: bool = False, updates_only: bool = False):
         super().__init__(ignore_deletes, updates_only)
@@ -632,4 +635,4 @@ class Watcher(InitialData):
 
     def on_msg(self, msg, meta: dict | None = None) -> list:
         entry = self.entry_of(msg, meta)
-        return self._events("entry", entry, entry.operation in (DEL, PURGE), entry.delta)
+        return self._events(WatchEntry, entry, entry.operation in (DEL, PURGE), entry.delta)

@@ -39,6 +39,7 @@ from tclnats_py.engine.js.api import JsApi, Request
 from tclnats_py.engine.js.config import check_replicas
 from tclnats_py.engine.js.kv import _not_found  # a missing bucket, the same for both kinds
 from tclnats_py.engine.js.kv import InitialData, check_bucket, watch_policy  # one bucket-name rule
+from tclnats_py.engine.js.events import InitDone, WatchInfo
 from tclnats_py.engine.js.meta import parse_metadata
 from tclnats_py.engine.js.publish import parse_ack
 
@@ -558,7 +559,9 @@ def watch_options(bucket: str, *, include_history: bool = False, updates_only: b
 
 class Watcher(InitialData):
     """Object infos from an ordered consumer on :func:`meta_filter`;
-    events ``("info", ObjectInfo)`` and once ``("init_done",)``."""
+    events ``WatchInfo(ObjectInfo)`` and once ``InitDone()``."""
+
+    EVENTS = (WatchInfo, InitDone)
 
     def __init__(self, *, ignore_deletes: bool = False, updates_only: bool = False):
         super().__init__(ignore_deletes, updates_only)
@@ -572,4 +575,4 @@ class Watcher(InitialData):
         if obj is not None:
             ts = meta["timestamp"]
             obj["mtime"] = _rfc3339(datetime.datetime.fromtimestamp(ts / 1000, datetime.timezone.utc))
-        return self._events("info", obj, bool(obj and obj.get("deleted")), meta["num_pending"])
+        return self._events(WatchInfo, obj, bool(obj and obj.get("deleted")), meta["num_pending"])

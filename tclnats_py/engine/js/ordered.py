@@ -17,16 +17,20 @@ Driver contract for :class:`OrderedConsumer`:
 2. feed every message of the inbox to :meth:`on_msg`, (re)arm a timer of
    :attr:`heartbeat_timeout_ms` on each one and call
    :meth:`on_heartbeat_missed` when it fires;
-3. carry out the events:
+3. carry out the events (:mod:`tclnats_py.engine.js.events`) of
+   :meth:`on_msg` and :meth:`on_heartbeat_missed` (:attr:`MSG_EVENTS`):
 
-   ``("deliver", msg, meta)``      hand the message to the user (in order)
-   ``("publish", subject, b"")``   answer flow control / a stalled heartbeat
-   ``("reset", err)``              unsubscribe the inbox, report ``err`` as an
-                                   async error (the consumer's last_error),
-                                   then go to 1 with a new inbox, passing a
-                                   failure to :meth:`on_create_failed`
-   ``("retry", ms, err)``          report ``err``, try step 1 again after ms
-   ``("stop", err)``               report ``err``, unsubscribe, give up
+   ``Delivered(msg, meta)``  hand the message to the user (in order)
+   ``FlowReply(subject)``    answer flow control / a stalled heartbeat
+   ``Reset(error)``          unsubscribe the inbox, report ``error`` as an
+                             async error (the consumer's last_error), then
+                             go to 1 with a new inbox, passing a failure to
+                             :meth:`on_create_failed`
+
+   and those of :meth:`on_create_failed` (:attr:`CREATE_FAILED_EVENTS`):
+
+   ``Retry(ms, error)``      report ``error``, try step 1 again after ms
+   ``Stop(error)``           report ``error``, unsubscribe, give up
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from __future__ import annotations
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.subjects import valid_wildcard_subject
 from tclnats_py.engine.js.api import check_name
+from tclnats_py.engine.js.events import Delivered, FlowReply, Reset, Retry, Stop, make
 from tclnats_py.engine.js.meta import parse_metadata
 
 __all__ = ["OrderedConsumer", "DELIVER_POLICIES", "is_heartbeat", "is_flow_control"]
@@ -53,6 +58,10 @@ def is_flow_control(msg) -> bool:
 
 class OrderedConsumer:
     """State of one ordered consumer on ``stream``."""
+
+    MSG_EVENTS = (Delivered, FlowReply, Reset)
+    CREATE_FAILED_EVENTS = (Retry, Stop)
+    EVENTS = MSG_EVENTS + CREATE_FAILED_EVENTS
 
     def __init__(self, stream: str, *, filter_subject: str | None = None, filter_subjects=None,
                  deliver_policy: str = "all", opt_start_seq: int | None = None, opt_start_time: str | None = None,
@@ -141,8 +150,8 @@ class OrderedConsumer:
         self.last_error = err
         if err.code in ("ErrStreamNotFound", "ErrConnectionClosed"):
             self.stopped = err
-            return [("stop", err)]
-        return [("retry", self.retry_ms, err)]
+            return [Stop(err)]
+        return [Retry(self.retry_ms, err)]
 
     def reset_error(self, code: str) -> NatsError:
         """The error a reset for ``code`` reports (the consumer's last_error)."""
@@ -155,18 +164,18 @@ class OrderedConsumer:
         self.resets += 1
         self.name = ""
         err = self.last_error = self.reset_error(code)
-        return [("reset", err)]
+        return [Reset(err)]
 
     def on_msg(self, msg) -> list:
         if self.resetting or self.stopped is not None:
             return []  # left over from the consumer being replaced
         if msg.status == 100:
             if is_flow_control(msg):
-                return [("publish", msg.reply, b"")] if msg.reply else []
+                return [FlowReply(msg.reply)] if msg.reply else []
             events = []
             stalled = msg.header("Nats-Consumer-Stalled")
             if stalled:
-                events.append(("publish", stalled, b""))
+                events.append(FlowReply(stalled))
             last = msg.header("Nats-Last-Consumer")
             if last is not None:
                 try:
@@ -182,7 +191,7 @@ class OrderedConsumer:
             return self._reset("ErrConsumerSequenceMismatch")
         self.consumer_seq = meta["consumer_seq"]
         self.stream_seq = meta["stream_seq"]
-        return [("deliver", msg, meta)]
+        return [make(Delivered, (msg, meta))]
 
     def on_heartbeat_missed(self) -> list:
         return self._reset("ErrConsumerNotActive")

@@ -22,7 +22,8 @@ stream messages there, then maybe a status message ending the request:
 per CoreAPI.md "Requests Error Handling"); :class:`Consume` is the
 self-refilling buffer of JetStream client API v2 (nats.go's Consume).
 Both are fed every Msg arriving on the inbox and answer with *events*
-(tuples) for the driver; neither touches a socket or a clock.
+(:mod:`tclnats_py.engine.js.events`) for the driver; neither touches a
+socket or a clock.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import json
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.headers import encode_headers
+from tclnats_py.engine.js.events import HEARTBEAT, Delivered, Ended, Heartbeat, Pull, Stop, Warn, make
 
 __all__ = ["classify", "status_error", "pending_of", "msg_size", "pull_request_body",
            "Fetch", "Consume", "PENDING_MSGS", "PENDING_BYTES"]
@@ -140,14 +142,16 @@ class Fetch:
     :attr:`heartbeat_timeout_ms`, re-armed on every message, if set), feeds
     each inbox message to :meth:`on_msg` and stops when :attr:`done`.
 
-    Events: ``("msg", msg)`` a message for the user; ``("end", status_msg)``
-    the request ended by a status (nats-tcl's async callback gets
-    ``timedOut=1`` and that message), ``("end", None)`` it ended by a
-    timeout, no responders or missed heartbeats (callback gets ``1`` and
-    an empty message); ``("heartbeat",)`` the server is alive.  When the
+    Events: ``Delivered(msg, None)`` a message for the user;
+    ``Ended(status_msg)`` the request ended by a status (nats-tcl's async
+    callback gets ``timedOut=1`` and that message), ``Ended(None)`` it ended
+    by a timeout, no responders or missed heartbeats (callback gets ``1``
+    and an empty message); ``Heartbeat()`` the server is alive.  When the
     user closed the connection, nats-tcl invokes no callback at all; a sync
     fetch asks :meth:`result` (with ``closed``/``lost``) for its outcome.
     """
+
+    EVENTS = (Delivered, Ended, Heartbeat)
 
     def __init__(self, batch: int = 1, *, timeout_ms: int | None = None, expires_ms: int | None = None,
                  max_bytes: int | None = None, idle_heartbeat_ms: int | None = None, js_timeout_ms: int = 5000,
@@ -198,27 +202,27 @@ class Fetch:
             self.bytes += msg_size(msg)
             if len(self.messages) >= self.batch or (self.max_bytes and self.bytes >= self.max_bytes):
                 self.outcome = "complete"
-            return [("msg", msg)]
+            return [make(Delivered, (msg, None))]
         if kind in ("heartbeat", "flow_control"):
-            return [("heartbeat",)]
+            return [HEARTBEAT]
         if kind == "no_responders":
             self.outcome = "no_responders"
-            return [("end", None)]
+            return [Ended(None)]
         self.outcome = "status"
         self.status_msg = msg
-        return [("end", msg)]
+        return [Ended(msg)]
 
     def on_timeout(self) -> list:
         if self.done:
             return []
         self.outcome = "timeout"
-        return [("end", None)]
+        return [Ended(None)]
 
     def on_heartbeat_missed(self) -> list:
         if self.done:
             return []
         self.outcome = "no_heartbeat"
-        return [("end", None)]
+        return [Ended(None)]
 
     def cancel(self) -> None:
         if not self.done:
@@ -269,14 +273,16 @@ class Consume:
     two missed ones are a warning (ErrNoHeartbeat) after which the buffer
     is refilled from zero.
 
-    Driver contract: send every ``("pull", body)`` to :attr:`next_subject`
-    with the inbox as reply; hand each ``("deliver", msg)`` to the user;
-    report ``("warning", err)`` (not fatal) and ``("stop", err)`` (fatal:
+    Driver contract: send every ``Pull(body)`` to the consumer's NEXT
+    subject with the inbox as reply; hand each ``Delivered(msg, None)`` to
+    the user; report ``Warn(err)`` (not fatal) and ``Stop(err)`` (fatal:
     the consumer is gone or unusable); (re)arm a timer of
     :attr:`heartbeat_timeout_ms` on every inbox message, and call
     :meth:`on_heartbeat_missed` when it fires; call :meth:`on_disconnect`
     / :meth:`on_reconnect` on connection changes.
     """
+
+    EVENTS = (Pull, Delivered, Warn, Stop)
 
     def __init__(self, max_messages: int | None = None, max_bytes: int | None = None, *,
                  expires_ms: int = 30000, idle_heartbeat_ms: int | None = None,
@@ -337,7 +343,7 @@ class Consume:
             body = pull_request_body(want, self.expires_ms * 1_000_000, False, None,
                                      self.idle_heartbeat_ms * 1_000_000)
             self.pending_msgs += want
-        events.append(("pull", body))
+        events.append(Pull(body))
 
     def start(self) -> list:
         events: list = []
@@ -355,7 +361,7 @@ class Consume:
             if self.max_bytes:
                 self.pending_bytes = max(0, self.pending_bytes - msg_size(msg))
             self.delivered += 1
-            events.append(("deliver", msg))
+            events.append(make(Delivered, (msg, None)))
         elif kind in ("heartbeat", "flow_control"):
             return events
         else:
@@ -369,8 +375,8 @@ class Consume:
             if err is not None:
                 if terminal:
                     self.stopped = err
-                    return [("stop", err)]
-                events.append(("warning", err))
+                    return [Stop(err)]
+                events.append(Warn(err))
                 if kind == "no_responders":
                     self.backoff = True
         self._pull(events)
@@ -383,7 +389,7 @@ class Consume:
             return []
         events: list = []
         if not self.backoff:
-            events.append(("warning", make_error("ErrNoHeartbeat", "No heartbeat received from the server")))
+            events.append(Warn(make_error("ErrNoHeartbeat", "No heartbeat received from the server")))
         self.backoff = False
         self.pending_msgs = self.pending_bytes = 0
         self._pull(events)

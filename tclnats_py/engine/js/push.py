@@ -1,25 +1,26 @@
 """A push consumer's deliveries (the server sends to a deliver subject).
 
 For the subscription a face makes on the deliver subject (with the deliver
-group as its queue), :class:`PushState` sorts what arrives:
+group as its queue), :class:`PushState` sorts what arrives into events
+(:mod:`tclnats_py.engine.js.events`):
 
-* a message with a JetStream ack reply: ``("deliver", msg)``;
-* ``100 FlowControl Request``: answer it (``("publish", msg.reply, b"")``)
-  so the server goes on sending;
+* a message with a JetStream ack reply: ``Delivered(msg, None)``;
+* ``100 FlowControl Request``: answer it (``FlowReply(msg.reply)``) so the
+  server goes on sending;
 * ``100 Idle Heartbeat``: the consumer is alive; a ``Nats-Consumer-Stalled``
-  header asks the client to answer on that subject (flow control that a
-  heartbeat carries after a lost FlowControl request);
-* ``409 Consumer Deleted`` and other statuses: ``("stop", err)`` /
-  ``("warning", err)``.
+  header asks the client to answer on that subject (``FlowReply``: flow
+  control that a heartbeat carries after a lost FlowControl request);
+* ``409 Consumer Deleted`` and other statuses: ``Stop(err)`` / ``Warn(err)``.
 
 With idle heartbeats on, a face arms a timer of :attr:`heartbeat_timeout_ms`
 (twice the heartbeat, re-armed on everything that arrives) and calls
-:meth:`on_heartbeat_missed` when it fires: ``("warning", ErrNoHeartbeat)``.
+:meth:`on_heartbeat_missed` when it fires: ``Warn(ErrNoHeartbeat)``.
 """
 
 from __future__ import annotations
 
 from tclnats_py.errors import make_error
+from tclnats_py.engine.js.events import Delivered, FlowReply, Stop, Warn, make
 from tclnats_py.engine.js.pull import classify, status_error
 
 __all__ = ["PushState"]
@@ -27,6 +28,8 @@ __all__ = ["PushState"]
 
 class PushState:
     """See the module docstring."""
+
+    EVENTS = (Delivered, FlowReply, Warn, Stop)
 
     def __init__(self, stream: str, consumer: str, idle_heartbeat_ms: int | None = None):
         self.stream = stream
@@ -44,20 +47,20 @@ class PushState:
         kind = classify(msg)
         if kind == "msg":
             self.delivered += 1
-            return [("deliver", msg)]
+            return [make(Delivered, (msg, None))]
         if kind == "flow_control":
             self.flow_controls += 1
-            return [("publish", msg.reply, b"")] if msg.reply else []
+            return [FlowReply(msg.reply)] if msg.reply else []
         if kind == "heartbeat":
             self.heartbeats += 1
             stalled = msg.header("Nats-Consumer-Stalled")
-            return [("publish", stalled, b"")] if stalled else []
+            return [FlowReply(stalled)] if stalled else []
         err, terminal = status_error(msg)
         if err is None:
             return []
-        return [("stop" if terminal else "warning", err)]
+        return [Stop(err) if terminal else Warn(err)]
 
     def on_heartbeat_missed(self) -> list:
-        return [("warning", make_error(
+        return [Warn(make_error(
             "ErrNoHeartbeat", f"No heartbeat from push consumer {self.stream}/{self.consumer} for "
                               f"{self.heartbeat_timeout_ms} ms"))]

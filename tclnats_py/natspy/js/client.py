@@ -24,6 +24,7 @@ from typing import Any, Awaitable, Callable
 from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js.api import api_call
+from tclnats_py.engine.js.events import Delivered, FlowReply, Reset, Retry, Stop, Warn, event_table
 from tclnats_py.engine.js.publish import parse_ack_fast, publish_headers
 from tclnats_py.engine.js.push import PushState
 from tclnats_py.errors import NatsError
@@ -525,6 +526,8 @@ class _PushState:
         self.last_seen = 0.0  # loop time of the last message or heartbeat
         self._hb_task: asyncio.Task | None = None
         self._resetting = False
+        # the events of PushState and of the ordered consumer's messages
+        self._dispatch = event_table(self, (Delivered, FlowReply, Reset, Warn, Stop))
 
     def created(self, info: api.ConsumerInfo) -> None:
         """The consumer the subscription starts on (an ordered one tracks its sequences from here)."""
@@ -562,7 +565,7 @@ class _PushState:
                     await self._reset()
             else:
                 for ev in self.state.on_heartbeat_missed():
-                    await self._report(ev[1])
+                    await self._report(ev.error)
 
     async def _report(self, err: BaseException) -> None:
         cb = getattr(self.nc, "_error_cb", None)
@@ -578,19 +581,28 @@ class _PushState:
         it was a control message (carried out here)."""
         self.last_seen = asyncio.get_running_loop().time()
         events = self.ordered.on_msg(m) if self.ordered is not None else self.state.on_msg(m)
+        on = self._dispatch
         out = None
         for ev in events:
-            kind = ev[0]
-            if kind == "deliver":
-                self.delivered += 1
-                out = Msg._from_impl(self.nc, m)
-            elif kind == "publish":
-                self.nc._impl.publish(ev[1], ev[2])
-            elif kind == "reset":
-                self.nc._impl.spawn(self._reset())
-            elif kind in ("warning", "stop"):
-                self.nc._impl.spawn(self._report(ev[1]))
+            got = on[ev.__class__](ev)
+            if got is not None:
+                out = got
         return out
+
+    def on_delivered(self, ev: Delivered) -> Msg:
+        self.delivered += 1
+        return Msg._from_impl(self.nc, ev.msg)
+
+    def on_flow_reply(self, ev: FlowReply) -> None:
+        self.nc._impl.publish(ev.subject, b"")
+
+    def on_reset(self, ev: Reset) -> None:
+        self.nc._impl.spawn(self._reset())
+
+    def on_warn(self, ev: Warn) -> None:
+        self.nc._impl.spawn(self._report(ev.error))
+
+    on_stop = on_warn
 
     async def on_impl_msg(self, m: Any) -> None:
         """The impl subscription's callback (a callback subscription)."""
@@ -623,9 +635,9 @@ class _PushState:
                     return
                 except NatsError as e:
                     for ev in oc.on_create_failed(e):
-                        await self._report(ev[-1])
-                        if ev[0] == "retry":
-                            await asyncio.sleep(ev[1] / 1000)
+                        await self._report(ev.error)
+                        if ev.__class__ is Retry:
+                            await asyncio.sleep(ev.ms / 1000)
         finally:
             self._resetting = False
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tclnats_py.engine.js import kv as _kv
+from tclnats_py.engine.js.events import InitDone, event_table
 from tclnats_py.natspy import errors as _core
 from tclnats_py.natspy.js import api
 from tclnats_py.natspy.js import errors as _jserr
@@ -227,6 +228,9 @@ class KeyValue:
                 self._init_done = True
                 self._updates.put_nowait(None) if not self._updates.full() else None
 
+        def _on_init_done(self, ev: InitDone) -> None:
+            self._mark_init()
+
         async def stop(self) -> None:
             if self._sub is not None:
                 try:
@@ -303,8 +307,9 @@ class KeyValue:
         watcher._pending = info.num_pending
         ready.set_result(True)
         initial = _kv.InitialData(ignore_deletes)
-        if initial.on_consumer_created({"num_pending": info.num_pending or 0}):
-            watcher._mark_init()
+        on = event_table(watcher, (InitDone,), "_")
+        for ev in initial.on_consumer_created({"num_pending": info.num_pending or 0}):
+            on[ev.__class__](ev)
         return watcher
 
     async def keys(self, filters: list[str] | None = None, **kwargs: Any) -> list[str]:
