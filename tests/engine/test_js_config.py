@@ -14,6 +14,7 @@ import tkinter
 import pytest
 
 from tclnats_py.tclface import js as tcljs
+from tclnats_py.tclface.js import context as tcljs_context, convert as tcljs_convert
 from tclnats_py.engine.connection import Msg
 from tclnats_py.errors import NatsError
 from tclnats_py.engine.js import config, kv, objstore
@@ -55,13 +56,13 @@ def test_tcl_boolean_rule_is_string_is_boolean_strict(tk):
 def test_tcl_boolean_rule_shared_by_config_and_tcl_face(tk):
     """``_js.config`` and the Tcl face use that parser: no second copy."""
     assert config.to_bool is to_bool
-    assert tcljs.to_bool is to_bool
+    assert tcljs_convert.to_bool is to_bool and tcljs_context.to_bool is to_bool
     assert config.build(config.STREAM_SPEC, {"sealed": "t", "name": "S"})["sealed"] is True
     for bad in ("2.5", "o", ""):
         assert _code(lambda: config.build(config.STREAM_SPEC, {"sealed": bad})) == "ErrInvalidArg"
     args = tcljs.TclArgs(tk)
-    assert args.build(tcljs._KV_WATCH_OPTIONS, ("-include_history", "y"))["include_history"] is True
-    assert _code(lambda: args.build(tcljs._KV_WATCH_OPTIONS, ("-include_history", "2.5"))) == "ErrInvalidArg"
+    assert args.build(tcljs_convert._KV_WATCH_OPTIONS, ("-include_history", "y"))["include_history"] is True
+    assert _code(lambda: args.build(tcljs_convert._KV_WATCH_OPTIONS, ("-include_history", "2.5"))) == "ErrInvalidArg"
 
 
 # ------------------------------------------------------------------ num_replicas
