@@ -129,6 +129,7 @@ class Driver:
         self.info: dict = {}                   # the server's INFO, as the engine keeps it
         self.errors: deque = deque(maxlen=_KEEP_ERRORS)  # the latest asynchronous errors
         self._sock: socket.socket | None = None
+        self._sock_timeout: float | None = None  # what the socket's timeout was last set to
         self._flush = False                    # a Flush effect came: write before waiting
         self._timers: list = []                # heap of (when, n, key); n: the StartTimer that set it
         self._armed: dict = {}                 # key -> n of its live heap entry
@@ -326,7 +327,9 @@ class Driver:
         sock = self._sock
         assert sock is not None
         try:
-            sock.settimeout(timeout)
+            if timeout != self._sock_timeout:  # (each settimeout is a system call)
+                sock.settimeout(timeout)
+                self._sock_timeout = timeout
             data = sock.recv(_RECV)
         except socket.timeout:
             return b""
@@ -359,17 +362,21 @@ class Driver:
                 raise make_error("ErrConnectionClosed", f"No connection to {self.server}")
             # the engine has no public way to this yet: the tail of its parser
             self._raw = self.engine._parser.take_unparsed()
-        deadline = time.monotonic() + timeout
+        now = time.monotonic()
+        deadline = now + timeout
+        wait = timeout  # the same figure call after call: the socket's timeout stays set
         while True:
-            now = time.monotonic()
             self._fire_due(now)
             if self._sock is None or self._raw is None:
                 raise make_error("ErrConnectionClosed", f"the server {self.server} closed the connection")
-            if now >= deadline:
-                raise make_error("ErrTimeout", f"Timeout waiting for the server {self.server}")
-            data = self._recv(self._until(now, deadline))
+            left = self._until(now, None)
+            data = self._recv(wait if left is None or left >= wait else left)
             if data:
                 break
+            now = time.monotonic()
+            wait = deadline - now
+            if wait <= 0:
+                raise make_error("ErrTimeout", f"Timeout waiting for the server {self.server}")
         buf = self._raw + data if self._raw else data
         self._raw = buf
         self._raw = buf[scan(buf):]
@@ -408,8 +415,11 @@ class Driver:
     def _write(self, data: bytes) -> None:
         sock = self._sock
         assert sock is not None
+        timeout = self.engine.options.flush_timeout / 1000 or None
         try:
-            sock.settimeout(self.engine.options.flush_timeout / 1000 or None)
+            if timeout != self._sock_timeout:
+                sock.settimeout(timeout)
+                self._sock_timeout = timeout
             sock.sendall(data)
         except OSError as e:
             self.engine.write_failed(str(e) or type(e).__name__)
@@ -428,6 +438,7 @@ class Driver:
             return
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._sock = sock
+        self._sock_timeout = sock.gettimeout()
         eng.socket_connected()
 
     def _ssl_context(self) -> ssl.SSLContext:
@@ -446,6 +457,7 @@ class Driver:
             name = eng.pool.tls_name(e.server, self.tls_hostname)
             sock.settimeout(eng.options.connect_timeout / 1000 or None)
             self._sock = ctx.wrap_socket(sock, server_hostname=name)
+            self._sock_timeout = self._sock.gettimeout()
         except Exception as exc:  # ssl.SSLError (verification ...), OSError, ValueError (bad context)
             eng.tls_failed(str(exc) or type(exc).__name__)
             return
