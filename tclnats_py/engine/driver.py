@@ -27,8 +27,8 @@ fails (``TypeError``) when a handler is missing, and dispatching an effect
 class the table does not know raises :class:`UnknownEffect`.  So a new effect
 added to the engine cannot be dropped silently by a driver nobody updated.
 The drivers: :mod:`tclnats_py.aio.client` (asyncio),
-:mod:`tclnats_py.tclface.bridge` (the Tcl event loop), and the blocking
-driver Spark's reader uses.
+:mod:`tclnats_py.tclface.bridge` (the Tcl event loop), and
+:mod:`tclnats_py.sync.driver` (blocking; the Spark reader runs on it).
 """
 
 from __future__ import annotations

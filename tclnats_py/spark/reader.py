@@ -1,26 +1,27 @@
 """The Spark source's partition reader and planner: a sequence range of a
-stream as Python columns, read over one plain blocking socket (TLS when asked).
+stream as Python columns, read over one blocking connection (TLS when asked).
 
 A Spark task reads one range and nothing else, so it needs no event loop, no
-subscription queue and no message objects per delivery.  It is a small
-blocking driver of the engine's pieces, not a second client:
+subscription queue and no message objects per delivery.  It runs on the
+engine's blocking driver (``tclnats_py.sync.driver.Driver``), not a client of
+its own:
 
-* the server list, the first-round order, the URL credentials and the TLS
-  name rule are the engine's (``engine.pool.ServerPool``), the CONNECT is
-  ``engine.connection.connect_params``, a ``-ERR`` is ``engine.connection.server_error``,
-  creds and NKey seeds are read by ``tclnats_py.credentials`` and signed by
-  ``engine.auth``;
-* the handshake and the API replies are read with the engine's parser
-  (``engine.protocol.Parser``), every frame is written with its encoders; the
-  deliveries of the pull are read into columns by the engine's
-  ``engine.js.columns.scan_deliveries`` (one fused loop, for speed), which
-  hands the parser what it leaves;
+* the connection, the handshake and auth (the server pool and its TLS name
+  rule, CONNECT, creds and NKey signatures, PING/PONG, ``-ERR``) are the
+  engine's, carried out by the driver; a connection that breaks is not
+  reconnected by it (``allow_reconnect`` False): the read resumes on a new
+  one (below);
 * the JetStream API calls are ``engine.js.api.JsApi`` operations run with
-  ``run_sync`` (so replies and errors map as everywhere else: ErrStreamNotFound,
-  ErrJetStreamNotEnabled, ErrJSResponse with code and err_code ...), the pull
-  request JSON is ``engine.js.pull.pull_request_body``, pull statuses are judged by
-  ``engine.js.pull.classify`` / ``status_error``, and each delivery's sequence,
-  time and pending count come from the ack subject as ``engine.js.meta`` reads it.
+  ``run_sync`` over the driver's requests (so replies and errors map as
+  everywhere else: ErrStreamNotFound, ErrJetStreamNotEnabled, ErrJSResponse
+  with code and err_code ...), the pull request JSON is
+  ``engine.js.pull.pull_request_body``, pull statuses are judged by
+  ``engine.js.pull.classify`` / ``status_error``;
+* the deliveries of the pull are read into columns by the engine's
+  ``engine.js.columns.scan_deliveries`` (one fused loop, for speed) straight
+  from the bytes the driver reads (``Driver.read_raw``); a PING it finds and
+  what it leaves go back to the engine.  Each delivery's sequence, time and
+  pending count come from the ack subject as ``engine.js.meta`` reads it.
 
 It reads through an ephemeral pull consumer (memory state, deleted at the end
 and expiring on the server anyway) and keeps two pull requests outstanding so
@@ -43,33 +44,24 @@ filter matches into equal parts.
 
 from __future__ import annotations
 
-import collections
 import logging
-import socket
 import ssl
 import time
 
-from tclnats_py.credentials import read_credentials
-from tclnats_py.engine.connection import Msg, auth_params, connect_params, server_error
-from tclnats_py.engine.headers import encode_headers, parse_headers
+from tclnats_py.engine.connection import Msg
 from tclnats_py.engine.js.api import JsApi, Request, run_sync
 from tclnats_py.engine.js.columns import LAST_EVENT, PING_EVENT, Columns, scan_deliveries
 from tclnats_py.engine.js.pull import classify, pull_request_body, status_error
-from tclnats_py.engine.nuid import Nuid
-from tclnats_py.engine.pool import NoServers, ServerPool
-from tclnats_py.engine.protocol import (ERR, INFO, MSG, PING, PING_BYTES, PONG, PONG_BYTES, Parser, encode_connect,
-                                        encode_pub, encode_sub, encode_unsub)
+from tclnats_py.engine.protocol import PING_BYTES
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.spark.options import ConnSettings
+from tclnats_py.sync.driver import Driver
 
-__all__ = ["Meta", "read_columns", "DEFAULT_RETRIES", "DEFAULT_RETRY_INTERVAL_MS"]
+__all__ = ["Meta", "read_columns", "connect", "DEFAULT_RETRIES", "DEFAULT_RETRY_INTERVAL_MS"]
 
 log = logging.getLogger("tclnats_py.spark")
 
-_RECV = 1 << 20
 _LANG = "python-tclnats-spark"
-_PULL_SID = 1
-_PULL_SID_B = b"%d" % _PULL_SID
 _PULL_EXPIRES_NS = 5 * 10**9
 # statuses that end one pull request and leave the consumer usable
 _PULL_ENDED = frozenset(("no_messages", "timeout", "conflict", "pin_mismatch"))
@@ -79,6 +71,8 @@ DEFAULT_RETRY_INTERVAL_MS = 1000
 _RETRYABLE = frozenset(("ErrConnectionClosed", "ErrTimeout", "ErrNoServers", "ErrJetStreamNotEnabled",
                         "ErrNoResponders", "ErrBrokenSocket", "ErrStaleConnection", "ErrConnectionRefused",
                         "ErrConnectionTimeout", "ErrServerShutdown", "ErrConsumerDeleted", "ErrConsumerNotFound"))
+# connection failures that say the servers could not be reached
+_UNREACHABLE = frozenset(("ErrConnectionRefused", "ErrHostNotResolved", "ErrNoServers"))
 
 
 def retryable(e: BaseException) -> bool:
@@ -89,134 +83,47 @@ def retryable(e: BaseException) -> bool:
     return isinstance(e, OSError)
 
 
-def _auth_params(o, info: dict, pool: ServerPool):
-    """What the engine sends (engine.connection.auth_params), for a blocking connection."""
-    return auth_params(o, info, pool, read_credentials(o) if (o.creds or o.nkey_seed) else None)
+def _connect_error(settings: ConnSettings, e: NatsError) -> NatsError:
+    """The reader's error for a failed connection: the servers named when
+    none could be reached (ErrNoServers), ErrTimeout for a server that did
+    not answer in time, else the server's own error (ErrAuthorization,
+    ErrTLS ...)."""
+    cause = e.__cause__ if isinstance(e.__cause__, NatsError) else e
+    code = cause.code
+    if code in _UNREACHABLE:
+        return make_error("ErrNoServers", f"NATS server unreachable at {settings.servers_text()}: {cause}")
+    if code == "ErrConnectionTimeout":
+        return make_error("ErrTimeout", f"Timeout waiting for the server: {cause}")
+    if code == "ErrBrokenSocket":
+        return make_error("ErrConnectionClosed", str(cause))
+    return make_error(code, str(cause))
 
 
-class _Conn:
-    """One blocking connection: JetStream API requests and a pull loop."""
-
-    def __init__(self, settings: ConnSettings):
-        self.settings = settings
-        self.options = settings.engine_options()
-        self.timeout = settings.request_timeout_ms / 1000
-        connect_timeout = settings.connect_timeout_ms / 1000
-        pool = ServerPool()
-        pool.set_servers(settings.servers, randomize=False)
-        last = None
-        while True:
-            try:
-                server, _wait = pool.next_server(True, -1, lambda s: 0, 0)
-            except NoServers:
-                raise make_error("ErrNoServers",
-                                 f"NATS server unreachable at {settings.servers_text()}: {last}") from None
-            try:
-                self.sock = socket.create_connection((server.host, server.port), connect_timeout)
-                break
-            except OSError as e:
-                last = e
-                pool.current_done(False, 0)
-        self.server = f"{server.host}:{server.port}"
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.sock.settimeout(connect_timeout)
-        self.parser = Parser()
-        self.pending: collections.deque = collections.deque()  # parsed, not yet handled
-        self.nuid = Nuid()
-        self._sid = _PULL_SID
-        try:
-            self.info = self._handshake(pool, server)
-        except BaseException:
-            self.close()
-            raise
-        self.sock.settimeout(self.timeout)
-
-    def recv(self) -> bytes:
-        try:
-            data = self.sock.recv(_RECV)
-        except socket.timeout:
-            raise make_error("ErrTimeout", f"Timeout waiting for the server {self.server}") from None
-        if not data:
-            raise make_error("ErrConnectionClosed", f"the server {self.server} closed the connection")
-        return data
-
-    def _next_op(self):
-        while not self.pending:
-            self.pending.extend(self.parser.feed(self.recv()))
-        return self.pending.popleft()
-
-    def _handshake(self, pool: ServerPool, server) -> dict:
-        op = self._next_op()
-        if op[0] is not INFO:
-            raise make_error("ErrProtocol", "no INFO from the server")
-        info = op[1]
-        o = self.options
-        want_tls = o.secure or server.scheme == "tls"
-        tls_done = False
-        if info.get("tls_required") or (want_tls and info.get("tls_available")):
-            name = pool.tls_name(server, self.settings.tls_hostname)
-            try:
-                self.sock = self.settings.ssl_context().wrap_socket(self.sock, server_hostname=name)
-            except ssl.SSLError as e:
-                raise make_error("ErrTLS", f"TLS handshake with {self.server} failed: {e}") from None
-            tls_done = True
-        elif want_tls:
-            raise make_error("ErrSecureConnWanted", f"Server {self.server} does not provide TLS")
-        auth = _auth_params(o, info, pool)
-        self.sock.sendall(encode_connect(connect_params(o, info, auth, lang=_LANG, tls_done=tls_done)) + PING_BYTES)
-        while True:
-            op = self._next_op()
-            if op[0] is PONG:
-                return info
-            if op[0] is ERR:
-                raise server_error(op[1])[0]
-            if op[0] is PING:
-                self.sock.sendall(PONG_BYTES)
-
-    def request(self, step: Request, timeout: float | None = None) -> Msg:
-        """A core request on its own inbox (a ``_js`` Request step): the reply Msg."""
-        self._sid += 1
-        sid = self._sid
-        inbox = "_INBOX." + self.nuid.next()
-        headers = encode_headers(step.headers) if step.headers else None
-        self.sock.sendall(encode_sub(inbox, None, sid) + encode_unsub(sid, 1)
-                          + encode_pub(step.subject, inbox, step.payload, headers))
-        if timeout is None:
-            timeout = step.timeout / 1000 if step.timeout else self.timeout
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                while not self.pending:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise make_error("ErrTimeout", f"Timeout waiting for a reply on {step.subject}")
-                    self.sock.settimeout(left)
-                    self.pending.extend(self.parser.feed(self.recv()))
-                op = self.pending.popleft()
-                kind = op[0]
-                if kind is MSG:
-                    if op[2] == sid:
-                        hdr = op[4]
-                        msg = Msg(op[1], op[5], op[3], parse_headers(hdr) if hdr is not None else None, sid)
-                        if msg.no_responders:
-                            raise make_error("ErrNoResponders", f"no responders on {step.subject}")
-                        return msg
-                elif kind is PING:
-                    self.sock.sendall(PONG_BYTES)
-                elif kind is ERR:
-                    raise server_error(op[1])[0]
-        finally:
-            self.sock.settimeout(self.timeout)
-
-    def close(self):
-        try:
-            self.sock.close()
-        except OSError as e:
-            log.debug("closing the reader's socket: %s", e)
+def connect(settings: ConnSettings) -> Driver:
+    """A connected driver: each server in the order given, tried once; no
+    reconnection (a broken read resumes on a new connection)."""
+    options = settings.engine_options()
+    options.randomize = False
+    d = Driver(options, tls=settings.ssl_context, tls_hostname=settings.tls_hostname, allow_reconnect=False,
+               lang=_LANG)
+    try:
+        d.connect(settings.servers)
+    except NatsError as e:
+        raise _connect_error(settings, e) from None
+    return d
 
 
-def connect(settings: ConnSettings) -> _Conn:
-    return _Conn(settings)
+def _handler(c: Driver, timeout: float | None = None):
+    """``step -> reply Msg`` for ``run_sync``: a ``_js`` Request step as a request on ``c``."""
+    def request(step: Request) -> Msg:
+        t = timeout if timeout is not None else (step.timeout / 1000 if step.timeout else None)
+        return c.request(step.subject, step.payload, t, step.headers or None, step.check_subject)
+    return request
+
+
+def _call(c: Driver, op, timeout: float | None = None):
+    """Run a JetStream API operation on ``c``."""
+    return run_sync(op, _handler(c, timeout))
 
 
 class Meta:
@@ -226,7 +133,7 @@ class Meta:
     def __init__(self, settings: ConnSettings):
         self.settings = settings
         self.api = JsApi(prefix=settings.api_prefix_value())
-        self.c = _Conn(settings)
+        self.c = connect(settings)
 
     def __enter__(self):
         return self
@@ -238,7 +145,7 @@ class Meta:
         self.c.close()
 
     def call(self, op):
-        return run_sync(op, self.c.request)
+        return _call(self.c, op)
 
     def stream_info(self, stream: str) -> dict:
         return self.call(self.api.stream_info(stream))
@@ -369,19 +276,10 @@ def read_columns(settings: ConnSettings, stream: str, first: int, last: int, fil
 
 
 def _read_once(settings, api, stream, first, last, filter_subject, batch, fail_on_data_loss, headers_only=False):
-    c = _Conn(settings)
+    c = connect(settings)
     try:
-        state = run_sync(api.stream_info(stream), c.request)["state"]
-        available = state.get("first_seq", 0)
-        if available > first:
-            lost = min(last, available - 1) - first + 1
-            if fail_on_data_loss:
-                raise make_error("ErrDataLoss", data_loss_message(stream, first, available),
-                                 stream=stream, expected=first, available=available)
-            log.warning("stream %s: %d message(s) before sequence %d were removed before they were read "
-                        "(failOnDataLoss=false: skipped)", stream, lost, available)
-            if available > last:
-                return
+        if not _available(c, api, stream, first, last, fail_on_data_loss):
+            return
         cfg = {"deliver_policy": "by_start_sequence", "opt_start_seq": first, "ack_policy": "none",
                "inactive_threshold": 30 * 10**9, "mem_storage": True, "num_replicas": 1,
                "max_waiting": 8}
@@ -389,101 +287,135 @@ def _read_once(settings, api, stream, first, last, filter_subject, batch, fail_o
             cfg["filter_subject"] = filter_subject
         if headers_only:
             cfg["headers_only"] = True
-        info = run_sync(api.consumer_create(stream, cfg, action=None, server_version=c.info.get("version")),
-                        c.request)
-        name = info["name"]
-
-        def delete_consumer():
-            run_sync(api.consumer_delete(stream, name), lambda step: c.request(step, 2.0))
-
-        def pending_now() -> int:
-            # on a connection of its own: this one may be receiving the other pull's deliveries
-            other = _Conn(settings)
+        info = _call(c, api.consumer_create(stream, cfg, action=None, server_version=c.info.get("version")))
+        pull = _Pull(settings, c, api, stream, info, first, last, batch)
+        try:
+            if info.get("num_pending"):
+                yield from pull.run()
+        finally:
             try:
-                return int(run_sync(api.consumer_info(stream, name), other.request).get("num_pending", 0))
-            finally:
-                other.close()
+                _call(c, api.consumer_delete(stream, pull.name), 2.0)
+            except Exception as e:  # the consumer expires on the server anyway (inactive_threshold)
+                log.info("could not delete consumer %s: %s", pull.name, e)
+    finally:
+        c.close()
 
-        if not info.get("num_pending"):
-            delete_consumer()
-            return
-        inbox = "_INBOX." + c.nuid.next()
-        nxt = api.next_subject(stream, name)
+
+def _available(c: Driver, api, stream, first, last, fail_on_data_loss) -> bool:
+    """Whether anything of first..last is left in the stream: messages
+    removed below ``first`` are ErrDataLoss, or with ``fail_on_data_loss``
+    False skipped with a warning."""
+    state = _call(c, api.stream_info(stream))["state"]
+    available = state.get("first_seq", 0)
+    if available > first:
+        lost = min(last, available - 1) - first + 1
+        if fail_on_data_loss:
+            raise make_error("ErrDataLoss", data_loss_message(stream, first, available),
+                             stream=stream, expected=first, available=available)
+        log.warning("stream %s: %d message(s) before sequence %d were removed before they were read "
+                    "(failOnDataLoss=false: skipped)", stream, lost, available)
+        if available > last:
+            return False
+    return True
+
+
+class _Pull:
+    """The deliveries of one consumer for a range, as columns: two pull
+    requests outstanding (the server sends the next batch while this one is
+    converted), scanned from the driver's raw bytes."""
+
+    def __init__(self, settings, c: Driver, api, stream, info, first, last, batch):
+        self.settings, self.c, self.api, self.stream = settings, c, api, stream
+        self.name = info["name"]
+        self.last = last
         # never ask for more than the range can hold: what is delivered past
         # its end is only read to be thrown away
-        total = min(last - first + 1, info["num_pending"])
-        want = min(batch, total)
+        self.total = min(last - first + 1, info.get("num_pending") or 0)
+        self.want = min(batch, self.total)
+        self.next_subject = api.next_subject(stream, self.name)
+        self.inbox = ""
+        self.sid = b""
+        self.cols = Columns()
+        self.asked = 0
+        self.done = False
+        self.got_since_end = 0  # messages since the last pull that ended early
 
-        def ask(k):
-            return encode_pub(nxt, inbox, pull_request_body(k, expires_ns=_PULL_EXPIRES_NS))
+    def ask(self, k: int) -> None:
+        self.c.publish(self.next_subject, pull_request_body(k, expires_ns=_PULL_EXPIRES_NS), self.inbox)
 
-        # two pulls outstanding: the server sends the next batch while this one is converted
-        first_asks = [min(want, total - i * want) for i in range(2) if total - i * want > 0]
-        c.sock.sendall(encode_sub(inbox, None, _PULL_SID) + b"".join(ask(k) for k in first_asks))
-        asked = sum(first_asks)
+    def run(self):
+        c, cols, want, total = self.c, self.cols, self.want, self.total
+        self.inbox = c.engine.new_inbox()
+        sub = c.subscribe(self.inbox)
+        self.sid = b"%d" % sub.sid
+        for k in (min(want, total - i * want) for i in range(2) if total - i * want > 0):
+            self.ask(k)
+            self.asked += k
         # a pull expires after 5 s with a status: 15 s without a byte is a dead connection
-        c.sock.settimeout(max(15.0, c.timeout))
-        cols = Columns()
-        done = False
-        got_since_end = 0  # messages since the last pull that ended early
-        recv, send = c.recv, c.sock.sendall
-        # what the API requests left: parsed operations (a PING at most) and unparsed bytes
-        for op in c.pending:
-            if op[0] is PING:
-                send(PONG_BYTES)
-        c.pending.clear()
-        buf = c.parser.take_unparsed()
+        timeout = max(15.0, c.engine.options.request_timeout / 1000)
         try:
-            while not done:
-                data = recv()
-                buf = buf + data if buf else data
-                n_before = cols.n
-                pos, events = scan_deliveries(buf, cols, last, _PULL_SID_B)
-                got_since_end += cols.n - n_before
-                buf = buf[pos:]
-                for ev in events:
-                    if ev is PING_EVENT:
-                        send(PONG_BYTES)
-                    elif ev is LAST_EVENT:
-                        done = True
-                    else:
-                        kind = classify(ev)
-                        if kind == "heartbeat" or kind == "flow_control":
-                            continue
-                        err, terminal = status_error(ev)
-                        if terminal or kind not in _PULL_ENDED:
-                            raise err or make_error(
-                                "ErrJSResponse", f"pull on stream {stream} ended: {ev.status} {ev.description}")
-                        if (kind == "no_messages" or kind == "timeout") and not got_since_end:
-                            # a whole pull went by without a message: ask the
-                            # server whether anything is left (messages deleted
-                            # meanwhile); the range ends only on its answer
-                            if pending_now() == 0:
-                                done = True
-                                break
-                        # a pull ended early: ask again for at most what may be left
-                        got_since_end = 0
-                        k = max(1, min(want, total - cols.received))
-                        send(ask(k))
-                        asked = max(asked, cols.received + k)
-                if done:
+            while not self.done:
+                c.read_raw(self.scan, timeout)
+                if self.done:
                     break
-                while asked < total and asked - cols.received <= want:
-                    k = min(want, total - asked)
-                    send(ask(k))
-                    asked += k
+                while self.asked < total and self.asked - cols.received <= want:
+                    k = min(want, total - self.asked)
+                    self.ask(k)
+                    self.asked += k
                 if cols.n >= want:
                     yield cols.take()
             if cols.n:
                 yield cols.take()
-            # deliveries of the other outstanding pull may follow: stop them and
-            # let the engine's parser continue from where the scanner left off
-            send(encode_unsub(_PULL_SID))
-            c.pending.extend(c.parser.feed(buf))
         finally:
-            try:
-                delete_consumer()
-            except Exception as e:  # the consumer expires on the server anyway (inactive_threshold)
-                log.info("could not delete consumer %s: %s", name, e)
-    finally:
-        c.close()
+            if not c.is_closed:
+                # deliveries of the other outstanding pull may follow: stop
+                # them, and the engine parses on from where the scanner stopped
+                c.unsubscribe(sub)
+                c.end_raw()
+
+    def scan(self, buf: bytes) -> int:
+        """``Driver.read_raw``'s scanner: the deliveries at the start of
+        ``buf`` into the columns; the bytes used."""
+        cols = self.cols
+        n_before = cols.n
+        pos, events = scan_deliveries(buf, cols, self.last, self.sid)
+        self.got_since_end += cols.n - n_before
+        for ev in events:
+            if ev is PING_EVENT:
+                self.c.feed(PING_BYTES)
+            elif ev is LAST_EVENT:
+                self.done = True
+            elif self.status(ev):
+                break
+        return pos
+
+    def status(self, ev: Msg) -> bool:
+        """A pull status: go on (False), ask again, or the range ended (True)."""
+        kind = classify(ev)
+        if kind == "heartbeat" or kind == "flow_control":
+            return False
+        err, terminal = status_error(ev)
+        if terminal or kind not in _PULL_ENDED:
+            raise err or make_error("ErrJSResponse", f"pull on stream {self.stream} ended: {ev.status} "
+                                    f"{ev.description}")
+        if (kind == "no_messages" or kind == "timeout") and not self.got_since_end:
+            # a whole pull went by without a message: ask the server whether
+            # anything is left (messages deleted meanwhile); the range ends
+            # only on its answer
+            if self.pending_now() == 0:
+                self.done = True
+                return True
+        # a pull ended early: ask again for at most what may be left
+        self.got_since_end = 0
+        k = max(1, min(self.want, self.total - self.cols.received))
+        self.ask(k)
+        self.asked = max(self.asked, self.cols.received + k)
+        return False
+
+    def pending_now(self) -> int:
+        # on a connection of its own: this one may be receiving the other pull's deliveries
+        other = connect(self.settings)
+        try:
+            return int(_call(other, self.api.consumer_info(self.stream, self.name)).get("num_pending", 0))
+        finally:
+            other.close()
