@@ -228,9 +228,12 @@ class CoreCommands(ConnectionEffects):
         """Tcl has queued publishes (fast path): make sure a flush follows."""
         self.tcl_pending = True
         if self.engine.status == CONNECTED and not self.flush_id:
-            # as the engine's Flush: written at the end of a readable
-            # handler whose callbacks published (a responder), else posted
-            self._post_flush()
+            # as on_flush (inline: once per publishing turn of a responder):
+            # written at the end of a readable handler whose callbacks
+            # published, else posted
+            self.bridge.dirty.add(self)
+            self.flush_id = self.tk.call("after", 0, self.cmd + "_ev", "flush")
+            self.tk.call("set", f"{self.ns}::timers(flush)", self.flush_id)
 
     def c_room(self):
         """Whether a publish may go on now (1), or must wait (0) until

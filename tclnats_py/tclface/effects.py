@@ -150,7 +150,9 @@ class ConnectionEffects(ConnectionIO):
     # ------------------------------------------------------------ deliveries
     def on_deliver(self, e: Deliver) -> None:
         """A message for a subscription's callback, counted against its
-        pending limits while a read's deliveries wait to run."""
+        pending limits while a read's deliveries wait to run.  (The engine
+        batches deliveries for this face, see state.py: what still comes one
+        by one is on_deliver_many's step for one message, written out.)"""
         sub = e.sub
         msg = e.msg
         cb, dictmsg, post = sub.handler
@@ -177,12 +179,38 @@ class ConnectionEffects(ConnectionIO):
                          msg.reply or ""))
 
     def on_deliver_many(self, e: DeliverMany) -> None:
-        """Messages for one subscription, in order (an engine that sets
-        deliver_batches; this face does not)."""
-        deliver = self.on_deliver
+        """Messages for one subscription, in order: on_deliver for each,
+        with what is the same for all of them looked up once."""
         sub = e.sub
+        cb, dictmsg, post = sub.handler
+        out = self.out
+        convert = dictmsg or self.utf8
+        batch = self.batch
+        if batch is None:
+            for msg in e.msgs:
+                out.extend((post, cb, msg.subject, msg.data if not convert else self._msg_value(msg, dictmsg, sub.sid),
+                            msg.reply or ""))
+            return
+        p = self.sub_pending.get(sub)
+        if p is None:
+            p = self.sub_pending[sub] = [0, 0]
+        b = None
+        max_msgs, max_bytes = self.limits
         for msg in e.msgs:
-            deliver(Deliver(sub, msg))
+            n = len(msg.data)
+            if p[0] >= max_msgs or p[1] + n > max_bytes:
+                self._slow_consumer(sub)
+                continue
+            p[0] += 1
+            p[1] += n
+            if b is None:
+                b = batch.get(sub)
+                if b is None:
+                    b = batch[sub] = [0, 0]
+            b[0] += 1
+            b[1] += n
+            out.extend((post, cb, msg.subject, msg.data if not convert else self._msg_value(msg, dictmsg, sub.sid),
+                        msg.reply or ""))
 
     def _slow_consumer(self, sub):
         """A delivery past pending_msgs_limit / pending_bytes_limit is
@@ -192,14 +220,6 @@ class ConnectionEffects(ConnectionIO):
             return
         self.slow_subs.add(sub)
         self._report_slow(sub)
-
-    def _report_slow(self, sub):
-        text = (f"Slow consumer on subject {sub.subject} (subscription {sub.sid}): messages dropped past "
-                f"-pending_msgs_limit {self.engine.options.pending_msgs_limit} or "
-                f"-pending_bytes_limit {self.engine.options.pending_bytes_limit}")
-        self.tk.call("set", f"{self.ns}::last_error",
-                     ("code", ("NATS", "ErrSlowConsumer"), "errorMessage", text))
-        self._log("warn", text)
 
     def batch_done(self):
         """The deliveries of the latest read still running have all run."""

@@ -236,6 +236,16 @@ class ConnectionIO(ConnectionState):
             sys.stderr.write(tb)
         return ()
 
+    def _report_slow(self, sub):
+        """A slow-consumer episode of ``sub`` begins (the C reader's or
+        on_deliver's): an asynchronous error, and a warning in the log."""
+        text = (f"Slow consumer on subject {sub.subject} (subscription {sub.sid}): messages dropped past "
+                f"-pending_msgs_limit {self.engine.options.pending_msgs_limit} or "
+                f"-pending_bytes_limit {self.engine.options.pending_bytes_limit}")
+        self.tk.call("set", f"{self.ns}::last_error",
+                     ("code", ("NATS", "ErrSlowConsumer"), "errorMessage", text))
+        self._log("warn", text)
+
     def _feed(self, step):
         """Run ``step`` (bytes or an outcome for the engine) as one read of
         :meth:`on_readable`: its effects carried out, its deliveries returned."""
@@ -302,12 +312,9 @@ class ConnectionIO(ConnectionState):
         readable handler's callbacks that publish share it: see
         _Bridge._flush_dirty).  Handshake traffic is written by run()."""
         if not self.flush_id and self.engine.status == CONNECTED:
-            self._post_flush()
-
-    def _post_flush(self):
-        self.bridge.dirty.add(self)
-        self.flush_id = self.tk.call("after", 0, self.cmd + "_ev", "flush")
-        self.tk.call("set", f"{self.ns}::timers(flush)", self.flush_id)
+            self.bridge.dirty.add(self)
+            self.flush_id = self.tk.call("after", 0, self.cmd + "_ev", "flush")
+            self.tk.call("set", f"{self.ns}::timers(flush)", self.flush_id)
 
     def e_flush(self):
         self.flush_id = ""
@@ -402,7 +409,6 @@ class ConnectionIO(ConnectionState):
             return
         self.room_wanted = False
         self.tk.call("set", f"{self.ns}::Room", 1)
-
 
     def _write(self, data: bytes):
         try:
@@ -511,7 +517,6 @@ class ConnectionIO(ConnectionState):
             self.engine.tls_failed(str(e))
             return
         self.engine.tls_done()
-
 
     # ------------------------------------------------------------ the Tcl publish fast path
     def drain_tcl_pubs(self):

@@ -41,6 +41,8 @@ class ConnectionState:
         self.cmd = f"::tclnats::conn{next(bridge.ids)}"
         self.engine = Engine(Options(), clock=now_ms, lang="Tcl", version=TCL_API_VERSION)
         self.engine.reconnect_delay = None
+        # a read's messages for one subscription in one DeliverMany effect
+        self.engine.deliver_batches = True
         self.min_level = LEVELS.get(log_level, 0)
         self.sock = ""
         self.flush_id = ""

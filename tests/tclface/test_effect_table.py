@@ -105,3 +105,30 @@ def test_deliver_many_hands_over_what_each_deliver_would(conn):
     c.engine._fx.append(DeliverMany(sub, msgs))
     c.run(many)
     assert many == one == [0, "cb", "a", b"x", "r", 0, "cb", "b", b"yy", ""]
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["Deliver", "DeliverMany"])
+def test_a_reads_deliveries_count_against_the_pending_limits(conn, many):
+    from tclnats_py.engine.effects import DeliverMany
+
+    class Sub:
+        handler = ("cb", False, 1)
+        sid = 5
+        subject = "s"
+    c, interp = conn
+    sub = Sub()
+    msgs = [Msg("s", b"abc"), Msg("s", b"de"), Msg("s", b"f")]
+    c.limits = (2, 100)    # as _feed sets them from -pending_msgs_limit/-pending_bytes_limit
+    c.batch = batch = {}   # a read in progress
+    try:
+        c.engine._fx.extend([DeliverMany(sub, msgs)] if many else [Deliver(sub, m) for m in msgs])
+        out: list = []
+        c.run(out)
+    finally:
+        c.batch = None
+    assert out == [1, "cb", "s", b"abc", "", 1, "cb", "s", b"de", ""]
+    assert batch == {sub: [2, 5]} and c.sub_pending == {sub: [2, 5]} and c.slow_subs == {sub}
+    assert interp.eval("dict get [set [info object namespace $c]::last_error] code") == "NATS ErrSlowConsumer"
+    c.batches.append(batch)
+    c.batch_done()         # the read's callbacks have run: the episode ends
+    assert c.sub_pending == {} and c.slow_subs == set()
