@@ -19,7 +19,7 @@ from tclnats_py._tclcross import TclError
 from tclnats_py.engine.connection import CONNECTED, Msg
 from tclnats_py.engine.effects import (Deliver, DeliverMany, ErrorChanged, InfoReceived, Log, PingDone,
                                        PongReceived, RequestDone, RequestReply, StatusChanged, SubGone,
-                                       SubsCleared)
+                                       SubsCleared, UnknownEffect)
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.tclface.convert import headers_to_tcl
 from tclnats_py.tclface.io import ConnectionIO
@@ -63,7 +63,11 @@ class ConnectionEffects(ConnectionIO):
                     break
                 self.out = deliveries = []
                 for f in fx:
-                    table[f.__class__](f)
+                    try:
+                        handler = table[f.__class__]
+                    except KeyError:
+                        raise UnknownEffect(f.__class__) from None
+                    handler(f)
                 if deliveries:
                     if collect is not None:
                         collect.extend(deliveries)

@@ -20,7 +20,6 @@ from tclnats_py.tclface.convert import LEVELS, flat, format_exc, now_ms
 # (a plain False, no typing import at start: the checkers read it as True)
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from tclnats_py.engine.driver import EffectTable
     from tclnats_py.tclface.bridge import _Bridge
 
 __all__ = ["ConnectionState", "TCL_API_VERSION"]
@@ -31,7 +30,7 @@ TCL_API_VERSION = "3.2.1"
 class ConnectionState:
     """The state of one ``nats::connection`` and the helpers all its parts use."""
 
-    effects: EffectTable   # effect class -> handler, built once (TclConnection.__init__)
+    effects: dict   # effect class -> handler, built once (TclConnection.__init__)
 
     def __init__(self, bridge: _Bridge, obj: str, ns: str, log_level: str):
         self.bridge = bridge
