@@ -1,7 +1,10 @@
 """The Tcl face: ``package require nats`` in any Tcl interpreter.
 
-``bridge`` drives the engine from the Tcl event loop (the socket a Tcl
-channel, timers ``after``) and serves nats-tcl's connection API; ``js``
+``bridge`` installs ``package require nats`` into an interpreter and keeps
+its connections; ``connection`` (with its parts ``io``, ``effects``,
+``conn_commands``, ``js_commands``) drives the engine from the Tcl event loop
+(the socket a Tcl channel, timers ``after``) and serves nats-tcl's
+connection API; ``js``
 turns Tcl option lists into the engine's JetStream operations and their
 results into Tcl values; ``tclsh`` is the tclnats-tclsh launcher;
 ``notifier`` runs the Tcl event loop for Python hosts; ``tlsname`` checks a

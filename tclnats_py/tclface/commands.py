@@ -7,7 +7,7 @@ whose ops are the ``c_<op>`` methods of its Python class.  :func:`tcl_commands`
 turns those methods into the class's table once, when the class is created:
 ``_tcl_commands`` (op -> function, called as ``function(obj, *args)``) and
 ``_tcl_arity`` (op -> (least, most) arguments; most is None for ``*args``),
-which :meth:`TclConnection.call <tclnats_py.tclface.bridge.TclConnection.call>`
+which :meth:`TclConnection.call <tclnats_py.tclface.connection.TclConnection.call>`
 looks up instead of building a method name per call.
 """
 

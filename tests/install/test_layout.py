@@ -133,8 +133,11 @@ TCL_FACE_OURS = {
     "tclnats_py.engine", "tclnats_py.engine.connection", "tclnats_py.engine.effects",
     "tclnats_py.engine.headers", "tclnats_py.engine.nuid", "tclnats_py.engine.options",
     "tclnats_py.engine.pool", "tclnats_py.engine.protocol", "tclnats_py.engine.subjects",
-    "tclnats_py.engine.validate", "tclnats_py.tclface", "tclnats_py.tclface.bridge",
+    "tclnats_py.engine.validate", "tclnats_py.engine.driver", "tclnats_py.tclface", "tclnats_py.tclface.bridge",
     "tclnats_py.tclface.commands", "tclnats_py.tclface.tlsname", "tclnats_py.tclface.values",
+    "tclnats_py.tclface.connection", "tclnats_py.tclface.state", "tclnats_py.tclface.io",
+    "tclnats_py.tclface.effects", "tclnats_py.tclface.conn_commands", "tclnats_py.tclface.js_commands",
+    "tclnats_py.tclface.results", "tclnats_py.tclface.convert",
 }
 TCL_FACE_STDLIB = {
     "__future__", "bisect", "collections", "copyreg", "enum", "functools", "genericpath", "heapq",
@@ -164,12 +167,12 @@ def test_tcl_face_start_imports_only_its_pinned_set():
 
 
 def test_format_exc_formats_the_traceback():
-    # the bridge's internal-error reports import traceback only when they format one
-    from tclnats_py.tclface import bridge
+    # the Tcl face's internal-error reports import traceback only when they format one
+    from tclnats_py.tclface.convert import format_exc
     try:
         raise ValueError("boom")
     except ValueError:
-        text = bridge._format_exc()
+        text = format_exc()
     assert text.startswith("Traceback (most recent call last):") and "ValueError: boom" in text
 
 
