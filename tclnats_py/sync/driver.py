@@ -38,7 +38,7 @@ from collections import deque
 
 from tclnats_py.credentials import read_credentials
 from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine, Msg
-from tclnats_py.engine.driver import effect_table
+from tclnats_py.engine.driver import effect_table, unknown_effect
 from tclnats_py.engine.options import Options
 from tclnats_py.errors import NatsError, make_error
 
@@ -405,7 +405,11 @@ class Driver:
         table = self._table
         while True:
             for f in eng.take():
-                table[f.__class__](f)
+                try:
+                    handler = table[f.__class__]
+                except KeyError:
+                    unknown_effect(f)
+                handler(f)
             if self._sock is not None and eng.want_write and (self._flush or eng.status != CONNECTED):
                 self._flush = False
                 self._write(eng.data_to_send())

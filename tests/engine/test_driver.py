@@ -5,7 +5,7 @@ not know fails loudly."""
 import pytest
 
 from tclnats_py.engine import effects as E
-from tclnats_py.engine.driver import HANDLER_NAMES, EffectHandlers, effect_table
+from tclnats_py.engine.driver import HANDLER_NAMES, EffectHandlers, effect_table, unknown_effect
 
 pytestmark = pytest.mark.unit
 
@@ -59,7 +59,9 @@ def test_overrides_replace_a_handler_by_name_and_unknown_names_are_refused():
 
 def test_an_effect_class_the_table_does_not_know_raises_unknown_effect():
     class NewEffect(E.Log):
-        pass
+        level: str
+        text: str
     table = effect_table(Recorder())
+    assert type(table) is dict and NewEffect not in table
     with pytest.raises(E.UnknownEffect, match="NewEffect"):
-        table[NewEffect]
+        unknown_effect(NewEffect("info", "x"))
