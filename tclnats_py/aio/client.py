@@ -275,6 +275,26 @@ class Client(ClientEffects):
             kw["publish_async_stall_wait"] = publish_async_stall_wait
         return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout, **kw)
 
+    # ------------------------------------------------------------ for faces built on this one
+    def run_effects(self, writing: bool = False) -> None:
+        """Carry out the engine's effects, in order, until it has none left
+        (``writing``: the caller writes at once, see Engine.take).  Call it
+        after driving ``self.engine`` directly (e.g. ``engine.force_reconnect()``)."""
+        self._run(writing)
+
+    def write_pending(self) -> None:
+        """Hand what the engine has queued to the socket now, rather than at
+        the next flush, as far as the transport takes it (nats-py's forced
+        flush past pending_size); what it cannot take yet stays queued."""
+        self._write_more()
+
+    def spawn(self, coro: Awaitable[Any]) -> None:
+        """Run ``coro`` (a coroutine or another awaitable) as a task of this
+        client: it is kept referenced until it ends, and cancelled when the
+        client closes.  For faces built on this one (tclnats_py.natspy) that
+        start work from a callback."""
+        self._spawn(coro)
+
     async def add_service(self, name: str, version: str, description: str | None = None,
                           metadata: dict[str, str] | None = None, queue_group: str | None = None) -> "Service":
         """Start a NATS service (ADR-32) on this connection: see tclnats_py.aio.micro."""

@@ -3,7 +3,7 @@
 The driver contract (``tclnats_py.engine.driver``) as the asyncio face
 carries it out: :class:`ClientEffects` has one ``on_<effect>`` method per
 effect class of the engine, and each client builds its dispatch table once
-(``effect_table(self)``, in ``Client.__init__``).  :meth:`run_effects` drains
+(``effect_table(self)``, in ``Client.__init__``).  :meth:`ClientEffects._run` drains
 the engine's effects through that table; an effect class it does not know
 raises ``UnknownEffect``.
 
@@ -81,7 +81,7 @@ class ClientEffects(ClientIO):
     class of it): the engine's effects carried out, the user's hooks called."""
 
     _effects: EffectTable
-    _fx_iter: Iterator | None  # the effects run_effects is going through (see on_deliver)
+    _fx_iter: Iterator | None  # the effects _run is going through (see on_deliver)
     _tasks: set
     _status_waiters: list
     _prev_status: str
@@ -97,16 +97,11 @@ class ClientEffects(ClientIO):
     _discovered_server_cb: Any
     _lame_duck_mode_cb: Any
 
-    def spawn(self, coro: Awaitable[Any]) -> None:
-        """Run ``coro`` (a coroutine or another awaitable) as a task of this
-        client: it is kept referenced until it ends, and cancelled when the
-        client closes.  For faces built on this one (tclnats_py.natspy) that
-        start work from a callback."""
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        """Run ``coro`` as a task of this client (see Client.spawn)."""
         t = asyncio.ensure_future(coro, loop=self._loop)
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
-
-    _spawn = spawn
 
     def _report(self, err, logged: bool = False, error_cb=None) -> None:
         """An asynchronous error for ``error_cb`` (default: the client's);
@@ -131,10 +126,9 @@ class ClientEffects(ClientIO):
             return
         _log.error("Exception in %s %s", what or "callback", _name(fn), exc_info=err)
 
-    def run_effects(self, writing: bool = False) -> None:
+    def _run(self, writing: bool = False) -> None:
         """Carry out the engine's effects, in order, until it has none left
-        (``writing``: the caller writes at once, see Engine.take).  Call it
-        after driving ``self.engine`` directly (e.g. ``engine.force_reconnect()``)."""
+        (``writing``: the caller writes at once, see Engine.take); see Client.run_effects."""
         eng = self._engine
         table = self._effects
         outer = self._fx_iter  # (a handler may run the effects of its own calls: nested)
@@ -150,8 +144,6 @@ class ClientEffects(ClientIO):
         if self._transport is not None and eng.status != CONNECTED and eng.want_write:
             # handshake traffic (CONNECT, PING, PONG) goes out at once
             self._transport.write(eng.data_to_send())
-
-    _run = run_effects
 
     # ------------------------------------------------------------ deliveries
     def on_deliver(self, e: Deliver) -> None:

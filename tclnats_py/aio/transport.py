@@ -7,7 +7,7 @@ clock, as the engine asks (the driver contract, ``engine/driver.py``):
   goes straight to ``Engine.receive_data`` and the effects are carried out at
   once;
 * writing is coalesced: the engine's ``Flush`` effect schedules one
-  :meth:`ClientIO.write_pending` with ``call_soon``, so all the publishes of
+  :meth:`ClientIO._write_more` with ``call_soon``, so all the publishes of
   one loop turn leave in one write; past the transport's high-water mark what
   the socket cannot take yet stays in the engine until ``resume_writing``;
 * timers are ``loop.call_later`` handles keyed like the engine's timers; the
@@ -206,13 +206,11 @@ class ClientIO:
         self._flush_handle = None
         self._write_more()
 
-    def write_pending(self) -> None:
+    def _write_more(self) -> None:
         """Hand the engine's queue to the transport in chunks until it is
         empty or the transport asks us to pause (its buffer past
         _TRANSPORT_HIGH): what the socket cannot take yet stays in the
-        engine, one copy, bounded by the publishers' waiting.  A face calls
-        it to write now rather than at the next flush (nats-py's forced
-        flush past pending_size)."""
+        engine, one copy, bounded by the publishers' waiting."""
         t = self._transport
         eng = self._engine
         if t is not None:
@@ -226,8 +224,6 @@ class ClientIO:
             for w in waiters:
                 if not w.done():
                     w.set_result(None)
-
-    _write_more = write_pending
 
     def _socket_buffered(self) -> int:
         """Bytes published that the socket has not taken yet."""
