@@ -191,3 +191,38 @@ def test_natspy_circle_check_sees_a_lazy_import(tmp_path):
     (tmp_path / "natspy" / "b.py").write_text("def g():\n    from tclnats_py.natspy import a\n")
     assert find_circle(natspy_import_edges(tmp_path)) == [
         "tclnats_py.natspy.a", "tclnats_py.natspy.b", "tclnats_py.natspy.a"]
+
+
+def engine_imports(pkg: pathlib.Path, modules: tuple) -> list:
+    """natspy's imports (lazy ones included) of the given engine modules or of names in them."""
+    out = []
+    for path in _py_files(pkg / "natspy"):
+        rel = path.relative_to(pkg)
+        for n in ast.walk(ast.parse(path.read_text())):
+            if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module:
+                names = {n.module} | {f"{n.module}.{a.name}" for a in n.names}
+                out += [f"{rel}:{n.lineno}: {m}" for m in sorted(names & set(modules))]
+            elif isinstance(n, ast.Import):
+                out += [f"{rel}:{n.lineno}: {a.name}" for a in n.names if a.name in modules]
+    return out
+
+
+_JS_STATE_MACHINES = ("tclnats_py.engine.js.push", "tclnats_py.engine.js.ordered", "tclnats_py.engine.js.inbox_fetch")
+
+
+def test_natspy_drives_no_engine_jetstream_state_machine():
+    # push deliveries, the ordered consumer and the fetch on an inbox are the
+    # asyncio face's (aio/jetstream push.py, ordered.py, JetStream.fetch_on_inbox)
+    found = engine_imports(PKG, _JS_STATE_MACHINES)
+    assert not found, "\n".join(found)
+
+
+def test_engine_import_check_sees_each_form(tmp_path):
+    (tmp_path / "natspy").mkdir()
+    (tmp_path / "natspy" / "m.py").write_text(
+        "from tclnats_py.engine.js.push import PushState\n"
+        "from tclnats_py.engine.js import ordered as o\n"
+        "def f():\n    import tclnats_py.engine.js.inbox_fetch\n"
+        "from tclnats_py.engine.js import kv\n")
+    assert [f.split(": ", 1)[1] for f in engine_imports(tmp_path, _JS_STATE_MACHINES)] == [
+        "tclnats_py.engine.js.push", "tclnats_py.engine.js.ordered", "tclnats_py.engine.js.inbox_fetch"]

@@ -404,11 +404,14 @@ class JetStream:
     def ordered_consumer(self, stream: str, filter_subject: str | None = None, deliver_policy: str = "all",
                          headers_only: bool = False, idle_heartbeat: float = 5.0, *, description: str | None = None,
                          filter_subjects: list[str] | None = None, opt_start_seq: int | None = None, opt_start_time: str | None = None,
-                         retry: float = 1.0) -> "OrderedConsumer":
+                         retry: float = 1.0, inactive_threshold: float = 2.0) -> "OrderedConsumer":
         """An ordered consumer (ADR-17): iterate it, or ``await oc.start()``
-        then ``next()`` / ``consume(cb)``; ``await oc.stop()`` ends it."""
+        then ``next()`` / ``consume(cb)``; ``await oc.stop()`` ends it.
+        ``retry``: seconds between attempts to recreate it; the server drops
+        a consumer nobody reads after ``inactive_threshold`` seconds."""
         idle_heartbeat = check_timeout(idle_heartbeat, 5.0, what="idle_heartbeat")
         retry = check_timeout(retry, 1.0, what="retry")
+        inactive_threshold = check_timeout(inactive_threshold, 2.0, what="inactive_threshold")
         if filter_subject is not None and not self.client.engine.check_subject(filter_subject, wildcard=True):
             raise make_error("ErrBadSubject", f"Invalid subject {filter_subject}")
         check_int("opt_start_seq", opt_start_seq, 1, allow_none=True)
@@ -416,7 +419,7 @@ class JetStream:
             stream, filter_subject=filter_subject, filter_subjects=filter_subjects, deliver_policy=deliver_policy,
             opt_start_seq=opt_start_seq, opt_start_time=opt_start_time, headers_only=headers_only,
             idle_heartbeat_ms=max(1, int(idle_heartbeat * 1000)), description=description,
-            retry_ms=max(1, int(retry * 1000)))
+            retry_ms=max(1, int(retry * 1000)), inactive_threshold_ms=max(1, int(inactive_threshold * 1000)))
         return OrderedConsumer(self, state)
 
     # ------------------------------------------------------------ Key-Value

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import asyncio
 import inspect
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.js.api import api_call
-from tclnats_py.engine.js.events import Delivered, event_table
+from tclnats_py.engine.js.events import Delivered, FlowReply, Reset, Retry, Stop, UnknownEvent, event_table
 from tclnats_py.aio.jetstream.info import ConsumerInfo
 from tclnats_py.aio.jetstream.message import JsMsg
 
@@ -17,8 +17,8 @@ if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.client import ErrorHandler
     from tclnats_py.aio.client import Subscription
     from tclnats_py.aio.jetstream.context import JetStream
+    from tclnats_py.engine.connection import Msg
     from tclnats_py.engine.js import ordered as _ordered
-    from tclnats_py.engine.js.events import FlowReply, Reset, Retry, Stop
 
 
 class OrderedConsumer:
@@ -226,6 +226,84 @@ class OrderedConsumer:
                 await call_error_cb(e)
         self._task = asyncio.get_running_loop().create_task(run())
         return self
+
+    # ------------------------------------------------------------ driven by a face built on this one
+    # (tclnats_py.natspy's ordered push subscription: it creates the first
+    # consumer, subscribes to its deliver subject and reads that subscription)
+    def adopt(self, info: dict, sub: Subscription) -> None:
+        """Go on from a consumer the caller created (``info``: its CREATE or
+        INFO reply, ``name`` and ``delivered`` read), delivering to ``sub``,
+        a subscription the caller reads: it hands each message to
+        :meth:`sort`, calls :meth:`heartbeat_missed` after
+        :attr:`heartbeat_timeout` seconds of silence, and awaits
+        :meth:`reset` when either says so."""
+        self._sub = sub
+        self.state.on_created(info)
+        self._started = True
+
+    @property
+    def subscription(self) -> Subscription | None:
+        """The subscription to the current deliver subject (another one after each reset)."""
+        return self._sub
+
+    @property
+    def heartbeat_timeout(self) -> float:
+        """Seconds of silence after which the consumer is taken for lost (three idle heartbeats)."""
+        return self.state.heartbeat_timeout_ms / 1000
+
+    def sort(self, msg: Msg) -> tuple[JsMsg | None, bool]:
+        """One message of the deliver subject (see :meth:`adopt`): the JsMsg
+        for the user (None for flow control, heartbeats and messages of a
+        consumer being replaced), and whether the consumer must be reset
+        (a gap in the sequence: await :meth:`reset`)."""
+        out = None
+        reset = False
+        for ev in self.state.on_msg(msg):
+            cls = ev.__class__
+            if cls is Delivered:
+                out = JsMsg(self.js, ev.msg, ev.meta)
+            elif cls is FlowReply:
+                self.js.client.publish(ev.subject, b"")
+            elif cls is Reset:
+                reset = True
+            else:
+                raise UnknownEvent(ev)
+        return out, reset
+
+    def heartbeat_missed(self) -> bool:
+        """Nothing came for :attr:`heartbeat_timeout`: whether the consumer must be reset."""
+        reset = False
+        for ev in self.state.on_heartbeat_missed():
+            if ev.__class__ is not Reset:
+                raise UnknownEvent(ev)
+            reset = True
+        return reset
+
+    async def reset(self, subscribe: Callable[[str], Awaitable[Subscription]],
+                    report: Callable[[NatsError], Awaitable[Any]]) -> None:
+        """Recreate the consumer from the next stream sequence on a new
+        deliver subject: ``subscribe(subject)`` makes the caller's
+        subscription to it (the previous one is unsubscribed), each failure
+        is awaited with ``report(err)`` and the attempt repeated as the state
+        machine says, until it succeeds, stops (ErrStreamNotFound ...) or the
+        client closes."""
+        client = self.js.client
+        while self.state.stopped is None and not client.is_closed:
+            try:
+                deliver = client.new_inbox()
+                old, self._sub = self._sub, await subscribe(deliver)
+                if old is not None and old.is_active:
+                    await old.unsubscribe()
+                req = self.state.create_request(self.js.jsapi, deliver, self.js._server_version)
+                self.state.on_created(await self.js._run(api_call(req)))
+                return
+            except NatsError as e:
+                for ev in self.state.on_create_failed(e):
+                    if ev.__class__ not in (Retry, Stop):
+                        raise UnknownEvent(ev) from e
+                    await report(ev.error)
+                    if ev.__class__ is Retry:
+                        await asyncio.sleep(ev.ms / 1000)
 
     async def stop(self) -> None:
         """Unsubscribe; the server drops the consumer after its inactive threshold."""

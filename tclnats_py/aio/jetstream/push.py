@@ -25,6 +25,7 @@ from tclnats_py.aio.jetstream.message import JsMsg
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.client import Subscription
+    from tclnats_py.engine.connection import Msg
     from tclnats_py.aio.jetstream.context import JetStream
     from tclnats_py.aio.jetstream.info import ConsumerInfo
     from tclnats_py.engine.js.events import FlowReply, Stop, Warn
@@ -155,6 +156,23 @@ class PushSubscription:
         if m is None:
             raise StopAsyncIteration
         return m
+
+    def watch(self) -> None:
+        """For a face built on this one (tclnats_py.natspy) that subscribes
+        to the deliver subject itself and reads that subscription: start
+        watching idle heartbeats (a missed one: ErrNoHeartbeat to
+        ``error_cb``), then hand each message to :meth:`sort`.  A
+        subscription made by :meth:`JetStream.push_subscribe` does both."""
+        self._arm()
+
+    def sort(self, msg: Msg) -> JsMsg | None:
+        """One message of the deliver subject (see :meth:`watch`): the JsMsg
+        for the user, or None when it was flow control or a heartbeat
+        (answered here) or a status (to ``error_cb``; ErrConsumerDeleted also
+        ends this subscription, :attr:`stopped`)."""
+        self._arm()
+        out = self._events(self.state.on_msg(msg))
+        return out[0] if out else None
 
     async def consumer_info(self) -> ConsumerInfo:
         """The consumer's info, fetched now."""

@@ -74,6 +74,109 @@ def _status_error(msg: Any):
                                         err_code=None, description=msg.description)
 
 
+class _Fetch:
+    """One inbox_fetch's state: its request parameters, what it gathered,
+    whether the server's idle heartbeats came."""
+
+    __slots__ = ("next_subject", "inbox", "batch", "deadline", "hb_ns", "heartbeats", "msgs")
+
+    def __init__(self, next_subject: str, inbox: str, batch: int, deadline: Optional[float],
+                 heartbeat: Optional[float]):
+        self.next_subject = next_subject
+        self.inbox = inbox
+        self.batch = batch
+        self.deadline = deadline
+        self.hb_ns = int(heartbeat * 1_000_000_000) if heartbeat else None
+        self.heartbeats = False
+        self.msgs: List[Any] = []
+
+    def request(self, n: int, expires_s: Optional[float], no_wait: bool = False) -> Publish:
+        """The pull request for ``n`` messages, expiring a margin before ``expires_s``."""
+        ns = int(expires_s * 1_000_000_000) - EXPIRES_MARGIN_NS if expires_s else None
+        return Publish(self.next_subject,
+                       pull_request_body(n, ns if ns and ns > 0 else None, no_wait, None, self.hb_ns), self.inbox)
+
+    def timed_out(self):
+        return make_error("ErrTimeout", "No message from the pull consumer in time", heartbeats=self.heartbeats)
+
+    def sort(self, m: Any) -> str:
+        """What ``m`` is: "msg", "alive" (a heartbeat: noted), "ended" (a
+        status that ends a request); another status raises its error."""
+        kind = classify(m)
+        if kind == "msg":
+            return kind
+        if kind in _ALIVE:
+            self.heartbeats = True
+            return "alive"
+        if kind in _ENDS_REQUEST:
+            return "ended"
+        raise _status_error(m)
+
+    def take_queued(self) -> Generator[Any, Any, None]:
+        """What earlier requests left on the inbox (statuses dropped)."""
+        while len(self.msgs) < self.batch:
+            m = yield TakeQueued()
+            if m is None:
+                return
+            if classify(m) == "msg":
+                self.msgs.append(m)
+
+    def first(self, timeout: Optional[float]) -> Generator[Any, Any, List[Any]]:
+        """A batch of one: one request, the first message that comes (a
+        status ending the request is not an answer: wait out the time)."""
+        yield self.request(1, timeout)
+        while True:
+            m, _ = yield NextMsg(self.deadline)
+            if m is None:
+                raise self.timed_out()
+            if self.sort(m) == "msg":
+                return [m]
+
+    def gather(self) -> Generator[Any, Any, None]:
+        """The rest of a request's answer: until the batch is full, the request ends or time is up."""
+        while len(self.msgs) < self.batch:
+            m, _ = yield NextMsg(self.deadline)
+            if m is None:
+                return
+            kind = self.sort(m)
+            if kind == "msg":
+                self.msgs.append(m)
+            elif kind == "ended":
+                return
+
+    def now(self, timeout: Optional[float]) -> Generator[Any, Any, Optional[float]]:
+        """A no_wait request for what is there now (without expires when
+        queued messages are in hand); its answer gathered.  Returns the
+        driver's clock after the first answer, or None when time ran out."""
+        msgs = self.msgs
+        yield self.request(self.batch - len(msgs), None if msgs else timeout, no_wait=True)
+        m, now = yield NextMsg(self.deadline)
+        if m is None:
+            if msgs:
+                return None
+            raise self.timed_out()
+        if self.sort(m) == "msg":
+            msgs.append(m)
+            yield from self.gather()
+        return now
+
+    def wait(self, now: float) -> Generator[Any, Any, None]:
+        """Nothing now: one request that waits for the time left, until a
+        message came and the ones after it followed (a status ending an
+        earlier request on this inbox is skipped)."""
+        left = None if self.deadline is None else self.deadline - now
+        if left is not None and left <= EXPIRES_MARGIN_NS / 1e9:
+            raise self.timed_out()
+        yield self.request(self.batch, left)
+        while not self.msgs:
+            m, now = yield NextMsg(self.deadline)
+            if m is None:
+                raise self.timed_out()
+            if self.sort(m) == "msg":
+                self.msgs.append(m)
+        yield from self.gather()
+
+
 def inbox_fetch(next_subject: str, inbox: str, batch: int, timeout: Optional[float], heartbeat: Optional[float],
                 start: float) -> Generator[Any, Any, List[Any]]:
     """Operation: up to ``batch`` messages of the consumer whose pull subject
@@ -83,92 +186,12 @@ def inbox_fetch(next_subject: str, inbox: str, batch: int, timeout: Optional[flo
         raise make_error("ErrInvalidArg", f"Invalid batch size {batch!r}")
     if timeout is not None and timeout <= 0:
         raise make_error("ErrBadTimeout", f"Invalid fetch timeout {timeout!r}")
-    deadline = None if timeout is None else start + timeout
-    hb_ns = int(heartbeat * 1_000_000_000) if heartbeat else None
-    heartbeats = False
-    msgs: List[Any] = []
-
-    def request(n: int, expires_s: Optional[float], no_wait: bool = False) -> Publish:
-        ns = int(expires_s * 1_000_000_000) - EXPIRES_MARGIN_NS if expires_s else None
-        return Publish(next_subject, pull_request_body(n, ns if ns and ns > 0 else None, no_wait, None, hb_ns),
-                       inbox)
-
-    def timed_out():
-        return make_error("ErrTimeout", "No message from the pull consumer in time", heartbeats=heartbeats)
-
-    # what earlier requests left on the inbox
-    while len(msgs) < batch:
-        m = yield TakeQueued()
-        if m is None:
-            break
-        if classify(m) == "msg":
-            msgs.append(m)
+    f = _Fetch(next_subject, inbox, batch, None if timeout is None else start + timeout, heartbeat)
+    yield from f.take_queued()
     if batch == 1:
-        if msgs:
-            return msgs
-        yield request(1, timeout)
-        while True:
-            m, now = yield NextMsg(deadline)
-            if m is None:
-                raise timed_out()
-            kind = classify(m)
-            if kind == "msg":
-                return [m]
-            if kind in _ALIVE:
-                heartbeats = True
-            elif kind not in _ENDS_REQUEST:
-                raise _status_error(m)
-
-    def gather():
-        """The rest of a request's answer: until the batch is full, the request ends or time is up."""
-        nonlocal heartbeats
-        while len(msgs) < batch:
-            m, _ = yield NextMsg(deadline)
-            if m is None:
-                return
-            kind = classify(m)
-            if kind == "msg":
-                msgs.append(m)
-            elif kind in _ALIVE:
-                heartbeats = True
-            elif kind in _ENDS_REQUEST:
-                return
-            else:
-                raise _status_error(m)
-
-    # what is there now
-    yield request(batch - len(msgs), None if msgs else timeout, no_wait=True)
-    m, now = yield NextMsg(deadline)
-    if m is None:
-        if msgs:
-            return msgs
-        raise timed_out()
-    kind = classify(m)
-    if kind == "msg":
-        msgs.append(m)
-        yield from gather()
-    elif kind in _ALIVE:
-        heartbeats = True
-    elif kind not in _ENDS_REQUEST:
-        raise _status_error(m)
-    if msgs:
-        return msgs
-    # nothing now: one request that waits for the time left
-    left = None if deadline is None else deadline - now
-    if left is not None and left <= EXPIRES_MARGIN_NS / 1e9:
-        raise timed_out()
-    yield request(batch, left)
-    while not msgs:
-        m, now = yield NextMsg(deadline)
-        if m is None:
-            raise timed_out()
-        kind = classify(m)
-        if kind == "msg":
-            msgs.append(m)
-        elif kind in _ALIVE:
-            heartbeats = True
-        elif kind not in _ENDS_REQUEST:
-            raise _status_error(m)
-        # (a status ending an earlier request on this inbox: go on waiting)
-    yield from gather()
-    return msgs
+        return f.msgs if f.msgs else (yield from f.first(timeout))
+    now = yield from f.now(timeout)
+    if f.msgs or now is None:
+        return f.msgs
+    yield from f.wait(now)
+    return f.msgs

@@ -56,6 +56,15 @@ DEFAULT_FLUSH_TIMEOUT = 10
 DEFAULT_CONNECT_TIMEOUT = 2
 DEFAULT_DRAIN_TIMEOUT = 30
 
+# connect's arguments kept in Client.options (nats-py's), and those passed
+# to the asyncio face as they are (same name, same unit)
+_SHOWN_OPTIONS = ("verbose", "pedantic", "name", "allow_reconnect", "dont_randomize", "reconnect_time_wait",
+                  "max_reconnect_attempts", "ping_interval", "max_outstanding_pings", "no_echo", "user", "password",
+                  "token", "connect_timeout", "drain_timeout", "tls_handshake_first")
+_PASSED_OPTIONS = ("pedantic", "verbose", "allow_reconnect", "connect_timeout", "reconnect_time_wait",
+                   "ping_interval", "max_outstanding_pings", "dont_randomize", "no_echo", "drain_timeout",
+                   "pending_size", "inbox_prefix", "tls_handshake_first")
+
 
 class RawCredentials(UserString):
     """The text of a .creds file given as ``user_credentials`` (not a path)."""
@@ -301,6 +310,7 @@ class Client:
         """Connect as nats-py does (its argument names, seconds); raises
         nats.errors classes (NoServersError, TimeoutError, ...), OSError or
         ssl.SSLError as nats-py would."""
+        given = {k: v for k, v in locals().items() if k != "self"}
         for cb in (error_cb, disconnected_cb, closed_cb, reconnected_cb, discovered_server_cb, lame_duck_mode_cb):
             if cb is not None and not inspect.iscoroutinefunction(cb):
                 raise errors.InvalidCallbackTypeError()
@@ -311,51 +321,57 @@ class Client:
          self._lame_duck_mode_cb) = (disconnected_cb, closed_cb, discovered_server_cb, reconnected_cb,
                                      lame_duck_mode_cb)
         if isinstance(inbox_prefix, (bytes, bytearray)):
-            inbox_prefix = bytes(inbox_prefix).decode()
+            inbox_prefix = given["inbox_prefix"] = bytes(inbox_prefix).decode()
         self._inbox_text = inbox_prefix
         self._drain_timeout = drain_timeout
         self._pending_size = pending_size
         # the face writes every 256 KiB by itself: a forced write matters below that
         self._small_pending = pending_size < 512 * 1024
-        self.options.update(verbose=verbose, pedantic=pedantic, name=name, allow_reconnect=allow_reconnect,
-                            dont_randomize=dont_randomize, reconnect_time_wait=reconnect_time_wait,
-                            max_reconnect_attempts=max_reconnect_attempts, ping_interval=ping_interval,
-                            max_outstanding_pings=max_outstanding_pings, no_echo=no_echo, user=user,
-                            password=password, token=token, connect_timeout=connect_timeout,
-                            drain_timeout=drain_timeout, tls_handshake_first=tls_handshake_first)
+        self.options.update({k: given[k] for k in _SHOWN_OPTIONS})
         self.options.update({k: v for k, v in (("tls", tls), ("tls_hostname", tls_hostname)) if v})
+        self._impl = impl = self._new_impl(given)
+        self._close_cbs_done = False
+        self._closing = False
+        self._connecting = True
+        try:
+            await self._first_connect(impl, allow_reconnect, max_reconnect_attempts, reconnect_time_wait)
+        finally:
+            self._connecting = False
 
-        opts: Dict[str, Any] = dict(
-            name=name or "", pedantic=pedantic, verbose=verbose, allow_reconnect=allow_reconnect,
-            connect_timeout=connect_timeout, reconnect_time_wait=reconnect_time_wait,
-            # nats-py drops a server after max_reconnect_attempts + 1 failures
-            # in a row (none when not > 0); the engine after max_reconnect_attempts
-            max_reconnect_attempts=max_reconnect_attempts + 1 if max_reconnect_attempts > 0 else -1,
-            ping_interval=ping_interval, max_outstanding_pings=max_outstanding_pings, dont_randomize=dont_randomize, no_echo=no_echo,
-            drain_timeout=drain_timeout, pending_size=pending_size, inbox_prefix=inbox_prefix,
-            error_cb=self._on_error, disconnected_cb=self._on_disconnected, closed_cb=self._on_closed,
-            reconnected_cb=self._on_reconnected, discovered_server_cb=self._on_discovered,
-            lame_duck_mode_cb=self._on_ldm, tls_handshake_first=tls_handshake_first,
-        )
-        if flush_timeout is not None:
-            opts["flush_timeout"] = flush_timeout
-        if tls is not None:
-            opts["tls"] = tls
-        if tls_hostname:
-            opts["tls_hostname"] = tls_hostname
-        if user:
-            opts["user"] = user
-        if password:
-            opts["password"] = password
-        if token and not callable(token):
-            opts["token"] = token
+    def _face_options(self, a: Dict[str, Any]) -> Dict[str, Any]:
+        """connect's arguments ``a`` (nats-py's) as the asyncio face's options."""
+        opts: Dict[str, Any] = {k: a[k] for k in _PASSED_OPTIONS}
+        opts["name"] = a["name"] or ""
+        # nats-py drops a server after max_reconnect_attempts + 1 failures
+        # in a row (none when not > 0); the engine after max_reconnect_attempts
+        n = a["max_reconnect_attempts"]
+        opts["max_reconnect_attempts"] = n + 1 if n > 0 else -1
+        opts.update(error_cb=self._on_error, disconnected_cb=self._on_disconnected, closed_cb=self._on_closed,
+                    reconnected_cb=self._on_reconnected, discovered_server_cb=self._on_discovered,
+                    lame_duck_mode_cb=self._on_ldm)
+        if a["flush_timeout"] is not None:
+            opts["flush_timeout"] = a["flush_timeout"]
+        if a["tls"] is not None:
+            opts["tls"] = a["tls"]
+        for k in ("tls_hostname", "user", "password"):
+            if a[k]:
+                opts[k] = a[k]
+        if a["token"] and not callable(a["token"]):
+            opts["token"] = a["token"]
         # nats-py checks no subject but the empty one; the server answers the rest
         opts["check_subjects"] = False
         # nats-py retries a server that refuses the credentials until max_reconnect_attempts
         opts["ignore_auth_error_abort"] = True
-        self._auth_options(opts, signature_cb, user_jwt_cb, user_credentials, nkeys_seed, nkeys_seed_str)
+        self._auth_options(opts, a["signature_cb"], a["user_jwt_cb"], a["user_credentials"], a["nkeys_seed"],
+                           a["nkeys_seed_str"])
+        return opts
+
+    def _new_impl(self, a: Dict[str, Any]) -> _ImplClient:
+        """The asyncio face's client for connect's arguments ``a``, with the
+        engine switches that make it behave as nats-py."""
+        opts = self._face_options(a)
         # nats-py: tls:// alone does not require TLS (the server's INFO decides)
-        servers = [servers] if isinstance(servers, str) else list(servers)
+        servers = [a["servers"]] if isinstance(a["servers"], str) else list(a["servers"])
         servers = ["nats://" + s[6:] if s.startswith("tls://") else s for s in servers]
         try:
             impl = _ImplClient(servers, **opts)
@@ -366,19 +382,13 @@ class Client:
         # PONG (then reports the disconnect and reconnects)
         impl.engine.handshake_eof_connects = True
         impl.engine.nuid_reply_tokens = True  # request replies to _INBOX.<NUID>.<NUID><hex>, as nats-py's
-        if reconnect_to_server_handler is not None:
-            impl.engine.choose_server = self._server_chooser(reconnect_to_server_handler)
-        if token and callable(token) and signature_cb is None and user_credentials is None:
+        if a["reconnect_to_server_handler"] is not None:
+            impl.engine.choose_server = self._server_chooser(a["reconnect_to_server_handler"])
+        token = a["token"]
+        if token and callable(token) and a["signature_cb"] is None and a["user_credentials"] is None:
             # a token function: asked again for each connection, as nats-py does
             impl.engine.auth_cb = lambda _nonce: {"auth_token": token()}
-        self._impl = impl
-        self._close_cbs_done = False
-        self._closing = False
-        self._connecting = True
-        try:
-            await self._first_connect(impl, allow_reconnect, max_reconnect_attempts, reconnect_time_wait)
-        finally:
-            self._connecting = False
+        return impl
 
     async def _first_connect(self, impl, allow_reconnect: bool, max_attempts: int, wait: float) -> None:
         """nats-py's first connect: each failed round of the pool goes to

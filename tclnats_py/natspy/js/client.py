@@ -5,13 +5,13 @@ Publishing (``publish``, ``publish_async``), push subscriptions
 heartbeats), pull subscriptions (``pull_subscribe``/``pull_subscribe_bind``,
 ``PullSubscription.fetch``) and the Key-Value / Object Store entry points.
 
-The protocol pieces are the engine's: publish headers and acks
-(``engine.js.publish``), pull request bodies and status classification
-(``engine.js.pull``), push deliveries (``engine.js.push.PushState``), the
-ordered consumer (``engine.js.ordered`` through the asyncio face's
-``OrderedConsumer``).  What this module adds is nats-py's shape: its
-argument names, its fetch contract (a ``no_wait`` look first, then one
-request that waits), its subscription classes and exceptions.
+The protocol pieces are the engine's and the asyncio face's: publish
+headers and acks (``engine.js.publish``), push deliveries (the face's
+``aio.jetstream.push.PushSubscription``), the ordered consumer (the face's
+``aio.jetstream.ordered.OrderedConsumer``), the fetch on a long-lived inbox
+(the face's ``JetStream.fetch_on_inbox``).  What this module adds is nats-py's
+shape: its argument names, its fetch contract (a ``no_wait`` look first, then
+one request that waits), its subscription classes and exceptions.
 """
 
 from __future__ import annotations
@@ -21,12 +21,11 @@ import inspect
 import re
 from typing import Any, Awaitable, Callable
 
-from tclnats_py.engine.js import ordered as _ordered
+from tclnats_py.aio.jetstream.info import ConsumerInfo
+from tclnats_py.aio.jetstream.ordered import OrderedConsumer
+from tclnats_py.aio.jetstream.push import PushSubscription
 from tclnats_py.engine.js import kv as _kv
-from tclnats_py.engine.js.api import api_call
-from tclnats_py.engine.js.events import Delivered, FlowReply, Reset, Retry, Stop, Warn, event_table
 from tclnats_py.engine.js.publish import parse_ack_fast, publish_headers
-from tclnats_py.engine.js.push import PushState
 from tclnats_py.errors import NatsError
 from tclnats_py.natspy import errors as _core
 from tclnats_py.natspy.aio.msg import Msg, headers_arg
@@ -54,8 +53,11 @@ DEFAULT_JS_SUB_PENDING_BYTES_LIMIT = _SUB_PENDING_BYTES
 _ORDERED_SETTINGS: dict[str, Any] = {
     "flow_control": True, "ack_policy": api.AckPolicy.NONE, "max_deliver": 1, "ack_wait": 22 * 3600,
     "num_replicas": 1, "mem_storage": True}
-# idle heartbeat of an ordered consumer when none is given (seconds)
+# idle heartbeat of an ordered consumer when none is given, the wait between
+# attempts to recreate it, its inactive threshold when none is given (seconds)
 _ORDERED_HEARTBEAT = 5
+_ORDERED_RETRY = 10.0
+_ORDERED_INACTIVE = 5 * 60
 
 # nats-py's module constants (programs import some of them)
 NO_RESPONDERS_STATUS = "503"
@@ -410,12 +412,12 @@ class JetStreamContext(JetStreamManager):
         async def unsubscribe(self, limit: int = 0) -> None:
             await super().unsubscribe(limit)
             if self._jsi is not None:
-                self._jsi.stop()
+                await self._jsi.stop()
 
         async def drain(self) -> None:
             await super().drain()
             if self._jsi is not None:
-                self._jsi.stop()
+                await self._jsi.stop()
 
     class PullSubscription:
         """A subscription to a pull consumer: ``await sub.fetch(batch, timeout)``."""
@@ -489,15 +491,18 @@ class _PushMessages:
 
 
 class _PushState:
-    """The JetStream side of a push subscription.
+    """The JetStream side of a push subscription, on the asyncio face.
 
-    What arrives on the deliver subject is sorted by the engine: its
-    :class:`PushState` (flow control and stalled heartbeats answered, user
-    messages handed on, missed heartbeats reported) or, for an ordered
-    consumer, its ADR-17 :class:`~tclnats_py.engine.js.ordered.OrderedConsumer`
-    (gaps and silence recreate the consumer from the next stream sequence on
-    a new deliver subject).  This class carries the events out and runs the
-    callback (acking after it unless the subscription acks manually)."""
+    What arrives on the deliver subject is sorted by the face's
+    :class:`~tclnats_py.aio.jetstream.push.PushSubscription` (flow control
+    and stalled heartbeats answered, statuses and missed heartbeats reported)
+    or, for an ordered consumer, its
+    :class:`~tclnats_py.aio.jetstream.ordered.OrderedConsumer` (ADR-17: gaps
+    and silence recreate the consumer from the next stream sequence on a new
+    deliver subject).  This class turns their messages into nats-py's, runs
+    the callback (acking after it unless the subscription acks manually),
+    watches an ordered consumer's heartbeats and swaps the subscription under
+    the nats-py one when the consumer is recreated."""
 
     def __init__(self, js: JetStreamContext, stream: str, consumer: str, config: api.ConsumerConfig,
                  ordered: bool, cb: Callback | None, auto_ack: bool) -> None:
@@ -509,49 +514,55 @@ class _PushState:
         self.cb = cb
         self.auto_ack = auto_ack
         hb = config.idle_heartbeat
-        self.state = PushState(stream, consumer, int(hb * 1000) if hb else None)
-        self.ordered: _ordered.OrderedConsumer | None = None
+        self.push: PushSubscription | None = None
+        self.ordered: OrderedConsumer | None = None
         if ordered:
             policy = config.deliver_policy
             threshold = config.inactive_threshold
-            self.ordered = _ordered.OrderedConsumer(
+            self.ordered = js._js.ordered_consumer(
                 stream, filter_subject=None if config.filter_subjects else (config.filter_subject or None),
-                filter_subjects=config.filter_subjects,
-                deliver_policy=getattr(policy, "value", policy) or "all", opt_start_seq=config.opt_start_seq,
-                opt_start_time=api.format_time(config.opt_start_time), headers_only=bool(config.headers_only),
-                idle_heartbeat_ms=max(1, int((hb or 5) * 1000)),
-                inactive_threshold_ms=int(threshold * 1000) if threshold else 5 * 60 * 1000)
+                filter_subjects=config.filter_subjects, deliver_policy=getattr(policy, "value", policy) or "all",
+                opt_start_seq=config.opt_start_seq, opt_start_time=api.format_time(config.opt_start_time),
+                headers_only=bool(config.headers_only), idle_heartbeat=hb or _ORDERED_HEARTBEAT,
+                retry=_ORDERED_RETRY, inactive_threshold=threshold or _ORDERED_INACTIVE)
+        else:
+            info = {"stream_name": stream, "name": consumer, "config": {
+                "deliver_subject": config.deliver_subject, "deliver_group": config.deliver_group,
+                "idle_heartbeat": int(hb * 1_000_000_000) if hb else 0}}
+            self.push = PushSubscription(js._js, ConsumerInfo(info), None, self._report)
         self.sub: JetStreamContext.PushSubscription | None = None
         self.delivered = 0
-        self.last_seen = 0.0  # loop time of the last message or heartbeat
+        self.last_seen = 0.0  # loop time of the last message or heartbeat (an ordered consumer's)
         self._hb_task: asyncio.Task | None = None
         self._resetting = False
-        # the events of PushState and of the ordered consumer's messages
-        self._dispatch = event_table(self, (Delivered, FlowReply, Reset, Warn, Stop))
 
     def created(self, info: api.ConsumerInfo) -> None:
         """The consumer the subscription starts on (an ordered one tracks its sequences from here)."""
-        if self.ordered is not None:
+        if self.ordered is not None and self.sub is not None:
             d = info.delivered
-            self.ordered.on_created({"name": info.name, "delivered": {
-                "stream_seq": d.stream_seq if d else 0, "consumer_seq": d.consumer_seq if d else 0}})
+            self.ordered.adopt({"name": info.name, "delivered": {
+                "stream_seq": d.stream_seq if d else 0, "consumer_seq": d.consumer_seq if d else 0}},
+                self.sub._impl)
 
     # -------------------------------------------------------- lifecycle
     def start(self) -> None:
-        ms = self.ordered.heartbeat_timeout_ms if self.ordered is not None else self.state.heartbeat_timeout_ms
-        if ms:
-            self._hb_task = asyncio.get_running_loop().create_task(self._watch(ms / 1000))
+        if self.push is not None:
+            self.push.watch()
+        elif self.ordered is not None and self.ordered.heartbeat_timeout:
+            self._hb_task = asyncio.get_running_loop().create_task(self._watch(self.ordered.heartbeat_timeout))
 
-    def stop(self) -> None:
-        if self.ordered is not None:
-            self.ordered.stop()
+    async def stop(self) -> None:
         t, self._hb_task = self._hb_task, None
         if t is not None and t is not asyncio.current_task():
             t.cancel()
+        if self.ordered is not None:
+            await self.ordered.stop()
+        if self.push is not None:
+            await self.push.unsubscribe()
 
     async def _watch(self, wait: float) -> None:
-        """Idle heartbeats: nothing from the server for the engine's timeout
-        (counted from the last thing that came) is a missed heartbeat."""
+        """An ordered consumer's idle heartbeats: nothing from the server for
+        its timeout (counted from the last thing that came) resets it."""
         loop = asyncio.get_running_loop()
         self.last_seen = loop.time()
         while not self.nc.is_closed:
@@ -560,12 +571,8 @@ class _PushState:
                 await asyncio.sleep(left)
                 continue
             self.last_seen = loop.time()  # the next miss is counted from now
-            if self.ordered is not None:
-                if self.ordered.on_heartbeat_missed():
-                    await self._reset()
-            else:
-                for ev in self.state.on_heartbeat_missed():
-                    await self._report(ev.error)
+            if self.ordered is not None and self.ordered.heartbeat_missed():
+                await self._reset()
 
     async def _report(self, err: BaseException) -> None:
         cb = getattr(self.nc, "_error_cb", None)
@@ -578,31 +585,19 @@ class _PushState:
     # -------------------------------------------------------- messages
     def handle(self, m: Any) -> Msg | None:
         """One message of the deliver subject: the user's Msg, or None when
-        it was a control message (carried out here)."""
-        self.last_seen = asyncio.get_running_loop().time()
-        events = self.ordered.on_msg(m) if self.ordered is not None else self.state.on_msg(m)
-        on = self._dispatch
-        out = None
-        for ev in events:
-            got = on[ev.__class__](ev)
-            if got is not None:
-                out = got
-        return out
-
-    def on_delivered(self, ev: Delivered) -> Msg:
+        it was a control message (carried out by the face)."""
+        if self.ordered is not None:
+            self.last_seen = asyncio.get_running_loop().time()
+            jm, reset = self.ordered.sort(m)
+            if reset:
+                self.nc._impl.spawn(self._reset())
+        else:
+            assert self.push is not None
+            jm = self.push.sort(m)
+        if jm is None:
+            return None
         self.delivered += 1
-        return Msg._from_impl(self.nc, ev.msg)
-
-    def on_flow_reply(self, ev: FlowReply) -> None:
-        self.nc._impl.publish(ev.subject, b"")
-
-    def on_reset(self, ev: Reset) -> None:
-        self.nc._impl.spawn(self._reset())
-
-    def on_warn(self, ev: Warn) -> None:
-        self.nc._impl.spawn(self._report(ev.error))
-
-    on_stop = on_warn
+        return Msg._from_impl(self.nc, jm.msg)
 
     async def on_impl_msg(self, m: Any) -> None:
         """The impl subscription's callback (a callback subscription)."""
@@ -622,43 +617,35 @@ class _PushState:
 
     # -------------------------------------------------------- ordered consumer
     async def _reset(self) -> None:
-        """Recreate the ordered consumer (the engine's request: from the next
-        stream sequence) on a new deliver subject, retrying as the engine says."""
+        """Recreate the ordered consumer (the face's reset: from the next
+        stream sequence, on a new deliver subject, retried as it says)."""
         oc = self.ordered
-        if oc is None or self._resetting or self.sub is None or self.nc.is_closed:
+        sub = self.sub
+        if oc is None or self._resetting or sub is None or self.nc.is_closed:
             return
         self._resetting = True
         try:
-            while oc.stopped is None and not self.nc.is_closed:
-                try:
-                    await self._recreate(oc)
-                    return
-                except NatsError as e:
-                    for ev in oc.on_create_failed(e):
-                        await self._report(ev.error)
-                        if ev.__class__ is Retry:
-                            await asyncio.sleep(ev.ms / 1000)
+            await oc.reset(self._resubscribe, self._report)
         finally:
             self._resetting = False
+        now = oc.subscription
+        if now is not None and now is sub._impl and oc.name:  # recreated (not stopped, not closed)
+            sub._consumer = self.consumer = oc.name
+            self.config.deliver_subject = now.subject
 
-    async def _recreate(self, oc: "_ordered.OrderedConsumer") -> None:
+    async def _resubscribe(self, deliver: str) -> Any:
+        """The subscription to the recreated consumer's ``deliver`` subject,
+        put under the nats-py subscription in place of the old one."""
         sub = self.sub
         assert sub is not None
         impl = self.nc._impl
-        deliver = impl.new_inbox()
         old = sub._impl
         new = await impl.subscribe(deliver, None, old.callback, 0, old.pending_msgs_limit, old.pending_bytes_limit)
         new.natspy_sub = sub
         self.nc._subs.pop(old.sid, None)
         self.nc._subs[new.sid] = sub
         sub._impl = new
-        if old.is_active:
-            await old.unsubscribe()
-        req = oc.create_request(self.js._js.jsapi, deliver, impl.server_info.get("version"))
-        info = await self.js._js.run(api_call(req))
-        oc.on_created(info)
-        sub._consumer = self.consumer = info.get("name", "")
-        self.config.deliver_subject = deliver
+        return new
 
 
 class _Fetch:
