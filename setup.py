@@ -177,6 +177,7 @@ def _c_string(s: str) -> str:
 # headers the C sources include (the sdist must carry them; Extension's
 # depends= alone does not put them there)
 C_HEADERS = ["_ext/*.h"]
+C_DEPENDS = ["tclnats_py/_ext/subject_rule.h", "tclnats_py/_ext/natscodec.h"]
 
 setup(
     name="tclnats_py",
@@ -196,12 +197,14 @@ setup(
     package_data={"tclnats_py": ["py.typed"] + C_HEADERS, "tclnats_py.tcl": ["*.tcl", "v2/*.tcl"],
                   "tclnats_py.compat": ["*.tcl"]},
     ext_modules=[
-        # subject_rule.h: the ASCII subject rule both C fast paths share
-        Extension("tclnats_py._tclcross", ["tclnats_py/_ext/tclcross.c", "tclnats_py/_ext/tclfast.c"],
-                  depends=["tclnats_py/_ext/subject_rule.h"]),
+        # natscodec.c: the wire frames and the spin back-off, compiled into both
+        # extensions; subject_rule.h: the ASCII subject rule both C fast paths share
+        Extension("tclnats_py._tclcross", ["tclnats_py/_ext/tclcross.c", "tclnats_py/_ext/tclfast.c",
+                                           "tclnats_py/_ext/natscodec.c"], depends=C_DEPENDS),
         Extension("tclnats_py._tclload", ["tclnats_py/_ext/tclload.c"]),
         # the optional parser accelerator (engine/protocol.py works without it)
-        Extension("tclnats_py._natsproto", ["tclnats_py/_ext/natsproto.c"], depends=["tclnats_py/_ext/subject_rule.h"]),
+        Extension("tclnats_py._natsproto", ["tclnats_py/_ext/natsproto.c", "tclnats_py/_ext/natscodec.c"],
+                  depends=C_DEPENDS),
     ],
     cmdclass={"build_ext": BuildExt},
     install_requires=["nkeys>=0.2"],

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <sched.h>
 #include <pthread.h>
+#include "natscodec.h"   /* the spin back-off of await_var */
 
 #define TCLNATS_ASSOC "tclnats_py::interp"
 
@@ -312,18 +313,12 @@ now_us(void)
     return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* the busy-poll phase adapts, per interpreter: after two waits in a row
- * whose reply did not come within it, the next 10 waits do not spin; each
- * further miss doubles that (20, 40 ... at most 1000); a reply caught while
- * spinning starts over.  One late reply alone changes nothing: on a shared
- * machine an occasional reply is late, and skipping 10 spins for it cost
- * more than the spin it saved. */
+/* the busy-poll phase adapts, per interpreter, by natscodec.h's spin
+ * back-off (the asyncio face's too) */
 typedef struct {
-    int skip;
-    int misses;
+    natscodec_spin spin;    /* the busy-poll phase (_wait_stats -spin) */
     int refs;               /* commands using it */
     Tcl_WideInt caught, missed;   /* _wait's pre-waits (_wait_stats) */
-    Tcl_WideInt spin_caught, spin_missed, spin_skipped;   /* the busy-poll phase (_wait_stats -spin) */
     int skips_ready;
     Tcl_HashTable skips;    /* connection namespace -> AwaitSkip (_wait) */
 } SpinState;
@@ -364,10 +359,7 @@ await_var(Tcl_Interp *interp, SpinState *spin_state, Tcl_Obj *var, Tcl_WideInt b
         Tcl_Obj *sv = Tcl_GetVar2Ex(interp, "::tclnats::spin_us", NULL, TCL_GLOBAL_ONLY);
         Tcl_WideInt spin = 0;
         if (sv != NULL && Tcl_GetWideIntFromObj(NULL, sv, &spin) == TCL_OK && spin > 0) {
-            if (spin_state->skip > 0) {
-                spin_state->skip--;
-                spin_state->spin_skipped++;
-            } else {
+            if (natscodec_spin_should_try(&spin_state->spin)) {
                 spin_until = now_us() + (spin < budget ? spin : budget);
                 spun = 1;
             }
@@ -441,19 +433,10 @@ await_var(Tcl_Interp *interp, SpinState *spin_state, Tcl_Obj *var, Tcl_WideInt b
     for (i = 0; i < objc; i++)
         Tcl_DecrRefCount(objv[i]);
     if (spun) {
-        if (done != NULL && now_us() <= spin_until) {
-            spin_state->misses = 0;
-            spin_state->spin_caught++;
-        } else {
-            int m = spin_state->misses;
-            spin_state->spin_missed++;
-            /* a late reply after a caught one costs nothing (a busy
-             * moment on a shared machine); the second in a row stops the
-             * spinning for 10 waits, then 20, 40 ... at most 1000 */
-            if (m > 0)
-                spin_state->skip = (10 << (m - 1)) < 1000 ? (10 << (m - 1)) : 1000;
-            spin_state->misses = m < 8 ? m + 1 : 8;
-        }
+        if (done != NULL && now_us() <= spin_until)
+            natscodec_spin_caught(&spin_state->spin);
+        else
+            natscodec_spin_missed(&spin_state->spin);
     }
     return done;
 }
@@ -654,11 +637,10 @@ WaitStatsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
     }
     if (objc == 2 && strcmp(Tcl_GetString(objv[1]), "-spin") == 0) {
         Tcl_Obj *sp[3];
-        sp[0] = Tcl_NewWideIntObj(st->spin_caught);
-        sp[1] = Tcl_NewWideIntObj(st->spin_missed);
-        sp[2] = Tcl_NewWideIntObj(st->spin_skipped);
-        st->spin_caught = st->spin_missed = st->spin_skipped = 0;
-        st->skip = st->misses = 0;
+        sp[0] = Tcl_NewWideIntObj(st->spin.caught);
+        sp[1] = Tcl_NewWideIntObj(st->spin.missed);
+        sp[2] = Tcl_NewWideIntObj(st->spin.skipped);
+        natscodec_spin_init(&st->spin);
         Tcl_SetObjResult(interp, Tcl_NewListObj(3, sp));
         return TCL_OK;
     }
@@ -1182,11 +1164,9 @@ interp_object(Tcl_Interp *interp)
     Tcl_CallWhenDeleted(interp, interp_deleted, self);
     {
         SpinState *st = (SpinState *)ckalloc(sizeof(SpinState));
-        st->skip = 0;
-        st->misses = 0;
         st->refs = 3;
         st->caught = st->missed = 0;
-        st->spin_caught = st->spin_missed = st->spin_skipped = 0;
+        natscodec_spin_init(&st->spin);
         st->skips_ready = 0;
         Tcl_CreateObjCommand(interp, "::tclnats::_await", AwaitCmd, (ClientData)st, SpinStateFree);
         Tcl_CreateObjCommand(interp, "::tclnats::_wait", WaitCmd, (ClientData)st, SpinStateFree);
