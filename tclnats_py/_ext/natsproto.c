@@ -2,9 +2,10 @@
  * natsproto.c -- the optional accelerator of tclnats_py.engine.protocol.Parser.
  *
  * scan(buf, pos, ops) walks the byte string buf from pos and appends to the
- * list ops every operation it can decode with certainty: MSG and HMSG frames
- * whose control line is plain (ASCII, upper-case verb, fields separated by
- * spaces or tabs, decimal sid and sizes), PING, PONG and +OK.  It returns the
+ * list ops every operation natscodec_scan (natscodec.c, the one C scanner)
+ * decodes with certainty: MSG and HMSG frames whose control line is plain
+ * (ASCII, upper-case verb, fields separated by spaces or tabs, decimal sid
+ * and sizes), PING, PONG and +OK.  It returns the
  * position of the first byte it did not consume.  At anything else (INFO,
  * -ERR, an incomplete line or payload, a malformed or unusual line) it stops
  * and the pure-Python parser handles that one operation -- with its own
@@ -127,8 +128,9 @@ stop:
  * the PUB frame of the asyncio face's fast path, what protocol.encode_pub
  * (subject, reply, data) gives, in one allocation (natscodec_pub_frame).
  * The subject is one with an entry in heads (heads[subject][0] is
- * "PUB <subject>  ", protocol.pub_head's: the engine accepted it before), or an ASCII one that passes the engine's check here
- * (a plain subject; with check false: any non-empty one), as a reply must.
+ * "PUB <subject>  ", protocol.pub_head's: the engine accepted it before),
+ * or an ASCII one that passes the engine's check here (a plain subject;
+ * with check false: any non-empty one), as a reply must.
  * None when subject or reply is not an exact str so, data not exact bytes,
  * or len(data) > limit: the caller takes its general path, which checks and
  * frames it (and its errors are the engine's).  protocol.py's pure-Python
@@ -136,7 +138,8 @@ stop:
  * and None for the rest.
  */
 
-static PyObject *pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *
+pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs < 4 || nargs > 6) {
         PyErr_SetString(PyExc_TypeError, "pub_frame(heads, subject, data, limit[, reply, check])");
@@ -162,7 +165,8 @@ static PyObject *pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t n = PyBytes_GET_SIZE(data);
     int overflow = 0;
     long long limit = PyLong_AsLongLongAndOverflow(args[3], &overflow);
-    if (limit == -1 && PyErr_Occurred()) return NULL;
+    if (limit == -1 && PyErr_Occurred())
+        return NULL;
     if (overflow < 0 || (!overflow && (long long)n > limit))
         Py_RETURN_NONE;
     /* the subject: from heads[subject][0] ("PUB <subject>  "), or an ASCII
@@ -217,7 +221,8 @@ static PyObject *pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nar
 
 static PyObject *slot_names[5];   /* subject data reply headers sid */
 
-static int slot_offsets(PyTypeObject *cls, Py_ssize_t *off)
+static int
+slot_offsets(PyTypeObject *cls, Py_ssize_t *off)
 {
     for (int k = 0; k < 5; k++) {
         PyObject *d = PyObject_GetAttr((PyObject *)cls, slot_names[k]);
@@ -231,12 +236,14 @@ static int slot_offsets(PyTypeObject *cls, Py_ssize_t *off)
             off[k] = m->offset;
         }
         Py_DECREF(d);
-        if (!ok) return 0;
+        if (!ok)
+            return 0;
     }
     return 1;
 }
 
-static PyObject *take_msgs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *
+take_msgs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 5 || !PyList_CheckExact(args[0]) || !PyType_Check(args[3]) || !PyList_CheckExact(args[4])) {
         PyErr_SetString(PyExc_TypeError, "take_msgs(ops: list, i: int, sid: int, cls: type, out: list)");
@@ -249,14 +256,18 @@ static PyObject *take_msgs(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *ops = args[0], *sid = args[2], *out = args[4];
     PyTypeObject *cls = (PyTypeObject *)args[3];
     Py_ssize_t i = PyLong_AsSsize_t(args[1]);
-    if (i == -1 && PyErr_Occurred()) return NULL;
-    if (!PyLong_CheckExact(sid)) Py_RETURN_NONE;
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (!PyLong_CheckExact(sid))
+        Py_RETURN_NONE;
     long long want = PyLong_AsLongLong(sid);
     if (want == -1 && PyErr_Occurred()) { PyErr_Clear(); Py_RETURN_NONE; }
     Py_ssize_t off[5];
-    if (!slot_offsets(cls, off) || cls->tp_alloc == NULL) Py_RETURN_NONE;
+    if (!slot_offsets(cls, off) || cls->tp_alloc == NULL)
+        Py_RETURN_NONE;
     Py_ssize_t n = PyList_GET_SIZE(ops);
-    if (i < 0) i = n;
+    if (i < 0)
+        i = n;
     while (i < n) {
         PyObject *op = PyList_GET_ITEM(ops, i);
         if (!PyTuple_CheckExact(op) || PyTuple_GET_SIZE(op) != 6 || PyTuple_GET_ITEM(op, 0) != MSG_TAG
@@ -264,13 +275,16 @@ static PyObject *take_msgs(PyObject *self, PyObject *const *args, Py_ssize_t nar
             break;
         PyObject *s = PyTuple_GET_ITEM(op, 2);
         if (s != sid) {
-            if (!PyLong_CheckExact(s)) break;
+            if (!PyLong_CheckExact(s))
+                break;
             long long v = PyLong_AsLongLong(s);
             if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); break; }
-            if (v != want) break;
+            if (v != want)
+                break;
         }
         PyObject *m = cls->tp_alloc(cls, 0);
-        if (m == NULL) return NULL;
+        if (m == NULL)
+            return NULL;
         char *base = (char *)m;
         /* Msg(subject, data, reply, headers, sid) = op[1], op[5], op[3], None, op[2] */
         *(PyObject **)(base + off[0]) = Py_NewRef(PyTuple_GET_ITEM(op, 1));
@@ -280,7 +294,8 @@ static PyObject *take_msgs(PyObject *self, PyObject *const *args, Py_ssize_t nar
         *(PyObject **)(base + off[4]) = Py_NewRef(s);
         int rc = PyList_Append(out, m);
         Py_DECREF(m);
-        if (rc < 0) return NULL;
+        if (rc < 0)
+            return NULL;
         i++;
     }
     return PyLong_FromSsize_t(i);
@@ -295,26 +310,35 @@ static PyObject *take_msgs(PyObject *self, PyObject *const *args, Py_ssize_t nar
  * skipped).  None for anything else (a status, other bytes, a lone CR or
  * LF): the caller parses it in Python.
  */
-static int hspace(unsigned char c) { return c == ' ' || c == '\t'; }
+static int
+hspace(unsigned char c)
+{
+    return c == ' ' || c == '\t';
+}
 
-static PyObject *headers(PyObject *self, PyObject *arg)
+static PyObject *
+headers(PyObject *self, PyObject *arg)
 {
     Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
     const unsigned char *p = (const unsigned char *)view.buf;
     Py_ssize_t n = view.len, i;
     PyObject *d = NULL;
     for (i = 0; i < n; i++) {       /* printable ASCII, tab, and CR only before LF */
         unsigned char c = p[i];
-        if (c >= 0x20 && c < 0x7f) continue;
-        if (c == '\t') continue;
+        if (c >= 0x20 && c < 0x7f)
+            continue;
+        if (c == '\t')
+            continue;
         if (c == '\r' && i + 1 < n && p[i + 1] == '\n') { i++; continue; }
         goto fallback;
     }
     if (n < 8 || memcmp(p, "NATS/1.0", 8) != 0 || (n > 8 && !(n >= 10 && p[8] == '\r')))
         goto fallback;
     d = PyDict_New();
-    if (d == NULL) goto error;
+    if (d == NULL)
+        goto error;
     i = n > 8 ? 10 : 8;
     while (i < n) {
         const unsigned char *cr = memchr(p + i, '\r', (size_t)(n - i));
@@ -322,10 +346,14 @@ static PyObject *headers(PyObject *self, PyObject *arg)
         const unsigned char *colon = memchr(p + i, ':', (size_t)(end - i));
         if (colon != NULL && (colon - p) + 1 < end) {  /* a colon, something after it */
             Py_ssize_t ks = i, ke = colon - p, vs = ke + 1, ve = end;
-            while (ks < ke && hspace(p[ks])) ks++;
-            while (ke > ks && hspace(p[ke - 1])) ke--;
-            while (vs < ve && hspace(p[vs])) vs++;
-            while (ve > vs && hspace(p[ve - 1])) ve--;
+            while (ks < ke && hspace(p[ks]))
+                ks++;
+            while (ke > ks && hspace(p[ke - 1]))
+                ke--;
+            while (vs < ve && hspace(p[vs]))
+                vs++;
+            while (ve > vs && hspace(p[ve - 1]))
+                ve--;
             if (ke > ks) {
                 PyObject *k = PyUnicode_DecodeASCII((const char *)p + ks, ke - ks, NULL);
                 PyObject *v = k ? PyUnicode_DecodeASCII((const char *)p + vs, ve - vs, NULL) : NULL;
@@ -347,7 +375,8 @@ static PyObject *headers(PyObject *self, PyObject *arg)
                 }
                 Py_DECREF(k);
                 Py_DECREF(v);
-                if (rc < 0) goto error;
+                if (rc < 0)
+                    goto error;
             }
         }
         i = end + 2;
@@ -371,15 +400,18 @@ error:
  * caller looks at.  An exception of cb or of the
  * coroutine's first step propagates.  The asyncio face's message callbacks.
  */
-static PyObject *step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *
+step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "step(cb, msg)");
         return NULL;
     }
     PyObject *r = PyObject_CallOneArg(args[0], args[1]);
-    if (r == NULL) return NULL;
-    if (r == Py_None) return r;
+    if (r == NULL)
+        return NULL;
+    if (r == Py_None)
+        return r;
     if (!PyCoro_CheckExact(r)) {
         PyObject *t = PyTuple_Pack(2, r, self);
         Py_DECREF(r);
@@ -409,14 +441,30 @@ static PyObject *step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  */
 typedef struct { PyObject_HEAD } DoneObject;
 
-static PyObject *done_await(PyObject *self) { return Py_NewRef(self); }
-static PyObject *done_next(PyObject *self) { return NULL; }    /* StopIteration: the result None */
-static PySendResult done_send(PyObject *self, PyObject *arg, PyObject **result)
+static PyObject *
+done_await(PyObject *self)
+{
+    return Py_NewRef(self);
+}
+
+/* StopIteration: the result None */
+static PyObject *
+done_next(PyObject *self)
+{
+    return NULL;
+}
+
+static PySendResult
+done_send(PyObject *self, PyObject *arg, PyObject **result)
 {
     *result = Py_NewRef(Py_None);
     return PYGEN_RETURN;
 }
-static PyObject *done_repr(PyObject *self) { return PyUnicode_FromString("<publish: queued>"); }
+static PyObject *
+done_repr(PyObject *self)
+{
+    return PyUnicode_FromString("<publish: queued>");
+}
 
 static PyAsyncMethods done_async = { done_await, NULL, NULL, done_send };
 
@@ -728,7 +776,8 @@ static PyTypeObject SpinType = {
     .tp_new = spin_new,
 };
 
-static PyObject *setup(PyObject *self, PyObject *args)
+static PyObject *
+setup(PyObject *self, PyObject *args)
 {
     PyObject *m, *pi, *po, *ok;
     if (!PyArg_ParseTuple(args, "OOOO", &m, &pi, &po, &ok))
@@ -767,7 +816,8 @@ static struct PyModuleDef moddef = {
     "The optional accelerator of tclnats_py.engine.protocol.Parser (see natsproto.c).", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__natsproto(void)
+PyMODINIT_FUNC
+PyInit__natsproto(void)
 {
     if (PyType_Ready(&DoneType) < 0 || PyType_Ready(&SpinType) < 0)
         return NULL;
@@ -777,7 +827,8 @@ PyMODINIT_FUNC PyInit__natsproto(void)
             return NULL;
     }
     PyObject *m = PyModule_Create(&moddef);
-    if (m == NULL) return NULL;
+    if (m == NULL)
+        return NULL;
     if (PyModule_AddObjectRef(m, "Done", (PyObject *)&DoneType) < 0
         || PyModule_AddObjectRef(m, "SpinPolicy", (PyObject *)&SpinType) < 0) {
         Py_DECREF(m);

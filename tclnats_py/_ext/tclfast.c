@@ -13,7 +13,7 @@
  *
  * Publishing.  A plain publish (a subject, and reply, that passes the
  * engine's rule for ASCII subjects or that the engine accepted before, no
- * headers, a payload within max_payload) is framed into
+ * headers, a payload within max_payload) is framed by natscodec.c into
  * a C buffer ("PUB subject reply len\r\n...\r\n"), which the bridge takes
  * whole at the next flush: no Python call per message.  Anything else goes
  * to the method PublishGeneral (the general path, through Python); a batch
@@ -37,7 +37,8 @@
  * linked to the state (Tcl_LinkVar).
  *
  * Reading.  The socket's readable handler is `name read`: it reads a chunk
- * (at most 256 KiB) from the channel and walks the complete frames in it.  A
+ * (at most 256 KiB) from the channel and walks the complete frames in it
+ * (natscodec_scan, the scanner the Python parser's accelerator uses).  A
  * MSG frame (no headers) of a subscription registered here (a callback, no
  * -max_msgs, no utf8 conversion: `name sub`) becomes a call of its callback
  * without Python (with -dictmsg, the message is the dict the engine's
@@ -404,9 +405,12 @@ call_rx(FastConn *f, Tcl_Interp *interp, Tcl_Obj *op, Tcl_Obj *a, Tcl_Obj *b, Tc
     Tcl_Obj *r;
     v[n++] = f->rx;
     v[n++] = op;
-    if (a) v[n++] = a;
-    if (b) v[n++] = b;
-    if (c) v[n++] = c;
+    if (a)
+        v[n++] = a;
+    if (b)
+        v[n++] = b;
+    if (c)
+        v[n++] = c;
     for (i = 0; i < n; i++)
         Tcl_IncrRefCount(v[i]);
     code = Tcl_EvalObjv(interp, n, v, TCL_EVAL_GLOBAL);
