@@ -167,7 +167,10 @@ class Parser:
                     subject, sid, size = args[1], args[2], args[3]
                     reply = None
                     hsize = 0
-                else:
+                elif op == b"HMSG" and na == 6 and args[4].isdigit():  # int() would take "+1", "1_0"
+                    subject, sid, reply, hsize, size = args[1:6]
+                    hsize = int(hsize)
+                else:  # HMSG without a reply, and the errors
                     subject, sid, reply, hsize, size = _hmsg_fields(op, args, buf[pos:eol])
                 if not (size.isdigit() and sid.isdigit()):  # ASCII digits only
                     raise _proto_error(f"Invalid size or sid in {buf[pos:eol][:200]!r}")
@@ -208,7 +211,8 @@ class Parser:
 def _hmsg_fields(op: bytes, args: list, line: bytes) -> tuple:
     """(subject, sid, reply or None, header size, size digits) of an HMSG
     control line split into ``args`` (``op`` its verb, upper-cased); ErrProtocol
-    for a MSG line of another length or anything else."""
+    for a MSG line of another length or anything else (``_parse`` takes the
+    common lines itself)."""
     na = len(args)
     if op != b"HMSG":
         raise _proto_error(f"Invalid protocol {line[:200]!r}")

@@ -123,7 +123,11 @@ def _scan_py(buf: bytes, pos: int, cols: Columns, row: int, last: int, pull_sid:
                 _other_line(buf[pos:eol].rstrip(b"\r"), events)
                 pos = eol + 1
             else:
-                subj, sid, reply, hsize, size = _msg_fields(op, args, buf[pos:eol])
+                if op == b"MSG" and len(args) == 5 and args[4].isdigit():  # a delivery: the common line
+                    _, subj, sid, reply, size = args
+                    hsize = 0
+                else:
+                    subj, sid, reply, hsize, size = _msg_fields(op, args, buf[pos:eol])
                 start = eol + 1
                 end = start + int(size)
                 if hsize > end - start:
