@@ -126,17 +126,9 @@ class Parser:
         else:
             buf = data if type(data) is bytes else bytes(data)
         self._need = 0
-        return self._parse(buf)
-
-    def _parse(self, buf: bytes) -> list:
         ops: list = []
-        append = ops.append
-        find = buf.find
-        pos = 0
-        n = len(buf)
-        size: Any  # the digits of a control line, then their int
-        hsize: Any
-        scan = self._scan
+        append, find, scan = ops.append, buf.find, self._scan
+        pos, n = 0, len(buf)
         try:
             while pos < n:
                 if scan is not None:
@@ -168,38 +160,29 @@ class Parser:
                     reply = None
                     hsize = 0
                 elif op == b"HMSG" and na == 6 and args[4].isdigit():  # int() would take "+1", "1_0"
-                    subject, sid, reply, hsize, size = args[1:6]
-                    hsize = int(hsize)
+                    subject, sid, reply, size = args[1], args[2], args[3], args[5]
+                    hsize = int(args[4])
                 else:  # HMSG without a reply, and the errors
                     subject, sid, reply, hsize, size = _hmsg_fields(op, args, buf[pos:eol])
                 if not (size.isdigit() and sid.isdigit()):  # ASCII digits only
                     raise _proto_error(f"Invalid size or sid in {buf[pos:eol][:200]!r}")
-                size = int(size)
-                if hsize > size:
-                    raise _proto_error(f"Invalid sizes in {buf[pos:eol][:200]!r}")
                 start = eol + 2
-                end = start + size
+                end = start + int(size)
+                if hsize > end - start:
+                    raise _proto_error(f"Invalid sizes in {buf[pos:eol][:200]!r}")
                 if end + 2 > n:
                     self._need = end + 2 - pos  # wait for the rest of the payload
                     break
                 if buf[end] != 13 or buf[end + 1] != 10:
                     raise _proto_error("Message payload not terminated by CRLF")
-                if hsize:
-                    hdr = buf[start:start + hsize]
-                    payload = buf[start + hsize:end]
-                else:
-                    hdr = None
-                    payload = buf[start:end]
                 append((MSG, subject.decode("utf-8", TCL_UTF8), int(sid),
                         reply.decode("utf-8", TCL_UTF8) if reply is not None else None,
-                        hdr, payload))
+                        buf[start:start + hsize] if hsize else None, buf[start + hsize:end]))
                 pos = end + 2
         except NatsError as e:
-            # the operations complete before the bad bytes still count
-            e.details["ops"] = ops
+            e.details["ops"] = ops  # the operations complete before the bad bytes still count
             raise
         finally:
-            tail = self._buf
             if tail:
                 if pos:
                     del tail[:pos]
