@@ -174,10 +174,10 @@ def _c_string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-# headers the C sources include (the sdist must carry them; Extension's
-# depends= alone does not put them there)
-C_HEADERS = ["_ext/*.h"]
-C_DEPENDS = ["tclnats_py/_ext/subject_rule.h", "tclnats_py/_ext/natscodec.h"]
+# headers and the codec the C sources include (the sdist must carry them;
+# Extension's depends= alone does not put them there)
+C_HEADERS = ["_ext/*.h", "_ext/natscodec.c"]
+C_DEPENDS = ["tclnats_py/_ext/subject_rule.h", "tclnats_py/_ext/natscodec.h", "tclnats_py/_ext/natscodec.c"]
 
 setup(
     name="tclnats_py",
@@ -197,14 +197,13 @@ setup(
     package_data={"tclnats_py": ["py.typed"] + C_HEADERS, "tclnats_py.tcl": ["*.tcl", "v2/*.tcl"],
                   "tclnats_py.compat": ["*.tcl"]},
     ext_modules=[
-        # natscodec.c: the wire frames and the spin back-off, compiled into both
-        # extensions; subject_rule.h: the ASCII subject rule both C fast paths share
-        Extension("tclnats_py._tclcross", ["tclnats_py/_ext/tclcross.c", "tclnats_py/_ext/tclfast.c",
-                                           "tclnats_py/_ext/natscodec.c"], depends=C_DEPENDS),
+        # natscodec.c: the wire frames and the spin back-off, included by the C
+        # files that use it; subject_rule.h: the ASCII subject rule both C fast paths share
+        Extension("tclnats_py._tclcross", ["tclnats_py/_ext/tclcross.c", "tclnats_py/_ext/tclfast.c"],
+                  depends=C_DEPENDS),
         Extension("tclnats_py._tclload", ["tclnats_py/_ext/tclload.c"]),
         # the optional parser accelerator (engine/protocol.py works without it)
-        Extension("tclnats_py._natsproto", ["tclnats_py/_ext/natsproto.c", "tclnats_py/_ext/natscodec.c"],
-                  depends=C_DEPENDS),
+        Extension("tclnats_py._natsproto", ["tclnats_py/_ext/natsproto.c"], depends=C_DEPENDS),
     ],
     cmdclass={"build_ext": BuildExt},
     install_requires=["nkeys>=0.2"],

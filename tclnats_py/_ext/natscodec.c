@@ -1,8 +1,8 @@
 /*
  * natscodec.c: the NATS wire protocol's frames in C (see natscodec.h), the
  * one place where C parses MSG/HMSG/PING/PONG/+OK and frames PUB/HPUB.
- * Compiled into both extension modules (_natsproto and _tclcross); its
- * symbols stay inside each (-fvisibility=hidden).
+ * Compiled into natsproto.c, tclfast.c and tclcross.c (each includes this
+ * file with NATSCODEC_API static), not a unit of its own.
  */
 #include <string.h>
 #include "natscodec.h"
@@ -126,7 +126,7 @@ scan_msg(const unsigned char *buf, size_t pos, size_t len, size_t n, long long m
     return NATSCODEC_MSG;
 }
 
-int
+NATSCODEC_API int
 natscodec_scan(const unsigned char *buf, size_t pos, size_t n, long long max_size,
                natscodec_frame *fr)
 {
@@ -160,8 +160,9 @@ natscodec_scan(const unsigned char *buf, size_t pos, size_t n, long long max_siz
     return NATSCODEC_OTHER;
 }
 
-int
-natscodec_put_dec(char *out, long long v)
+/* decimal digits of v (>= 0) at out; returns their count */
+static int
+put_dec(char *out, long long v)
 {
     char tmp[24];
     int n = 0, i;
@@ -185,7 +186,7 @@ dec_len(long long v)
     return n;
 }
 
-size_t
+NATSCODEC_API size_t
 natscodec_pub_frame_len(size_t subject_len, size_t reply_len, const unsigned char *header,
                         size_t header_len, size_t data_len)
 {
@@ -218,16 +219,16 @@ pub_line(unsigned char *out, const char *subject, size_t subject_len,
     }
     *w++ = ' ';
     if (hsize >= 0) {
-        w += natscodec_put_dec((char *)w, hsize);
+        w += put_dec((char *)w, hsize);
         *w++ = ' ';
     }
-    w += natscodec_put_dec((char *)w, size);
+    w += put_dec((char *)w, size);
     *w++ = '\r';
     *w++ = '\n';
     return w;
 }
 
-unsigned char *
+NATSCODEC_API unsigned char *
 natscodec_pub_frame(unsigned char *out, const char *subject, size_t subject_len,
                     const char *reply, size_t reply_len, const unsigned char *header,
                     size_t header_len, const unsigned char *data, size_t data_len)
@@ -248,13 +249,13 @@ natscodec_pub_frame(unsigned char *out, const char *subject, size_t subject_len,
     return w;
 }
 
-void
+NATSCODEC_API void
 natscodec_spin_init(natscodec_spin *s)
 {
     memset(s, 0, sizeof *s);
 }
 
-int
+NATSCODEC_API int
 natscodec_spin_should_try(natscodec_spin *s)
 {
     if (s->skip > 0) {
@@ -265,14 +266,14 @@ natscodec_spin_should_try(natscodec_spin *s)
     return 1;
 }
 
-void
+NATSCODEC_API void
 natscodec_spin_caught(natscodec_spin *s)
 {
     s->misses = 0;
     s->caught++;
 }
 
-void
+NATSCODEC_API void
 natscodec_spin_missed(natscodec_spin *s)
 {
     int m = s->misses;

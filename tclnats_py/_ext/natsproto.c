@@ -22,7 +22,8 @@
 #include <limits.h>
 #include <structmember.h>  /* PyMemberDef (take_msgs, SpinPolicy) */
 #include "subject_rule.h"  /* tclnats_plain_subject, shared with tclfast.c */
-#include "natscodec.h"     /* the frames, shared with tclfast.c */
+#define NATSCODEC_API static
+#include "natscodec.c"     /* the frames and the spin back-off, shared with tclfast.c */
 
 static PyObject *MSG_TAG = NULL, *PING_OP = NULL, *PONG_OP = NULL, *OK_OP = NULL;
 

@@ -31,7 +31,8 @@
 #include <time.h>
 #include <sched.h>
 #include <pthread.h>
-#include "natscodec.h"   /* the spin back-off of await_var */
+#define NATSCODEC_API static
+#include "natscodec.c"   /* the spin back-off of await_var */
 
 #define TCLNATS_ASSOC "tclnats_py::interp"
 

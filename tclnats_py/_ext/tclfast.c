@@ -75,7 +75,8 @@
 #include <string.h>
 #include <stdint.h>
 #include "subject_rule.h"
-#include "natscodec.h"
+#define NATSCODEC_API static
+#include "natscodec.c"   /* the frames, shared with natsproto.c */
 
 #define FAST_READ_CHUNK (256 * 1024)
 #define FAST_MAX_CONTROL_LINE 4096
