@@ -174,9 +174,10 @@ def _c_string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-# headers the C sources include (the sdist must carry them; Extension's
-# depends= alone does not put them there)
-C_HEADERS = ["_ext/*.h"]
+# headers and the codec the C sources include (the sdist must carry them;
+# Extension's depends= alone does not put them there)
+C_HEADERS = ["_ext/*.h", "_ext/natscodec.c"]
+C_DEPENDS = ["tclnats_py/_ext/subject_rule.h", "tclnats_py/_ext/natscodec.h", "tclnats_py/_ext/natscodec.c"]
 
 setup(
     name="tclnats_py",
@@ -197,15 +198,16 @@ setup(
                   "tclnats_py.compat": ["*.tcl"]},
     ext_modules=[
         # the crossing layer, one file per concern (tclcross.h says which);
-        # subject_rule.h: the ASCII subject rule both C fast paths share
+        # natscodec.c: the wire frames and the spin back-off, included by the C
+        # files that use it; subject_rule.h: the ASCII subject rule both C fast paths share
         Extension("tclnats_py._tclcross",
                   ["tclnats_py/_ext/" + name for name in (
                       "tclcross.c", "tclcross_convert.c", "tclcross_interp.c", "tclcross_chan.c",
                       "tclcross_wait.c", "tclcross_embed.c", "tclfast.c")],
-                  depends=["tclnats_py/_ext/tclcross.h", "tclnats_py/_ext/subject_rule.h"]),
+                  depends=C_DEPENDS + ["tclnats_py/_ext/tclcross.h"]),
         Extension("tclnats_py._tclload", ["tclnats_py/_ext/tclload.c"]),
         # the optional parser accelerator (engine/protocol.py works without it)
-        Extension("tclnats_py._natsproto", ["tclnats_py/_ext/natsproto.c"], depends=["tclnats_py/_ext/subject_rule.h"]),
+        Extension("tclnats_py._natsproto", ["tclnats_py/_ext/natsproto.c"], depends=C_DEPENDS),
     ],
     cmdclass={"build_ext": BuildExt},
     install_requires=["nkeys>=0.2"],

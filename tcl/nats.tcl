@@ -128,7 +128,7 @@ proc ::nats::_load_options {} {
 oo::class create ::nats::connection {
     variable config sock timers counters subscriptions requests serverPool outBuffer \
              requestsInboxPrefix pong ChildrenRef PingResult Py \
-             PendingCount PendingBytes FastMax FastRoom Room AwaitSkip results
+             PendingCount PendingBytes FastMax FastRoom Room results
     variable status last_error serverInfo
 
     constructor {{conn_name ""} args} {
@@ -149,7 +149,6 @@ oo::class create ::nats::connection {
         set requestsInboxPrefix ""
         set pong 0
         set Room 0
-        set AwaitSkip {0 0}
         nats::_parse_args $args {
             logger valid_str ""
             log_chan valid_str stdout
@@ -476,11 +475,8 @@ oo::class create ::nats::connection {
     # when its request ends: {0 value}, {1 errorcode message} or {2 nextRid}
     method WaitResult {rid} {
         set var [self namespace]::results($rid)
-        if {![info exists $var]} {
-            my AwaitSocket $var
-            while {![info exists $var]} {
-                nats::_coroVwait $var
-            }
+        while {![info exists $var]} {
+            nats::_coroVwait $var
         }
         set r [set $var]
         unset $var
@@ -488,33 +484,11 @@ oo::class create ::nats::connection {
     }
 
     # wait for a request run by the Python side and return its result; the
-    # result may be "continue with request N" (a follow-up request)
-    # A synchronous call's reply usually comes within a few ms: wait for it on
-    # the socket itself first (::tclnats::_await, at most ::tclnats::await_us),
-    # then in the event loop
-    # (::tclnats::sockets: the NATS sockets of this interpreter and their
-    # readable handlers).  When the reply did not come in time (a responder
-    # served by a timer or another thread), the next calls wait in the event
-    # loop only: 10, then 20, 40 ... up to 1000 calls while misses follow one
-    # another; a reply caught in time starts over.
-    method AwaitSocket {var} {
-        if {[lindex $AwaitSkip 0] > 0} {
-            lset AwaitSkip 0 [expr {[lindex $AwaitSkip 0] - 1}]
-            return
-        }
-        if {$::tclnats::await_us > 0 && $sock ne "" && [info coroutine] eq ""} {
-            if {[::tclnats::_await $var $::tclnats::await_us {*}[array get ::tclnats::sockets]]} {
-                set AwaitSkip {0 0}
-            } else {
-                set misses [lindex $AwaitSkip 1]
-                set AwaitSkip [list [expr {min(1000, 10 << $misses)}] [expr {min($misses + 1, 7)}]]
-            }
-        }
-    }
-
-    # Outside a coroutine, ::tclnats::_wait (tclcross.c) does the same in one
-    # command: AwaitSocket (its back-off kept per connection in C), WaitResult
-    # and the loop of WaitLoop
+    # result may be "continue with request N" (a follow-up request).  Outside
+    # a coroutine, ::tclnats::_wait (tclcross_wait.c) does it in one command: it
+    # first waits for the reply on the sockets themselves (a synchronous
+    # call's reply usually comes within a few ms), then in the event loop, as
+    # WaitResult and WaitLoop do inside a coroutine
     method WaitRequest {rid} {
         if {[info coroutine] eq ""} {
             return [::tclnats::_wait $rid $sock]

@@ -2,9 +2,10 @@
  * natsproto.c -- the optional accelerator of tclnats_py.engine.protocol.Parser.
  *
  * scan(buf, pos, ops) walks the byte string buf from pos and appends to the
- * list ops every operation it can decode with certainty: MSG and HMSG frames
- * whose control line is plain (ASCII, upper-case verb, fields separated by
- * spaces or tabs, decimal sid and sizes), PING, PONG and +OK.  It returns the
+ * list ops every operation natscodec_scan (natscodec.c, the one C scanner)
+ * decodes with certainty: MSG and HMSG frames whose control line is plain
+ * (ASCII, upper-case verb, fields separated by spaces or tabs, decimal sid
+ * and sizes), PING, PONG and +OK.  It returns the
  * position of the first byte it did not consume.  At anything else (INFO,
  * -ERR, an incomplete line or payload, a malformed or unusual line) it stops
  * and the pure-Python parser handles that one operation -- with its own
@@ -18,63 +19,61 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
-#include <structmember.h>  /* PyMemberDef (take_msgs) */
+#include <limits.h>
+#include <structmember.h>  /* PyMemberDef (take_msgs, SpinPolicy) */
 #include "subject_rule.h"  /* tclnats_plain_subject, shared with tclfast.c */
+#define NATSCODEC_API static
+#include "natscodec.c"     /* the frames and the spin back-off, shared with tclfast.c */
 
 static PyObject *MSG_TAG = NULL, *PING_OP = NULL, *PONG_OP = NULL, *OK_OP = NULL;
 
-/* a field: [start, end) within the line */
-typedef struct { Py_ssize_t s, e; } field_t;
+/* the scanner's limit on a MSG size: larger ones are left to the Python parser */
+#define SCAN_MAX_SIZE ((long long)(PY_SSIZE_T_MAX / 2))
 
-static int is_sep(unsigned char c) { return c == ' ' || c == '\t'; }
-
-/* the fields of line[0:len): at most 7; -1 when the line has a character the
-   Python parser's bytes.split() would treat otherwise (other whitespace) or
-   a non-ASCII byte */
-static int split_fields(const unsigned char *line, Py_ssize_t len, field_t *f, int max)
+static PyObject *
+ascii_str(const unsigned char *p, Py_ssize_t len)
 {
-    int n = 0;
-    Py_ssize_t i = 0;
-    while (i < len) {
-        unsigned char c = line[i];
-        if (is_sep(c)) { i++; continue; }
-        if (n == max) return -1;
-        f[n].s = i;
-        while (i < len) {
-            c = line[i];
-            if (is_sep(c)) break;
-            if (c < 0x21 || c >= 0x7f) return -1;   /* \r \n \v \f, controls, non-ASCII */
-            i++;
-        }
-        f[n].e = i;
-        n++;
-    }
-    return n;
-}
-
-/* a decimal of at most 18 digits; -1 if not all digits or too long */
-static long long parse_dec(const unsigned char *p, Py_ssize_t len)
-{
-    long long v = 0;
-    if (len <= 0 || len > 18) return -1;
-    for (Py_ssize_t i = 0; i < len; i++) {
-        unsigned char c = p[i];
-        if (c < '0' || c > '9') return -1;
-        v = v * 10 + (c - '0');
-    }
-    return v;
-}
-
-static PyObject *ascii_str(const unsigned char *p, Py_ssize_t len)
-{
-    /* split_fields guaranteed printable ASCII */
+    /* natscodec_scan guaranteed printable ASCII */
     PyObject *s = PyUnicode_New(len, 127);
-    if (s == NULL) return NULL;
+    if (s == NULL)
+        return NULL;
     memcpy(PyUnicode_DATA(s), p, (size_t)len);
     return s;
 }
 
-static PyObject *scan(PyObject *self, PyObject *args)
+/* ("MSG", subject, sid, reply or None, header bytes or None, payload) */
+static PyObject *
+msg_op(const unsigned char *buf, const natscodec_frame *fr)
+{
+    PyObject *o_subj = ascii_str(buf + fr->subject, (Py_ssize_t)fr->subject_len);
+    PyObject *o_sid = PyLong_FromLongLong(fr->sid);
+    PyObject *o_reply = fr->reply_len ? ascii_str(buf + fr->reply, (Py_ssize_t)fr->reply_len) : Py_NewRef(Py_None);
+    PyObject *o_hdr, *o_payload, *op;
+    const char *p = (const char *)buf + fr->payload;
+    if (fr->hsize > 0) {
+        o_hdr = PyBytes_FromStringAndSize(p, (Py_ssize_t)fr->hsize);
+        o_payload = PyBytes_FromStringAndSize(p + fr->hsize, (Py_ssize_t)(fr->size - fr->hsize));
+    } else {
+        o_hdr = Py_NewRef(Py_None);
+        o_payload = PyBytes_FromStringAndSize(p, (Py_ssize_t)fr->size);
+    }
+    op = (o_subj && o_sid && o_reply && o_hdr && o_payload) ? PyTuple_New(6) : NULL;
+    if (op == NULL) {
+        Py_XDECREF(o_subj); Py_XDECREF(o_sid); Py_XDECREF(o_reply);
+        Py_XDECREF(o_hdr); Py_XDECREF(o_payload);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(op, 0, Py_NewRef(MSG_TAG));
+    PyTuple_SET_ITEM(op, 1, o_subj);
+    PyTuple_SET_ITEM(op, 2, o_sid);
+    PyTuple_SET_ITEM(op, 3, o_reply);
+    PyTuple_SET_ITEM(op, 4, o_hdr);
+    PyTuple_SET_ITEM(op, 5, o_payload);
+    return op;
+}
+
+static PyObject *
+scan(PyObject *self, PyObject *args)
 {
     Py_buffer view;
     Py_ssize_t pos;
@@ -88,94 +87,39 @@ static PyObject *scan(PyObject *self, PyObject *args)
     }
     const unsigned char *buf = (const unsigned char *)view.buf;
     Py_ssize_t n = view.len;
-    field_t f[7];
     while (pos < n) {
-        const unsigned char *start = buf + pos;
-        const unsigned char *cr = memchr(start, '\r', (size_t)(n - pos));
-        if (cr == NULL || cr + 1 >= buf + n || cr[1] != '\n')
-            break;                                  /* incomplete line, or a lone CR: Python decides */
-        Py_ssize_t eol = cr - buf;
-        Py_ssize_t len = eol - pos;
-        unsigned char c = start[0];
-        if (c == 'M' || c == 'H') {
-            int nf = split_fields(start, len, f, 7);
-            if (nf < 4) break;
-            int hmsg;
-            Py_ssize_t l0 = f[0].e - f[0].s;
-            if (l0 == 3 && memcmp(start + f[0].s, "MSG", 3) == 0) hmsg = 0;
-            else if (l0 == 4 && memcmp(start + f[0].s, "HMSG", 4) == 0) hmsg = 1;
-            else break;
-            field_t *subj = &f[1], *sidf = &f[2], *reply = NULL, *hsf = NULL, *szf;
-            if (!hmsg) {
-                if (nf == 5) { reply = &f[3]; szf = &f[4]; }
-                else if (nf == 4) { szf = &f[3]; }
-                else break;
-            } else {
-                if (nf == 5) { hsf = &f[3]; szf = &f[4]; }
-                else if (nf == 6) { reply = &f[3]; hsf = &f[4]; szf = &f[5]; }
-                else break;
-            }
-            long long sid = parse_dec(start + sidf->s, sidf->e - sidf->s);
-            long long size = parse_dec(start + szf->s, szf->e - szf->s);
-            long long hsize = 0;
-            if (hsf != NULL) hsize = parse_dec(start + hsf->s, hsf->e - hsf->s);
-            if (sid < 0 || size < 0 || hsize < 0 || hsize > size || size > PY_SSIZE_T_MAX / 2)
-                break;
-            Py_ssize_t pstart = eol + 2;
-            if (pstart + (Py_ssize_t)size + 2 > n)
-                break;                              /* the payload is not all here */
-            Py_ssize_t pend = pstart + (Py_ssize_t)size;
-            if (buf[pend] != '\r' || buf[pend + 1] != '\n')
-                break;
-            PyObject *o_subj = ascii_str(start + subj->s, subj->e - subj->s);
-            PyObject *o_sid = PyLong_FromLongLong(sid);
-            PyObject *o_reply = reply ? ascii_str(start + reply->s, reply->e - reply->s) : Py_NewRef(Py_None);
-            PyObject *o_hdr, *o_payload;
-            if (hsize) {
-                o_hdr = PyBytes_FromStringAndSize((const char *)buf + pstart, (Py_ssize_t)hsize);
-                o_payload = PyBytes_FromStringAndSize((const char *)buf + pstart + hsize, (Py_ssize_t)(size - hsize));
-            } else {
-                o_hdr = Py_NewRef(Py_None);
-                o_payload = PyBytes_FromStringAndSize((const char *)buf + pstart, (Py_ssize_t)size);
-            }
-            if (!o_subj || !o_sid || !o_reply || !o_hdr || !o_payload) {
-                Py_XDECREF(o_subj); Py_XDECREF(o_sid); Py_XDECREF(o_reply);
-                Py_XDECREF(o_hdr); Py_XDECREF(o_payload);
-                PyBuffer_Release(&view);
-                return NULL;
-            }
-            PyObject *op = PyTuple_New(6);
-            if (op == NULL) {
-                Py_DECREF(o_subj); Py_DECREF(o_sid); Py_DECREF(o_reply); Py_DECREF(o_hdr); Py_DECREF(o_payload);
-                PyBuffer_Release(&view);
-                return NULL;
-            }
-            PyTuple_SET_ITEM(op, 0, Py_NewRef(MSG_TAG));
-            PyTuple_SET_ITEM(op, 1, o_subj);
-            PyTuple_SET_ITEM(op, 2, o_sid);
-            PyTuple_SET_ITEM(op, 3, o_reply);
-            PyTuple_SET_ITEM(op, 4, o_hdr);
-            PyTuple_SET_ITEM(op, 5, o_payload);
-            int rc = PyList_Append(ops, op);
-            Py_DECREF(op);
-            if (rc < 0) {
-                PyBuffer_Release(&view);
-                return NULL;
-            }
-            pos = pend + 2;
-            continue;
+        natscodec_frame fr;
+        PyObject *op;
+        int rc;
+        switch (natscodec_scan(buf, (size_t)pos, (size_t)n, SCAN_MAX_SIZE, &fr)) {
+        case NATSCODEC_MSG:
+            op = msg_op(buf, &fr);
+            break;
+        case NATSCODEC_PING:
+            op = Py_NewRef(PING_OP);
+            break;
+        case NATSCODEC_PONG:
+            op = Py_NewRef(PONG_OP);
+            break;
+        case NATSCODEC_OK:
+            op = Py_NewRef(OK_OP);
+            break;
+        default:
+            goto stop;    /* INFO, -ERR, incomplete or unusual: the Python parser decides */
         }
-        PyObject *ctl = NULL;
-        if (len == 4 && memcmp(start, "PING", 4) == 0) ctl = PING_OP;
-        else if (len == 4 && memcmp(start, "PONG", 4) == 0) ctl = PONG_OP;
-        else if (len == 3 && memcmp(start, "+OK", 3) == 0) ctl = OK_OP;
-        else break;                                 /* INFO, -ERR, anything else */
-        if (PyList_Append(ops, ctl) < 0) {
+        if (op == NULL) {
             PyBuffer_Release(&view);
             return NULL;
         }
-        pos = eol + 2;
+        rc = PyList_Append(ops, op);
+        Py_DECREF(op);
+        if (rc < 0) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        pos = (Py_ssize_t)fr.next;
     }
+stop:
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(pos);
 }
@@ -183,10 +127,11 @@ static PyObject *scan(PyObject *self, PyObject *args)
 /*
  * pub_frame(heads, subject, data, limit[, reply, check]) -> bytes or None:
  * the PUB frame of the asyncio face's fast path, what protocol.encode_pub
- * (subject, reply, data) gives, in one allocation.  The subject is one with
- * an entry in heads (heads[subject][0] is "PUB <subject>  ": the engine
- * accepted it before), or an ASCII one that passes the engine's check here
- * (a plain subject; with check false: any non-empty one), as a reply must.
+ * (subject, reply, data) gives, in one allocation (natscodec_pub_frame).
+ * The subject is one with an entry in heads (heads[subject][0] is
+ * "PUB <subject>  ", protocol.pub_head's: the engine accepted it before),
+ * or an ASCII one that passes the engine's check here (a plain subject;
+ * with check false: any non-empty one), as a reply must.
  * None when subject or reply is not an exact str so, data not exact bytes,
  * or len(data) > limit: the caller takes its general path, which checks and
  * frames it (and its errors are the engine's).  protocol.py's pure-Python
@@ -194,7 +139,8 @@ static PyObject *scan(PyObject *self, PyObject *args)
  * and None for the rest.
  */
 
-static PyObject *pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *
+pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs < 4 || nargs > 6) {
         PyErr_SetString(PyExc_TypeError, "pub_frame(heads, subject, data, limit[, reply, check])");
@@ -220,57 +166,39 @@ static PyObject *pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t n = PyBytes_GET_SIZE(data);
     int overflow = 0;
     long long limit = PyLong_AsLongLongAndOverflow(args[3], &overflow);
-    if (limit == -1 && PyErr_Occurred()) return NULL;
+    if (limit == -1 && PyErr_Occurred())
+        return NULL;
     if (overflow < 0 || (!overflow && (long long)n > limit))
         Py_RETURN_NONE;
-    /* "PUB <subject> ": from heads[subject][0] ("PUB <subject>  ", one space
-       less), or made here for an ASCII subject by the same rule as a reply */
-    const char *head;
-    Py_ssize_t hl;
-    char *made = NULL;
+    /* the subject: from heads[subject][0] ("PUB <subject>  "), or an ASCII
+       one checked here by the same rule as a reply */
+    const char *subj;
+    Py_ssize_t sl;
     PyObject *entry = PyDict_GetItemWithError(heads, subject);     /* borrowed */
     if (entry != NULL) {
         PyObject *prefix;
         if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) < 1
-            || !PyBytes_CheckExact(prefix = PyTuple_GET_ITEM(entry, 0)) || PyBytes_GET_SIZE(prefix) < 1
-            || PyBytes_AS_STRING(prefix)[PyBytes_GET_SIZE(prefix) - 1] != ' ')
-            Py_RETURN_NONE;
-        head = PyBytes_AS_STRING(prefix);
-        hl = PyBytes_GET_SIZE(prefix) - 1;
+            || !PyBytes_CheckExact(prefix = PyTuple_GET_ITEM(entry, 0)) || PyBytes_GET_SIZE(prefix) < 6
+            || memcmp(PyBytes_AS_STRING(prefix), "PUB ", 4) != 0
+            || memcmp(PyBytes_AS_STRING(prefix) + PyBytes_GET_SIZE(prefix) - 2, "  ", 2) != 0)
+            Py_RETURN_NONE;     /* not pub_head's: the general path */
+        subj = PyBytes_AS_STRING(prefix) + 4;
+        sl = PyBytes_GET_SIZE(prefix) - 6;
     } else {
-        if (PyErr_Occurred()) return NULL;
-        Py_ssize_t sl = PyUnicode_GET_LENGTH(subject);
-        const unsigned char *sp = (const unsigned char *)PyUnicode_DATA(subject);
-        if (!PyUnicode_IS_ASCII(subject) || sl == 0 || (check && !tclnats_plain_subject(sp, (size_t)sl)))
+        if (PyErr_Occurred())
+            return NULL;
+        sl = PyUnicode_GET_LENGTH(subject);
+        subj = (const char *)PyUnicode_DATA(subject);
+        if (!PyUnicode_IS_ASCII(subject) || sl == 0
+            || (check && !tclnats_plain_subject((const unsigned char *)subj, (size_t)sl)))
             Py_RETURN_NONE;
-        head = NULL;
-        hl = 4 + sl + 1;
-        made = (char *)sp;
     }
-    char digits[24];
-    int nd = 0;
-    {   /* the decimal size, most significant digit first */
-        char tmp[24];
-        Py_ssize_t v = n;
-        do { tmp[nd++] = (char)('0' + v % 10); v /= 10; } while (v);
-        for (int k = 0; k < nd; k++) digits[k] = tmp[nd - 1 - k];
-    }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, hl + rl + 1 + nd + 2 + n + 2);
-    if (out == NULL) return NULL;
-    char *w = PyBytes_AS_STRING(out);
-    if (head != NULL) {
-        memcpy(w, head, (size_t)hl); w += hl;
-    } else {
-        memcpy(w, "PUB ", 4); w += 4;
-        memcpy(w, made, (size_t)(hl - 5)); w += hl - 5;
-        *w++ = ' ';
-    }
-    if (rl) { memcpy(w, reply, (size_t)rl); w += rl; }
-    *w++ = ' ';
-    memcpy(w, digits, (size_t)nd); w += nd;
-    *w++ = '\r'; *w++ = '\n';
-    memcpy(w, PyBytes_AS_STRING(data), (size_t)n); w += n;
-    *w++ = '\r'; *w = '\n';
+    PyObject *out = PyBytes_FromStringAndSize(
+        NULL, (Py_ssize_t)natscodec_pub_frame_len((size_t)sl, (size_t)rl, NULL, 0, (size_t)n));
+    if (out == NULL)
+        return NULL;
+    natscodec_pub_frame((unsigned char *)PyBytes_AS_STRING(out), subj, (size_t)sl, reply, (size_t)rl,
+                        NULL, 0, (const unsigned char *)PyBytes_AS_STRING(data), (size_t)n);
     return out;
 }
 
@@ -294,7 +222,8 @@ static PyObject *pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nar
 
 static PyObject *slot_names[5];   /* subject data reply headers sid */
 
-static int slot_offsets(PyTypeObject *cls, Py_ssize_t *off)
+static int
+slot_offsets(PyTypeObject *cls, Py_ssize_t *off)
 {
     for (int k = 0; k < 5; k++) {
         PyObject *d = PyObject_GetAttr((PyObject *)cls, slot_names[k]);
@@ -308,12 +237,14 @@ static int slot_offsets(PyTypeObject *cls, Py_ssize_t *off)
             off[k] = m->offset;
         }
         Py_DECREF(d);
-        if (!ok) return 0;
+        if (!ok)
+            return 0;
     }
     return 1;
 }
 
-static PyObject *take_msgs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *
+take_msgs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 5 || !PyList_CheckExact(args[0]) || !PyType_Check(args[3]) || !PyList_CheckExact(args[4])) {
         PyErr_SetString(PyExc_TypeError, "take_msgs(ops: list, i: int, sid: int, cls: type, out: list)");
@@ -326,14 +257,18 @@ static PyObject *take_msgs(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *ops = args[0], *sid = args[2], *out = args[4];
     PyTypeObject *cls = (PyTypeObject *)args[3];
     Py_ssize_t i = PyLong_AsSsize_t(args[1]);
-    if (i == -1 && PyErr_Occurred()) return NULL;
-    if (!PyLong_CheckExact(sid)) Py_RETURN_NONE;
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (!PyLong_CheckExact(sid))
+        Py_RETURN_NONE;
     long long want = PyLong_AsLongLong(sid);
     if (want == -1 && PyErr_Occurred()) { PyErr_Clear(); Py_RETURN_NONE; }
     Py_ssize_t off[5];
-    if (!slot_offsets(cls, off) || cls->tp_alloc == NULL) Py_RETURN_NONE;
+    if (!slot_offsets(cls, off) || cls->tp_alloc == NULL)
+        Py_RETURN_NONE;
     Py_ssize_t n = PyList_GET_SIZE(ops);
-    if (i < 0) i = n;
+    if (i < 0)
+        i = n;
     while (i < n) {
         PyObject *op = PyList_GET_ITEM(ops, i);
         if (!PyTuple_CheckExact(op) || PyTuple_GET_SIZE(op) != 6 || PyTuple_GET_ITEM(op, 0) != MSG_TAG
@@ -341,13 +276,16 @@ static PyObject *take_msgs(PyObject *self, PyObject *const *args, Py_ssize_t nar
             break;
         PyObject *s = PyTuple_GET_ITEM(op, 2);
         if (s != sid) {
-            if (!PyLong_CheckExact(s)) break;
+            if (!PyLong_CheckExact(s))
+                break;
             long long v = PyLong_AsLongLong(s);
             if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); break; }
-            if (v != want) break;
+            if (v != want)
+                break;
         }
         PyObject *m = cls->tp_alloc(cls, 0);
-        if (m == NULL) return NULL;
+        if (m == NULL)
+            return NULL;
         char *base = (char *)m;
         /* Msg(subject, data, reply, headers, sid) = op[1], op[5], op[3], None, op[2] */
         *(PyObject **)(base + off[0]) = Py_NewRef(PyTuple_GET_ITEM(op, 1));
@@ -357,7 +295,8 @@ static PyObject *take_msgs(PyObject *self, PyObject *const *args, Py_ssize_t nar
         *(PyObject **)(base + off[4]) = Py_NewRef(s);
         int rc = PyList_Append(out, m);
         Py_DECREF(m);
-        if (rc < 0) return NULL;
+        if (rc < 0)
+            return NULL;
         i++;
     }
     return PyLong_FromSsize_t(i);
@@ -372,26 +311,35 @@ static PyObject *take_msgs(PyObject *self, PyObject *const *args, Py_ssize_t nar
  * skipped).  None for anything else (a status, other bytes, a lone CR or
  * LF): the caller parses it in Python.
  */
-static int hspace(unsigned char c) { return c == ' ' || c == '\t'; }
+static int
+hspace(unsigned char c)
+{
+    return c == ' ' || c == '\t';
+}
 
-static PyObject *headers(PyObject *self, PyObject *arg)
+static PyObject *
+headers(PyObject *self, PyObject *arg)
 {
     Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
     const unsigned char *p = (const unsigned char *)view.buf;
     Py_ssize_t n = view.len, i;
     PyObject *d = NULL;
     for (i = 0; i < n; i++) {       /* printable ASCII, tab, and CR only before LF */
         unsigned char c = p[i];
-        if (c >= 0x20 && c < 0x7f) continue;
-        if (c == '\t') continue;
+        if (c >= 0x20 && c < 0x7f)
+            continue;
+        if (c == '\t')
+            continue;
         if (c == '\r' && i + 1 < n && p[i + 1] == '\n') { i++; continue; }
         goto fallback;
     }
     if (n < 8 || memcmp(p, "NATS/1.0", 8) != 0 || (n > 8 && !(n >= 10 && p[8] == '\r')))
         goto fallback;
     d = PyDict_New();
-    if (d == NULL) goto error;
+    if (d == NULL)
+        goto error;
     i = n > 8 ? 10 : 8;
     while (i < n) {
         const unsigned char *cr = memchr(p + i, '\r', (size_t)(n - i));
@@ -399,10 +347,14 @@ static PyObject *headers(PyObject *self, PyObject *arg)
         const unsigned char *colon = memchr(p + i, ':', (size_t)(end - i));
         if (colon != NULL && (colon - p) + 1 < end) {  /* a colon, something after it */
             Py_ssize_t ks = i, ke = colon - p, vs = ke + 1, ve = end;
-            while (ks < ke && hspace(p[ks])) ks++;
-            while (ke > ks && hspace(p[ke - 1])) ke--;
-            while (vs < ve && hspace(p[vs])) vs++;
-            while (ve > vs && hspace(p[ve - 1])) ve--;
+            while (ks < ke && hspace(p[ks]))
+                ks++;
+            while (ke > ks && hspace(p[ke - 1]))
+                ke--;
+            while (vs < ve && hspace(p[vs]))
+                vs++;
+            while (ve > vs && hspace(p[ve - 1]))
+                ve--;
             if (ke > ks) {
                 PyObject *k = PyUnicode_DecodeASCII((const char *)p + ks, ke - ks, NULL);
                 PyObject *v = k ? PyUnicode_DecodeASCII((const char *)p + vs, ve - vs, NULL) : NULL;
@@ -424,7 +376,8 @@ static PyObject *headers(PyObject *self, PyObject *arg)
                 }
                 Py_DECREF(k);
                 Py_DECREF(v);
-                if (rc < 0) goto error;
+                if (rc < 0)
+                    goto error;
             }
         }
         i = end + 2;
@@ -448,15 +401,18 @@ error:
  * caller looks at.  An exception of cb or of the
  * coroutine's first step propagates.  The asyncio face's message callbacks.
  */
-static PyObject *step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *
+step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "step(cb, msg)");
         return NULL;
     }
     PyObject *r = PyObject_CallOneArg(args[0], args[1]);
-    if (r == NULL) return NULL;
-    if (r == Py_None) return r;
+    if (r == NULL)
+        return NULL;
+    if (r == Py_None)
+        return r;
     if (!PyCoro_CheckExact(r)) {
         PyObject *t = PyTuple_Pack(2, r, self);
         Py_DECREF(r);
@@ -486,14 +442,30 @@ static PyObject *step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  */
 typedef struct { PyObject_HEAD } DoneObject;
 
-static PyObject *done_await(PyObject *self) { return Py_NewRef(self); }
-static PyObject *done_next(PyObject *self) { return NULL; }    /* StopIteration: the result None */
-static PySendResult done_send(PyObject *self, PyObject *arg, PyObject **result)
+static PyObject *
+done_await(PyObject *self)
+{
+    return Py_NewRef(self);
+}
+
+/* StopIteration: the result None */
+static PyObject *
+done_next(PyObject *self)
+{
+    return NULL;
+}
+
+static PySendResult
+done_send(PyObject *self, PyObject *arg, PyObject **result)
 {
     *result = Py_NewRef(Py_None);
     return PYGEN_RETURN;
 }
-static PyObject *done_repr(PyObject *self) { return PyUnicode_FromString("<publish: queued>"); }
+static PyObject *
+done_repr(PyObject *self)
+{
+    return PyUnicode_FromString("<publish: queued>");
+}
 
 static PyAsyncMethods done_async = { done_await, NULL, NULL, done_send };
 
@@ -510,7 +482,303 @@ static PyTypeObject DoneType = {
     .tp_new = PyType_GenericNew,
 };
 
-static PyObject *setup(PyObject *self, PyObject *args)
+/*
+ * scan_columns(buf, pos, subjects, datas, ts, events, last, sid, ack_prefix,
+ * ping_event, last_event) -> (pos, seqs, done): engine/js/columns.py
+ * scan_deliveries' plain frames, from pos on.  A delivery (MSG, or HMSG
+ * without headers, for the pull's sid (bytes), its reply an ack subject of
+ * the 9-token form: ack_prefix, stream, consumer, delivered, stream seq,
+ * consumer seq, time, pending) appends its subject, data and time digits to
+ * the lists and its stream seq to seqs (native int64s, for array.frombytes);
+ * a message of another sid is passed over, as PONG and +OK are; PING
+ * appends ping_event to events.  A delivery past last appends last_event
+ * (not taken, but consumed), as does the one at last or with 0 pending
+ * (taken): then done is True.  Anything else (a status, headers, another
+ * ack form, INFO, -ERR, an incomplete or unusual frame) stops the scan at
+ * its start: columns.py's reference loop takes that one frame.
+ */
+typedef struct {
+    const unsigned char *seq, *ts, *pending;
+    size_t seq_len, ts_len, pending_len;
+} ack_tokens;
+
+/* the tokens of a v1 ack subject (exactly 8 dots, the prefix first); 0: not one */
+static int
+split_ack(const unsigned char *r, size_t len, const char *prefix, size_t plen, ack_tokens *t)
+{
+    size_t dots[8], i;
+    int nd = 0;
+    if (len < plen || memcmp(r, prefix, plen) != 0)
+        return 0;
+    for (i = 0; i < len; i++) {
+        if (r[i] == '.') {
+            if (nd == 8)
+                return 0;
+            dots[nd++] = i;
+        }
+    }
+    if (nd != 8)
+        return 0;
+    t->seq = r + dots[4] + 1;
+    t->seq_len = dots[5] - dots[4] - 1;
+    t->ts = r + dots[6] + 1;
+    t->ts_len = dots[7] - dots[6] - 1;
+    t->pending = r + dots[7] + 1;
+    t->pending_len = len - dots[7] - 1;
+    return 1;
+}
+
+static long long
+seq_dec(const unsigned char *p, size_t len)
+{
+    long long v = 0;
+    size_t i;
+    if (len == 0 || len > 18)
+        return -1;
+    for (i = 0; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    return v;
+}
+
+/* one delivery into the columns; -1 error */
+static int
+add_delivery(PyObject *const *lists, const unsigned char *buf, const natscodec_frame *fr,
+             const ack_tokens *t)
+{
+    PyObject *o[3];
+    int k, rc = 0;
+    o[0] = PyBytes_FromStringAndSize((const char *)buf + fr->subject, (Py_ssize_t)fr->subject_len);
+    o[1] = PyBytes_FromStringAndSize((const char *)buf + fr->payload, (Py_ssize_t)fr->size);
+    o[2] = PyBytes_FromStringAndSize((const char *)t->ts, (Py_ssize_t)t->ts_len);
+    for (k = 0; k < 3; k++) {
+        if (o[k] == NULL || (rc == 0 && PyList_Append(lists[k], o[k]) < 0))
+            rc = -1;
+    }
+    for (k = 0; k < 3; k++)
+        Py_XDECREF(o[k]);
+    return rc;
+}
+
+static PyObject *
+scan_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view, sidv, prefv;
+    PyObject *seqs = NULL, *result = NULL;
+    long long *out = NULL, last;
+    Py_ssize_t pos, nseq = 0, cap = 0;
+    int done = 0, overflow = 0, k;
+    if (nargs != 11) {
+        PyErr_SetString(PyExc_TypeError, "scan_columns(buf, pos, subjects, datas, ts, events, last, sid, "
+                        "ack_prefix, ping_event, last_event)");
+        return NULL;
+    }
+    for (k = 2; k < 6; k++) {
+        if (!PyList_CheckExact(args[k])) {
+            PyErr_SetString(PyExc_TypeError, "scan_columns: subjects, datas, ts and events are lists");
+            return NULL;
+        }
+    }
+    if ((pos = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred())
+        return NULL;
+    last = PyLong_AsLongLongAndOverflow(args[6], &overflow);
+    if (last == -1 && PyErr_Occurred())
+        return NULL;
+    if (overflow)
+        last = overflow > 0 ? LLONG_MAX : -1;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[7], &sidv, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[8], &prefv, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&sidv);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    const unsigned char *buf = (const unsigned char *)view.buf;
+    Py_ssize_t n = view.len;
+    while (pos >= 0 && pos < n && !done) {
+        natscodec_frame fr;
+        ack_tokens t;
+        long long seq;
+        int kind = natscodec_scan(buf, (size_t)pos, (size_t)n, SCAN_MAX_SIZE, &fr);
+        if (kind == NATSCODEC_PING) {
+            if (PyList_Append(args[5], args[9]) < 0)
+                goto error;
+            pos = (Py_ssize_t)fr.next;
+            continue;
+        }
+        if (kind == NATSCODEC_PONG || kind == NATSCODEC_OK) {
+            pos = (Py_ssize_t)fr.next;
+            continue;
+        }
+        if (kind != NATSCODEC_MSG)
+            break;
+        if (fr.sid_len != (size_t)sidv.len || memcmp(buf + fr.sid_at, sidv.buf, fr.sid_len) != 0) {
+            pos = (Py_ssize_t)fr.next;     /* a late reply of an API request */
+            continue;
+        }
+        if (fr.reply_len == 0 || fr.hsize > 0
+            || !split_ack(buf + fr.reply, fr.reply_len, (const char *)prefv.buf, (size_t)prefv.len, &t)
+            || (seq = seq_dec(t.seq, t.seq_len)) < 0)
+            break;
+        pos = (Py_ssize_t)fr.next;
+        if (seq > last) {
+            if (PyList_Append(args[5], args[10]) < 0)
+                goto error;
+            done = 1;
+            break;
+        }
+        if (add_delivery(args + 2, buf, &fr, &t) < 0)
+            goto error;
+        if (nseq == cap) {
+            long long *grown;
+            cap = cap ? cap * 2 : 256;
+            if ((grown = PyMem_Realloc(out, (size_t)cap * sizeof *out)) == NULL) {
+                PyErr_NoMemory();
+                goto error;
+            }
+            out = grown;
+        }
+        out[nseq++] = seq;
+        if (seq == last || (t.pending_len == 1 && t.pending[0] == '0')) {
+            if (PyList_Append(args[5], args[10]) < 0)
+                goto error;
+            done = 1;
+        }
+    }
+    seqs = PyBytes_FromStringAndSize((const char *)out, nseq * (Py_ssize_t)sizeof *out);
+    if (seqs != NULL)
+        result = Py_BuildValue("nNO", pos, seqs, done ? Py_True : Py_False);
+error:
+    PyMem_Free(out);
+    PyBuffer_Release(&prefv);
+    PyBuffer_Release(&sidv);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/*
+ * encode_pub(subject, reply, payload[, header]) -> bytes: the frame of
+ * protocol.encode_pub (PUB, or HPUB with a header block) made by the shared
+ * C framer, the one tclfast.c and pub_frame use; subject and reply (str or
+ * None) as UTF-8.  For the property test that holds the framers together.
+ */
+static PyObject *
+encode_pub(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer data, hdr;
+    Py_ssize_t sl, rl = 0;
+    const char *subj, *reply = NULL;
+    PyObject *out = NULL;
+    int has_hdr = nargs == 4 && args[3] != Py_None;
+    if (nargs < 3 || nargs > 4) {
+        PyErr_SetString(PyExc_TypeError, "encode_pub(subject, reply, payload[, header])");
+        return NULL;
+    }
+    if ((subj = PyUnicode_AsUTF8AndSize(args[0], &sl)) == NULL)
+        return NULL;
+    if (args[1] != Py_None && (reply = PyUnicode_AsUTF8AndSize(args[1], &rl)) == NULL)
+        return NULL;
+    if (PyObject_GetBuffer(args[2], &data, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (has_hdr && PyObject_GetBuffer(args[3], &hdr, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    const unsigned char *h = has_hdr ? (const unsigned char *)hdr.buf : NULL;
+    size_t hl = has_hdr ? (size_t)hdr.len : 0;
+    out = PyBytes_FromStringAndSize(
+        NULL, (Py_ssize_t)natscodec_pub_frame_len((size_t)sl, (size_t)rl, h, hl, (size_t)data.len));
+    if (out != NULL)
+        natscodec_pub_frame((unsigned char *)PyBytes_AS_STRING(out), subj, (size_t)sl, reply, (size_t)rl,
+                            h, hl, (const unsigned char *)data.buf, (size_t)data.len);
+    if (has_hdr)
+        PyBuffer_Release(&hdr);
+    PyBuffer_Release(&data);
+    return out;
+}
+
+/*
+ * SpinPolicy: natscodec's spin back-off (natscodec.h), the asyncio face's
+ * (aio/spin.py) as it is the Tcl face's (tclcross_wait.c await_var).
+ * should_try() -> bool: whether this wait spins (False: a skipped wait,
+ * counted); caught(): a reply came while spinning; missed(): the spin ran
+ * out.  skip, misses and the counts caught_n, missed_n, skipped_n are
+ * attributes.
+ */
+typedef struct {
+    PyObject_HEAD
+    natscodec_spin s;
+} SpinObject;
+
+static PyObject *
+spin_should_try(PyObject *self, PyObject *unused)
+{
+    return PyBool_FromLong(natscodec_spin_should_try(&((SpinObject *)self)->s));
+}
+
+static PyObject *
+spin_caught(PyObject *self, PyObject *unused)
+{
+    natscodec_spin_caught(&((SpinObject *)self)->s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+spin_missed(PyObject *self, PyObject *unused)
+{
+    natscodec_spin_missed(&((SpinObject *)self)->s);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef spin_methods[] = {
+    {"should_try", spin_should_try, METH_NOARGS, "should_try() -> whether this wait spins (else counted skipped)"},
+    {"caught", spin_caught, METH_NOARGS, "caught(): a reply came while spinning (the back-off starts over)"},
+    {"missed", spin_missed, METH_NOARGS, "missed(): the spin ran out without a reply"},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyMemberDef spin_members[] = {
+    {"skip", T_INT, offsetof(SpinObject, s.skip), 0, "waits left that do not spin"},
+    {"misses", T_INT, offsetof(SpinObject, s.misses), 0, "spins in a row that ran out"},
+    {"caught_n", T_LONGLONG, offsetof(SpinObject, s.caught), 0, "replies caught while spinning"},
+    {"missed_n", T_LONGLONG, offsetof(SpinObject, s.missed), 0, "spins that ran out"},
+    {"skipped_n", T_LONGLONG, offsetof(SpinObject, s.skipped), 0, "waits that did not spin"},
+    {NULL, 0, 0, 0, NULL}
+};
+
+static PyObject *
+spin_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    SpinObject *o;
+    if (PyTuple_GET_SIZE(args) != 0 || (kwds != NULL && PyDict_GET_SIZE(kwds) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "SpinPolicy() takes no arguments");
+        return NULL;
+    }
+    o = (SpinObject *)type->tp_alloc(type, 0);
+    if (o != NULL)
+        natscodec_spin_init(&o->s);
+    return (PyObject *)o;
+}
+
+static PyTypeObject SpinType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tclnats_py._natsproto.SpinPolicy",
+    .tp_basicsize = sizeof(SpinObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The spin back-off of a wait for a reply (natscodec.h).",
+    .tp_methods = spin_methods,
+    .tp_members = spin_members,
+    .tp_new = spin_new,
+};
+
+static PyObject *
+setup(PyObject *self, PyObject *args)
 {
     PyObject *m, *pi, *po, *ok;
     if (!PyArg_ParseTuple(args, "OOOO", &m, &pi, &po, &ok))
@@ -535,6 +803,11 @@ static PyMethodDef methods[] = {
      "headers(block) -> parse_headers(block) for a plain block (NATS/1.0, ASCII lines), else None"},
     {"step", (PyCFunction)(void (*)(void))step, METH_FASTCALL,
      "step(cb, msg) -> None, (coro, yielded) or (result, module): cb(msg) run up to its first wait"},
+    {"scan_columns", (PyCFunction)(void (*)(void))scan_columns, METH_FASTCALL,
+     "scan_columns(buf, pos, subjects, datas, ts, events, last, sid, ack_prefix, ping_event, last_event)"
+     " -> (pos, seqs, done): a pull's plain deliveries into columns (engine/js/columns.py)"},
+    {"encode_pub", (PyCFunction)(void (*)(void))encode_pub, METH_FASTCALL,
+     "encode_pub(subject, reply, payload[, header]) -> protocol.encode_pub's frame, from the C framer"},
     {"setup", setup, METH_VARARGS, "setup(msg_tag, ping_op, pong_op, ok_op): the Python parser's tag objects"},
     {NULL, NULL, 0, NULL}
 };
@@ -544,16 +817,23 @@ static struct PyModuleDef moddef = {
     "The optional accelerator of tclnats_py.engine.protocol.Parser (see natsproto.c).", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__natsproto(void)
+PyMODINIT_FUNC
+PyInit__natsproto(void)
 {
-    if (PyType_Ready(&DoneType) < 0) return NULL;
+    if (PyType_Ready(&DoneType) < 0 || PyType_Ready(&SpinType) < 0)
+        return NULL;
     static const char *names[5] = {"subject", "data", "reply", "headers", "sid"};
     for (int k = 0; k < 5; k++) {
         if (slot_names[k] == NULL && (slot_names[k] = PyUnicode_InternFromString(names[k])) == NULL)
             return NULL;
     }
     PyObject *m = PyModule_Create(&moddef);
-    if (m == NULL) return NULL;
-    if (PyModule_AddObjectRef(m, "Done", (PyObject *)&DoneType) < 0) { Py_DECREF(m); return NULL; }
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "Done", (PyObject *)&DoneType) < 0
+        || PyModule_AddObjectRef(m, "SpinPolicy", (PyObject *)&SpinType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

@@ -9,6 +9,8 @@
 #include <poll.h>
 #include <time.h>
 #include <sched.h>
+#define NATSCODEC_API static
+#include "natscodec.c"   /* the spin back-off of await_var */
 
 /*
  * ::tclnats::_await varName budgetMicroseconds ?channel handler ...?
@@ -45,18 +47,12 @@ now_us(void)
     return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* the busy-poll phase adapts, per interpreter: after two waits in a row
- * whose reply did not come within it, the next 10 waits do not spin; each
- * further miss doubles that (20, 40 ... at most 1000); a reply caught while
- * spinning starts over.  One late reply alone changes nothing: on a shared
- * machine an occasional reply is late, and skipping 10 spins for it cost
- * more than the spin it saved. */
+/* the busy-poll phase adapts, per interpreter, by natscodec.h's spin
+ * back-off (the asyncio face's too) */
 typedef struct {
-    int skip;
-    int misses;
+    natscodec_spin spin;    /* the busy-poll phase (_wait_stats -spin) */
     int refs;               /* commands using it */
     Tcl_WideInt caught, missed;   /* _wait's pre-waits (_wait_stats) */
-    Tcl_WideInt spin_caught, spin_missed, spin_skipped;   /* the busy-poll phase (_wait_stats -spin) */
     int skips_ready;
     Tcl_HashTable skips;    /* connection namespace -> AwaitSkip (_wait) */
 } SpinState;
@@ -97,10 +93,7 @@ await_var(Tcl_Interp *interp, SpinState *spin_state, Tcl_Obj *var, Tcl_WideInt b
         Tcl_Obj *sv = Tcl_GetVar2Ex(interp, "::tclnats::spin_us", NULL, TCL_GLOBAL_ONLY);
         Tcl_WideInt spin = 0;
         if (sv != NULL && Tcl_GetWideIntFromObj(NULL, sv, &spin) == TCL_OK && spin > 0) {
-            if (spin_state->skip > 0) {
-                spin_state->skip--;
-                spin_state->spin_skipped++;
-            } else {
+            if (natscodec_spin_should_try(&spin_state->spin)) {
                 spin_until = now_us() + (spin < budget ? spin : budget);
                 spun = 1;
             }
@@ -174,19 +167,10 @@ await_var(Tcl_Interp *interp, SpinState *spin_state, Tcl_Obj *var, Tcl_WideInt b
     for (i = 0; i < objc; i++)
         Tcl_DecrRefCount(objv[i]);
     if (spun) {
-        if (done != NULL && now_us() <= spin_until) {
-            spin_state->misses = 0;
-            spin_state->spin_caught++;
-        } else {
-            int m = spin_state->misses;
-            spin_state->spin_missed++;
-            /* a late reply after a caught one costs nothing (a busy
-             * moment on a shared machine); the second in a row stops the
-             * spinning for 10 waits, then 20, 40 ... at most 1000 */
-            if (m > 0)
-                spin_state->skip = (10 << (m - 1)) < 1000 ? (10 << (m - 1)) : 1000;
-            spin_state->misses = m < 8 ? m + 1 : 8;
-        }
+        if (done != NULL && now_us() <= spin_until)
+            natscodec_spin_caught(&spin_state->spin);
+        else
+            natscodec_spin_missed(&spin_state->spin);
     }
     return done;
 }
@@ -220,13 +204,12 @@ AwaitCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
  * connection has a socket), then with [vwait]; takes the result out of the
  * variable and returns the value or throws the error.  When a call's reply
  * does not come within the budget, the next calls of that connection wait
- * in the event loop only: 10, then 20, 40 ... up to 1000 calls while misses
- * follow one another; a reply caught in time starts over (per connection).
+ * in the event loop only, by the spin's back-off (natscodec.h, one
+ * natscodec_spin per connection): one late reply changes nothing, after two
+ * in a row 10 calls skip the pre-wait, then 20, 40 ... up to 1000 while
+ * misses follow one another; a reply caught in time starts over.
  */
-typedef struct {
-    int skip;
-    int misses;
-} AwaitSkip;
+typedef natscodec_spin AwaitSkip;
 
 static AwaitSkip *
 await_skip(SpinState *st, Tcl_Namespace *ns)
@@ -240,8 +223,7 @@ await_skip(SpinState *st, Tcl_Namespace *ns)
     e = Tcl_CreateHashEntry(&st->skips, (const char *)ns, &isNew);
     if (isNew) {
         AwaitSkip *a = (AwaitSkip *)ckalloc(sizeof(AwaitSkip));
-        a->skip = 0;
-        a->misses = 0;
+        natscodec_spin_init(a);
         Tcl_SetHashValue(e, a);
     }
     return (AwaitSkip *)Tcl_GetHashValue(e);
@@ -282,10 +264,8 @@ wait_on_sockets(Tcl_Interp *interp, SpinState *st, Tcl_Namespace *ns, Tcl_Obj *v
     Tcl_WideInt budget = 0;
     int code, np;
 
-    if (a->skip > 0) {
-        a->skip--;
+    if (!natscodec_spin_should_try(a))
         return TCL_OK;
-    }
     bv = Tcl_GetVar2Ex(interp, "::tclnats::await_us", NULL, TCL_GLOBAL_ONLY);
     if (bv == NULL || Tcl_GetWideIntFromObj(NULL, bv, &budget) != TCL_OK || budget <= 0)
         return TCL_OK;
@@ -295,12 +275,10 @@ wait_on_sockets(Tcl_Interp *interp, SpinState *st, Tcl_Namespace *ns, Tcl_Obj *v
     if (Tcl_ListObjGetElements(NULL, socks, &np, &pairs) == TCL_OK) {
         *value = await_var(interp, st, var, budget, np - np % 2, pairs, 0);
         if (*value != NULL) {
-            a->misses = 0;
+            natscodec_spin_caught(a);
             st->caught++;
         } else {
-            int m = a->misses;
-            a->skip = (10 << m) < 1000 ? (10 << m) : 1000;
-            a->misses = m < 7 ? m + 1 : 7;
+            natscodec_spin_missed(a);
             st->missed++;
         }
     }
@@ -428,11 +406,10 @@ WaitStatsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
     }
     if (objc == 2 && strcmp(Tcl_GetString(objv[1]), "-spin") == 0) {
         Tcl_Obj *sp[3];
-        sp[0] = Tcl_NewWideIntObj(st->spin_caught);
-        sp[1] = Tcl_NewWideIntObj(st->spin_missed);
-        sp[2] = Tcl_NewWideIntObj(st->spin_skipped);
-        st->spin_caught = st->spin_missed = st->spin_skipped = 0;
-        st->skip = st->misses = 0;
+        sp[0] = Tcl_NewWideIntObj(st->spin.caught);
+        sp[1] = Tcl_NewWideIntObj(st->spin.missed);
+        sp[2] = Tcl_NewWideIntObj(st->spin.skipped);
+        natscodec_spin_init(&st->spin);
         Tcl_SetObjResult(interp, Tcl_NewListObj(3, sp));
         return TCL_OK;
     }
@@ -458,11 +435,9 @@ void
 wait_commands_create(Tcl_Interp *interp)
 {
     SpinState *st = (SpinState *)ckalloc(sizeof(SpinState));
-    st->skip = 0;
-    st->misses = 0;
     st->refs = 3;
     st->caught = st->missed = 0;
-    st->spin_caught = st->spin_missed = st->spin_skipped = 0;
+    natscodec_spin_init(&st->spin);
     st->skips_ready = 0;
     Tcl_CreateObjCommand(interp, "::tclnats::_await", AwaitCmd, (ClientData)st, SpinStateFree);
     Tcl_CreateObjCommand(interp, "::tclnats::_wait", WaitCmd, (ClientData)st, SpinStateFree);

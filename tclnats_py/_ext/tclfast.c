@@ -13,7 +13,7 @@
  *
  * Publishing.  A plain publish (a subject, and reply, that passes the
  * engine's rule for ASCII subjects or that the engine accepted before, no
- * headers, a payload within max_payload) is framed into
+ * headers, a payload within max_payload) is framed by natscodec.c into
  * a C buffer ("PUB subject reply len\r\n...\r\n"), which the bridge takes
  * whole at the next flush: no Python call per message.  Anything else goes
  * to the method PublishGeneral (the general path, through Python); a batch
@@ -37,7 +37,8 @@
  * linked to the state (Tcl_LinkVar).
  *
  * Reading.  The socket's readable handler is `name read`: it reads a chunk
- * (at most 256 KiB) from the channel and walks the complete frames in it.  A
+ * (at most 256 KiB) from the channel and walks the complete frames in it
+ * (natscodec_scan, the scanner the Python parser's accelerator uses).  A
  * MSG frame (no headers) of a subscription registered here (a callback, no
  * -max_msgs, no utf8 conversion: `name sub`) becomes a call of its callback
  * without Python (with -dictmsg, the message is the dict the engine's
@@ -74,6 +75,8 @@
 #include <string.h>
 #include <stdint.h>
 #include "subject_rule.h"
+#define NATSCODEC_API static
+#include "natscodec.c"   /* the frames, shared with natsproto.c */
 
 #define FAST_READ_CHUNK (256 * 1024)
 #define FAST_MAX_CONTROL_LINE 4096
@@ -148,21 +151,6 @@ grow(unsigned char **buf, size_t *cap, size_t need)
     return 1;
 }
 
-/* decimal digits of v (>= 0) at out; returns their count */
-static int
-put_dec(char *out, Tcl_WideInt v)
-{
-    char tmp[24];
-    int n = 0, i;
-    do {
-        tmp[n++] = (char)('0' + (int)(v % 10));
-        v /= 10;
-    } while (v > 0);
-    for (i = 0; i < n; i++)
-        out[i] = tmp[n - 1 - i];
-    return n;
-}
-
 /* no byte of s[0:n) has its high bit set (8 at a time) */
 static int
 ascii(const unsigned char *s, int n)
@@ -209,10 +197,10 @@ subs_clear(FastConn *f)
 static int
 fast_pub(FastConn *f, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
 {
-    int slen, rlen = 0, mlen, nlen;
+    int slen, rlen = 0, mlen;
+    size_t flen;
     const char *subj, *reply = NULL;
     const unsigned char *data;
-    char num[24];
     Tcl_Obj *msg;
 
     if (f->max < 0 || objc < 2)
@@ -263,28 +251,14 @@ fast_pub(FastConn *f, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
         return 0;
     if (f->bytes > f->room)
         return 2;
-    nlen = put_dec(num, mlen);
-    if (!grow(&f->buf, &f->cap, f->len + (size_t)slen + (size_t)rlen + (size_t)nlen + (size_t)mlen + 10)) {
+    flen = natscodec_pub_frame_len((size_t)slen, (size_t)rlen, NULL, 0, (size_t)mlen);
+    if (!grow(&f->buf, &f->cap, f->len + flen)) {
         Tcl_SetObjResult(interp, Tcl_NewStringObj("out of memory framing a publish", -1));
         Tcl_SetErrorCode(interp, "NATS", "ErrInvalidArg", NULL);
         return -1;
     }
-    {
-        unsigned char *w = f->buf + f->len;
-        memcpy(w, "PUB ", 4); w += 4;
-        memcpy(w, subj, (size_t)slen); w += slen;
-        *w++ = ' ';
-        if (rlen) {
-            memcpy(w, reply, (size_t)rlen);
-            w += rlen;
-        }
-        *w++ = ' ';
-        memcpy(w, num, (size_t)nlen); w += nlen;
-        *w++ = '\r'; *w++ = '\n';
-        memcpy(w, data, (size_t)mlen); w += mlen;
-        *w++ = '\r'; *w++ = '\n';
-        f->len = (size_t)(w - f->buf);
-    }
+    natscodec_pub_frame(f->buf + f->len, subj, (size_t)slen, reply, (size_t)rlen, NULL, 0, data, (size_t)mlen);
+    f->len += flen;
     f->bytes += mlen + 32;
     if (++f->count == 1) {
         if (Tcl_EvalObjEx(interp, f->pending, TCL_EVAL_GLOBAL) != TCL_OK)
@@ -432,9 +406,12 @@ call_rx(FastConn *f, Tcl_Interp *interp, Tcl_Obj *op, Tcl_Obj *a, Tcl_Obj *b, Tc
     Tcl_Obj *r;
     v[n++] = f->rx;
     v[n++] = op;
-    if (a) v[n++] = a;
-    if (b) v[n++] = b;
-    if (c) v[n++] = c;
+    if (a)
+        v[n++] = a;
+    if (b)
+        v[n++] = b;
+    if (c)
+        v[n++] = c;
     for (i = 0; i < n; i++)
         Tcl_IncrRefCount(v[i]);
     code = Tcl_EvalObjv(interp, n, v, TCL_EVAL_GLOBAL);
@@ -479,7 +456,7 @@ to_engine(FastConn *f, Tcl_Interp *interp, Plan *p, const unsigned char *s, size
 }
 
 /* a callback's error, reported as a background error would be:
- * after 0 [list return -options $opts $result] (also tclcross.c's
+ * after 0 [list return -options $opts $result] (also tclcross_interp.c's
  * ::tclnats::_run_deliveries) */
 void
 TclnatsFast_ReportError(Tcl_Interp *interp, int code)
@@ -503,52 +480,6 @@ TclnatsFast_ReportError(Tcl_Interp *interp, int code)
     for (j = 0; j < 3; j++)
         Tcl_DecrRefCount(cmd[j]);
     Tcl_DecrRefCount(opts);
-}
-
-/* a field: [s, e) of a line */
-typedef struct { size_t s, e; } Field;
-
-static int
-split_line(const unsigned char *line, size_t len, Field *f, int max)
-{
-    int n = 0;
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = line[i];
-        if (c == ' ' || c == '\t') {
-            i++;
-            continue;
-        }
-        if (n == max)
-            return -1;
-        f[n].s = i;
-        while (i < len) {
-            c = line[i];
-            if (c == ' ' || c == '\t')
-                break;
-            if (c < 0x21 || c >= 0x7f)
-                return -1;
-            i++;
-        }
-        f[n].e = i;
-        n++;
-    }
-    return n;
-}
-
-static Tcl_WideInt
-dec(const unsigned char *p, size_t len)
-{
-    Tcl_WideInt v = 0;
-    size_t i;
-    if (len == 0 || len > 18)
-        return -1;
-    for (i = 0; i < len; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return -1;
-        v = v * 10 + (p[i] - '0');
-    }
-    return v;
 }
 
 /* the slow-consumer check of one message; 0: dropped */
@@ -585,68 +516,30 @@ parse(FastConn *f, Tcl_Interp *interp, Plan *p)
 
     Tcl_Preserve(f);
     while (f->gen == gen && !f->dead) {
-        const unsigned char *line, *cr;
-        size_t avail, len, eol;
+        natscodec_frame fr;
+        int kind;
         b = f->rbuf;
         end = f->rlen;
         if (pos >= end)
             break;
-        line = b + pos;
-        avail = end - pos;
-        cr = memchr(line, '\r', avail);
-        if (cr == NULL || (size_t)(cr - line) + 1 >= avail) {
-            if (avail > FAST_MAX_CONTROL_LINE)
+        kind = natscodec_scan(b, pos, end, 0x7fffffff - 16, &fr);
+        if (kind == NATSCODEC_NEED_LINE) {
+            if (end - pos > FAST_MAX_CONTROL_LINE)
                 goto passthrough;
             break;    /* the rest of the line is still to come */
         }
-        if (cr[1] != '\n')
-            goto passthrough;   /* a CR inside a line: the engine decides */
-        len = (size_t)(cr - line);
-        eol = pos + len;
-        if (line[0] == 'M' || line[0] == 'H') {
-            Field fl[7];
-            int nf = split_line(line, len, fl, 7), hmsg;
-            Field *sidf, *szf, *rf = NULL, *hf = NULL;
-            Tcl_WideInt sid, size, hsize = 0;
-            size_t l0, start, stop;
-            if (nf < 4)
-                goto passthrough;
-            l0 = fl[0].e - fl[0].s;
-            if (l0 == 3 && memcmp(line + fl[0].s, "MSG", 3) == 0)
-                hmsg = 0;
-            else if (l0 == 4 && memcmp(line + fl[0].s, "HMSG", 4) == 0)
-                hmsg = 1;
-            else
-                goto passthrough;
-            sidf = &fl[2];
-            if (!hmsg) {
-                if (nf == 5) { rf = &fl[3]; szf = &fl[4]; }
-                else if (nf == 4) { szf = &fl[3]; }
-                else goto passthrough;
-            } else {
-                if (nf == 5) { hf = &fl[3]; szf = &fl[4]; }
-                else if (nf == 6) { rf = &fl[3]; hf = &fl[4]; szf = &fl[5]; }
-                else goto passthrough;
-            }
-            sid = dec(line + sidf->s, sidf->e - sidf->s);
-            size = dec(line + szf->s, szf->e - szf->s);
-            if (hf != NULL)
-                hsize = dec(line + hf->s, hf->e - hf->s);
-            if (sid < 0 || size < 0 || hsize < 0 || hsize > size || size > 0x7fffffff - 16)
-                goto passthrough;
-            start = eol + 2;
-            stop = start + (size_t)size;
-            if (stop + 2 > end)
-                break;    /* the payload is still to come (fast_read makes room) */
-            if (b[stop] != '\r' || b[stop + 1] != '\n')
-                goto passthrough;
-            if (!hmsg) {
-                Tcl_HashEntry *e = Tcl_FindHashEntry(&f->subs, (const char *)(intptr_t)sid);
+        if (kind == NATSCODEC_NEED_PAYLOAD)
+            break;    /* the payload is still to come (fast_read makes room) */
+        if (kind == NATSCODEC_UNSURE)
+            goto passthrough;   /* not plain (a CR inside a line, ...): the engine decides */
+        if (kind == NATSCODEC_MSG) {
+            if (fr.hsize < 0) {
+                Tcl_HashEntry *e = Tcl_FindHashEntry(&f->subs, (const char *)(intptr_t)fr.sid);
                 if (e != NULL) {
                     FastSub *s = (FastSub *)Tcl_GetHashValue(e);
-                    Tcl_WideInt n = size;
-                    size_t sl = fl[1].e - fl[1].s;
-                    const unsigned char *sp = line + fl[1].s;
+                    Tcl_WideInt n = fr.size;
+                    size_t sl = fr.subject_len;
+                    const unsigned char *sp = b + fr.subject;
                     if (py != (size_t)-1) {
                         size_t from = py;
                         py = (size_t)-1;
@@ -654,11 +547,10 @@ parse(FastConn *f, Tcl_Interp *interp, Plan *p)
                         if (f->gen != gen || f->dead)
                             break;
                         b = f->rbuf;   /* (unchanged: nothing reads here meanwhile) */
-                        line = b + pos;
-                        sp = line + fl[1].s;
+                        sp = b + fr.subject;
                     }
                     f->in_msgs++;
-                    f->in_bytes += (Tcl_WideInt)(stop + 2 - pos);
+                    f->in_bytes += (Tcl_WideInt)(fr.next - pos);
                     s->received++;
                     if (admit(f, interp, s, n)) {
                         Delivery *d = plan_add(p);
@@ -678,9 +570,9 @@ parse(FastConn *f, Tcl_Interp *interp, Plan *p)
                             d->subject = s->subject;
                         }
                         Tcl_IncrRefCount(d->subject);
-                        d->data = Tcl_NewByteArrayObj(b + start, (int)size);
-                        if (rf != NULL)
-                            d->reply = Tcl_NewStringObj((const char *)line + rf->s, (int)(rf->e - rf->s));
+                        d->data = Tcl_NewByteArrayObj(b + fr.payload, (int)fr.size);
+                        if (fr.reply_len)
+                            d->reply = Tcl_NewStringObj((const char *)b + fr.reply, (int)fr.reply_len);
                         else
                             d->reply = f->empty;
                         Tcl_IncrRefCount(d->reply);
@@ -696,21 +588,19 @@ parse(FastConn *f, Tcl_Interp *interp, Plan *p)
                         }
                         Tcl_IncrRefCount(d->data);
                     }
-                    pos = stop + 2;
+                    pos = fr.next;
                     continue;
                 }
             }
             if (py == (size_t)-1)
                 py = pos;
-            pos = stop + 2;
+            pos = fr.next;
             continue;
         }
-        if (line[0] == 'm' || line[0] == 'h')
-            goto passthrough;
         /* any other line is one operation of the engine's (or its error) */
         if (py == (size_t)-1)
             py = pos;
-        pos = eol + 2;
+        pos = fr.next;
     }
     if (f->gen == gen && !f->dead) {
         if (py != (size_t)-1) {

@@ -2,7 +2,7 @@
 
 The Tcl face waits for a synchronous call's reply by polling its sockets
 without sleeping for the first ``::tclnats::spin_us`` microseconds (see
-tclcross.c, ``await_var``): a reply that comes within them is taken at once,
+tclcross_wait.c, ``await_var``): a reply that comes within them is taken at once,
 without the wake-up of a sleeping thread, which costs tens of microseconds on
 virtual machines.  This module gives asyncio clients the same: the loop's
 selector is wrapped (once per loop) so that a ``select`` that would sleep
@@ -11,9 +11,11 @@ never past the loop's own timeout), while at least one client of that loop
 waits for a reply (a request, a flush).  Other tasks run as before: the poll
 returns as soon as any registered file is ready, not only a client's socket.
 
-The back-off is the Tcl face's: one reply late for the spin changes nothing;
-after two in a row the next 10 waits sleep at once, then 20, 40 ... at most
-1,000; a reply caught while spinning starts over.
+The back-off is the Tcl face's, the same C code (``_ext/natscodec.c``, as
+``tclnats_py._natsproto.SpinPolicy``): one reply late for the spin changes
+nothing; after two in a row the next 10 waits sleep at once, then 20, 40 ...
+at most 1,000; a reply caught while spinning starts over.  :class:`SpinPolicy`
+here is its reference, used when the accelerator is not built.
 
 Only selector event loops (asyncio's default on Unix) have a selector to
 wrap; on others (uvloop, the proactor loop) nothing changes.  Each spin poll
@@ -27,9 +29,10 @@ import os
 import time
 import weakref
 
+from tclnats_py.engine.protocol import compiled
 from tclnats_py.errors import make_error
 
-__all__ = ["install", "uninstall", "SpinningSelector", "default"]
+__all__ = ["install", "uninstall", "SpinningSelector", "SpinPolicy", "default"]
 
 
 def default() -> float:
@@ -49,6 +52,52 @@ _yield = getattr(os, "sched_yield", None)
 _clock = time.perf_counter
 
 
+class SpinPolicy:
+    """The spin back-off in Python, the reference of natscodec.c's
+    (``_natsproto.SpinPolicy``, the same interface)."""
+
+    __slots__ = ("skip", "misses", "caught_n", "missed_n", "skipped_n")
+
+    def __init__(self) -> None:
+        self.skip = 0  # waits left that do not spin
+        self.misses = 0  # spins in a row that ran out (at most 8)
+        self.caught_n = self.missed_n = self.skipped_n = 0
+
+    def should_try(self) -> bool:
+        """Whether this wait spins (False: a skipped wait, counted)."""
+        if self.skip > 0:
+            self.skip -= 1
+            self.skipped_n += 1
+            return False
+        return True
+
+    def caught(self) -> None:
+        """A reply came while spinning: the back-off starts over."""
+        self.misses = 0
+        self.caught_n += 1
+
+    def missed(self) -> None:
+        """The spin ran out: the second miss in a row skips 10 waits, then 20, 40 ... 1000."""
+        m = self.misses
+        self.missed_n += 1
+        if m > 0:
+            self.skip = min(10 << (m - 1), 1000)
+        self.misses = min(m + 1, 8)
+
+
+# the C policy when the accelerator is built (the Tcl face's, tclcross_wait.c await_var)
+_Policy = compiled("SpinPolicy") or SpinPolicy
+
+
+def _policy_attr(name: str, doc: str) -> property:
+    def get(self):
+        return getattr(self._policy, name)
+
+    def set_(self, value):
+        setattr(self._policy, name, value)
+    return property(get, set_, doc=doc)
+
+
 class SpinningSelector:
     """The loop's selector with a busy-poll phase; every other attribute is
     the wrapped selector's."""
@@ -57,9 +106,14 @@ class SpinningSelector:
         self._inner = inner
         # the clients of this loop that may spin: (weak reference, seconds)
         self._entries: list = []
-        self.skip = 0
-        self.misses = 0
-        self.caught = self.missed = self.skipped = 0  # counts, for tests and tuning
+        self._policy = _Policy()
+
+    # the back-off's state and counts (for tests and tuning)
+    skip = _policy_attr("skip", "waits left that sleep at once")
+    misses = _policy_attr("misses", "spins in a row that ran out")
+    caught = _policy_attr("caught_n", "replies caught while spinning")
+    missed = _policy_attr("missed_n", "spins that ran out")
+    skipped = _policy_attr("skipped_n", "waits that did not spin (the back-off)")
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
@@ -94,9 +148,8 @@ class SpinningSelector:
         spin = self._budget() if self._entries else 0.0
         if spin <= 0:
             return inner.select(timeout)
-        if self.skip > 0:
-            self.skip -= 1
-            self.skipped += 1
+        policy = self._policy
+        if not policy.should_try():
             return inner.select(timeout)
         if timeout is not None and timeout < spin:
             spin = timeout
@@ -105,18 +158,13 @@ class SpinningSelector:
         while True:
             ready = select(0)
             if ready:
-                self.misses = 0
-                self.caught += 1
+                policy.caught()
                 return ready
             if _clock() >= end:
                 break
             if _yield is not None:
                 _yield()
-        self.missed += 1
-        m = self.misses
-        if m > 0:
-            self.skip = min(10 << (m - 1), 1000)
-        self.misses = min(m + 1, 8)
+        policy.missed()
         if timeout is not None:
             timeout = max(0.0, timeout - spin)
         return inner.select(timeout)

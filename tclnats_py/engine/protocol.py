@@ -110,6 +110,7 @@ class Parser:
         return tail
 
     def feed(self, data) -> list:
+        """Every operation complete in what was fed so far (see the class)."""
         # Parsing runs over one bytes object (its slices are the fields, one
         # copy each); the tail is kept in a bytearray, and a payload arriving
         # in many reads is only appended to until it is complete.
@@ -126,13 +127,8 @@ class Parser:
             buf = data if type(data) is bytes else bytes(data)
         self._need = 0
         ops: list = []
-        append = ops.append
-        find = buf.find
-        pos = 0
-        n = len(buf)
-        size: Any  # the digits of a control line, then their int
-        hsize: Any
-        scan = self._scan
+        append, find, scan = ops.append, buf.find, self._scan
+        pos, n = 0, len(buf)
         try:
             while pos < n:
                 if scan is not None:
@@ -146,83 +142,45 @@ class Parser:
                         raise make_error("ErrServer", "Maximum control line exceeded")
                     break
                 c = buf[pos]
-                if c == 77 or c == 109 or c == 72 or c == 104:  # M m H h: MSG / HMSG
-                    args = buf[pos:eol].split()
-                    na = len(args)
-                    op = args[0]
-                    if op != b"MSG" and op != b"HMSG":
-                        op = op.upper()
-                    if op == b"MSG":
-                        if na == 5:
-                            subject, sid, reply, size = args[1], args[2], args[3], args[4]
-                        elif na == 4:
-                            subject, sid, size = args[1], args[2], args[3]
-                            reply = None
-                        else:
-                            raise _proto_error(f"Invalid protocol {buf[pos:eol][:200]!r}")
-                        hsize = 0
-                    elif op == b"HMSG":
-                        if na == 5:
-                            subject, sid, hsize, size = args[1], args[2], args[3], args[4]
-                            reply = None
-                        elif na == 6:
-                            subject, sid, reply, hsize, size = args[1:6]
-                        else:
-                            raise _proto_error(f"Invalid protocol {buf[pos:eol][:200]!r}")
-                        if not hsize.isdigit():  # int() would take "+1", "1_0", " 1"
-                            raise _proto_error(f"Invalid header size in {buf[pos:eol][:200]!r}")
-                        hsize = int(hsize)
-                    else:
-                        raise _proto_error(f"Invalid protocol {buf[pos:eol][:200]!r}")
-                    if not (size.isdigit() and sid.isdigit()):  # ASCII digits only
-                        raise _proto_error(f"Invalid size or sid in {buf[pos:eol][:200]!r}")
-                    size = int(size)
-                    if hsize > size:
-                        raise _proto_error(f"Invalid sizes in {buf[pos:eol][:200]!r}")
-                    start = eol + 2
-                    end = start + size
-                    if end + 2 > n:
-                        self._need = end + 2 - pos  # wait for the rest of the payload
-                        break
-                    if buf[end] != 13 or buf[end + 1] != 10:
-                        raise _proto_error("Message payload not terminated by CRLF")
-                    if hsize:
-                        hdr = buf[start:start + hsize]
-                        payload = buf[start + hsize:end]
-                    else:
-                        hdr = None
-                        payload = buf[start:end]
-                    append((MSG, subject.decode("utf-8", TCL_UTF8), int(sid),
-                            reply.decode("utf-8", TCL_UTF8) if reply is not None else None,
-                            hdr, payload))
-                    pos = end + 2
+                if not (c == 77 or c == 109 or c == 72 or c == 104):  # M m H h: MSG / HMSG
+                    line = buf[pos:eol]
+                    pos = eol + 2  # (past it even when it is bad)
+                    append(_line_op(line))
                     continue
-                line = buf[pos:eol]
-                pos = eol + 2
-                upper = line[:4].upper()
-                if upper == b"PING" and len(line) == 4:
-                    append(_PING_OP)
-                elif upper == b"PONG" and len(line) == 4:
-                    append(_PONG_OP)
-                elif upper == b"+OK" and len(line) == 3:
-                    append(_OK_OP)
-                elif upper == b"INFO" and len(line) > 4 and line[4] in (32, 9):
-                    try:
-                        info = json.loads(line[5:])
-                    except (ValueError, RecursionError):  # RecursionError: "[[[[..." nesting
-                        raise _proto_error("Invalid JSON in INFO") from None
-                    if not isinstance(info, dict):
-                        raise _proto_error("INFO is not a JSON object")
-                    append((INFO, info))
-                elif upper == b"-ERR" and (len(line) == 4 or line[4] in (32, 9)):
-                    text = line[4:].decode("utf-8", "replace").strip().strip("'").strip()
-                    append((ERR, text))
-                else:
-                    raise _proto_error(
-                        f"Invalid protocol {line[:200].decode('utf-8', 'replace')}")
+                args = buf[pos:eol].split()
+                na = len(args)
+                op = args[0]
+                if op != b"MSG" and op != b"HMSG":
+                    op = op.upper()
+                if op == b"MSG" and na == 5:
+                    subject, sid, reply, size = args[1], args[2], args[3], args[4]
+                    hsize = 0
+                elif op == b"MSG" and na == 4:
+                    subject, sid, size = args[1], args[2], args[3]
+                    reply = None
+                    hsize = 0
+                elif op == b"HMSG" and na == 6 and args[4].isdigit():  # int() would take "+1", "1_0"
+                    subject, sid, reply, size = args[1], args[2], args[3], args[5]
+                    hsize = int(args[4])
+                else:  # HMSG without a reply, and the errors
+                    subject, sid, reply, hsize, size = _hmsg_fields(op, args, buf[pos:eol])
+                if not (size.isdigit() and sid.isdigit()):  # ASCII digits only
+                    raise _proto_error(f"Invalid size or sid in {buf[pos:eol][:200]!r}")
+                start = eol + 2
+                end = start + int(size)
+                if hsize > end - start:
+                    raise _proto_error(f"Invalid sizes in {buf[pos:eol][:200]!r}")
+                if end + 2 > n:
+                    self._need = end + 2 - pos  # wait for the rest of the payload
+                    break
+                if buf[end] != 13 or buf[end + 1] != 10:
+                    raise _proto_error("Message payload not terminated by CRLF")
+                append((MSG, subject.decode("utf-8", TCL_UTF8), int(sid),
+                        reply.decode("utf-8", TCL_UTF8) if reply is not None else None,
+                        buf[start:start + hsize] if hsize else None, buf[start + hsize:end]))
+                pos = end + 2
         except NatsError as e:
-            # the operations complete before the bad bytes still count
-            e.details["ops"] = ops
+            e.details["ops"] = ops  # the operations complete before the bad bytes still count
             raise
         finally:
             if tail:
@@ -231,6 +189,49 @@ class Parser:
             elif pos < n:
                 tail += memoryview(buf)[pos:]
         return ops
+
+
+def _hmsg_fields(op: bytes, args: list, line: bytes) -> tuple:
+    """(subject, sid, reply or None, header size, size digits) of an HMSG
+    control line split into ``args`` (``op`` its verb, upper-cased); ErrProtocol
+    for a MSG line of another length or anything else (``_parse`` takes the
+    common lines itself)."""
+    na = len(args)
+    if op != b"HMSG":
+        raise _proto_error(f"Invalid protocol {line[:200]!r}")
+    if na == 5:
+        subject, sid, hsize, size = args[1], args[2], args[3], args[4]
+        reply = None
+    elif na == 6:
+        subject, sid, reply, hsize, size = args[1:6]
+    else:
+        raise _proto_error(f"Invalid protocol {line[:200]!r}")
+    if not hsize.isdigit():  # int() would take "+1", "1_0", " 1"
+        raise _proto_error(f"Invalid header size in {line[:200]!r}")
+    return subject, sid, reply, int(hsize), size
+
+
+def _line_op(line: bytes) -> tuple:
+    """The operation of a control line that is not MSG/HMSG (PING, PONG,
+    +OK, INFO, -ERR: verbs in any case); ErrProtocol for anything else."""
+    upper = line[:4].upper()
+    if upper == b"PING" and len(line) == 4:
+        return _PING_OP
+    if upper == b"PONG" and len(line) == 4:
+        return _PONG_OP
+    if upper == b"+OK" and len(line) == 3:
+        return _OK_OP
+    if upper == b"INFO" and len(line) > 4 and line[4] in (32, 9):
+        try:
+            info = json.loads(line[5:])
+        except (ValueError, RecursionError):  # RecursionError: "[[[[..." nesting
+            raise _proto_error("Invalid JSON in INFO") from None
+        if not isinstance(info, dict):
+            raise _proto_error("INFO is not a JSON object")
+        return (INFO, info)
+    if upper == b"-ERR" and (len(line) == 4 or line[4] in (32, 9)):
+        return (ERR, line[4:].decode("utf-8", "replace").strip().strip("'").strip())
+    raise _proto_error(f"Invalid protocol {line[:200].decode('utf-8', 'replace')}")
 
 
 def encode_pub(subject: str, reply: str | None, payload: bytes, header: bytes | bytearray | None = None) -> bytes:
@@ -285,6 +286,15 @@ def _py_pub_frame(heads: dict, subject, data, limit: int, reply=None, check=True
                 head = heads[subject] = (head[0], n, b"%s%d\r\n" % (head[0], n))
             return head[2] + data + b"\r\n"
     return None
+
+
+def compiled(name: str) -> Any:
+    """The accelerator's function or type ``name`` (``tclnats_py._natsproto``:
+    ``scan_columns``, ``SpinPolicy`` ...); None when the accelerator is off
+    (TCLNATS_PY_ACCEL=0) or not built."""
+    if _scan is None:
+        return None
+    return getattr(importlib.import_module("tclnats_py._natsproto"), name, None)
 
 
 def _load_fast() -> tuple:

@@ -20,6 +20,7 @@ from typing import Any
 from tclnats_py.engine.connection import Msg, server_error
 from tclnats_py.engine.headers import parse_headers
 from tclnats_py.engine.js.meta import ACK_PREFIX, seq_time_pending
+from tclnats_py.engine.protocol import compiled
 from tclnats_py.errors import make_error
 
 __all__ = ["Columns", "scan_deliveries", "PING_EVENT", "LAST_EVENT"]
@@ -54,6 +55,9 @@ class Columns:
 
 _ACK_PREFIX_B = ACK_PREFIX.encode()
 _MAX_CONTROL_LINE = 4096
+# the compiled scanner of the plain deliveries (natsproto.c scan_columns, over
+# natscodec.c's frames), None without the accelerator
+_scan_columns = compiled("scan_columns")
 
 
 def scan_deliveries(buf: bytes, cols: Columns, last: int, sid: bytes = b"1"):
@@ -63,24 +67,48 @@ def scan_deliveries(buf: bytes, cols: Columns, last: int, sid: bytes = b"1"):
     events): ``"ping"``, ``"last"`` (the range is complete: the rest of
     ``buf`` is not looked at) or a status Msg (judged by ``_js.pull``).
 
-    The one loop of the reader not made of the engine's pieces, for speed:
-    frames by the rules of ``_protocol.Parser`` (which the handshake and the
-    API requests use, and which gets what this loop leaves) and the ack
-    subject split as ``_js.meta`` splits it, fused into one pass over the
-    bytes (one memchr for the end of the control line, one split, one split
-    of the reply), about half the work per message of parsing into frames and
-    then taking the columns from them."""
+    Frames by the rules of ``protocol.Parser`` (which the handshake and the
+    API requests use, and which gets what this leaves), the ack subject split
+    as ``js.meta`` splits it, fused into one pass over the bytes.  With the
+    accelerator, its ``scan_columns`` takes the plain deliveries and
+    :func:`_scan_py`, the reference, each frame it stops at; without it,
+    :func:`_scan_py` takes them all."""
     events: list = []
-    pos = 0
+    row = cols.n
+    fast = _scan_columns
+    if fast is None:
+        pos, row, _ = _scan_py(buf, 0, cols, row, last, sid, events, False)
+    else:
+        pos, n = 0, len(buf)
+        while True:
+            pos, seqs, done = fast(buf, pos, cols.subject, cols.data, cols.ts_ns, events, last, sid,
+                                   _ACK_PREFIX_B, PING_EVENT, LAST_EVENT)
+            if seqs:
+                cols.seq.frombytes(seqs)
+                row += len(seqs) >> 3
+            if done or pos >= n:
+                break
+            pos, row, stop = _scan_py(buf, pos, cols, row, last, sid, events, True)
+            if stop:
+                break
+    added = row - cols.n
+    cols.n = row
+    cols.received += added
+    return pos, events
+
+
+def _scan_py(buf: bytes, pos: int, cols: Columns, row: int, last: int, pull_sid: bytes, events: list,
+             one: bool) -> tuple:
+    """scan_deliveries' loop in Python from ``pos``, ``row`` the next row's
+    number: (position after what it took, next row, whether it stopped: an
+    incomplete frame or the range's end); ``one``: return after one frame."""
     n = len(buf)
     seq: Any  # the digits of a reply token, then their int
-    size: Any
     hsize: Any
     find = buf.find
     add_subject, add_data = cols.subject.append, cols.data.append
     add_seq, add_ts = cols.seq.append, cols.ts_ns.append
-    row = cols.n
-    pull_sid, ack_prefix = sid, _ACK_PREFIX_B
+    ack_prefix = _ACK_PREFIX_B
     good_head = None  # the last head of an ack subject that was checked
     try:
         while pos < n:
@@ -88,83 +116,103 @@ def scan_deliveries(buf: bytes, cols: Columns, last: int, sid: bytes = b"1"):
             if eol < 0:
                 if n - pos > _MAX_CONTROL_LINE:
                     raise make_error("ErrServer", "Maximum control line exceeded")
-                break
+                return pos, row, True
             args = buf[pos:eol].split()  # whitespace: the trailing CR goes too
             op = args[0] if args else b""
-            if op == b"MSG":
-                hsize = 0
-                if len(args) == 5:
-                    _, subj, sid, reply, size = args
-                elif len(args) == 4:
-                    _, subj, sid, size = args
-                    reply = None
-                else:
-                    raise make_error("ErrProtocol", f"Invalid protocol {buf[pos:eol][:200]!r}")
-            elif op == b"HMSG":
-                if len(args) == 6:
-                    _, subj, sid, reply, hsize, size = args
-                elif len(args) == 5:
-                    _, subj, sid, hsize, size = args
-                    reply = None
-                else:
-                    raise make_error("ErrProtocol", f"Invalid protocol {buf[pos:eol][:200]!r}")
-                if not hsize.isdigit():  # the engine's rule: int() would take "+1", "1_0"
-                    raise make_error("ErrProtocol", f"Invalid header size in {buf[pos:eol][:200]!r}")
-                hsize = int(hsize)
-            else:
-                line = buf[pos:eol].rstrip(b"\r")
+            if op != b"MSG" and op != b"HMSG":
+                _other_line(buf[pos:eol].rstrip(b"\r"), events)
                 pos = eol + 1
-                if line == b"PING":
-                    events.append(PING_EVENT)
-                elif line.startswith(b"-ERR"):
-                    raise server_error(line[4:].decode("utf-8", "replace"))[0]
-                elif not (line in (b"PONG", b"+OK") or line.startswith(b"INFO")):
-                    raise make_error("ErrProtocol", f"Invalid protocol {line[:200]!r}")
-                continue
-            if not size.isdigit():  # the engine's rule, as for the header size
-                raise make_error("ErrProtocol", f"Invalid size in {buf[pos:eol][:200]!r}")
-            start = eol + 1
-            end = start + int(size)
-            if hsize > end - start:
-                raise make_error("ErrProtocol", f"Invalid sizes in {buf[pos:eol][:200]!r}")
-            if end + 2 > n:
-                break
-            if buf[end] != 13 or buf[end + 1] != 10:
-                raise make_error("ErrProtocol", "Message payload not terminated by CRLF")
-            pos = end + 2
-            if sid != pull_sid:
-                continue  # a late reply of an API request
-            if reply is None:  # a pull status: no reply subject, a status header
-                hdr = parse_headers(buf[start:start + hsize]) if hsize else None
-                events.append(Msg(subj.decode("utf-8", "replace"), buf[start + hsize:end], None, hdr, int(sid)))
-                continue
-            # the 9 tokens of _js.meta's v1 form: <prefix>.<stream>.<consumer>.<delivered>.<stream seq>.
-            # <consumer seq>.<ns>.<pending>; any other form goes to _js.meta itself
-            t = reply.rsplit(b".", 4)
-            if len(t) == 5 and (t[0] == good_head or (t[0].startswith(ack_prefix) and t[0].count(b".") == 4)):
-                good_head, seq, _, ts, pending = t
             else:
-                seq, ts, pending = (x.encode() for x in seq_time_pending(reply.decode("utf-8", "replace"),
-                                                                         subj.decode("utf-8", "replace")))
-            seq = int(seq)
-            if seq > last:
-                events.append(LAST_EVENT)
-                break
-            add_subject(subj)
-            if hsize:
-                add_data(buf[start + hsize:end])
-                cols.headers.append((row, parse_headers(buf[start:start + hsize])))
-            else:
-                add_data(buf[start:end])
-            add_seq(seq)
-            add_ts(ts)
-            row += 1
-            if seq == last or pending == b"0":  # the range's end, or nothing more in the stream
-                events.append(LAST_EVENT)
-                break
+                if op == b"MSG" and len(args) == 5 and args[4].isdigit():  # a delivery: the common line
+                    _, subj, sid, reply, size = args
+                    hsize = 0
+                else:
+                    subj, sid, reply, hsize, size = _msg_fields(op, args, buf[pos:eol])
+                start = eol + 1
+                end = start + int(size)
+                if hsize > end - start:
+                    raise make_error("ErrProtocol", f"Invalid sizes in {buf[pos:eol][:200]!r}")
+                if end + 2 > n:
+                    return pos, row, True
+                if buf[end] != 13 or buf[end + 1] != 10:
+                    raise make_error("ErrProtocol", "Message payload not terminated by CRLF")
+                pos = end + 2
+                if sid != pull_sid:
+                    pass  # a late reply of an API request
+                elif reply is None:  # a pull status: no reply subject, a status header
+                    hdr = parse_headers(buf[start:start + hsize]) if hsize else None
+                    events.append(Msg(subj.decode("utf-8", "replace"), buf[start + hsize:end], None, hdr, int(sid)))
+                else:
+                    # the 9 tokens of js.meta's v1 form: <prefix>.<stream>.<consumer>.<delivered>.<stream seq>.
+                    # <consumer seq>.<ns>.<pending>; any other form goes to js.meta itself
+                    t = reply.rsplit(b".", 4)
+                    if len(t) == 5 and (t[0] == good_head or (t[0].startswith(ack_prefix) and t[0].count(b".") == 4)):
+                        good_head, seq, _, ts, pending = t
+                    else:
+                        seq, ts, pending = _other_ack(reply, subj)
+                    seq = int(seq)
+                    if seq > last:
+                        events.append(LAST_EVENT)
+                        return pos, row, True
+                    add_subject(subj)
+                    if hsize:
+                        add_data(buf[start + hsize:end])
+                        cols.headers.append((row, parse_headers(buf[start:start + hsize])))
+                    else:
+                        add_data(buf[start:end])
+                    add_seq(seq)
+                    add_ts(ts)
+                    row += 1
+                    if seq == last or pending == b"0":  # the range's end, or nothing more in the stream
+                        events.append(LAST_EVENT)
+                        return pos, row, True
+            if one:
+                return pos, row, False
     except ValueError as e:  # a number that is not one
         raise make_error("ErrProtocol", f"Invalid protocol near {buf[pos:pos + 200]!r}: {e}") from None
-    added = row - cols.n
-    cols.n = row
-    cols.received += added
-    return pos, events
+    return pos, row, True
+
+
+def _msg_fields(op: bytes, args: list, line: bytes) -> tuple:
+    """(subject, sid, reply or None, header size, size digits) of a MSG or
+    HMSG control line split into ``args``; ErrProtocol as the Parser's."""
+    hsize: Any = 0
+    if op == b"MSG":
+        if len(args) == 5:
+            _, subj, sid, reply, size = args
+        elif len(args) == 4:
+            _, subj, sid, size = args
+            reply = None
+        else:
+            raise make_error("ErrProtocol", f"Invalid protocol {line[:200]!r}")
+    else:
+        if len(args) == 6:
+            _, subj, sid, reply, hsize, size = args
+        elif len(args) == 5:
+            _, subj, sid, hsize, size = args
+            reply = None
+        else:
+            raise make_error("ErrProtocol", f"Invalid protocol {line[:200]!r}")
+        if not hsize.isdigit():  # the engine's rule: int() would take "+1", "1_0"
+            raise make_error("ErrProtocol", f"Invalid header size in {line[:200]!r}")
+        hsize = int(hsize)
+    if not size.isdigit():  # the engine's rule, as for the header size
+        raise make_error("ErrProtocol", f"Invalid size in {line[:200]!r}")
+    return subj, sid, reply, hsize, size
+
+
+def _other_line(line: bytes, events: list) -> None:
+    """A line that is not MSG/HMSG: PING an event, PONG, +OK and INFO passed
+    over, -ERR the server's error raised, anything else ErrProtocol."""
+    if line == b"PING":
+        events.append(PING_EVENT)
+    elif line.startswith(b"-ERR"):
+        raise server_error(line[4:].decode("utf-8", "replace"))[0]
+    elif not (line in (b"PONG", b"+OK") or line.startswith(b"INFO")):
+        raise make_error("ErrProtocol", f"Invalid protocol {line[:200]!r}")
+
+
+def _other_ack(reply: bytes, subject: bytes) -> tuple:
+    """(seq, time, pending) digits of an ack subject not of the v1 form, by js.meta."""
+    return tuple(x.encode() for x in seq_time_pending(reply.decode("utf-8", "replace"),
+                                                        subject.decode("utf-8", "replace")))

@@ -1,0 +1,284 @@
+/*
+ * natscodec.c: the NATS wire protocol's frames in C (see natscodec.h), the
+ * one place where C parses MSG/HMSG/PING/PONG/+OK and frames PUB/HPUB.
+ * Compiled into natsproto.c, tclfast.c and tclcross_wait.c (each includes this
+ * file with NATSCODEC_API static), not a unit of its own.
+ */
+#include <string.h>
+#include "natscodec.h"
+
+/* a field of a control line: [s, e) */
+typedef struct {
+    size_t s, e;
+} field_t;
+
+static int
+is_sep(unsigned char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* The fields of line[0:len), at most max; -1 when the line has a byte the
+ * reference's bytes.split() would treat otherwise (other whitespace), a
+ * control character, a non-ASCII byte, or more fields. */
+static int
+split_fields(const unsigned char *line, size_t len, field_t *f, int max)
+{
+    int n = 0;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = line[i];
+        if (is_sep(c)) {
+            i++;
+            continue;
+        }
+        if (n == max)
+            return -1;
+        f[n].s = i;
+        while (i < len) {
+            c = line[i];
+            if (is_sep(c))
+                break;
+            if (c < 0x21 || c >= 0x7f)
+                return -1;   /* \r \n \v \f, controls, non-ASCII */
+            i++;
+        }
+        f[n].e = i;
+        n++;
+    }
+    return n;
+}
+
+/* a decimal of at most 18 digits; -1 if not all digits or too long */
+static long long
+parse_dec(const unsigned char *p, size_t len)
+{
+    long long v = 0;
+    size_t i;
+    if (len == 0 || len > 18)
+        return -1;
+    for (i = 0; i < len; i++) {
+        unsigned char c = p[i];
+        if (c < '0' || c > '9')
+            return -1;
+        v = v * 10 + (c - '0');
+    }
+    return v;
+}
+
+/* the MSG/HMSG frame whose control line is buf[pos:pos+len) */
+static int
+scan_msg(const unsigned char *buf, size_t pos, size_t len, size_t n, long long max_size,
+         natscodec_frame *fr)
+{
+    const unsigned char *line = buf + pos;
+    field_t f[7], *reply = NULL, *hsf = NULL, *szf;
+    int nf = split_fields(line, len, f, 7), hmsg;
+    size_t l0, stop;
+    long long sid, size, hsize = 0;
+
+    if (nf < 4)
+        return NATSCODEC_UNSURE;
+    l0 = f[0].e - f[0].s;
+    if (l0 == 3 && memcmp(line + f[0].s, "MSG", 3) == 0)
+        hmsg = 0;
+    else if (l0 == 4 && memcmp(line + f[0].s, "HMSG", 4) == 0)
+        hmsg = 1;
+    else
+        return NATSCODEC_UNSURE;
+    if (!hmsg && nf == 5) {
+        reply = &f[3];
+        szf = &f[4];
+    } else if (!hmsg && nf == 4) {
+        szf = &f[3];
+    } else if (hmsg && nf == 5) {
+        hsf = &f[3];
+        szf = &f[4];
+    } else if (hmsg && nf == 6) {
+        reply = &f[3];
+        hsf = &f[4];
+        szf = &f[5];
+    } else {
+        return NATSCODEC_UNSURE;
+    }
+    sid = parse_dec(line + f[2].s, f[2].e - f[2].s);
+    size = parse_dec(line + szf->s, szf->e - szf->s);
+    if (hsf != NULL)
+        hsize = parse_dec(line + hsf->s, hsf->e - hsf->s);
+    if (sid < 0 || size < 0 || hsize < 0 || hsize > size || size > max_size)
+        return NATSCODEC_UNSURE;
+    fr->payload = pos + len + 2;
+    if (fr->payload + (size_t)size + 2 > n)
+        return NATSCODEC_NEED_PAYLOAD;
+    stop = fr->payload + (size_t)size;
+    if (buf[stop] != '\r' || buf[stop + 1] != '\n')
+        return NATSCODEC_UNSURE;
+    fr->subject = pos + f[1].s;
+    fr->subject_len = f[1].e - f[1].s;
+    fr->reply = reply != NULL ? pos + reply->s : 0;
+    fr->reply_len = reply != NULL ? reply->e - reply->s : 0;
+    fr->sid_at = pos + f[2].s;
+    fr->sid_len = f[2].e - f[2].s;
+    fr->sid = sid;
+    fr->hsize = hsf != NULL ? hsize : -1;
+    fr->size = size;
+    fr->next = stop + 2;
+    return NATSCODEC_MSG;
+}
+
+NATSCODEC_API int
+natscodec_scan(const unsigned char *buf, size_t pos, size_t n, long long max_size,
+               natscodec_frame *fr)
+{
+    const unsigned char *start = buf + pos, *cr;
+    size_t len;
+
+    if (pos >= n)
+        return NATSCODEC_NEED_LINE;
+    cr = memchr(start, '\r', n - pos);
+    if (cr == NULL || cr + 1 >= buf + n)
+        return NATSCODEC_NEED_LINE;
+    if (cr[1] != '\n')
+        return NATSCODEC_UNSURE;     /* a lone CR: the reference decides */
+    len = (size_t)(cr - start);
+    fr->line_end = pos + len;
+    fr->next = pos + len + 2;
+    switch (start[0]) {
+    case 'M':
+    case 'H':
+        return scan_msg(buf, pos, len, n, max_size, fr);
+    case 'm':
+    case 'h':
+        return NATSCODEC_UNSURE;     /* msg, hmsg ...: the reference's case rules */
+    }
+    if (len == 4 && memcmp(start, "PING", 4) == 0)
+        return NATSCODEC_PING;
+    if (len == 4 && memcmp(start, "PONG", 4) == 0)
+        return NATSCODEC_PONG;
+    if (len == 3 && memcmp(start, "+OK", 3) == 0)
+        return NATSCODEC_OK;
+    return NATSCODEC_OTHER;
+}
+
+/* decimal digits of v (>= 0) at out; returns their count */
+static int
+put_dec(char *out, long long v)
+{
+    char tmp[24];
+    int n = 0, i;
+    do {
+        tmp[n++] = (char)('0' + (int)(v % 10));
+        v /= 10;
+    } while (v > 0);
+    for (i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+static size_t
+dec_len(long long v)
+{
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+NATSCODEC_API size_t
+natscodec_pub_frame_len(size_t subject_len, size_t reply_len, const unsigned char *header,
+                        size_t header_len, size_t data_len)
+{
+    size_t size = (header != NULL ? header_len : 0) + data_len;
+    size_t n = 4 + subject_len + 1 + reply_len + 1 + dec_len((long long)size) + 2 + size + 2;
+    if (header != NULL)
+        n += 1 + dec_len((long long)header_len) + 1;
+    return n;
+}
+
+/* "PUB subject reply size\r\n" or "HPUB subject reply hsize size\r\n" */
+static unsigned char *
+pub_line(unsigned char *out, const char *subject, size_t subject_len,
+         const char *reply, size_t reply_len, long long hsize, long long size)
+{
+    unsigned char *w = out;
+    if (hsize >= 0) {
+        memcpy(w, "HPUB ", 5);
+        w += 5;
+    } else {
+        memcpy(w, "PUB ", 4);
+        w += 4;
+    }
+    memcpy(w, subject, subject_len);
+    w += subject_len;
+    *w++ = ' ';
+    if (reply_len) {
+        memcpy(w, reply, reply_len);
+        w += reply_len;
+    }
+    *w++ = ' ';
+    if (hsize >= 0) {
+        w += put_dec((char *)w, hsize);
+        *w++ = ' ';
+    }
+    w += put_dec((char *)w, size);
+    *w++ = '\r';
+    *w++ = '\n';
+    return w;
+}
+
+NATSCODEC_API unsigned char *
+natscodec_pub_frame(unsigned char *out, const char *subject, size_t subject_len,
+                    const char *reply, size_t reply_len, const unsigned char *header,
+                    size_t header_len, const unsigned char *data, size_t data_len)
+{
+    unsigned char *w;
+    if (header == NULL) {
+        w = pub_line(out, subject, subject_len, reply, reply_len, -1, (long long)data_len);
+    } else {
+        w = pub_line(out, subject, subject_len, reply, reply_len, (long long)header_len,
+                     (long long)(header_len + data_len));
+        memcpy(w, header, header_len);
+        w += header_len;
+    }
+    memcpy(w, data, data_len);
+    w += data_len;
+    *w++ = '\r';
+    *w++ = '\n';
+    return w;
+}
+
+NATSCODEC_API void
+natscodec_spin_init(natscodec_spin *s)
+{
+    memset(s, 0, sizeof *s);
+}
+
+NATSCODEC_API int
+natscodec_spin_should_try(natscodec_spin *s)
+{
+    if (s->skip > 0) {
+        s->skip--;
+        s->skipped++;
+        return 0;
+    }
+    return 1;
+}
+
+NATSCODEC_API void
+natscodec_spin_caught(natscodec_spin *s)
+{
+    s->misses = 0;
+    s->caught++;
+}
+
+NATSCODEC_API void
+natscodec_spin_missed(natscodec_spin *s)
+{
+    int m = s->misses;
+    s->missed++;
+    if (m > 0)
+        s->skip = (10 << (m - 1)) < 1000 ? (10 << (m - 1)) : 1000;
+    s->misses = m < 8 ? m + 1 : 8;
+}

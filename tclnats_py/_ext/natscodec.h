@@ -1,0 +1,89 @@
+/*
+ * natscodec.h: the NATS wire protocol in C, written once for every C path of
+ * tclnats_py (natsproto.c: the Python parser's accelerator, the asyncio
+ * face's PUB frames and the Spark column scanner; tclfast.c: the Tcl face's
+ * readable handler and publish method), and the spin back-off policy of both
+ * faces' waits for a reply (tclcross_wait.c await_var, aio/spin.py through
+ * natsproto.c).  Plain C: no Python or Tcl header.
+ *
+ * The scanner decodes only what it is sure of; engine/protocol.py's Parser
+ * is the reference, which decodes (or rejects, with its own errors)
+ * everything the scanner leaves.  tests/engine/test_codec_property.py holds
+ * the two together on random streams split at random points.
+ */
+#ifndef TCLNATS_NATSCODEC_H
+#define TCLNATS_NATSCODEC_H
+
+#include <stddef.h>
+
+/* Each C file that uses the codec compiles it in, "#define NATSCODEC_API
+ * static" then "#include "natscodec.c"", so that the compiler inlines it
+ * into the per-message loops (as a unit of its own it costs 1-2% more
+ * instructions per message on the Tcl face's read and publish paths). */
+#ifndef NATSCODEC_API
+#define NATSCODEC_API
+#endif
+
+/* what natscodec_scan found at pos */
+enum natscodec_kind {
+    NATSCODEC_NEED_LINE,    /* no complete control line yet (no CRLF) */
+    NATSCODEC_NEED_PAYLOAD, /* a plain MSG/HMSG line whose payload is not all here */
+    NATSCODEC_UNSURE,       /* not for the scanner: a lone CR, a MSG/HMSG line that is
+                               not plain (other spacing, bytes, counts, sizes), a payload
+                               not ended by CRLF, a line starting with m or h */
+    NATSCODEC_MSG,          /* a MSG or HMSG frame (hsize is -1 for MSG) */
+    NATSCODEC_PING,
+    NATSCODEC_PONG,
+    NATSCODEC_OK,           /* +OK */
+    NATSCODEC_OTHER         /* any other complete line (INFO, -ERR, ...): the reference's */
+};
+
+/* one frame: spans are offsets into the scanned buffer */
+typedef struct {
+    size_t subject, subject_len;
+    size_t reply, reply_len;    /* reply_len 0: no reply */
+    size_t sid_at, sid_len;     /* the sid's digits */
+    long long sid;
+    long long hsize;            /* the header block's length; -1: MSG (no headers) */
+    long long size;             /* header block + payload */
+    size_t payload;             /* where the header block (then the payload) starts */
+    size_t line_end;            /* the control line's CR */
+    size_t next;                /* the byte after the frame (or after the line) */
+} natscodec_frame;
+
+/* The frame at buf[pos:n).  max_size: a larger MSG/HMSG size is UNSURE. */
+NATSCODEC_API int natscodec_scan(const unsigned char *buf, size_t pos, size_t n, long long max_size,
+                   natscodec_frame *fr);
+
+/* The PUB frame (header NULL) or HPUB frame of a message at out, which has
+ * room for natscodec_pub_frame_len() bytes; returns the byte after it.  The
+ * control line is "PUB subject reply size\r\n" (HPUB: "HPUB subject reply
+ * hsize size\r\n"), the reply slot written even when empty as nats-tcl
+ * does, then the header block, the payload and CRLF: protocol.encode_pub's
+ * bytes.  The caller has checked subject and reply. */
+NATSCODEC_API size_t natscodec_pub_frame_len(size_t subject_len, size_t reply_len, const unsigned char *header,
+                               size_t header_len, size_t data_len);
+NATSCODEC_API unsigned char *natscodec_pub_frame(unsigned char *out, const char *subject, size_t subject_len,
+                                   const char *reply, size_t reply_len, const unsigned char *header,
+                                   size_t header_len, const unsigned char *data, size_t data_len);
+
+/*
+ * The spin back-off: whether a wait for a reply polls without sleeping
+ * first.  One reply late for the spin changes nothing; after two in a row
+ * the next 10 waits do not spin, then 20, 40 ... at most 1000 while misses
+ * follow one another; a reply caught while spinning starts over.  One late
+ * reply alone must not stop the spinning: on a shared machine an occasional
+ * reply is late, and skipping 10 spins for it costs more than it saves.
+ */
+typedef struct {
+    int skip;                   /* waits left that do not spin */
+    int misses;                 /* spins in a row that ran out (at most 8) */
+    long long caught, missed, skipped;   /* counts, for tests and tuning */
+} natscodec_spin;
+
+NATSCODEC_API void natscodec_spin_init(natscodec_spin *s);
+NATSCODEC_API int natscodec_spin_should_try(natscodec_spin *s);   /* 0: this wait does not spin (counted) */
+NATSCODEC_API void natscodec_spin_caught(natscodec_spin *s);
+NATSCODEC_API void natscodec_spin_missed(natscodec_spin *s);
+
+#endif
