@@ -218,7 +218,8 @@ class JetStream:
         allowed) whose last sequence ``expected_last_subject_seq`` is."""
         check_timeout(timeout)
         if (headers is None and msg_id is None and expected_stream is None and expected_last_seq is None
-                and expected_last_subject_seq is None and expected_last_msg_id is None and ttl is None):
+                and expected_last_subject_seq is None and expected_last_msg_id is None and ttl is None
+                and expected_last_subject_seq_subject is None):
             hdrs = None  # nothing to check but the subject, which request() checks
         else:
             _check_publish(self.client, subject, headers, msg_id, expected_stream, expected_last_seq,
