@@ -47,7 +47,9 @@ oo::class create ::nats::jet_stream {
             # the common form: synchronous, no options
             return [${ConnNs}::my WaitRequest [::tclnats::r [$Js publish $subject $message]]]
         }
-        my PublishLevel $args
+        if {"-ttl" in $args || "-expected_last_subject_seq_subject" in $args} {
+            my PublishLevel $args
+        }
         set async [::nats::_has_option $args -callback]
         if {$async && $AsyncFull} {
             my StallWait
@@ -59,7 +61,9 @@ oo::class create ::nats::jet_stream {
         ${ConnNs}::my WaitRequest $rid
     }
     method publish_msg {msg args} {
-        my PublishLevel $args
+        if {"-ttl" in $args || "-expected_last_subject_seq_subject" in $args} {
+            my PublishLevel $args
+        }
         set async [::nats::_has_option $args -callback]
         if {$async && $AsyncFull} {
             my StallWait

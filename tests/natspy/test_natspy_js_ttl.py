@@ -88,5 +88,14 @@ def test_old_server(old_js_server):
         with pytest.raises(core_errors.Error, match="2.14") as e:
             await jsm.reset_consumer("NPOLD", "C")
         assert isinstance(e.value.__cause__, tclnats_py.ErrServerTooOld)
+        with pytest.raises(core_errors.Error, match="msg ttl needs nats-server 2.11") as e:
+            await js.publish("npold.a", b"x", msg_ttl=5)
+        with pytest.raises(core_errors.Error, match="msg ttl"):
+            await js.publish_async("npold.a", b"x", msg_ttl=5)
+        kv = await js.create_key_value(bucket="NPOLDKV")
+        with pytest.raises(core_errors.Error, match="msg ttl"):
+            await kv.create("k", b"v", msg_ttl=5)
+        assert (await jsm.stream_info("NPOLD")).state.messages == 0
+        assert await kv.create("k", b"v") == 1
         await nc.close()
     run(go())

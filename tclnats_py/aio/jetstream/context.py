@@ -236,6 +236,13 @@ class JetStream:
         msg = await self.client.request(subject, data, timeout=timeout or self.timeout, headers=hdrs)
         return PubAck(parse_ack_fast(msg))
 
+    async def _newer_publish(self, kw: dict[str, Any]) -> None:
+        """The level checks of publish options newer than nats-server 2.10."""
+        if kw.get("ttl") is not None:
+            await self._run(require_level(self.jsapi, "msg_ttl"))
+        if kw.get("expected_last_subject_seq_subject") is not None:
+            await self._run(require_level(self.jsapi, "expected_last_subject_seq_subject"))
+
     async def publish_msg(self, msg: Msg, **kw: Any) -> PubAck:
         """Publish a :class:`Msg` to its stream (subject, data, headers); see :meth:`publish`."""
         if not isinstance(msg, Msg):
@@ -262,10 +269,8 @@ class JetStream:
         if headers is not None or kw:
             _check_publish(client, subject, headers, **kw)
             hdrs = publish_headers(headers, **kw)
-            if kw.get("ttl") is not None:
-                await self._run(require_level(self.jsapi, "msg_ttl"))
-            if kw.get("expected_last_subject_seq_subject") is not None:
-                await self._run(require_level(self.jsapi, "expected_last_subject_seq_subject"))
+            if "ttl" in kw or "expected_last_subject_seq_subject" in kw:
+                await self._newer_publish(kw)
         else:
             if subject.__class__ is not str or not eng.check_subject(subject):
                 raise make_error("ErrBadSubject", f"Invalid subject {subject}")
