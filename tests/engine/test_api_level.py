@@ -6,8 +6,8 @@ import pytest
 
 from tclnats_py.engine.connection import Msg
 from tclnats_py.engine.js.api import JsApi, Request, run_sync
-from tclnats_py.engine.js.api_level import (FEATURES, REQUIRED_LEVEL_HEADER, level_from_info, level_header,
-                                            require_level, server_level)
+from tclnats_py.engine.js.api_level import (FEATURES, REQUIRED_LEVEL_HEADER, known_level, level_from_info,
+                                            level_header, require_level, server_level)
 from tclnats_py.errors import ErrJetStreamNotEnabled, ErrServerTooOld, JetStreamError
 
 pytestmark = pytest.mark.unit
@@ -39,7 +39,9 @@ def test_level_of_info_replies():
 def test_level_is_asked_once_per_api():
     api = JsApi("hub")
     handler, asked = _server(INFO_215)
+    assert known_level(api) is None
     assert run_sync(server_level(api), handler) == 5
+    assert known_level(api) == 5
     assert run_sync(require_level(api, "msg_ttl"), handler) == 5
     assert run_sync(require_level(api, "consumer_reset"), handler) == 5
     assert asked == ["$JS.hub.API.INFO"]

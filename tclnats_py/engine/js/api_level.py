@@ -25,7 +25,7 @@ from tclnats_py.engine.js.api import JsApi, Op
 from tclnats_py.errors import make_error
 
 __all__ = ["FEATURES", "REQUIRED_LEVEL_HEADER", "require_level", "server_level", "level_from_info",
-           "too_old", "level_header"]
+           "too_old", "level_header", "known_level"]
 
 #: the header with which a request asks the server for a minimum API level (ADR-44)
 REQUIRED_LEVEL_HEADER = "Nats-Required-Api-Level"
@@ -79,6 +79,12 @@ def level_from_info(info: dict) -> int:
     api = info.get("api") if isinstance(info, dict) else None
     level = api.get("level") if isinstance(api, dict) else None
     return level if isinstance(level, int) and not isinstance(level, bool) and level > 0 else 0
+
+
+def known_level(api: JsApi) -> int | None:
+    """The level this JsApi was told already, None before it asked (a
+    driver that must not wait for a request can decide on it)."""
+    return getattr(api, _CACHE, None)
 
 
 def server_level(api: JsApi) -> Op[int]:

@@ -29,7 +29,7 @@ from tclnats_py.engine.js.ack import NAK, TERM, WPI, ACK, nak_payload
 from tclnats_py.engine.js.api import (JsApi, Publish, Request, advance, api_call, check_name, filename_safe,
                                       stored_from_direct)
 from tclnats_py.engine.js.api import ns2ms as _ns2ms
-from tclnats_py.engine.js.api_level import FEATURES, require_level, too_old
+from tclnats_py.engine.js.api_level import FEATURES, known_level, require_level, too_old
 from tclnats_py.engine.js.publish import ack_error_dict, parse_ack_fast, publish_headers, stalled, ttl_from_ms
 from tclnats_py.engine.js.pull import Fetch
 from tclnats_py.tclface.commands import tcl_commands
@@ -199,7 +199,7 @@ class JetStream:
         ``feature``, ErrServerTooOld when it is not; else the id of the
         ``$JS.API.INFO`` request that finds out, for the Tcl layer to wait on
         (before a publish with ``-ttl`` ...)."""
-        level = getattr(self.api, "_api_level", None)
+        level = known_level(self.api)
         if level is None:
             return self.run(require_level(self.api, feature))
         if level < FEATURES[feature][0]:
