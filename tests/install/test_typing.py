@@ -172,7 +172,8 @@ def test_key_value_keywords_typed_match_the_bucket_options():
     from tclnats_py.aio.jetstream.config import KeyValueFields
     from tclnats_py.engine.js.kv import bucket_config
     engine = set(inspect.signature(bucket_config).parameters) - {"bucket"}
-    face = (engine - {"origins", "writable", "mirror_origin", "ttl_ms", "num_replicas"}) | {"ttl", "replicas"}
+    face = ((engine - {"origins", "writable", "mirror_origin", "ttl_ms", "num_replicas", "limit_marker_ttl_ms"})
+            | {"ttl", "replicas", "limit_marker_ttl"})
     assert set(KeyValueFields.__optional_keys__) == face
 
 
@@ -248,7 +249,7 @@ def test_must_fail_lines_fail_pyright_each():
     assert not stray, f"errors on lines not marked: {stray}"
 
 
-@pytest.mark.parametrize("name", ["typed_core", "typed_jetstream", "typed_kv", "typed_objectstore"])
+@pytest.mark.parametrize("name", ["typed_core", "typed_jetstream", "typed_kv", "typed_objectstore", "typed_js_ttl"])
 def test_typed_programs_run(js_server, name):
     """The typed programs are real programs: each runs against a server."""
     import asyncio

@@ -47,6 +47,7 @@ testConstraint tlsVerify [have_env TCLNATS_TEST_TLSV_URL TCLNATS_TEST_TLS_CA TCL
 testConstraint userpass [have_env TCLNATS_TEST_USERPASS_URL TCLNATS_TEST_USER TCLNATS_TEST_PASSWORD]
 testConstraint token    [have_env TCLNATS_TEST_TOKEN_URL TCLNATS_TEST_TOKEN]
 testConstraint cluster  [have_env TCLNATS_TEST_CTL TCLNATS_TEST_CLUSTER_URLS]
+testConstraint oldJs    [have_env TCLNATS_TEST_OLD_JS_URL]
 testConstraint thread   [expr {![catch {package require Thread}]}]
 
 # Test connections log errors only, to stdout: tcltest's runAllTests takes any

@@ -13,8 +13,10 @@ tests/tcl/testlib.tcl): a plain one, one the Tcl tests may stop/start/restart
 or put in lame duck mode through a small control socket served here, TLS
 without and with client verification (certificates generated for the run),
 user/password with a permission-limited user, token authentication, one
-with JetStream, and a cluster of three whose members the control socket can
-stop and start (c0, c1, c2).
+with JetStream, a JetStream nats-server 2.10.26 (the "server too old" tests;
+TCLNATS_TEST_OLD_JS_URL is empty, and those tests skip, when its wheel cannot be
+installed), and a cluster of three whose members the control socket can stop
+and start (c0, c1, c2).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import threading
 import pytest
 
 from tclnats_py.testing.server import NatsCluster, NatsServer
+from tests.conftest import OldNatsServer, old_nats_server_binary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUITE = os.path.join(os.path.dirname(HERE), "tcl")
@@ -118,6 +121,12 @@ def tcl_env(tmp_path_factory):
         "token": NatsServer(config=token),
         "js": NatsServer(jetstream=True),
     }
+    try:
+        old_js = OldNatsServer(jetstream=True)
+        old_js.binary = old_nats_server_binary()
+        servers["old_js"] = old_js
+    except pytest.skip.Exception as e:
+        print(f"no old JetStream server for the Tcl tests: {e}")
     cluster = NatsCluster(size=3, name="tcltest")
     ctl = _ControlServer(("127.0.0.1", 0), _Control)
     ctl.nats = dict(servers, **{f"c{i}": node for i, node in enumerate(cluster.servers)})
@@ -149,6 +158,7 @@ def tcl_env(tmp_path_factory):
             "TCLNATS_TEST_TOKEN_URL": url("token"),
             "TCLNATS_TEST_TOKEN": TOKEN,
             "TCLNATS_TEST_JS_URL": url("js"),
+            "TCLNATS_TEST_OLD_JS_URL": url("old_js") if "old_js" in servers else "",
             "TCLNATS_TEST_CLUSTER_URLS": " ".join(cluster.urls),
         })
         yield env

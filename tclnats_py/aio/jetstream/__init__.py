@@ -44,7 +44,8 @@ from tclnats_py.errors import (ErrBadRequest, ErrConsumerDeleted, ErrConsumerNot
                                ErrJetStreamNotEnabled, ErrJetStreamNotEnabledForAccount, ErrNoHeartbeat,
                                ErrNotJSMessage, ErrNotPullConsumer)
 from tclnats_py.aio.jetstream.info import (AccountInfo, ClusterInfo, ConsumerInfo, Info, PeerInfo,  # noqa: F401
-                                           PubAck, Reply, SequenceInfo, StreamInfo, StreamSourceInfo, StreamState)
+                                           PubAck, Reply, SequenceInfo, StreamInfo, StreamSourceInfo, StreamState,
+                                           ConsumerPauseResponse, ConsumerResetResponse)
 from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig  # noqa: F401
 from tclnats_py.aio.jetstream.message import JsMsg, MsgMetadata, SequencePair  # noqa: F401
 from tclnats_py.aio.jetstream.context import JetStream  # noqa: F401
@@ -56,7 +57,7 @@ from tclnats_py.aio.jetstream.push import PushSubscription  # noqa: F401
 
 __all__ = ["new", "JetStream", "Stream", "Consumer", "JsMsg", "MsgMetadata", "SequencePair", "StoredMsg", "Info",
            "Reply", "StreamInfo", "StreamState", "ClusterInfo", "PeerInfo", "StreamSourceInfo", "ConsumerInfo",
-           "SequenceInfo", "PubAck",
+           "SequenceInfo", "PubAck", "ConsumerPauseResponse", "ConsumerResetResponse",
            "AccountInfo", "StreamConfig", "ConsumerConfig", "ConsumeContext", "MessagesContext", "OrderedConsumer",
            "PushSubscription",
            "stream_source", "subject_transform", "republish"]

@@ -363,9 +363,12 @@ class StoredMsg:
         return iso_to_ms(self.time)
 
     def header(self, key: str, default=None):
+        """The first value of header ``key`` (also of the asyncio face's
+        Headers, whose own lookup gives first values)."""
         h = self.headers
-        if h and h.get(key):
-            return h[key][0]
+        v = (dict.get(h, key) if isinstance(h, dict) else h.get(key)) if h else None
+        if v:
+            return v[0] if isinstance(v, list) else v
         return default
 
     def __repr__(self):

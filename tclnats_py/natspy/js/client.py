@@ -137,11 +137,22 @@ class JetStreamContext(JetStreamManager):
         except NatsError as e:
             raise translate(e) from e
 
+    async def _require_ttl(self) -> None:
+        """Per-message TTLs need JetStream API level 1 (ADR-43/44), asked once."""
+        try:
+            await self._js.require_level("msg_ttl")
+        except NatsError as e:
+            raise translate(e) from e
+
     async def publish(self, subject: str, payload: bytes = b"", timeout: float | None = None,
                       stream: str | None = None, headers: dict[str, Any] | None = None,
                       msg_ttl: float | None = None) -> api.PubAck:
-        """Publish to a stream and wait for its ack (NoStreamResponseError: no stream on ``subject``)."""
+        """Publish to a stream and wait for its ack (NoStreamResponseError: no stream on ``subject``).
+        ``msg_ttl`` needs nats-server 2.11: before, a nats.errors.Error (the
+        engine's ErrServerTooOld its cause) and nothing is sent."""
         hdrs = self._headers(headers, stream, msg_ttl)
+        if msg_ttl is not None:
+            await self._require_ttl()
         impl = self._nc._impl
         if impl is None or impl.is_closed:
             raise _core.ConnectionClosedError()
@@ -166,6 +177,8 @@ class JetStreamContext(JetStreamManager):
         ``wait_stall`` seconds for room (None: as long as it takes), then
         TooManyStalledMsgsError."""
         hdrs = self._headers(headers, stream, msg_ttl)
+        if msg_ttl is not None:
+            await self._require_ttl()
         try:
             inner = await self._js.publish_async(subject, payload, hdrs, timeout=self._timeout,
                                                  wait_stall=_NO_STALL_LIMIT if wait_stall is None else wait_stall)
