@@ -139,6 +139,8 @@ oo::class create ::nats::jet_stream {
     method consumer_names {stream} { my Call consumer_names $stream }
     method stream_msg_get {stream args} { my Call stream_msg_get $stream {*}$args }
     method stream_direct_get {stream args} { my Call stream_direct_get $stream {*}$args }
+    method counter_add {stream subject delta} { my Call counter_add $stream $subject $delta }
+    method counter_get {stream subject} { my Call counter_get $stream $subject }
     method stream_msg_delete {stream args} { my Call stream_msg_delete $stream {*}$args }
     method account_info {} { my Call account_info }
 

@@ -98,6 +98,7 @@ class StreamConfig(_ApiConfig):
     consumer_limits: dict[str, Any] | None = None
     allow_msg_ttl: bool | None = None
     subject_delete_marker_ttl: float | None = None  # seconds
+    allow_msg_counter: bool | None = None  # ADR-49: every message adds to its subject's counter
     extra: dict[str, Any] = field(default_factory=dict)
 
     _spec = _cfg.STREAM_SPEC + _cfg.STREAM_EXTRA_SPEC
@@ -186,6 +187,7 @@ class StreamFields(TypedDict, total=False):
     consumer_limits: dict[str, Any] | None
     allow_msg_ttl: bool | None
     subject_delete_marker_ttl: float | None
+    allow_msg_counter: bool | None
 
 
 class ConsumerFields(TypedDict, total=False):

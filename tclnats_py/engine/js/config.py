@@ -78,6 +78,7 @@ STREAM_EXTRA_SPEC = (
     ("consumer_limits", "json", None),
     ("allow_msg_ttl", "bool", None),
     ("subject_delete_marker_ttl", "ns", None),
+    ("allow_msg_counter", "bool", None),
 )
 
 # add_consumer

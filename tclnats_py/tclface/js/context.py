@@ -22,6 +22,7 @@ from tclnats_py.engine.connection import Msg
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.options import to_bool
 from tclnats_py.engine.js import config as _cfg
+from tclnats_py.engine.js import counter as _counter
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js import objstore as _obj
 from tclnats_py.engine.js import ordered as _ordered
@@ -74,6 +75,12 @@ class JsBridge:
             self.tk.deletecommand(cmd_name)
         except TclError:
             pass
+
+
+def _counter_tcl(value: int):
+    """A counter's value for Tcl: an int, or its decimal text past 64 bits
+    (a bignum to ``expr`` either way)."""
+    return value if -(1 << 63) <= value < (1 << 63) else str(value)
 
 
 @tcl_commands
@@ -284,6 +291,15 @@ class JetStream:
             reply = yield self.api.direct_get_request(stream, **o)
             return stored_from_direct(reply, stream), reply.sid  # nats-tcl shows the reply's sub_id
         return self.run(_option_subject(op()), lambda r: self._stored_msg(*r))
+
+    # -------------------------------------------------------- counters (ADR-49)
+    def c_counter_add(self, stream, subject, delta):
+        """``$js counter_add stream subject delta``: the counter's new value."""
+        return self.run(_counter.add(self.api, subject, delta, stream=stream), _counter_tcl)
+
+    def c_counter_get(self, stream, subject):
+        """``$js counter_get stream subject``: the counter's value; ErrMsgNotFound."""
+        return self.run(_counter.get(self.api, stream, subject), _counter_tcl)
 
     def c_stream_msg_delete(self, stream, *args):
         o = self.args.build(_DELETE_MSG_OPTIONS, args)
