@@ -64,10 +64,11 @@ def test_counter_errors(js_server):
                 with pytest.raises(NatsError) as e:
                     await c.add("cerr.a", bad)
                 assert e.value.code == "ErrInvalidArg"
-            # a subject of another stream: the expected stream does not match
-            with pytest.raises(NatsError) as e:
-                await c.add("plain.a", 1)
-            assert e.value.code == "ErrJSResponse"
+            # a counter stream refuses a publish without an increment, or with a body
+            for hdrs, data, code in (({}, b"x", 10169), ({"Nats-Incr": "1"}, b"x", 10170)):
+                with pytest.raises(NatsError) as e:
+                    await js.publish("cerr.a", data, headers=hdrs or None)
+                assert e.value.details["err_code"] == code
             with pytest.raises(NatsError) as e:
                 await js.counter("CTR_NONE")
             assert e.value.code == "ErrStreamNotFound"

@@ -55,10 +55,10 @@ def test_a_delta_that_is_not_an_integer_is_err_invalid_arg(delta):
 def test_add_publishes_the_incr_header_and_returns_the_new_value_as_an_int():
     big = "123456789012345678901234567890"
     srv = Server(lambda s: jmsg({"stream": "C", "seq": 3, "val": big}))
-    assert run_sync(counter.add(JsApi(), "c.a", -4, stream="C"), srv) == int(big)
+    assert run_sync(counter.add(JsApi(), "c.a", -4), srv) == int(big)
     (req,) = steps(srv)
     assert isinstance(req, Request) and req.subject == "c.a" and req.payload == b""
-    assert req.headers == {"Nats-Incr": ["-4"], "Nats-Expected-Stream": ["C"]}
+    assert req.headers == {"Nats-Incr": ["-4"]}
 
 
 @pytest.mark.parametrize("err_code, desc", [(10168, "message counters is disabled"),

@@ -30,7 +30,7 @@ class Counter:
         to the counter of ``subject``; its new value.  ErrInvalidArg for a
         delta that is not an integer."""
         ms = None if timeout is None else int(timeout * 1000)
-        return await self.js.run(_counter.add(self.js.jsapi, subject, delta, ms, self.stream))
+        return await self.js.run(_counter.add(self.js.jsapi, subject, delta, ms))
 
     async def get(self, subject: str) -> int:
         """The counter of ``subject``; ErrMsgNotFound when nothing was added to it."""

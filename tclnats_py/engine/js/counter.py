@@ -26,7 +26,7 @@ from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.js.api import (Batch, JsApi, Op, Request, check_name, parse_json, stored_from_direct,
                                       stored_from_get)
 from tclnats_py.engine.js.api_level import require_level
-from tclnats_py.engine.js.publish import EXPECTED_STREAM, parse_ack
+from tclnats_py.engine.js.publish import parse_ack
 from tclnats_py.engine.subjects import valid_subject
 
 __all__ = ["INCR", "COUNTER_SOURCES", "FEATURE", "ERR_COUNTERS_DISABLED", "ERR_INCR_MISSING",
@@ -83,16 +83,14 @@ def _check_subject(subject) -> str:
     return subject
 
 
-def add(api: JsApi, subject: str, delta, timeout: int | None = None, stream: str | None = None) -> Op[int]:
+def add(api: JsApi, subject: str, delta, timeout: int | None = None) -> Op[int]:
     """Operation: add ``delta`` to the counter of ``subject``; its new value.
-    ``stream``: the stream that must hold ``subject`` (``Nats-Expected-Stream``)."""
+    (No expectation headers go with it: a counter stream refuses them as an
+    invalid increment.)"""
     incr = delta_text(delta)
     _check_subject(subject)
-    headers = {INCR: [incr]}
-    if stream is not None:
-        headers[EXPECTED_STREAM] = [check_name("stream", stream)]
     yield from require_level(api, FEATURE)
-    reply = yield Request(subject, b"", headers, api.default_timeout if timeout is None else timeout)
+    reply = yield Request(subject, b"", {INCR: [incr]}, api.default_timeout if timeout is None else timeout)
     return ack_value(parse_ack(reply))
 
 

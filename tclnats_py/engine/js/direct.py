@@ -20,8 +20,8 @@ ErrInvalidArg; 503: nothing serves direct gets, ErrNoResponders).  The
 driver keeps a timer (``timeout_ms`` since the last reply) and calls
 :meth:`on_timeout` when it fires.
 
-The operations check the server's API level (feature ``direct_batch``)
-with :func:`check` before sending.
+A face checks the server's API level first with :func:`check`
+(feature ``direct_get_batch`` or ``direct_get_multi_last``).
 """
 
 from __future__ import annotations
@@ -34,9 +34,8 @@ from tclnats_py.engine.js.api import JsApi, Op, StoredMsg, check_name, stored_fr
 from tclnats_py.engine.js.api_level import require_level
 from tclnats_py.engine.subjects import valid_wildcard_subject
 
-__all__ = ["FEATURE", "NUM_PENDING", "LAST_SEQUENCE", "UPTO_SEQUENCE", "DirectBatch", "check"]
+__all__ = ["NUM_PENDING", "LAST_SEQUENCE", "UPTO_SEQUENCE", "DirectBatch", "check"]
 
-FEATURE = "direct_batch"
 NUM_PENDING = "Nats-Num-Pending"
 LAST_SEQUENCE = "Nats-Last-Sequence"
 UPTO_SEQUENCE = "Nats-UpTo-Sequence"
@@ -76,7 +75,7 @@ class DirectBatch:
     (``multi_last`` subjects, wildcards allowed, at ``up_to_seq`` or
     ``up_to_time``, at most ``batch`` of them).  Arguments are checked here."""
 
-    __slots__ = ("stream", "body", "done", "count", "num_pending", "last_seq", "up_to_seq", "timeout_ms")
+    __slots__ = ("stream", "feature", "body", "done", "count", "num_pending", "last_seq", "up_to_seq", "timeout_ms")
 
     def __init__(self, stream: str, *, batch: int | None = None, seq: int | None = None,
                  next_by_subj: str | None = None, start_time=None, max_bytes: int | None = None,
@@ -94,6 +93,7 @@ class DirectBatch:
                 raise make_error("ErrInvalidArg", "multi_last excludes seq, start_time and next_by_subj")
             if up_to_seq is not None and up_to_time is not None:
                 raise make_error("ErrInvalidArg", "up_to_seq and up_to_time are mutually exclusive")
+            self.feature = "direct_get_multi_last"
             req["multi_last"] = subjects
             if up_to_seq is not None:
                 req["up_to_seq"] = _pos_int("up_to_seq", up_to_seq)
@@ -106,6 +106,7 @@ class DirectBatch:
                 raise make_error("ErrInvalidArg", "up_to_seq and up_to_time go with multi_last")
             if seq is not None and start_time is not None:
                 raise make_error("ErrInvalidArg", "seq and start_time are mutually exclusive")
+            self.feature = "direct_get_batch"
             req["batch"] = _pos_int("batch", batch)
             if start_time is not None:
                 req["start_time"] = _time_text("start_time", start_time)
@@ -153,7 +154,7 @@ class DirectBatch:
         return error_class("ErrTimeout")(f"Timeout waiting for the direct get batch of {self.stream}")
 
 
-def check(api: JsApi) -> Op[int]:
-    """Operation: the server's API level, when it serves batch direct gets
-    (ErrServerTooOld otherwise)."""
-    return (yield from require_level(api, FEATURE))
+def check(api: JsApi, get: DirectBatch) -> Op[int]:
+    """Operation: the server's API level, when it serves ``get``'s kind of
+    direct get (ErrServerTooOld otherwise)."""
+    return (yield from require_level(api, get.feature))

@@ -294,8 +294,11 @@ class JetStream:
 
     # -------------------------------------------------------- counters (ADR-49)
     def c_counter_add(self, stream, subject, delta):
-        """``$js counter_add stream subject delta``: the counter's new value."""
-        return self.run(_counter.add(self.api, subject, delta, stream=stream), _counter_tcl)
+        """``$js counter_add stream subject delta``: the counter's new value
+        (``stream`` names the counter's stream, as in counter_get; the
+        publish goes to ``subject``)."""
+        check_name("stream", stream)
+        return self.run(_counter.add(self.api, subject, delta), _counter_tcl)
 
     def c_counter_get(self, stream, subject):
         """``$js counter_get stream subject``: the counter's value; ErrMsgNotFound."""
