@@ -60,7 +60,7 @@ def _time_text(name: str, v) -> str:
 
 def _header_int(msg, key: str) -> int | None:
     h = msg.headers
-    v = h.get(key) if h else None
+    v = dict.get(h, key) if h else None  # (the asyncio face's Headers.get gives the first value)
     if not v:
         return None
     try:
@@ -75,7 +75,7 @@ class DirectBatch:
     (``multi_last`` subjects, wildcards allowed, at ``up_to_seq`` or
     ``up_to_time``, at most ``batch`` of them).  Arguments are checked here."""
 
-    __slots__ = ("stream", "feature", "body", "done", "count", "num_pending", "last_seq", "up_to_seq", "timeout_ms")
+    __slots__ = ("stream", "feature", "batch_size", "body", "done", "count", "num_pending", "last_seq", "up_to_seq", "timeout_ms")
 
     def __init__(self, stream: str, *, batch: int | None = None, seq: int | None = None,
                  next_by_subj: str | None = None, start_time=None, max_bytes: int | None = None,
@@ -118,6 +118,7 @@ class DirectBatch:
                 req["next_by_subj"] = next_by_subj
         if max_bytes is not None:
             req["max_bytes"] = _pos_int("max_bytes", max_bytes)
+        self.batch_size: int | None = req.get("batch")
         self.body = json.dumps(req, separators=(",", ":")).encode()
         self.done = False
         self.count = 0                     # messages so far
