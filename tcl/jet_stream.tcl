@@ -303,6 +303,12 @@ oo::class create ::nats::key_value {
     }
     method get {key args} { ${ConnNs}::my WaitRequest [::tclnats::r [$Kv get $key {*}$args]] }
     method get_value {key args} { dict get [my get $key {*}$args] value }
+    method get_many {keys} {
+        if {![llength $keys]} {
+            return {}
+        }
+        my Call get_many $keys
+    }
     method put {key value} { ${ConnNs}::my WaitRequest [::tclnats::r [$Kv put $key $value]] }
     method create {key value} { my Call create $key $value }
     method update {key value revision} { my Call update $key $value $revision }

@@ -147,7 +147,15 @@ class DirectBatch:
             return stored_from_direct(msg, self.stream)  # raises the status's error
         self.count += 1
         self.num_pending = _header_int(msg, NUM_PENDING)
-        return stored_from_direct(msg, self.stream)
+        m = stored_from_direct(msg, self.stream)
+        h = m.headers
+        if h:
+            # the batch's own coordinates, not the message's headers
+            dict.pop(h, NUM_PENDING, None)
+            dict.pop(h, LAST_SEQUENCE, None)
+            if not h:
+                m.headers = None
+        return m
 
     def on_timeout(self):
         """The driver's timer fired before the end of the batch: ErrTimeout."""
