@@ -47,6 +47,7 @@ oo::class create ::nats::jet_stream {
             # the common form: synchronous, no options
             return [${ConnNs}::my WaitRequest [::tclnats::r [$Js publish $subject $message]]]
         }
+        my PublishLevel $args
         set async [::nats::_has_option $args -callback]
         if {$async && $AsyncFull} {
             my StallWait
@@ -58,6 +59,7 @@ oo::class create ::nats::jet_stream {
         ${ConnNs}::my WaitRequest $rid
     }
     method publish_msg {msg args} {
+        my PublishLevel $args
         set async [::nats::_has_option $args -callback]
         if {$async && $AsyncFull} {
             my StallWait
@@ -67,6 +69,21 @@ oo::class create ::nats::jet_stream {
             return $rid
         }
         ${ConnNs}::my WaitRequest $rid
+    }
+    # options of a publish that need a newer server than 2.10 (ADR-44): its
+    # JetStream API level is asked once (ErrServerTooOld when too old)
+    method PublishLevel {options} {
+        foreach {opt feature} {-ttl msg_ttl -expected_last_subject_seq_subject expected_last_subject_seq_subject} {
+            if {[::nats::_has_option $options $opt]} {
+                my RequireLevel $feature
+            }
+        }
+    }
+    method RequireLevel {feature} {
+        set rid [::tclnats::r [$Js require_level $feature]]
+        if {$rid ne ""} {
+            ${ConnNs}::my WaitRequest $rid
+        }
     }
     # -publish_async_max_pending publishes with a callback wait for their
     # ack (AsyncFull is 1): wait in the event loop (or yield inside a
@@ -137,6 +154,9 @@ oo::class create ::nats::jet_stream {
     method delete_consumer {stream consumer} { my Call delete_consumer $stream $consumer }
     method consumer_info {stream consumer} { my Call consumer_info $stream $consumer }
     method consumer_names {stream} { my Call consumer_names $stream }
+    method pause_consumer {stream consumer args} { my Call pause_consumer $stream $consumer {*}$args }
+    method resume_consumer {stream consumer} { my Call resume_consumer $stream $consumer }
+    method reset_consumer {stream consumer args} { my Call reset_consumer $stream $consumer {*}$args }
     method stream_msg_get {stream args} { my Call stream_msg_get $stream {*}$args }
     method stream_direct_get {stream args} { my Call stream_direct_get $stream {*}$args }
     method counter_add {stream subject delta} { my Call counter_add $stream $subject $delta }
@@ -310,10 +330,10 @@ oo::class create ::nats::key_value {
         my Call get_many $keys
     }
     method put {key value} { ${ConnNs}::my WaitRequest [::tclnats::r [$Kv put $key $value]] }
-    method create {key value} { my Call create $key $value }
+    method create {key value args} { my Call create $key $value {*}$args }
     method update {key value revision} { my Call update $key $value $revision }
     method delete {key {revision ""}} { my Call delete $key $revision; return }
-    method purge {key} { my Call purge $key; return }
+    method purge {key args} { my Call purge $key {*}$args; return }
     method revert {key revision} {
         my put $key [dict get [my get $key -revision $revision] value]
     }

@@ -86,7 +86,7 @@ def _unit_tests_start_no_server(request, monkeypatch):
 UNIT_MODULES = {
     "test_engine", "test_effects", "test_protocol", "test_pool", "test_headers", "test_options",
     "test_subjects", "test_validate", "test_errors", "test_auth", "test_nuid", "test_columns",
-    "test_js_config", "test_js_engine", "test_api_level", "test_engine_bounds", "test_kv_engine", "test_obj_engine", "test_layout", "test_compat_plot",
+    "test_js_config", "test_js_engine", "test_api_level", "test_js_ttl_engine", "test_engine_bounds", "test_kv_engine", "test_obj_engine", "test_layout", "test_compat_plot",
 }
 
 

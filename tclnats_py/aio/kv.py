@@ -31,6 +31,7 @@ from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js.events import event_table
 from tclnats_py.engine.js.api_level import FEATURES, server_level
 from tclnats_py.aio.jetstream.direct import DirectGet
+from tclnats_py.engine.js.publish import ttl_from_seconds
 from tclnats_py.engine.validate import check_seconds, check_timeout
 
 if TYPE_CHECKING:  # names used in annotations only
@@ -54,12 +55,13 @@ class KvEntry(_kv.Entry):
 
 
 def _entry(e: _kv.Entry) -> KvEntry:
-    return KvEntry(e.bucket, e.key, e.value, e.revision, e.created, e.operation, e.delta)
+    return KvEntry(e.bucket, e.key, e.value, e.revision, e.created, e.operation, e.delta, e.reason)
 
 
 @dataclass
 class KvStatus:
-    """KvAPI.md "Bucket status" (ttl in seconds, 0 = forever)."""
+    """KvAPI.md "Bucket status" (ttl in seconds, 0 = forever; limit_marker_ttl
+    in seconds, 0 = no limit markers, ADR-48)."""
     bucket: str
     values: int
     history: int
@@ -71,6 +73,7 @@ class KvStatus:
     backing_store: str = "JetStream"
     stream_config: dict[str, Any] = field(default_factory=dict)
     stream_state: dict[str, Any] = field(default_factory=dict)
+    limit_marker_ttl: float = 0
 
     @property
     def metadata(self) -> dict[str, str]:
@@ -81,9 +84,11 @@ class KvStatus:
         return dataclasses.asdict(self)
 
 
-def _bucket_options(ttl=None, replicas=None, compression=None, **config) -> dict:
+def _bucket_options(ttl=None, replicas=None, compression=None, limit_marker_ttl=None, **config) -> dict:
     if ttl is not None:
         config["ttl_ms"] = int(round(check_seconds("ttl", ttl) * 1000))
+    if limit_marker_ttl is not None:
+        config["limit_marker_ttl_ms"] = int(round(check_seconds("limit_marker_ttl", limit_marker_ttl) * 1000))
     if replicas is not None:
         config["num_replicas"] = replicas
     if compression is not None:
@@ -171,7 +176,7 @@ class KeyValue:
         ttl = st["ttl"] / 1e9 if st["ttl"] and st["ttl"] > 0 else 0
         return KvStatus(st["bucket"], st["values"], st["history"], ttl, st["bytes"], st["is_compressed"],
                         st.get("mirror_name"), st.get("mirror_domain"), stream_config=st["stream_config"],
-                        stream_state=st["stream_state"])
+                        stream_state=st["stream_state"], limit_marker_ttl=st.get("limit_marker_ttl", 0) / 1e9)
 
     # ------------------------------------------------------------ writes
     async def put(self, key: str, value: bytes | str) -> int:
@@ -184,12 +189,15 @@ class KeyValue:
             raise b.put_error(e) from None
         return b.put_result(reply)["seq"]
 
-    async def create(self, key: str, value: bytes | str) -> int:
+    async def create(self, key: str, value: bytes | str, ttl: float | str | None = None) -> int:
         """Store ``value`` only if ``key`` does not exist (or was deleted);
         ErrKeyExists (a KeyValueError, and an ErrWrongLastSequence as the
-        server's refusal is) when it has a value."""
+        server's refusal is) when it has a value.  ``ttl`` (seconds, 1 or
+        more, or ``"never"``; ADR-48): the key expires after it, in a bucket
+        made with ``limit_marker_ttl``; ErrServerTooOld before nats-server 2.11."""
+        t = None if ttl is None else ttl_from_seconds(ttl)
         try:
-            return await self.js._run(self._b.create(key, value))
+            return await self.js._run(self._b.create(key, value, t))
         except ErrWrongLastSequence as e:
             raise ErrKeyExists(f"Key {key} already exists in bucket {self.bucket}", **e.details) from None
 
@@ -201,9 +209,10 @@ class KeyValue:
         """A delete marker (history kept); with ``last`` only if it is current."""
         await self.js._run(self._b.delete(key, last))
 
-    async def purge(self, key: str) -> None:
-        """A purge marker; the key's history goes."""
-        await self.js._run(self._b.purge(key))
+    async def purge(self, key: str, ttl: float | str | None = None) -> None:
+        """A purge marker; the key's history goes.  ``ttl`` (seconds, ADR-48):
+        the marker itself goes after it; ErrServerTooOld before nats-server 2.11."""
+        await self.js._run(self._b.purge(key, None if ttl is None else ttl_from_seconds(ttl)))
 
     async def revert(self, key: str, revision: int) -> int:
         """Put the value ``key`` had at ``revision`` again; the new revision."""

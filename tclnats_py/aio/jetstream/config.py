@@ -96,9 +96,14 @@ class StreamConfig(_ApiConfig):
     metadata: dict[str, str] | None = None
     placement: dict[str, Any] | None = None
     consumer_limits: dict[str, Any] | None = None
-    allow_msg_ttl: bool | None = None
-    subject_delete_marker_ttl: float | None = None  # seconds
-    allow_msg_counter: bool | None = None  # ADR-49: every message adds to its subject's counter
+    discard_new_per_subject: bool | None = None
+    allow_msg_ttl: bool | None = None               # 2.11, ADR-43
+    subject_delete_marker_ttl: float | None = None  # seconds; 2.11, ADR-43
+    allow_msg_counter: bool | None = None           # 2.12, ADR-49
+    allow_atomic: bool | None = None                # 2.12, ADR-50
+    allow_msg_schedules: bool | None = None         # 2.12, ADR-51
+    persist_mode: str | None = None                 # default, async; 2.12
+    allow_batched: bool | None = None               # 2.14
     extra: dict[str, Any] = field(default_factory=dict)
 
     _spec = _cfg.STREAM_SPEC + _cfg.STREAM_EXTRA_SPEC
@@ -136,7 +141,10 @@ class ConsumerConfig(_ApiConfig):
     max_batch: int | None = None
     max_expires: float | None = None
     max_bytes: int | None = None
-    pause_until: str | None = None
+    pause_until: str | datetime.datetime | None = None  # RFC 3339 (or a datetime); 2.11
+    priority_groups: list[str] | None = None        # 2.11, ADR-42
+    priority_policy: str | None = None              # none, overflow, pinned_client, prioritized
+    priority_timeout: float | None = None           # seconds: the pinned client's TTL (nats.go's PinnedTTL)
     extra: dict[str, Any] = field(default_factory=dict)
 
     _spec = _cfg.CONSUMER_SPEC + _cfg.CONSUMER_EXTRA_SPEC
@@ -185,9 +193,14 @@ class StreamFields(TypedDict, total=False):
     metadata: dict[str, str] | None
     placement: dict[str, Any] | None
     consumer_limits: dict[str, Any] | None
+    discard_new_per_subject: bool | None
     allow_msg_ttl: bool | None
     subject_delete_marker_ttl: float | None
     allow_msg_counter: bool | None
+    allow_atomic: bool | None
+    allow_msg_schedules: bool | None
+    persist_mode: str | None
+    allow_batched: bool | None
 
 
 class ConsumerFields(TypedDict, total=False):
@@ -223,7 +236,10 @@ class ConsumerFields(TypedDict, total=False):
     max_batch: int | None
     max_expires: float | None
     max_bytes: int | None
-    pause_until: str | None
+    pause_until: str | datetime.datetime | None
+    priority_groups: list[str] | None
+    priority_policy: str | None
+    priority_timeout: float | None
 
 
 class KeyValueFields(TypedDict, total=False):
@@ -232,6 +248,7 @@ class KeyValueFields(TypedDict, total=False):
     ``ttl`` in seconds, ``replicas``, ``compression`` (True: s2)."""
     history: int
     ttl: float | None
+    limit_marker_ttl: float | None
     max_value_size: int | None
     max_bucket_size: int | None
     storage: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generator, cast
 
 import asyncio
+import datetime
 
 from tclnats_py.engine.connection import Msg
 from tclnats_py.errors import NatsError, make_error
@@ -15,7 +16,9 @@ from tclnats_py.engine.js.api import Batch, JsApi, Publish, Request, advance, ap
 from tclnats_py.engine.js import counter as _counter
 from tclnats_py.engine.js.api_level import require_level
 from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast, publish_headers
-from tclnats_py.aio.jetstream.info import AccountInfo, ConsumerInfo, Info, PubAck, StreamInfo
+from tclnats_py.aio.jetstream.info import (AccountInfo, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse,
+                                           Info, PubAck, StreamInfo)
+from tclnats_py.engine.js import consumer_admin as _admin
 from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig, _merge
 from tclnats_py.aio.jetstream.publish import _AsyncPub, _check_publish
 from tclnats_py.aio.jetstream.stream import Stream
@@ -101,6 +104,12 @@ class JetStream:
         return x
 
     _run = run
+
+    async def require_level(self, feature: str) -> int:
+        """The server's JetStream API level (ADR-44, asked once), or
+        ErrServerTooOld when ``feature`` (a key of
+        ``tclnats_py.engine.js.api_level.FEATURES``) needs a newer server."""
+        return await self._run(require_level(self.jsapi, feature))
 
     @property
     def _server_version(self):
@@ -206,10 +215,15 @@ class JetStream:
     async def publish(self, subject: str, data: Payload = b"", headers: HeadersArg = None, *, msg_id: str | None = None,
                       expected_stream: str | None = None, expected_last_seq: int | None = None,
                       expected_last_subject_seq: int | None = None, expected_last_msg_id: str | None = None,
-                      ttl: str | int | None = None, timeout: float | None = None) -> PubAck:
+                      ttl: str | int | None = None, timeout: float | None = None,
+                      expected_last_subject_seq_subject: str | None = None) -> PubAck:
         """Publish to a stream and wait for its ack.  ErrNoResponders: no
         stream on ``subject``; ErrWrongLastSequence, ErrJSResponse (e.g.
-        10060 for a wrong expected stream)."""
+        10060 for a wrong expected stream).  ``ttl`` (seconds, or a Go
+        duration such as ``"1h"``, or ``"never"``; ADR-43) needs a stream
+        with ``allow_msg_ttl`` and nats-server 2.11 (ErrServerTooOld before).
+        ``expected_last_subject_seq_subject``: the subject (wildcards
+        allowed) whose last sequence ``expected_last_subject_seq`` is."""
         check_timeout(timeout)
         if (headers is None and msg_id is None and expected_stream is None and expected_last_seq is None
                 and expected_last_subject_seq is None and expected_last_msg_id is None and ttl is None):
@@ -220,7 +234,12 @@ class JetStream:
             hdrs = publish_headers(headers, msg_id=msg_id, expected_stream=expected_stream,
                                    expected_last_seq=expected_last_seq,
                                    expected_last_subject_seq=expected_last_subject_seq,
-                                   expected_last_msg_id=expected_last_msg_id, ttl=ttl)
+                                   expected_last_msg_id=expected_last_msg_id, ttl=ttl,
+                                   expected_last_subject_seq_subject=expected_last_subject_seq_subject)
+            if ttl is not None:
+                await self._run(require_level(self.jsapi, "msg_ttl"))
+            if expected_last_subject_seq_subject is not None:
+                await self._run(require_level(self.jsapi, "expected_last_subject_seq_subject"))
         msg = await self.client.request(subject, data, timeout=timeout or self.timeout, headers=hdrs)
         return PubAck(parse_ack_fast(msg))
 
@@ -250,6 +269,10 @@ class JetStream:
         if headers is not None or kw:
             _check_publish(client, subject, headers, **kw)
             hdrs = publish_headers(headers, **kw)
+            if kw.get("ttl") is not None:
+                await self._run(require_level(self.jsapi, "msg_ttl"))
+            if kw.get("expected_last_subject_seq_subject") is not None:
+                await self._run(require_level(self.jsapi, "expected_last_subject_seq_subject"))
         else:
             if subject.__class__ is not str or not eng.check_subject(subject):
                 raise make_error("ErrBadSubject", f"Invalid subject {subject}")
@@ -401,6 +424,24 @@ class JetStream:
     async def delete_consumer(self, stream: str, name: str) -> bool:
         """Delete the consumer; True.  ErrConsumerNotFound."""
         return await self._run(self.jsapi.consumer_delete(stream, name))
+
+    async def pause_consumer(self, stream: str, consumer: str,
+                             pause_until: datetime.datetime | int | str) -> ConsumerPauseResponse:
+        """Stop deliveries of ``consumer`` until ``pause_until`` (a datetime,
+        naive meaning UTC; ms since the epoch; or RFC 3339 text).
+        nats-server 2.11+ (ErrServerTooOld before)."""
+        return ConsumerPauseResponse(await self._run(_admin.pause_consumer(self.jsapi, stream, consumer,
+                                                                           pause_until)))
+
+    async def resume_consumer(self, stream: str, consumer: str) -> ConsumerPauseResponse:
+        """Let a paused consumer deliver again now.  nats-server 2.11+."""
+        return ConsumerPauseResponse(await self._run(_admin.resume_consumer(self.jsapi, stream, consumer)))
+
+    async def reset_consumer(self, stream: str, consumer: str, seq: int | None = None) -> ConsumerResetResponse:
+        """Clear the consumer's pending and redelivered state; delivery goes on
+        above its ack floor, or at stream sequence ``seq`` (ADR-60).
+        nats-server 2.14+ (ErrServerTooOld before)."""
+        return ConsumerResetResponse(await self._run(_admin.reset_consumer(self.jsapi, stream, consumer, seq)))
 
     async def consumer_names(self, stream: str) -> list[str]:
         """The names of the consumers of ``stream``."""

@@ -24,7 +24,7 @@ from typing import Any, Callable, ClassVar, Mapping
 from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig
 
 __all__ = ["Info", "Reply", "StreamInfo", "StreamState", "ClusterInfo", "PeerInfo", "StreamSourceInfo",
-           "ConsumerInfo", "SequenceInfo", "PubAck", "AccountInfo"]
+           "ConsumerInfo", "SequenceInfo", "PubAck", "AccountInfo", "ConsumerPauseResponse", "ConsumerResetResponse"]
 
 
 class Info(dict):  # type: ignore[type-arg,unused-ignore]
@@ -204,6 +204,29 @@ class ConsumerInfo(Reply):
     @property
     def created_at(self) -> datetime.datetime | None:
         return _time(self.created)
+
+
+class ConsumerPauseResponse(Reply):
+    """CONSUMER.PAUSE reply (pause_consumer, resume_consumer): ``pause_until``
+    RFC 3339 (``pause_until_at`` a datetime), ``pause_remaining`` ns."""
+    __slots__ = ("paused", "pause_until", "pause_remaining")
+    paused: bool
+    pause_until: str | None
+    pause_remaining: int
+    _fields = (("paused", False), ("pause_until", None), ("pause_remaining", 0))
+    _convert = {"paused": bool}
+
+    @property
+    def pause_until_at(self) -> datetime.datetime | None:
+        return _time(self.pause_until)
+
+
+class ConsumerResetResponse(ConsumerInfo):
+    """CONSUMER.RESET reply (reset_consumer, nats-server 2.14): the consumer's
+    info and ``reset_seq``, the stream sequence delivery goes on from."""
+    __slots__ = ("reset_seq",)
+    reset_seq: int
+    _fields = ConsumerInfo._fields + (("reset_seq", 0),)  # type: ignore[assignment]  # one field more
 
 
 class PubAck(Reply):

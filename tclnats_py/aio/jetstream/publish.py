@@ -147,7 +147,8 @@ class _AsyncPub:
 
 
 def _check_publish(client, subject, headers, msg_id=None, expected_stream=None, expected_last_seq=None,
-                   expected_last_subject_seq=None, expected_last_msg_id=None, ttl=None) -> None:
+                   expected_last_subject_seq=None, expected_last_msg_id=None, ttl=None,
+                   expected_last_subject_seq_subject=None) -> None:
     """The arguments of a JetStream publish, checked before anything is sent."""
     if not client.engine.check_subject(subject):
         raise make_error("ErrBadSubject", f"Invalid subject {subject}")

@@ -9,11 +9,12 @@ from tclnats_py.engine.js.direct import DirectBatch
 from tclnats_py.aio.jetstream.direct import DirectGet
 
 if TYPE_CHECKING:  # names used in annotations only
+    import datetime
     from typing_extensions import Unpack
     from tclnats_py.aio.jetstream.config import ConsumerConfig, ConsumerFields, StreamConfig, StreamFields
     from tclnats_py.aio.jetstream.consumer import Consumer
     from tclnats_py.aio.jetstream.context import JetStream
-    from tclnats_py.aio.jetstream.info import ConsumerInfo, StreamInfo
+    from tclnats_py.aio.jetstream.info import ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse, StreamInfo
     from tclnats_py.aio.jetstream.ordered import OrderedConsumer
     from tclnats_py.engine.js.api import StoredMsg
 
@@ -75,6 +76,18 @@ class Stream:
     async def delete_consumer(self, name: str) -> bool:
         """Delete the consumer ``name``; True."""
         return await self.js.delete_consumer(self.name, name)
+
+    async def pause_consumer(self, name: str, pause_until: datetime.datetime | int | str) -> ConsumerPauseResponse:
+        """Pause the consumer ``name`` until ``pause_until``; see JetStream.pause_consumer."""
+        return await self.js.pause_consumer(self.name, name, pause_until)
+
+    async def resume_consumer(self, name: str) -> ConsumerPauseResponse:
+        """Resume the consumer ``name`` now; see JetStream.resume_consumer."""
+        return await self.js.resume_consumer(self.name, name)
+
+    async def reset_consumer(self, name: str, seq: int | None = None) -> ConsumerResetResponse:
+        """Reset the consumer ``name``; see JetStream.reset_consumer."""
+        return await self.js.reset_consumer(self.name, name, seq)
 
     async def consumer_names(self) -> list[str]:
         """The names of this stream's consumers."""

@@ -72,13 +72,19 @@ STREAM_SPEC = (
     ("metadata", "metadata", None),
 )
 
-# fields newer than nats-tcl 3.2.1 that the Python face names (servers >= 2.11)
+# fields newer than nats-tcl 3.2.1 (the server's StreamConfig up to 2.15; which
+# server version each needs: engine/js/api_level.py)
 STREAM_EXTRA_SPEC = (
     ("placement", "json", None),
     ("consumer_limits", "json", None),
-    ("allow_msg_ttl", "bool", None),
-    ("subject_delete_marker_ttl", "ns", None),
-    ("allow_msg_counter", "bool", None),
+    ("discard_new_per_subject", "bool", None),
+    ("allow_msg_ttl", "bool", None),                # 2.11, ADR-43
+    ("subject_delete_marker_ttl", "ns", None),      # 2.11, ADR-43
+    ("allow_msg_counter", "bool", None),            # 2.12, ADR-49
+    ("allow_atomic", "bool", None),                 # 2.12, ADR-50
+    ("allow_msg_schedules", "bool", None),          # 2.12, ADR-51
+    ("persist_mode", ("enum", "default", "async"), None),  # 2.12, ADR-56
+    ("allow_batched", "bool", None),                # 2.14, ADR-50 fast batch
 )
 
 # add_consumer
@@ -116,12 +122,15 @@ CONSUMER_EXTRA_SPEC = (
     ("max_batch", "int", None),
     ("max_expires", "ns", None),
     ("max_bytes", "int", None),
-    ("pause_until", "valid_str", None),
+    ("pause_until", "valid_str", None),            # 2.11
+    ("priority_groups", "list", None),             # 2.11, ADR-42
+    ("priority_policy", ("enum", "none", "overflow", "pinned_client", "prioritized"), None),
+    ("priority_timeout", "ns", None),              # the pinned client's TTL (nats.go's PinnedTTL)
 )
 
 # what nats-tcl converts from ns to ms in replies (config of stream / consumer)
-STREAM_DURATIONS = ("duplicate_window", "max_age")
-CONSUMER_DURATIONS = ("ack_wait", "idle_heartbeat", "inactive_threshold")
+STREAM_DURATIONS = ("duplicate_window", "max_age", "subject_delete_marker_ttl")
+CONSUMER_DURATIONS = ("ack_wait", "idle_heartbeat", "inactive_threshold", "priority_timeout")
 
 # ------------------------------------------------------------ fields beyond the tables
 # A stream config read from the server holds fields STREAM_SPEC does not list
@@ -142,6 +151,7 @@ STREAM_FIELD_TYPES = {
     "consumer_limits": {"inactive_threshold": 0, "max_ack_pending": 0},
     "template_owner": "", "allow_msg_ttl": False, "subject_delete_marker_ttl": 0, "allow_msg_counter": False,
     "allow_atomic": False, "allow_msg_schedules": False, "persist_mode": "", "allow_batched": False,
+    "discard_new_per_subject": False,
     # the nested objects of make_stream_source
     "external": _SOURCE_TYPE["external"], "subject_transforms": [_TRANSFORM_TYPE],
 }

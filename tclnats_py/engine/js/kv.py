@@ -26,16 +26,17 @@ from tclnats_py.engine.js.meta import parse_metadata
 from tclnats_py.engine.js.events import INIT_DONE, InitDone, WatchEntry
 from tclnats_py.engine.js.api import Request
 from tclnats_py.engine.js.direct import DirectBatch
+from tclnats_py.engine.js.publish import MSG_TTL, parse_ack_fast, publish_headers
+from tclnats_py.engine.js.api_level import require_level
 
 #: subjects in one multi-last direct get of :meth:`Bucket.get_many_batches`
 MULTI_LAST_MAX = 1000
-from tclnats_py.engine.js.publish import parse_ack_fast, publish_headers
 
 __all__ = [
     "KV_OPERATION", "PUT", "DEL", "PURGE", "check_bucket", "check_key", "check_key_pattern", "stream_name",
     "operation_of", "bucket_config", "make_origin", "origin_to_source", "origin_to_mirror", "Entry", "Bucket",
     "bind", "create_bucket", "delete_bucket", "bucket_names", "empty_bucket", "status", "status_to_ms",
-    "Watcher", "kv_operation", "is_not_found", "mirror_bucket", "watch_policy",
+    "Watcher", "kv_operation", "is_not_found", "mirror_bucket", "watch_policy", "marker_reason", "MARKER_REASON",
 ]
 
 KV_OPERATION = "KV-Operation"
@@ -114,6 +115,16 @@ def operation_of(headers) -> str:
 kv_operation = operation_of
 
 
+def marker_reason(headers) -> str | None:
+    """Why the server placed a marker (ADR-43/48 ``Nats-Marker-Reason``:
+    MaxAge, Purge, Remove), None for a message of a client."""
+    if headers:
+        reason = headers.get(MARKER_REASON) if not isinstance(headers, dict) else dict.get(headers, MARKER_REASON)
+        if reason:
+            return reason[0]
+    return None
+
+
 def is_not_found(err: NatsError) -> bool:
     return err.code in ("ErrMsgNotFound", "ErrKeyNotFound")
 
@@ -167,7 +178,7 @@ def bucket_config(bucket: str, *, history: int = 1, ttl_ms: int | None = None, m
                   description: str | None = None, compression: str | None = None, metadata=None,
                   mirror_name: str | None = None, mirror_domain: str | None = None, origins=None,
                   writable: bool = True, mirror_origin: dict | None = None, republish: dict | None = None,
-                  placement: dict | None = None) -> dict:
+                  placement: dict | None = None, limit_marker_ttl_ms: int | None = None) -> dict:
     """The stream config (wire units) of a bucket (nats-tcl's CreateBucket).
 
     ``origins`` makes an aggregate (sources with subject transforms;
@@ -175,13 +186,18 @@ def bucket_config(bucket: str, *, history: int = 1, ttl_ms: int | None = None, m
     ``mirror_origin`` makes a KV mirror (a stream named ``bucket`` that must
     not start with ``KV_``, so nobody binds to it); ``mirror_name`` /
     ``mirror_domain`` are the deprecated mirrors of ADR-8 v1.0.
+    ``limit_marker_ttl_ms`` (ADR-48, 1000 or more) turns on per-key TTLs
+    and the markers the server leaves, for that long, where a key expired.
     """
     check_bucket(bucket)
     for name, v in (("history", history), ("ttl", ttl_ms), ("max_bucket_size", max_bucket_size),
-                    ("max_value_size", max_value_size), ("num_replicas", num_replicas)):
+                    ("max_value_size", max_value_size), ("num_replicas", num_replicas),
+                    ("limit_marker_ttl", limit_marker_ttl_ms)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0) and not (
                 v == -1 and name in ("max_bucket_size", "max_value_size")):  # -1: unlimited (the server's spelling)
             raise make_error("ErrInvalidArg", f"Invalid value for the pos_int option {name} : {v}")
+    if limit_marker_ttl_ms is not None and limit_marker_ttl_ms < 1000:
+        raise make_error("ErrInvalidArg", f"Invalid limit_marker_ttl {limit_marker_ttl_ms}: 1 second or more")
     if history < 1 or history > 64:
         raise make_error("ErrInvalidArg", "History must be between 1 and 64")
     if num_replicas is not None:
@@ -198,6 +214,9 @@ def bucket_config(bucket: str, *, history: int = 1, ttl_ms: int | None = None, m
            "num_replicas": num_replicas, "duplicate_window": dup * _NS_MS, "discard": "new", "deny_delete": True,
            "deny_purge": False, "allow_rollup_hdrs": True, "allow_direct": True, "compression": compression,
            "metadata": dict(metadata) if metadata else None, "republish": republish, "placement": placement}
+    if limit_marker_ttl_ms:
+        cfg["allow_msg_ttl"] = True
+        cfg["subject_delete_marker_ttl"] = limit_marker_ttl_ms * _NS_MS
     if mirror_name is not None:
         cfg["mirror"] = make_stream_source(stream_name(mirror_name), domain=mirror_domain)
         cfg["mirror_direct"] = True
@@ -219,12 +238,13 @@ def bucket_config(bucket: str, *, history: int = 1, ttl_ms: int | None = None, m
 # ------------------------------------------------------------ entries
 class Entry:
     """A KV entry (KvAPI.md "Entry"); ``created`` in ms since the epoch,
-    ``delta`` known only from watchers (0 else)."""
+    ``delta`` known only from watchers (0 else); ``reason``: a marker the
+    server placed (MaxAge, Purge, Remove: :func:`marker_reason`), else None."""
 
-    __slots__ = ("bucket", "key", "value", "revision", "created", "operation", "delta")
+    __slots__ = ("bucket", "key", "value", "revision", "created", "operation", "delta", "reason")
 
     def __init__(self, bucket: str, key: str, value: bytes, revision: int, created: int, operation: str = PUT,
-                 delta: int = 0):
+                 delta: int = 0, reason: str | None = None):
         self.bucket = bucket
         self.key = key
         self.value = value
@@ -232,6 +252,7 @@ class Entry:
         self.created = created
         self.operation = operation
         self.delta = delta
+        self.reason = reason
 
     def as_dict(self, with_delta: bool | None = None) -> dict:
         """nats-tcl's entry dict (``delta`` only for watched entries)."""
@@ -240,6 +261,8 @@ class Entry:
         if with_delta:
             d["delta"] = self.delta
         d["operation"] = self.operation
+        if self.reason is not None:
+            d["reason"] = self.reason
         return d
 
     def __eq__(self, other):
@@ -328,7 +351,9 @@ class Bucket:
     def _stored_entry(self, key: str, subject: str, revision: int | None, msg) -> "Entry":
         if revision and msg.subject != subject:
             raise make_error("ErrKeyNotFound", f"Expected {subject}, got {msg.subject}")
-        return Entry(self.bucket, key, msg.data, msg.seq, iso_to_ms(msg.time), operation_of(msg.headers))
+        op = operation_of(msg.headers)
+        return Entry(self.bucket, key, msg.data, msg.seq, iso_to_ms(msg.time), op, 0,
+                     None if op == PUT else marker_reason(msg.headers))
 
     def _check_get(self, key: str, revision) -> None:
         check_key(key)
@@ -432,17 +457,26 @@ class Bucket:
     def update(self, key: str, value, revision: int):
         """Operation: store ``value`` if ``revision`` is still the latest
         (0: the key must not exist); ErrWrongLastSequence otherwise."""
+        return (yield from self._update(key, value, revision))
+
+    def _update(self, key: str, value, revision: int, ttl: str | None = None):
         if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
             raise make_error("ErrInvalidArg", f"Invalid revision {revision}")
         check_key(key)
-        hdrs = publish_headers(expected_last_subject_seq=revision)
+        hdrs = publish_headers(expected_last_subject_seq=revision, ttl=ttl)
         return (yield from self._publish(key, value, hdrs))["seq"]
 
-    def create(self, key: str, value):
+    def create(self, key: str, value, ttl: str | None = None):
         """Operation: store ``value`` only if the key does not exist or was
-        deleted (ADR-8: retry on top of the delete marker)."""
+        deleted (ADR-8: retry on top of the delete marker).  ``ttl``: the
+        ``Nats-TTL`` of this value (ADR-48; ``publish.ttl_from_seconds`` /
+        ``ttl_from_ms`` make it): the key goes when it expires (a bucket
+        with ``limit_marker_ttl``); ErrServerTooOld before 2.11."""
+        if ttl is not None:
+            check_key(key)
+            yield from require_level(self.api, "kv_key_ttl")
         try:
-            return (yield from self.update(key, value, 0))
+            return (yield from self._update(key, value, 0, ttl))
         except NatsError as first:
             if first.code != "ErrWrongLastSequence":
                 raise
@@ -452,7 +486,7 @@ class Bucket:
                 raise first from None
             if entry.operation not in (DEL, PURGE):
                 raise first from None
-            return (yield from self.update(key, value, entry.revision))
+            return (yield from self._update(key, value, entry.revision, ttl))
 
     def delete(self, key: str, revision: int | None = None):
         """Operation: a DEL marker (history kept); with ``revision`` only if
@@ -471,9 +505,18 @@ class Bucket:
             hdrs["Nats-Expected-Last-Subject-Sequence"] = [str(revision)]
         yield from self._publish(key, b"", hdrs)
 
-    def purge(self, key: str):
-        """Operation: a PURGE marker that rolls up (removes) the history; its PubAck."""
-        return (yield from self._publish(key, b"", {KV_OPERATION: [PURGE], "Nats-Rollup": ["sub"]}))
+    def purge(self, key: str, ttl: str | None = None):
+        """Operation: a PURGE marker that rolls up (removes) the history; its
+        PubAck.  With ``ttl`` (a ``Nats-TTL`` value, ADR-48) the marker itself
+        goes when it expires; ErrServerTooOld before 2.11."""
+        hdrs = {KV_OPERATION: [PURGE], "Nats-Rollup": ["sub"]}
+        if ttl is not None:
+            check_key(key)
+            if not isinstance(ttl, str) or not ttl:
+                raise make_error("ErrInvalidArg", f"Invalid TTL {ttl!r}")
+            yield from require_level(self.api, "kv_key_ttl")
+            hdrs[MSG_TTL] = [ttl]
+        return (yield from self._publish(key, b"", hdrs))
 
     def revert(self, key: str, revision: int):
         """Operation: put the value of ``revision`` again; the new revision."""
@@ -547,6 +590,8 @@ def create_bucket(api: JsApi, bucket: str, *, update: bool = False, **options):
     """Operation: create (or update) a bucket from :func:`bucket_config`'s
     options; the bound Bucket, or None for a KV mirror (not bindable)."""
     cfg = bucket_config(bucket, **options)
+    if cfg.get("subject_delete_marker_ttl"):
+        yield from require_level(api, "kv_limit_marker_ttl")
     info = yield from (api.stream_update(cfg) if update else api.stream_create(cfg))
     if options.get("mirror_origin") is not None:
         return None
@@ -583,6 +628,8 @@ def status(bucket: str, info: dict) -> dict:
     st = {"bucket": bucket, "bytes": state.get("bytes", 0), "history": config.get("max_msgs_per_subject", 1),
           "ttl": config.get("max_age", 0), "values": state.get("messages", 0),
           "is_compressed": config.get("compression", "none") not in ("none", None)}
+    if config.get("subject_delete_marker_ttl"):
+        st["limit_marker_ttl"] = config["subject_delete_marker_ttl"]  # ADR-48, ns
     mirror = config.get("mirror") or {}
     if mirror.get("name"):
         st["mirror_name"] = mirror_bucket(mirror["name"])
@@ -597,7 +644,7 @@ def status(bucket: str, info: dict) -> dict:
 
 def status_to_ms(st: dict) -> dict:
     """A status with nats-tcl's ms: ``ttl`` and the stream config's durations."""
-    ns2ms(st, "ttl")
+    ns2ms(st, "ttl", "limit_marker_ttl")
     if isinstance(st.get("stream_config"), dict):
         ns2ms(st["stream_config"], *STREAM_DURATIONS)
     return st
@@ -657,4 +704,6 @@ class Watcher(InitialData):
 
     def on_msg(self, msg, meta: dict | None = None) -> list:
         entry = self.entry_of(msg, meta)
+        if entry.operation != PUT:
+            entry.reason = marker_reason(msg.headers)
         return self._events(WatchEntry, entry, entry.operation in (DEL, PURGE), entry.delta)

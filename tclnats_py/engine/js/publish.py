@@ -17,10 +17,11 @@ import json
 
 from tclnats_py.errors import NatsError, error_class, make_error
 from tclnats_py.engine.js.api import Publish, Request, check_js_error
+from tclnats_py.engine.subjects import valid_wildcard_subject
 
 __all__ = ["publish_headers", "parse_ack", "ack_error_dict", "publish", "AsyncPublisher", "stalled", "STALL_WAIT_MS",
            "MSG_ID", "EXPECTED_STREAM", "EXPECTED_LAST_SEQ", "EXPECTED_LAST_SUBJECT_SEQ", "EXPECTED_LAST_MSG_ID",
-           "MSG_TTL", "ROLLUP"]
+           "MSG_TTL", "ROLLUP", "EXPECTED_LAST_SUBJECT_SEQ_SUBJECT", "ttl_from_ms", "ttl_from_seconds"]
 
 MSG_ID = "Nats-Msg-Id"
 EXPECTED_STREAM = "Nats-Expected-Stream"
@@ -29,20 +30,66 @@ EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
 EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
 MSG_TTL = "Nats-TTL"
 ROLLUP = "Nats-Rollup"
+# the subject (a wildcard may match many) whose last sequence
+# EXPECTED_LAST_SUBJECT_SEQ checks, instead of the published one (2.11)
+EXPECTED_LAST_SUBJECT_SEQ_SUBJECT = "Nats-Expected-Last-Subject-Sequence-Subject"
+
+
+def _bad_ttl(v):
+    return make_error("ErrInvalidArg", f"Invalid TTL {v!r}: 1 second or more, or never")
+
+
+def ttl_from_seconds(v) -> str:
+    """The ``Nats-TTL`` value (ADR-43) of a TTL in seconds (an int, or a
+    float of whole seconds or more), ``"never"``, or a Go duration string as
+    the server takes it (``"1h"``); the server's minimum is 1 s."""
+    if isinstance(v, str):
+        if not v or not v.strip() or v != v.strip():
+            raise _bad_ttl(v)
+        return v
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 1 or v != v or v == float("inf"):
+        raise _bad_ttl(v)
+    return str(int(v))
+
+
+def ttl_from_ms(v) -> str:
+    """The ``Nats-TTL`` value of a TTL in ms (the Tcl face's ``-ttl``): whole
+    seconds as seconds, else a Go duration in ms (the server keeps whole
+    seconds); ``never`` as it is."""
+    if isinstance(v, str) and v.strip().lower() == "never":
+        return "never"
+    try:
+        ms = int(str(v).strip()) if not isinstance(v, bool) else None
+    except ValueError:
+        ms = None
+    if ms is None or ms < 1000:
+        raise _bad_ttl(v)
+    return str(ms // 1000) if ms % 1000 == 0 else f"{ms}ms"
 
 
 def publish_headers(headers=None, *, msg_id: str | None = None, expected_stream: str | None = None,
                     expected_last_seq: int | None = None, expected_last_subject_seq: int | None = None,
-                    expected_last_msg_id: str | None = None, ttl: str | int | None = None):
+                    expected_last_msg_id: str | None = None, ttl: str | int | None = None,
+                    expected_last_subject_seq_subject: str | None = None):
     """The message headers with the expectations added (ADR-4 shape:
     key -> list of values), or None when there are none.  0 is a real
-    expectation for the sequences (``0``: no message yet on the subject)."""
+    expectation for the sequences (``0``: no message yet on the subject).
+    ``expected_last_subject_seq_subject`` names the subject (wildcards
+    allowed) whose last sequence ``expected_last_subject_seq`` is; it needs
+    ``expected_last_subject_seq``."""
+    if expected_last_subject_seq_subject is not None:
+        if expected_last_subject_seq is None:
+            raise make_error("ErrInvalidArg", "expected_last_subject_seq_subject needs expected_last_subject_seq")
+        if not isinstance(expected_last_subject_seq_subject, str) or not valid_wildcard_subject(
+                expected_last_subject_seq_subject):
+            raise make_error("ErrBadSubject", f"Invalid subject {expected_last_subject_seq_subject}")
     out: dict = {}
     for k, v in (dict.items(headers) if isinstance(headers, dict) else (headers or {}).items()):
         out[k] = list(v) if isinstance(v, (list, tuple)) else [v]
     for k, v in ((MSG_ID, msg_id), (EXPECTED_STREAM, expected_stream), (EXPECTED_LAST_SEQ, expected_last_seq),
                  (EXPECTED_LAST_SUBJECT_SEQ, expected_last_subject_seq),
-                 (EXPECTED_LAST_MSG_ID, expected_last_msg_id), (MSG_TTL, ttl)):
+                 (EXPECTED_LAST_MSG_ID, expected_last_msg_id), (MSG_TTL, ttl),
+                 (EXPECTED_LAST_SUBJECT_SEQ_SUBJECT, expected_last_subject_seq_subject)):
         if v is not None:
             if v == "" or (isinstance(v, int) and not isinstance(v, bool) and v < 0):
                 raise make_error("ErrInvalidArg", f"Invalid value for {k}: {v!r}")

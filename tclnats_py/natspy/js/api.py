@@ -32,7 +32,7 @@ __all__ = [
     "StorageType", "DiscardPolicy", "StoreCompression", "PersistMode", "RePublish", "SubjectTransform",
     "StreamConsumerLimits", "StreamConfig", "PeerInfo", "ClusterInfo", "StreamInfo", "StreamsListIterator",
     "AckPolicy", "DeliverPolicy", "ReplayPolicy", "ConsumerConfig", "SequenceInfo", "ConsumerInfo",
-    "ConsumerPause", "AccountLimits", "Tier", "APIStats", "AccountInfo", "RawStreamMsg", "KeyValueConfig",
+    "ConsumerPause", "ConsumerReset", "AccountLimits", "Tier", "APIStats", "AccountInfo", "RawStreamMsg", "KeyValueConfig",
     "StreamPurgeRequest", "ObjectStoreConfig", "ObjectLink", "ObjectMetaOptions", "ObjectMeta", "ObjectInfo",
 ]
 
@@ -349,10 +349,10 @@ class StreamConfig(Base):
     mirror_direct: bool | None = None
     compression: StoreCompression | None = None
     allow_msg_ttl: bool | None = None
+    allow_msg_counter: bool | None = None
     allow_msg_schedules: bool | None = None
     allow_atomic: bool | None = None
     allow_batched: bool | None = None
-    allow_msg_counter: bool | None = None
     persist_mode: PersistMode | None = None
     metadata: dict[str, str] | None = None
     consumer_limits: StreamConsumerLimits | None = None
@@ -507,6 +507,18 @@ class ConsumerPause(Base):
     paused: bool
     pause_until: str | None = None
     pause_remaining: str | None = None
+
+
+@dataclass
+class ConsumerReset(Base):
+    """The reply of a consumer reset (server 2.14+, ADR-60): the consumer's
+    info and ``reset_seq``, the stream sequence delivery goes on from."""
+    info: ConsumerInfo
+    reset_seq: int
+
+    @classmethod
+    def from_response(cls, resp: dict[str, Any]):
+        return cls(info=ConsumerInfo.from_response(resp), reset_seq=resp.get("reset_seq", 0))
 
 
 # ---------------------------------------------------------------- account

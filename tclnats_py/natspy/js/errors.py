@@ -24,7 +24,7 @@ __all__ = [
     "KeyWrongLastSequenceError", "NoKeysError", "KeyHistoryTooLargeError", "InvalidKeyError",
     "InvalidBucketNameError", "InvalidObjectNameError", "BadObjectMetaError", "LinkIsABucketError",
     "DigestMismatchError", "ObjectNotFoundError", "ObjectDeletedError", "ObjectAlreadyExists",
-    "KeyValueLimitMarkerTTLNotSupportedError", "translate", "api_error", "api",
+    "KeyValueLimitMarkerTTLNotSupportedError", "ConsumerInvalidResetError", "translate", "api_error", "api",
 ]
 
 
@@ -127,6 +127,10 @@ class NotFoundError(APIError, http=404):
 
 class BadRequestError(APIError, http=400):
     """400."""
+
+
+class ConsumerInvalidResetError(BadRequestError):
+    """A consumer reset the consumer's deliver policy does not allow (err_code 10204)."""
 
 
 class NoStreamResponseError(Error, text="nats: no response from stream"):

@@ -14,6 +14,7 @@ import datetime
 from typing import TYPE_CHECKING, Any
 
 from tclnats_py.engine.js import api as _eng
+from tclnats_py.engine.js import consumer_admin as _admin
 from tclnats_py.errors import NatsError
 from tclnats_py.natspy import errors as _core
 from tclnats_py.natspy.js import api
@@ -196,14 +197,31 @@ class JetStreamManager:
 
     async def pause_consumer(self, stream: str, consumer: str, pause_until: str,
                              timeout: float | None = None) -> api.ConsumerPause:
-        """Pause deliveries until ``pause_until`` (RFC 3339; server 2.11+)."""
+        """Pause deliveries until ``pause_until`` (RFC 3339; server 2.11+:
+        tclnats_py.ErrServerTooOld before, nothing sent)."""
         check_names(stream=stream, consumer=consumer)
-        body = {"pause_until": api.format_time(pause_until)}
-        return api.ConsumerPause.from_response(await self._api(f"CONSUMER.PAUSE.{stream}.{consumer}", body, timeout))
+        op = _admin.pause_consumer(self._jsapi(timeout), stream, consumer, api.format_time(pause_until))
+        return api.ConsumerPause.from_response(await self._run(op))
 
     async def resume_consumer(self, stream: str, consumer: str, timeout: float | None = None) -> api.ConsumerPause:
         """Resume a paused consumer now (a pause until a time long past)."""
         return await self.pause_consumer(stream, consumer, _PAUSE_ENDED, timeout)
+
+    async def reset_consumer(self, stream: str, consumer: str, seq: int | None = None,
+                             timeout: float | None = None) -> api.ConsumerReset:
+        """Clear the consumer's pending and redelivered state; delivery goes on
+        above its ack floor, or at stream sequence ``seq`` (ADR-60; server
+        2.14+: tclnats_py.ErrServerTooOld before).  ConsumerInvalidResetError
+        when its deliver policy does not allow that ``seq``."""
+        check_names(stream=stream, consumer=consumer)
+        try:
+            resp = await self._run(_admin.reset_consumer(self._jsapi(timeout), stream, consumer, seq or None))
+        except _jserr.APIError as e:
+            if e.err_code == 10204:
+                raise _jserr.ConsumerInvalidResetError(code=e.code, description=e.description,  # type: ignore[arg-type]
+                                                       err_code=e.err_code) from e
+            raise
+        return api.ConsumerReset.from_response(resp)
 
     async def consumers_info(self, stream: str, offset: int | None = None) -> list[api.ConsumerInfo]:
         check_names(stream=stream)

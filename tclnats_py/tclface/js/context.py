@@ -30,14 +30,18 @@ from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js.ack import NAK, TERM, WPI, ACK, nak_payload
 from tclnats_py.engine.js.api import (JsApi, Publish, Request, advance, api_call, check_name, filename_safe,
                                       stored_from_direct)
-from tclnats_py.engine.js.publish import ack_error_dict, parse_ack_fast, publish_headers, stalled
+from tclnats_py.engine.js.api import ns2ms as _ns2ms
+from tclnats_py.engine.js.api_level import FEATURES, require_level, too_old
+from tclnats_py.engine.js.publish import ack_error_dict, parse_ack_fast, publish_headers, stalled, ttl_from_ms
 from tclnats_py.engine.js.pull import Fetch
 from tclnats_py.tclface.commands import tcl_commands
 from tclnats_py.tclface.values import tcl_value
 from tclnats_py.tclface.js.convert import (_DELETE_MSG_OPTIONS, _FETCH_OPTIONS, _GET_OPTIONS, _KV_OPTIONS,
                                            _NAK_OPTIONS, _NAMES_OPTIONS, _OBJ_OPTIONS, _ORDERED_OPTIONS,
-                                           _PUBLISH_OPTIONS, _PURGE_OPTIONS, TclArgs, _consumer_reply,
-                                           _option_subject, _stream_reply, _timeout_option)
+                                           _PAUSE_OPTIONS, _PUBLISH_OPTIONS, _PURGE_OPTIONS, _RESET_OPTIONS, TclArgs,
+                                           _consumer_reply, _option_subject, _pause_until, _stream_reply,
+                                           _timeout_option)
+from tclnats_py.engine.js import consumer_admin as _admin
 from tclnats_py.tclface.js import direct as _direct
 from tclnats_py.tclface.js.kv import KeyValue
 from tclnats_py.tclface.js.objstore import ObjectStore
@@ -45,6 +49,12 @@ from tclnats_py.tclface.js.ordered import OrderedConsumer
 from tclnats_py.tclface.js.pull import PullRequest
 
 __all__ = ["Chain", "JsBridge", "JetStream"]
+
+
+def _pause_reply(resp: dict):
+    """CONSUMER.PAUSE's reply for Tcl: ``pause_remaining`` in ms."""
+    _ns2ms(resp, "pause_remaining")
+    return tcl_value(resp)
 
 
 class Chain:
@@ -193,6 +203,18 @@ class JetStream:
     def c_destroy(self):
         self.js.unregister(self.cmd)
 
+    def c_require_level(self, feature):
+        """"" when the server's API level (known already) is enough for
+        ``feature``, ErrServerTooOld when it is not; else the id of the
+        ``$JS.API.INFO`` request that finds out, for the Tcl layer to wait on
+        (before a publish with ``-ttl`` ...)."""
+        level = getattr(self.api, "_api_level", None)
+        if level is None:
+            return self.run(require_level(self.api, feature))
+        if level < FEATURES[feature][0]:
+            raise too_old(feature, level)
+        return ""
+
     def c_with_timeout(self, timeout):
         """A copy of this context with another API timeout: the per-call
         ``-timeout`` of nats-tcl 2.x's Nov 2022 API (destroyed after the call
@@ -211,8 +233,9 @@ class JetStream:
         return self.run(self.api.stream_update(self._stream_config(stream, args)), _stream_reply)
 
     def _stream_config(self, stream, args) -> dict:
-        opts = self.args.options(_cfg.STREAM_SPEC, args, beyond=True)
-        return _cfg.stream_config(stream, opts, unit="ms", strict=False)
+        spec = _cfg.STREAM_SPEC + _cfg.STREAM_EXTRA_SPEC
+        opts = self.args.options(spec, args, beyond=True)
+        return _cfg.stream_config(stream, opts, unit="ms", strict=False, extended=True)
 
     def c_add_stream_from_json(self, json_config):
         return self.run(self.api.stream_create_json(json_config), str)
@@ -242,7 +265,9 @@ class JetStream:
 
     # -------------------------------------------------------- consumers
     def _consumer(self, stream, action, given: dict):
-        cfg = _cfg.consumer_config(self.args.options(_cfg.CONSUMER_SPEC, (), given=given), unit="ms")
+        _pause_until(given)
+        spec = _cfg.CONSUMER_SPEC + _cfg.CONSUMER_EXTRA_SPEC
+        cfg = _cfg.consumer_config(self.args.options(spec, (), given=given), unit="ms", extended=True)
         req = self.api.consumer_create_request(stream, cfg, action, server_version=self.server_version,
                                                legacy_durable=True)
         return self.run(api_call(req), _consumer_reply)
@@ -272,6 +297,25 @@ class JetStream:
 
     def c_consumer_info(self, stream, consumer):
         return self.run(self.api.consumer_info(stream, consumer), _consumer_reply)
+
+    def c_pause_consumer(self, stream, consumer, *args):
+        """``-pause_until`` RFC 3339 or ms since the epoch (required); the
+        reply as a dict, ``pause_remaining`` in ms.  nats-server 2.11+."""
+        given = self.args.pairs(args)
+        if "pause_until" not in given:
+            raise make_error("ErrInvalidArg", "Option pause_until is required")
+        _pause_until(given)
+        o = _cfg.build(_PAUSE_OPTIONS, given)
+        return self.run(_admin.pause_consumer(self.api, stream, consumer, o["pause_until"]), _pause_reply)
+
+    def c_resume_consumer(self, stream, consumer):
+        return self.run(_admin.resume_consumer(self.api, stream, consumer), _pause_reply)
+
+    def c_reset_consumer(self, stream, consumer, *args):
+        """``?-seq n?``: the consumer's info (as consumer_info) with ``reset_seq``.
+        nats-server 2.14+."""
+        o = self.args.build(_RESET_OPTIONS, args)
+        return self.run(_admin.reset_consumer(self.api, stream, consumer, o.get("seq")), _consumer_reply)
 
     def c_consumer_names(self, stream):
         return self.run(self.api.consumer_names(stream), tuple)
@@ -401,9 +445,13 @@ class JetStream:
         given = self.args.pairs(args)
         _timeout_option(given, "timeout")
         o = _cfg.build(_PUBLISH_OPTIONS, given)
-        if "stream" in o:
-            check_name("stream", o["stream"])
-            headers = publish_headers(headers, expected_stream=o["stream"])
+        if len(o) > ("timeout" in o) + ("callback" in o):
+            if "stream" in o:
+                check_name("stream", o["stream"])
+            headers = publish_headers(headers, expected_stream=o.get("stream"),
+                                      ttl=ttl_from_ms(o["ttl"]) if "ttl" in o else None,
+                                      expected_last_subject_seq=o.get("expected_last_subject_seq"),
+                                      expected_last_subject_seq_subject=o.get("expected_last_subject_seq_subject"))
         return self.publish_request(subject, data, headers, o.get("timeout", self.timeout), o.get("callback"))
 
     # -------------------------------------------------------- acks
@@ -547,7 +595,8 @@ class JetStream:
             self.api, bucket, history=o["history"], ttl_ms=o.get("ttl"), max_value_size=o.get("max_value_size"),
             max_bucket_size=o.get("max_bucket_size"), storage=o["storage"], num_replicas=o["num_replicas"],
             description=o.get("description"), compression=o.get("compression"), metadata=o.get("metadata"),
-            mirror_name=o.get("mirror_name"), mirror_domain=o.get("mirror_domain"), **kw), self._bucket_cmd)
+            mirror_name=o.get("mirror_name"), mirror_domain=o.get("mirror_domain"),
+            limit_marker_ttl_ms=o.get("limit_marker_ttl"), **kw), self._bucket_cmd)
 
     def c_delete_kv_bucket(self, bucket):
         return self.run(_kv.delete_bucket(self.api, bucket))

@@ -21,6 +21,7 @@ from tclnats_py.engine.js import config as _cfg
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js import objstore as _obj
 from tclnats_py.engine.js.api import JsonFloat
+from tclnats_py.engine.js.consumer_admin import pause_time as _pause_time
 from tclnats_py.tclface.values import tcl_value
 
 __all__ = ["TclArgs", "MAX_TIMEOUT_MS", "make_stream_source", "make_subject_transform", "make_republish",
@@ -173,8 +174,12 @@ _PURGE_OPTIONS = (("filter", "valid_str", None), ("keep", "pos_int", None), ("se
 _NAMES_OPTIONS = (("subject", "valid_str", None),)
 _GET_OPTIONS = (("last_by_subj", "valid_str", None), ("next_by_subj", "valid_str", None), ("seq", "pos_int", None))
 _DELETE_MSG_OPTIONS = (("no_erase", "bool", True), ("seq", "pos_int", None))
-_PUBLISH_OPTIONS = (("timeout", "pos_int", None), ("callback", "valid_str", None), ("stream", "valid_str", None))
+_PUBLISH_OPTIONS = (("timeout", "pos_int", None), ("callback", "valid_str", None), ("stream", "valid_str", None),
+                    ("ttl", "str", None), ("expected_last_subject_seq", "pos_int", None),
+                    ("expected_last_subject_seq_subject", "valid_str", None))
 _NAK_OPTIONS = (("delay", "pos_int", None),)
+_PAUSE_OPTIONS = (("pause_until", "valid_str", None),)
+_RESET_OPTIONS = (("seq", "pos_int", None),)
 _FETCH_OPTIONS = (("timeout", "pos_int", None), ("batch_size", "pos_int", 1), ("expires", "pos_int", None),
                   ("callback", "valid_str", None))
 _ORDERED_OPTIONS = (("callback", "valid_str", None), ("description", "valid_str", None), ("headers_only", "bool", False),
@@ -184,8 +189,10 @@ _KV_OPTIONS = (("description", "valid_str", None), ("max_value_size", "int", Non
                ("ttl", "pos_int", None), ("max_bucket_size", "pos_int", None),
                ("storage", ("enum", "memory", "file"), "file"), ("num_replicas", "replicas", 1),
                ("compression", ("enum", "none", "s2"), None), ("mirror_name", "valid_str", None),
-               ("mirror_domain", "valid_str", None), ("metadata", "metadata", None))
+               ("mirror_domain", "valid_str", None), ("metadata", "metadata", None),
+               ("limit_marker_ttl", "pos_int", None))
 _KV_GET_OPTIONS = (("revision", "pos_int", None),)
+_KV_TTL_OPTIONS = (("ttl", "str", None),)
 _KV_WATCH_OPTIONS = (("callback", "str", ""), ("include_history", "bool", False), ("meta_only", "bool", False),
                      ("ignore_deletes", "bool", False), ("updates_only", "bool", False),
                      ("idle_heartbeat", "pos_int", None))
@@ -202,6 +209,15 @@ _ORIGIN_OPTIONS = (("stream", "valid_str", None), ("bucket", "valid_str", None),
                    ("api", "valid_str", None), ("deliver", "valid_str", None), ("domain", "valid_str", None))
 _TRANSFORM_OPTIONS = (("src", "valid_str", None), ("dest", "valid_str", None))
 _REPUBLISH_OPTIONS = (("src", "valid_str", None), ("dest", "valid_str", None), ("headers_only", "bool", False))
+
+
+def _pause_until(given: dict) -> None:
+    """``-pause_until`` as RFC 3339 text or ms since the epoch (an integer),
+    made RFC 3339 for the server."""
+    v = given.get("pause_until")
+    if v is not None:
+        i = _int_or_text(v)
+        given["pause_until"] = _pause_time(i if isinstance(i, int) else str(v))
 
 
 def _timeout_option(given: dict, name: str) -> None:

@@ -13,7 +13,8 @@ from tclnats_py.engine.js.api_level import FEATURES, server_level
 from tclnats_py.engine.js.events import InitDone, WatchEntry, WatchInfo, event_table
 from tclnats_py.tclface.commands import tcl_commands
 from tclnats_py.tclface.values import tcl_value
-from tclnats_py.tclface.js.convert import _KV_GET_OPTIONS, _KV_WATCH_OPTIONS, _int_or_text, _renamed
+from tclnats_py.engine.js.publish import ttl_from_ms
+from tclnats_py.tclface.js.convert import _KV_GET_OPTIONS, _KV_TTL_OPTIONS, _KV_WATCH_OPTIONS, _int_or_text, _renamed
 from tclnats_py.tclface.js.ordered import OrderedConsumer
 from tclnats_py.tclface.js.direct import BatchGather
 
@@ -32,12 +33,15 @@ def _entry_dict(conn, e: _kv.Entry, with_delta=False):
     """A KV entry as nats-tcl's dict (the value a string with -utf8_convert)."""
     # Entry.as_dict's keys and order, made as the flat list tcl_value would
     # make of it (its values are all scalars: str, bytes, int)
+    # (plus ``reason`` for a marker the server placed: ADR-48's limit markers)
     value = e.value.decode("utf-8", "replace") if conn.utf8 else e.value
     if with_delta:
-        return ("bucket", e.bucket, "key", e.key, "value", value, "revision", e.revision,
-                "created", e.created, "delta", e.delta, "operation", e.operation)
-    return ("bucket", e.bucket, "key", e.key, "value", value, "revision", e.revision,
-            "created", e.created, "operation", e.operation)
+        d: tuple = ("bucket", e.bucket, "key", e.key, "value", value, "revision", e.revision,
+                    "created", e.created, "delta", e.delta, "operation", e.operation)
+    else:
+        d = ("bucket", e.bucket, "key", e.key, "value", value, "revision", e.revision,
+             "created", e.created, "operation", e.operation)
+    return d if e.reason is None else d + ("reason", e.reason)
 
 
 @tcl_commands
@@ -64,14 +68,19 @@ class KeyValue:
     def c_update(self, key, value, revision):
         return self.js.run(self.b.update(key, self.conn.payload_bytes(value), _int_or_text(revision)))
 
-    def c_create(self, key, value):
-        return self.js.run(self.b.create(key, self.conn.payload_bytes(value)))
+    def _ttl(self, args):
+        """``-ttl ms`` of create and purge (ADR-48) as a Nats-TTL value, or None."""
+        ttl = self.js.args.build(_KV_TTL_OPTIONS, args).get("ttl") if args else None
+        return None if ttl is None else ttl_from_ms(ttl)
+
+    def c_create(self, key, value, *args):
+        return self.js.run(self.b.create(key, self.conn.payload_bytes(value), self._ttl(args)))
 
     def c_delete(self, key, revision=""):
         return self.js.run(self.b.delete(key, None if revision == "" else _int_or_text(revision)), lambda r: "")
 
-    def c_purge(self, key):
-        return self.js.run(self.b.purge(key), lambda r: "")
+    def c_purge(self, key, *args):
+        return self.js.run(self.b.purge(key, self._ttl(args)), lambda r: "")
 
     def c_purge_ack(self, key):
         """purge, returning the PubAck of the marker (the Aug 2023 KV API)."""
