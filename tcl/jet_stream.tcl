@@ -163,6 +163,8 @@ oo::class create ::nats::jet_stream {
     method reset_consumer {stream consumer args} { my Call reset_consumer $stream $consumer {*}$args }
     method stream_msg_get {stream args} { my Call stream_msg_get $stream {*}$args }
     method stream_direct_get {stream args} { my Call stream_direct_get $stream {*}$args }
+    method counter_add {stream subject delta} { my Call counter_add $stream $subject $delta }
+    method counter_get {stream subject} { my Call counter_get $stream $subject }
     method stream_msg_delete {stream args} { my Call stream_msg_delete $stream {*}$args }
     method account_info {} { my Call account_info }
 
@@ -325,6 +327,12 @@ oo::class create ::nats::key_value {
     }
     method get {key args} { ${ConnNs}::my WaitRequest [::tclnats::r [$Kv get $key {*}$args]] }
     method get_value {key args} { dict get [my get $key {*}$args] value }
+    method get_many {keys} {
+        if {![llength $keys]} {
+            return {}
+        }
+        my Call get_many $keys
+    }
     method put {key value} { ${ConnNs}::my WaitRequest [::tclnats::r [$Kv put $key $value]] }
     method create {key value args} { my Call create $key $value {*}$args }
     method update {key value revision} { my Call update $key $value $revision }

@@ -50,12 +50,14 @@ from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig  # noqa
 from tclnats_py.aio.jetstream.message import JsMsg, MsgMetadata, SequencePair  # noqa: F401
 from tclnats_py.aio.jetstream.context import JetStream  # noqa: F401
 from tclnats_py.aio.jetstream.stream import Stream  # noqa: F401
+from tclnats_py.aio.jetstream.counter import Counter  # noqa: F401
+from tclnats_py.aio.jetstream.direct import DirectGet  # noqa: F401
 from tclnats_py.aio.jetstream.consumer import Consumer  # noqa: F401
 from tclnats_py.aio.jetstream.pull import ConsumeContext, MessagesContext  # noqa: F401
 from tclnats_py.aio.jetstream.ordered import OrderedConsumer  # noqa: F401
 from tclnats_py.aio.jetstream.push import PushSubscription  # noqa: F401
 
-__all__ = ["new", "JetStream", "Stream", "Consumer", "JsMsg", "MsgMetadata", "SequencePair", "StoredMsg", "Info",
+__all__ = ["new", "JetStream", "Stream", "Counter", "DirectGet", "Consumer", "JsMsg", "MsgMetadata", "SequencePair", "StoredMsg", "Info",
            "Reply", "StreamInfo", "StreamState", "ClusterInfo", "PeerInfo", "StreamSourceInfo", "ConsumerInfo",
            "SequenceInfo", "PubAck", "ConsumerPauseResponse", "ConsumerResetResponse",
            "AccountInfo", "StreamConfig", "ConsumerConfig", "ConsumeContext", "MessagesContext", "OrderedConsumer",

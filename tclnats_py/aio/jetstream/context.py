@@ -13,6 +13,7 @@ from tclnats_py.engine.headers import Headers
 from tclnats_py.engine.validate import _to_bytes, check_int, check_timeout
 from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js.api import Batch, JsApi, Publish, Request, advance, api_call
+from tclnats_py.engine.js import counter as _counter
 from tclnats_py.engine.js.api_level import require_level
 from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast, publish_headers
 from tclnats_py.aio.jetstream.info import (AccountInfo, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse,
@@ -21,6 +22,7 @@ from tclnats_py.engine.js import consumer_admin as _admin
 from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig, _merge
 from tclnats_py.aio.jetstream.publish import _AsyncPub, _check_publish
 from tclnats_py.aio.jetstream.stream import Stream
+from tclnats_py.aio.jetstream.counter import Counter
 from tclnats_py.aio.jetstream.consumer import Consumer
 from tclnats_py.aio.jetstream.ordered import OrderedConsumer
 from tclnats_py.aio.jetstream.message import JsMsg
@@ -164,6 +166,12 @@ class JetStream:
         """The :class:`Stream` ``name`` (its info fetched now); ErrStreamNotFound."""
         info = await self.stream_info(name)
         return Stream(self, name, info)
+
+    async def counter(self, stream: str) -> "Counter":
+        """The :class:`Counter` of ``stream`` (ADR-49; the stream needs
+        ``allow_msg_counter``); ErrStreamNotFound, ErrServerTooOld."""
+        await self._run(require_level(self.jsapi, _counter.FEATURE))
+        return Counter(self, stream, await self.stream_info(stream))
 
     async def stream_info(self, name: str, subjects_filter: str | None = None,
                           deleted_details: bool | None = None) -> StreamInfo:

@@ -230,7 +230,7 @@ class ConsumerResetResponse(ConsumerInfo):
 
 
 class PubAck(Reply):
-    """A publish acknowledgement: stream, seq, duplicate, domain.  (One per
+    """A publish acknowledgement: stream, seq, duplicate, domain, val.  (One per
     JetStream publish: made as cheaply as the dict it is; the attributes
     read the dict when asked.)"""
     __slots__ = ()
@@ -251,6 +251,12 @@ class PubAck(Reply):
     @property
     def domain(self) -> str | None:
         return self.get("domain")
+
+    @property
+    def val(self) -> str | None:
+        """A counter's new value (ADR-49), the server's decimal text; None
+        for a stream without counters."""
+        return self.get("val")
 
 
 class AccountInfo(Reply):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import TYPE_CHECKING, Any
+
+from tclnats_py.engine.js.direct import DirectBatch
+from tclnats_py.aio.jetstream.direct import DirectGet
 
 if TYPE_CHECKING:  # names used in annotations only
     import datetime
@@ -109,6 +113,25 @@ class Stream:
     async def get_last_msg_for_subject(self, subject: str) -> StoredMsg:
         """The last message stored on ``subject``; ErrMsgNotFound."""
         return await self.get_msg(last_by_subj=subject)
+
+    def get_batch(self, max_msgs: int, seq: int | None = None, subject: str | None = None,
+                  start_time: datetime.datetime | str | None = None, max_bytes: int | None = None) -> DirectGet:
+        """Up to ``max_msgs`` messages from ``seq`` (default 1) or
+        ``start_time``, on ``subject`` (wildcards allowed) when given, at most
+        ``max_bytes`` in all: ``async for m in stream.get_batch(100, seq=7)``
+        (ADR-31; the stream needs ``allow_direct``, nats-server 2.11)."""
+        return DirectGet(self.js, DirectBatch(self.name, batch=max_msgs, seq=seq, next_by_subj=subject,
+                                              start_time=start_time, max_bytes=max_bytes))
+
+    def get_last_msgs_for(self, subjects: list[str] | str, up_to_seq: int | None = None,
+                          up_to_time: datetime.datetime | str | None = None,
+                          batch: int | None = None) -> DirectGet:
+        """The last message of each subject matching ``subjects`` (wildcards
+        allowed), as the stream stood at ``up_to_seq`` or ``up_to_time``
+        when given, at most ``batch`` of them: an async iterator in stream
+        order (ADR-31 multi_last; ``allow_direct``, nats-server 2.11)."""
+        return DirectGet(self.js, DirectBatch(self.name, multi_last=subjects, up_to_seq=up_to_seq,
+                                              up_to_time=up_to_time, batch=batch))
 
     async def delete_msg(self, seq: int, erase: bool = False) -> bool:
         """Delete message ``seq`` (``erase``: overwrite it too); True."""

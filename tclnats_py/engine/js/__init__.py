@@ -20,6 +20,8 @@ Modules
 ``push``      :class:`~push.PushState`: a push consumer's deliveries
 ``events``    the events the state machines answer with, and
               :func:`~events.event_table`, a face's dispatch of them
+``counter``   counters (ADR-49): add, get, get_many of a stream's counters
+``direct``    :class:`~direct.DirectBatch`: batch and multi-last direct gets (ADR-31)
 ``kv``        Key-Value (ADR-8): buckets, entries, operations, watcher
 ``objstore``  Object Store (ADR-20): chunking, digests, infos, watcher
 

@@ -25,8 +25,12 @@ from tclnats_py.engine.js.config import STREAM_DURATIONS, check_replicas, make_s
 from tclnats_py.engine.js.meta import parse_metadata
 from tclnats_py.engine.js.events import INIT_DONE, InitDone, WatchEntry
 from tclnats_py.engine.js.api import Request
+from tclnats_py.engine.js.direct import DirectBatch
 from tclnats_py.engine.js.publish import MSG_TTL, parse_ack_fast, publish_headers
 from tclnats_py.engine.js.api_level import require_level
+
+#: subjects in one multi-last direct get of :meth:`Bucket.get_many_batches`
+MULTI_LAST_MAX = 1000
 
 __all__ = [
     "KV_OPERATION", "PUT", "DEL", "PURGE", "check_bucket", "check_key", "check_key_pattern", "stream_name",
@@ -392,6 +396,24 @@ class Bucket:
         except NatsError as e:
             raise self.get_error(key, e) from None
         return self._live(self._stored_entry(key, self.read_subject(key), revision, msg))
+
+    def get_many_batches(self, keys) -> list:
+        """The multi-last direct gets (ADR-31) that read the latest entries of
+        ``keys`` (literal keys), at most :data:`MULTI_LAST_MAX` subjects
+        each (the server answers "Too Many Results" past about a thousand);
+        [] when the bucket has no direct gets (read them one by one then).
+        A face checks the API level on the first (``direct.check``)."""
+        keys = [check_key(k) for k in keys]
+        if not self.use_direct:
+            return []
+        return [DirectBatch(self.stream, multi_last=[self.read_subject(k) for k in keys[i:i + MULTI_LAST_MAX]])
+                for i in range(0, len(keys), MULTI_LAST_MAX)]
+
+    def entry_of_stored(self, msg) -> "Entry":
+        """The entry of a message read from the bucket's stream (a
+        :class:`~.api.StoredMsg` of a direct get), deletes included."""
+        key = msg.subject[len(self.read_prefix) + 1:]
+        return Entry(self.bucket, key, msg.data, msg.seq, iso_to_ms(msg.time), operation_of(msg.headers))
 
     # -------------------------------------------------------- writes
     def put_request(self, key: str, value, headers=None) -> Request:

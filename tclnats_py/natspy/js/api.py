@@ -48,6 +48,7 @@ class Header(str, Enum):
     EXPECTED_LAST_SEQUENCE = _pub.EXPECTED_LAST_SEQ
     EXPECTED_LAST_SUBJECT_SEQUENCE = _pub.EXPECTED_LAST_SUBJECT_SEQ
     EXPECTED_STREAM = _pub.EXPECTED_STREAM
+    INCR = "Nats-Incr"
     LAST_CONSUMER = "Nats-Last-Consumer"
     LAST_STREAM = "Nats-Last-Stream"
     MSG_ID = "Nats-Msg-Id"
@@ -231,6 +232,7 @@ class PubAck(Base):
     seq: int
     domain: str | None = None
     duplicate: bool | None = None
+    val: str | None = None  # a counter's new value (ADR-49), the server's decimal text
 
 
 @dataclass

@@ -22,6 +22,8 @@ from tclnats_py.engine.connection import Msg
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.options import to_bool
 from tclnats_py.engine.js import config as _cfg
+from tclnats_py.engine.js import counter as _counter
+from tclnats_py.engine.js.direct import check as check_direct
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js import objstore as _obj
 from tclnats_py.engine.js import ordered as _ordered
@@ -40,6 +42,7 @@ from tclnats_py.tclface.js.convert import (_DELETE_MSG_OPTIONS, _FETCH_OPTIONS, 
                                            _consumer_reply, _option_subject, _pause_until, _stream_reply,
                                            _timeout_option)
 from tclnats_py.engine.js import consumer_admin as _admin
+from tclnats_py.tclface.js import direct as _direct
 from tclnats_py.tclface.js.kv import KeyValue
 from tclnats_py.tclface.js.objstore import ObjectStore
 from tclnats_py.tclface.js.ordered import OrderedConsumer
@@ -84,6 +87,12 @@ class JsBridge:
             self.tk.deletecommand(cmd_name)
         except TclError:
             pass
+
+
+def _counter_tcl(value: int):
+    """A counter's value for Tcl: an int, or its decimal text past 64 bits
+    (a bignum to ``expr`` either way)."""
+    return value if -(1 << 63) <= value < (1 << 63) else str(value)
 
 
 @tcl_commands
@@ -322,12 +331,46 @@ class JetStream:
         return self.run(_option_subject(self.api.msg_get(stream, **o)), self._stored_msg)
 
     def c_stream_direct_get(self, stream, *args):
+        given = self.args.pairs(args)
+        if "batch" in given or "multi_last" in given:
+            return self._direct_batch(stream, given)
         o = self.args.build(_GET_OPTIONS, args)
 
         def op():
             reply = yield self.api.direct_get_request(stream, **o)
             return stored_from_direct(reply, stream), reply.sid  # nats-tcl shows the reply's sub_id
         return self.run(_option_subject(op()), lambda r: self._stored_msg(*r))
+
+    def _direct_batch(self, stream, given: dict) -> int:
+        """``-batch n`` / ``-multi_last {subjects}``: the list of the messages
+        (ADR-31), after the server's API level is checked."""
+        opts = self.args.options(_direct.BATCH_OPTIONS + _GET_OPTIONS, (), given=given)
+        try:
+            get = _direct.direct_batch(stream, _cfg.build(_direct.BATCH_OPTIONS + _GET_OPTIONS, opts, unit="ms"))
+        except NatsError as e:
+            if e.code != "ErrBadSubject":
+                raise
+            raise make_error("ErrInvalidArg", str(e)) from None  # (nats-tcl's code for a bad option value)
+        gather = _direct.BatchGather(get, self._stored_msg)
+
+        def start(level):
+            if self.trace:
+                self._log("debug", f">>> {get.subject(self.api)} {get.body.decode()}")
+            return Chain(self.conn.start_request(get.subject(self.api), get.body, self.timeout, gather.finish,
+                                                 max_msgs=gather.max_msgs, gather=gather))
+        return self.run(_option_subject(check_direct(self.api, get)), start)
+
+    # -------------------------------------------------------- counters (ADR-49)
+    def c_counter_add(self, stream, subject, delta):
+        """``$js counter_add stream subject delta``: the counter's new value
+        (``stream`` names the counter's stream, as in counter_get; the
+        publish goes to ``subject``)."""
+        check_name("stream", stream)
+        return self.run(_counter.add(self.api, subject, delta), _counter_tcl)
+
+    def c_counter_get(self, stream, subject):
+        """``$js counter_get stream subject``: the counter's value; ErrMsgNotFound."""
+        return self.run(_counter.get(self.api, stream, subject), _counter_tcl)
 
     def c_stream_msg_delete(self, stream, *args):
         o = self.args.build(_DELETE_MSG_OPTIONS, args)

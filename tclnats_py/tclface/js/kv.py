@@ -8,17 +8,25 @@ from tclnats_py.engine.connection import Msg
 from tclnats_py.engine.js import config as _cfg
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js import ordered as _ordered
+from tclnats_py.errors import NatsError
+from tclnats_py.engine.js.api_level import FEATURES, server_level
 from tclnats_py.engine.js.events import InitDone, WatchEntry, WatchInfo, event_table
 from tclnats_py.tclface.commands import tcl_commands
 from tclnats_py.tclface.values import tcl_value
 from tclnats_py.engine.js.publish import ttl_from_ms
 from tclnats_py.tclface.js.convert import _KV_GET_OPTIONS, _KV_TTL_OPTIONS, _KV_WATCH_OPTIONS, _int_or_text, _renamed
 from tclnats_py.tclface.js.ordered import OrderedConsumer
+from tclnats_py.tclface.js.direct import BatchGather
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.tclface.js.context import JetStream
 
 __all__ = ["KeyValue", "Watcher"]
+
+
+def _flat(d: dict) -> tuple:
+    """A Tcl dict of already converted values."""
+    return tuple(x for kv in d.items() for x in kv)
 
 
 def _entry_dict(conn, e: _kv.Entry, with_delta=False):
@@ -91,6 +99,48 @@ class KeyValue:
                 raise b.get_error(key, error) from None
             return b.get_result(key, revision, msg)
         return self.js.run_request(req, result, post)
+
+    def c_get_many(self, keys):
+        """``$kv get_many keys``: a dict key -> entry of the keys that have a
+        value.  Multi-last direct gets (ADR-31, one request per thousand
+        keys) on nats-server 2.11 or newer when the bucket allows direct
+        gets, else one get per key."""
+        keys = [str(k) for k in self.tk.splitlist(keys)]
+        batches = self.b.get_many_batches(keys)
+        out: dict = {}
+
+        def gets():
+            for k in keys:
+                try:
+                    e = yield from self.b.get(k)
+                except NatsError as err:
+                    if err.code != "ErrKeyNotFound":
+                        raise
+                else:
+                    out[k] = _entry_dict(self.conn, e)
+            return _flat(out)
+
+        def start(level):
+            if not batches or level < FEATURES["direct_get_multi_last"][0]:
+                return self.js._advance(gets(), lambda r: r, None, None)
+            return self._next_batch(batches, out)
+        return self.js.run(server_level(self.js.api), start)
+
+    def _next_batch(self, batches: list, out: dict):
+        """Chain the gathering request of the first of ``batches``; the
+        result, once the last has ended, is ``out`` with their entries."""
+        from tclnats_py.tclface.js.context import Chain  # (context imports this module)
+        get = batches.pop(0)
+        gather = BatchGather(get, lambda m, sid: m)
+
+        def finish(outcome, req):
+            for m in gather.finish(outcome, req):
+                e = self.b.entry_of_stored(m)
+                if e.operation == _kv.PUT:
+                    out[e.key] = _entry_dict(self.conn, e)
+            return self._next_batch(batches, out) if batches else _flat(out)
+        return Chain(self.conn.start_request(get.subject(self.js.api), get.body, self.js.timeout, finish,
+                                             max_msgs=gather.max_msgs, gather=gather))
 
     def c_bucket(self):
         return self.b.bucket
