@@ -29,6 +29,7 @@ from tclnats_py.engine.js.ack import NAK, TERM, WPI, ACK, nak_payload
 from tclnats_py.engine.js.api import (JsApi, Publish, Request, advance, api_call, check_name, filename_safe,
                                       stored_from_direct)
 from tclnats_py.engine.js.publish import ack_error_dict, parse_ack_fast, publish_headers, stalled
+from tclnats_py.engine.js.priority import PRIORITY_SPEC, PullGroup
 from tclnats_py.engine.js.pull import Fetch
 from tclnats_py.tclface.commands import tcl_commands
 from tclnats_py.tclface.values import tcl_value
@@ -98,6 +99,9 @@ class JetStream:
         self.prefix = self.api.prefix
         self.cmd = f"::tclnats::js{next(js.ids)}"
         self.pulls: dict = {}  # rid -> PullRequest of asynchronous fetches
+        # (stream, consumer) -> {group: pin id}: the pins this context's fetches
+        # were given (priority groups, ADR-42), sent with its later fetches
+        self.pins: dict = {}
         # asynchronous publishes (-callback) waiting for their ack: at most
         # max_pending; while that many are out, ${ns}::AsyncFull is 1 and the
         # Tcl layer waits up to stall_ms for one (-publish_async_*)
@@ -233,7 +237,7 @@ class JetStream:
 
     # -------------------------------------------------------- consumers
     def _consumer(self, stream, action, given: dict):
-        cfg = _cfg.consumer_config(self.args.options(_cfg.CONSUMER_SPEC, (), given=given), unit="ms")
+        cfg = _cfg.consumer_config(self.args.options(_cfg.CONSUMER_SPEC + PRIORITY_SPEC, (), given=given), unit="ms")
         req = self.api.consumer_create_request(stream, cfg, action, server_version=self.server_version,
                                                legacy_durable=True)
         return self.run(api_call(req), _consumer_reply)
@@ -395,7 +399,7 @@ class JetStream:
         o = _cfg.build(_FETCH_OPTIONS, given)
         subject = self.api.next_subject(check_name("stream", stream), check_name("consumer", consumer))
         fetch = Fetch(o["batch_size"], timeout_ms=o.get("timeout"), expires_ms=o.get("expires"),
-                      js_timeout_ms=self.timeout)
+                      js_timeout_ms=self.timeout, group=self._pull_group(stream, consumer, o))
         if self.trace:
             self._log("debug", f">>> {subject} {fetch.body.decode()}")
         pull = PullRequest(self.conn, fetch, o.get("callback"), self.fetch_closed_returns)
@@ -406,6 +410,21 @@ class JetStream:
         if pull.callback is not None and not pull.done:
             self.pulls[rid] = pull
         return rid
+
+    def _pull_group(self, stream, consumer, o):
+        """The fetch's priority group (ADR-42), or None.  A stale pin ends the
+        fetch by its 423 status (the request's inbox takes ``-batch_size``
+        messages only), and the next fetch goes unpinned."""
+        if "group" not in o:
+            if any(k in o for k in ("min_pending", "min_ack_pending", "priority")):
+                raise make_error("ErrInvalidArg", "-min_pending, -min_ack_pending and -priority need -group")
+            return None
+        return PullGroup(o["group"], min_pending=o.get("min_pending"), min_ack_pending=o.get("min_ack_pending"),
+                         priority=o.get("priority"), pins=self.pins.setdefault((stream, consumer), {}))
+
+    def c_unpin_consumer(self, stream, consumer, group):
+        """Take the pin of ``group`` from its client (ADR-42)."""
+        return self.run(self.api.consumer_unpin(stream, consumer, group))
 
     def c_fetch_closed_returns(self):
         """From now on a sync fetch ended by disconnect returns what it got
