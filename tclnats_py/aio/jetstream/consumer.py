@@ -9,7 +9,7 @@ import asyncio
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.validate import check_int, check_timeout
 from tclnats_py.engine.js.events import Pull
-from tclnats_py.engine.js.priority import PullGroup
+from tclnats_py.engine.js.priority import PullGroup, consumer_unpin
 from tclnats_py.engine.js.pull import Consume, Fetch
 from tclnats_py.aio.jetstream.message import JsMsg
 from tclnats_py.aio.jetstream.pull import ConsumeContext, MessagesContext
@@ -57,7 +57,7 @@ class Consumer:
     async def unpin(self, group: str) -> bool:
         """Take the pin of ``group`` from the client that holds it (ADR-42); the
         server pins one of the waiting pulls next.  True."""
-        return await self.js._run(self.js.jsapi.consumer_unpin(self.stream, self.name, group))
+        return await self.js._run(consumer_unpin(self.js.jsapi, self.stream, self.name, group))
 
     def __repr__(self):
         return f"<Consumer {self.stream}/{self.name}>"

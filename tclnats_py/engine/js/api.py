@@ -25,7 +25,6 @@ from typing import Any, Generator, TypeVar
 
 from tclnats_py.errors import NatsError, error_class, make_error
 from tclnats_py.engine.subjects import valid_subject, valid_token, valid_wildcard_subject
-from tclnats_py.engine.js.priority import unpin_body
 
 __all__ = [
     "DEFAULT_API_PREFIX", "api_prefix", "JsApi", "Request", "Publish", "Batch", "advance", "run_sync",
@@ -645,15 +644,6 @@ class JsApi:
     def consumer_list(self, stream: str) -> Op[list]:
         check_name("stream", stream)
         return (yield from self._paged(f"CONSUMER.LIST.{stream}", "consumers", {}))
-
-    def consumer_unpin(self, stream: str, consumer: str, group: str) -> Op[bool]:
-        """Take the pin of ``group`` from its pinned client (ADR-42); the server
-        pins another waiting pull.  True."""
-        check_name("stream", stream)
-        check_name("consumer", consumer)
-        body = unpin_body(group)
-        yield from self.call(f"CONSUMER.UNPIN.{stream}.{consumer}", body)
-        return True
 
     def next_subject(self, stream: str, consumer: str) -> str:
         """Where pull requests go (ADR-13)."""

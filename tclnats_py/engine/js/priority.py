@@ -19,7 +19,10 @@ pull requests naming one of its groups; without it the server answers 400
 
 A pinned client that stops pulling for ``priority_timeout`` (``pinned_ttl`` in
 the faces) loses the pin to a standby pull; ``$JS.API.CONSUMER.UNPIN`` takes it
-away at once.  :class:`PullGroup` holds one pull's group fields; the pins live
+away at once (:func:`consumer_unpin`).  A server before 2.11 (2.12 for
+``prioritized``) does not know these fields and would make a plain consumer:
+:func:`consumer_create` refuses such a config there with ErrServerTooOld
+(ADR-44 API levels).  :class:`PullGroup` holds one pull's group fields; the pins live
 in a plain dict group -> pin id that a face keeps per consumer and hands to
 every PullGroup of that consumer, so later pulls carry the pin earlier ones got.
 """
@@ -30,9 +33,11 @@ import json
 import re
 
 from tclnats_py.errors import make_error
+from tclnats_py.engine.js.api import JsApi, Op, Request, api_call, check_name
+from tclnats_py.engine.js.api_level import require_level
 
 __all__ = ["PIN_ID", "POLICIES", "PRIORITY_SPEC", "WIRE_NAMES", "PullGroup", "check_group", "to_wire",
-           "from_wire", "unpin_body"]
+           "from_wire", "unpin_body", "consumer_unpin", "consumer_create"]
 
 #: the header that gives the pinned client its pin
 PIN_ID = "Nats-Pin-Id"
@@ -145,3 +150,30 @@ class PullGroup:
 def unpin_body(group: str) -> bytes:
     """The payload of ``$JS.API.CONSUMER.UNPIN.<stream>.<consumer>``."""
     return json.dumps({"group": check_group(group)}, separators=(",", ":")).encode()
+
+
+def _feature(policy) -> str | None:
+    if not policy or policy == "none":
+        return None
+    return "priority_prioritized" if policy == "prioritized" else f"priority_{policy.split('_')[0]}"
+
+
+def consumer_create(api: JsApi, req: Request, config: dict) -> Op[dict]:
+    """Operation: the CONSUMER.CREATE request ``req`` of ``config`` (wire
+    names), after checking that the server has the priority policy it asks
+    for (ErrServerTooOld); the reply."""
+    feature = _feature(config.get("priority_policy"))
+    if feature is not None:
+        yield from require_level(api, feature)
+    return (yield from api_call(req))
+
+
+def consumer_unpin(api: JsApi, stream: str, consumer: str, group: str) -> Op[bool]:
+    """Operation: take the pin of ``group`` from its pinned client; the server
+    pins another waiting pull.  True."""
+    check_name("stream", stream)
+    check_name("consumer", consumer)
+    body = unpin_body(group)
+    yield from require_level(api, "priority_pinned")
+    yield from api.call(f"CONSUMER.UNPIN.{stream}.{consumer}", body)
+    return True

@@ -26,10 +26,10 @@ from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js import objstore as _obj
 from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js.ack import NAK, TERM, WPI, ACK, nak_payload
-from tclnats_py.engine.js.api import (JsApi, Publish, Request, advance, api_call, check_name, filename_safe,
+from tclnats_py.engine.js.api import (JsApi, Publish, Request, advance, check_name, filename_safe,
                                       stored_from_direct)
 from tclnats_py.engine.js.publish import ack_error_dict, parse_ack_fast, publish_headers, stalled
-from tclnats_py.engine.js.priority import PRIORITY_SPEC, PullGroup
+from tclnats_py.engine.js.priority import PRIORITY_SPEC, PullGroup, consumer_create, consumer_unpin
 from tclnats_py.engine.js.pull import Fetch
 from tclnats_py.tclface.commands import tcl_commands
 from tclnats_py.tclface.values import tcl_value
@@ -237,10 +237,11 @@ class JetStream:
 
     # -------------------------------------------------------- consumers
     def _consumer(self, stream, action, given: dict):
-        cfg = _cfg.consumer_config(self.args.options(_cfg.CONSUMER_SPEC + PRIORITY_SPEC, (), given=given), unit="ms")
+        opts = self.args.options(_cfg.CONSUMER_SPEC + PRIORITY_SPEC, (), given=given)
+        cfg = _cfg.consumer_config(opts, unit="ms")
         req = self.api.consumer_create_request(stream, cfg, action, server_version=self.server_version,
                                                legacy_durable=True)
-        return self.run(api_call(req), _consumer_reply)
+        return self.run(consumer_create(self.api, req, cfg), _consumer_reply)
 
     def c_add_consumer(self, stream, *args):
         return self._consumer(stream, "create", self.args.pairs(args))
@@ -424,7 +425,7 @@ class JetStream:
 
     def c_unpin_consumer(self, stream, consumer, group):
         """Take the pin of ``group`` from its client (ADR-42)."""
-        return self.run(self.api.consumer_unpin(stream, consumer, group))
+        return self.run(consumer_unpin(self.api, stream, consumer, group))
 
     def c_fetch_closed_returns(self):
         """From now on a sync fetch ended by disconnect returns what it got

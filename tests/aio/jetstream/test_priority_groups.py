@@ -195,3 +195,20 @@ def test_prioritized(js_server):
         assert await low == []
         await c.close()
     run(go())
+
+
+def test_old_server_is_too_old(old_js_server):
+    """nats-server 2.10 knows no priority groups (it would drop the fields and
+    make a plain consumer): refused before anything is created."""
+    async def go():
+        c, js = await connect(old_js_server)
+        s = await stream(js, "PRIO_OLD")
+        for policy, version in (("pinned_client", "2.11"), ("overflow", "2.11"), ("prioritized", "2.12")):
+            with pytest.raises(tclnats_py.ErrServerTooOld, match=f"needs nats-server {version} or newer"):
+                await s.create_consumer(durable_name="P", priority_policy=policy, priority_groups=["jobs"])
+        assert await js.consumer_names("PRIO_OLD") == []
+        cons = await s.create_consumer(durable_name="P")  # no priority policy: no level needed
+        with pytest.raises(tclnats_py.ErrServerTooOld):
+            await cons.unpin("jobs")
+        await c.close()
+    run(go())
