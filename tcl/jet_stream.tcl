@@ -156,6 +156,7 @@ oo::class create ::nats::jet_stream {
         my Call add_consumer_from_json $stream $consumer $jsonConfig
     }
     method delete_consumer {stream consumer} { my Call delete_consumer $stream $consumer }
+    method unpin_consumer {stream consumer group} { my Call unpin_consumer $stream $consumer $group }
     method consumer_info {stream consumer} { my Call consumer_info $stream $consumer }
     method consumer_names {stream} { my Call consumer_names $stream }
     method pause_consumer {stream consumer args} { my Call pause_consumer $stream $consumer {*}$args }

@@ -165,9 +165,9 @@ def test_new_config_fields_round_trip(js_server):
                                                  allow_batched=True))
         assert s2.config.allow_atomic is True and s2.config.allow_batched is True
         cons = await js.create_consumer("NEWF2", durable_name="P", priority_groups=["jobs"],
-                                        priority_policy="pinned_client", priority_timeout=30)
+                                        priority_policy="pinned_client", pinned_ttl=30)
         assert cons.config.priority_groups == ["jobs"] and cons.config.priority_policy == "pinned_client"
-        assert cons.config.priority_timeout == 30 and cons.info["config"]["priority_timeout"] == 30_000_000_000
+        assert cons.config.pinned_ttl == 30 and cons.info["config"]["priority_timeout"] == 30_000_000_000
         await c.close()
     run(go())
 

@@ -66,7 +66,7 @@ def test_new_stream_and_consumer_fields():
     with pytest.raises(NatsError, match="allowed values: default async"):
         cfg.stream_config("S", {"persist_mode": "sync"}, extended=True)
     c = cfg.consumer_config({"durable_name": "C", "pause_until": "2030-01-01T00:00:00Z", "priority_groups": ["g"],
-                             "priority_policy": "pinned_client", "priority_timeout": 1500}, extended=True)
+                             "priority_policy": "pinned_client", "pinned_ttl": 1500}, extended=True)
     assert c["priority_groups"] == ["g"] and c["priority_timeout"] == 1_500_000_000
     with pytest.raises(NatsError, match="allowed values: none overflow pinned_client prioritized"):
         cfg.consumer_config({"priority_policy": "first"}, extended=True)

@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # (typing.Self from 3.11; only type checkers read it)
 
 from tclnats_py.errors import make_error
 from tclnats_py.engine.js import config as _cfg
+from tclnats_py.engine.js.priority import PRIORITY_SPEC, from_wire, to_wire
 
 
 class _ApiConfig:
@@ -142,15 +143,20 @@ class ConsumerConfig(_ApiConfig):
     max_expires: float | None = None
     max_bytes: int | None = None
     pause_until: str | datetime.datetime | None = None  # RFC 3339 (or a datetime); 2.11
-    priority_groups: list[str] | None = None        # 2.11, ADR-42
-    priority_policy: str | None = None              # none, overflow, pinned_client, prioritized
-    priority_timeout: float | None = None           # seconds: the pinned client's TTL (nats.go's PinnedTTL)
+    # priority groups (ADR-42): overflow, pinned_client or prioritized
+    priority_policy: str | None = None
+    priority_groups: list[str] | None = None
+    pinned_ttl: float | None = None        # seconds (the wire's priority_timeout)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    _spec = _cfg.CONSUMER_SPEC + _cfg.CONSUMER_EXTRA_SPEC
+    _spec = _cfg.CONSUMER_SPEC + _cfg.CONSUMER_EXTRA_SPEC + PRIORITY_SPEC
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any]) -> Self:
+        return super().from_api(from_wire(data or {}))
 
     def to_api(self, *, defaults: bool = True) -> dict[str, Any]:
-        out = super().to_api(defaults=defaults)
+        out = to_wire(super().to_api(defaults=defaults))
         if self.deliver_policy is None:
             # a start position implies its policy (the table's default is "all")
             if self.opt_start_seq is not None:
@@ -237,9 +243,9 @@ class ConsumerFields(TypedDict, total=False):
     max_expires: float | None
     max_bytes: int | None
     pause_until: str | datetime.datetime | None
-    priority_groups: list[str] | None
     priority_policy: str | None
-    priority_timeout: float | None
+    priority_groups: list[str] | None
+    pinned_ttl: float | None
 
 
 class KeyValueFields(TypedDict, total=False):

@@ -8,6 +8,8 @@ import asyncio
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.validate import check_int, check_timeout
+from tclnats_py.engine.js.events import Pull
+from tclnats_py.engine.js.priority import PullGroup, consumer_unpin
 from tclnats_py.engine.js.pull import Consume, Fetch
 from tclnats_py.aio.jetstream.message import JsMsg
 from tclnats_py.aio.jetstream.pull import ConsumeContext, MessagesContext
@@ -26,13 +28,36 @@ DEFAULT_FETCH_WAIT = 30.0
 
 class Consumer:
     """A pull consumer: ``fetch`` batches, ``consume`` continuously, or iterate
-    ``messages()``.  ``info`` is the last ConsumerInfo fetched."""
+    ``messages()``.  ``info`` is the last ConsumerInfo fetched.
+
+    Priority groups (ADR-42): a consumer with ``priority_groups`` serves pulls
+    that name a ``group``; each of the pulling methods takes it, with
+    ``min_pending``/``min_ack_pending`` (overflow policy) and ``priority``
+    (prioritized policy, 0-9).  Under the pinned_client policy this object
+    keeps the pin the server gives it (:attr:`pins`, group -> id) and sends
+    it with its later pulls; a pull whose pin went stale forgets it and pulls
+    again unpinned, standing by.  :meth:`unpin` takes a group's pin away."""
 
     def __init__(self, js: JetStream, stream: str, name: str, info: ConsumerInfo):
         self.js = js
         self.stream = stream
         self.name = name
         self.info = info
+        self.pins: dict[str, str] = {}
+
+    def _group(self, group: str | None, min_pending: int | None, min_ack_pending: int | None,
+               priority: int | None) -> PullGroup | None:
+        if group is None:
+            if min_pending is not None or min_ack_pending is not None or priority is not None:
+                raise make_error("ErrInvalidArg", "min_pending, min_ack_pending and priority need a group")
+            return None
+        return PullGroup(group, min_pending=min_pending, min_ack_pending=min_ack_pending, priority=priority,
+                         pins=self.pins)
+
+    async def unpin(self, group: str) -> bool:
+        """Take the pin of ``group`` from the client that holds it (ADR-42); the
+        server pins one of the waiting pulls next.  True."""
+        return await self.js._run(consumer_unpin(self.js.jsapi, self.stream, self.name, group))
 
     def __repr__(self):
         return f"<Consumer {self.stream}/{self.name}>"
@@ -56,7 +81,8 @@ class Consumer:
 
     async def fetch(self, batch: int = 1, max_wait: float | None = None, *, expires: float | None = None,
                     max_bytes: int | None = None, heartbeat: float | None = None,
-                    no_wait: bool | None = None) -> list[JsMsg]:
+                    no_wait: bool | None = None, group: str | None = None, min_pending: int | None = None,
+                    min_ack_pending: int | None = None, priority: int | None = None) -> list[JsMsg]:
         """Up to ``batch`` messages (or ``max_bytes``) in one pull request,
         as nats.go jetstream's ``Fetch``: it waits up to ``max_wait`` seconds
         (default :data:`DEFAULT_FETCH_WAIT`, 30 s) for the batch to fill and
@@ -70,7 +96,7 @@ class Consumer:
         Errors: ErrTimeout only when the server did not answer at all (after
         checking that the consumer exists: else ErrConsumerNotFound /
         ErrStreamNotFound); ErrConsumerDeleted etc. when the pull ended with
-        that and brought nothing.
+        that and brought nothing.  ``group`` ...: see the class (priority groups).
         """
         if expires is not None:
             if max_wait is not None:
@@ -78,21 +104,24 @@ class Consumer:
             max_wait = expires
         if max_wait is None and not no_wait:
             max_wait = DEFAULT_FETCH_WAIT
-        return await self._fetch(batch, max_wait, max_bytes=max_bytes, heartbeat=heartbeat, no_wait=no_wait)
+        return await self._fetch(batch, max_wait, max_bytes=max_bytes, heartbeat=heartbeat, no_wait=no_wait,
+                                 group=self._group(group, min_pending, min_ack_pending, priority))
 
     async def _fetch(self, batch: int, expires: float | None, *, max_bytes: int | None = None,
-                     heartbeat: float | None = None, no_wait: bool | None = None) -> list[JsMsg]:
+                     heartbeat: float | None = None, no_wait: bool | None = None,
+                     group: PullGroup | None = None) -> list[JsMsg]:
         check_int("batch", batch, 1)
         check_int("max_bytes", max_bytes, 1, allow_none=True)
         expires = check_timeout(expires, what="expires")
         heartbeat = check_timeout(heartbeat, what="heartbeat")
         if expires is None:
-            f = Fetch(batch, max_bytes=max_bytes, js_timeout_ms=int(self.js.timeout * 1000))
+            f = Fetch(batch, max_bytes=max_bytes, js_timeout_ms=int(self.js.timeout * 1000), group=group,
+                      repull=True)
         else:
             exp = max(1, int(expires * 1000))
             hb = int(heartbeat * 1000) if heartbeat else None
             f = Fetch(batch, timeout_ms=exp + max(200, exp // 10), expires_ms=exp, max_bytes=max_bytes,
-                      idle_heartbeat_ms=hb, no_wait=no_wait)
+                      idle_heartbeat_ms=hb, no_wait=no_wait, group=group, repull=True)
         client = self.js.client
         loop = asyncio.get_running_loop()
         inbox = client.new_inbox()
@@ -123,7 +152,10 @@ class Consumer:
                         f.on_timeout()
                         break
                     raise
-                f.on_msg(msg)
+                for ev in f.on_msg(msg):
+                    if ev.__class__ is Pull:  # the pin went stale: the same pull again, unpinned
+                        client.publish(self.next_subject, ev.body, reply=inbox)
+                        deadline = loop.time() + f.timeout_ms / 1000
         finally:
             if sub.is_active:
                 try:
@@ -140,30 +172,38 @@ class Consumer:
             raise
         return [JsMsg(self.js, m) for m in msgs]
 
-    async def fetch_no_wait(self, batch: int = 1, *, max_bytes: int | None = None) -> list[JsMsg]:
+    async def fetch_no_wait(self, batch: int = 1, *, max_bytes: int | None = None, group: str | None = None,
+                            min_pending: int | None = None, min_ack_pending: int | None = None,
+                            priority: int | None = None) -> list[JsMsg]:
         """What is there now, up to ``batch`` messages, without waiting for
         more (nats.go's ``FetchNoWait``: a no_wait pull request; the server
         answers at once, 404 when there is nothing).  Bounded by the
         JetStream context's timeout when the server does not answer."""
-        return await self._fetch(batch, None, max_bytes=max_bytes)
+        return await self._fetch(batch, None, max_bytes=max_bytes,
+                                 group=self._group(group, min_pending, min_ack_pending, priority))
 
     async def fetch_bytes(self, max_bytes: int, max_wait: float | None = None, *,
-                          expires: float | None = None) -> list[JsMsg]:
+                          expires: float | None = None, **group: Any) -> list[JsMsg]:
         """:meth:`fetch` bounded by ``max_bytes`` instead of a count (nats.go's
-        ``FetchBytes``); waits like fetch (``max_wait``, default 30 s)."""
+        ``FetchBytes``); waits like fetch (``max_wait``, default 30 s); the
+        priority-group keywords of fetch."""
         check_int("max_bytes", max_bytes, 1)
-        return await self.fetch(1_000_000, max_wait, expires=expires, max_bytes=max_bytes)
+        return await self.fetch(1_000_000, max_wait, expires=expires, max_bytes=max_bytes, **group)
 
-    async def next(self, timeout: float = DEFAULT_FETCH_WAIT) -> JsMsg:
+    async def next(self, timeout: float = DEFAULT_FETCH_WAIT, *, group: str | None = None,
+                   min_pending: int | None = None, min_ack_pending: int | None = None,
+                   priority: int | None = None) -> JsMsg:
         """One message, waiting up to ``timeout`` seconds (default 30, as
         nats.go's ``Next``); ErrTimeout when none came."""
         check_timeout(timeout)
-        msgs = await self.fetch(1, timeout)
+        msgs = await self.fetch(1, timeout, group=group, min_pending=min_pending, min_ack_pending=min_ack_pending,
+                                priority=priority)
         if not msgs:
             raise make_error("ErrTimeout", f"No message from consumer {self.stream}/{self.name}")
         return msgs[0]
 
-    def _consume_state(self, max_messages, max_bytes, threshold_messages, threshold_bytes, expires, heartbeat):
+    def _consume_state(self, max_messages, max_bytes, threshold_messages, threshold_bytes, expires, heartbeat,
+                       group: PullGroup | None):
         check_int("max_messages", max_messages, 1, allow_none=True)
         check_int("max_bytes", max_bytes, 1, allow_none=True)
         check_int("threshold_messages", threshold_messages, 0, allow_none=True)
@@ -174,12 +214,13 @@ class Consumer:
         heartbeat = check_timeout(heartbeat, what="heartbeat")
         return Consume(max_messages, max_bytes, expires_ms=int(expires * 1000),
                        idle_heartbeat_ms=int(heartbeat * 1000) if heartbeat else None,
-                       threshold_messages=threshold_messages, threshold_bytes=threshold_bytes)
+                       threshold_messages=threshold_messages, threshold_bytes=threshold_bytes, group=group)
 
     def consume(self, cb: Callable[[JsMsg], Any], *, max_messages: int | None = None, max_bytes: int | None = None,
                 threshold_messages: int | None = None, threshold_bytes: int | None = None, expires: float = 30.0,
                 heartbeat: float | None = None, error_cb: ErrorHandler | None = None, batch: int | None = None,
-                threshold: int | None = None) -> "ConsumeContext":
+                threshold: int | None = None, group: str | None = None, min_pending: int | None = None,
+                min_ack_pending: int | None = None, priority: int | None = None) -> "ConsumeContext":
         """Continuous pull (JetStream client API v2 "consume", ADR-37).
 
         Keeps up to ``max_messages`` (default 500; or ``max_bytes``) requested
@@ -190,7 +231,7 @@ class Consumer:
         pulls start over; ErrConsumerDeleted (and other terminal statuses)
         go there too and end it.  ``cb(msg)`` may be a coroutine function; its
         exceptions go to ``error_cb``.  (``batch``/``threshold`` are older
-        names of max_messages/threshold_messages.)
+        names of max_messages/threshold_messages; ``group`` ...: see the class.)
         """
         if not callable(cb):
             raise make_error("ErrInvalidArg", f"Invalid callback {cb!r}")
@@ -198,17 +239,21 @@ class Consumer:
             raise make_error("ErrInvalidArg", f"Invalid error callback {error_cb!r}")
         state = self._consume_state(max_messages if max_messages is not None else batch, max_bytes,
                                     threshold_messages if threshold_messages is not None else threshold,
-                                    threshold_bytes, expires, heartbeat)
+                                    threshold_bytes, expires, heartbeat,
+                                    self._group(group, min_pending, min_ack_pending, priority))
         ctx = ConsumeContext(self, cb, state, error_cb)
         ctx.start()
         return ctx
 
     def messages(self, *, max_messages: int | None = None, max_bytes: int | None = None,
                  threshold_messages: int | None = None, threshold_bytes: int | None = None, expires: float = 30.0,
-                 heartbeat: float | None = None, batch: int | None = None) -> "MessagesContext":
+                 heartbeat: float | None = None, batch: int | None = None, group: str | None = None,
+                 min_pending: int | None = None, min_ack_pending: int | None = None,
+                 priority: int | None = None) -> "MessagesContext":
         """``async for msg in consumer.messages(): ...`` — the consume
         algorithm as an iterator (messages are counted as taken when the
         iterator hands them out).  ``await it.stop()`` ends it."""
         state = self._consume_state(max_messages if max_messages is not None else batch, max_bytes,
-                                    threshold_messages, threshold_bytes, expires, heartbeat)
+                                    threshold_messages, threshold_bytes, expires, heartbeat,
+                                    self._group(group, min_pending, min_ack_pending, priority))
         return MessagesContext(self, state)

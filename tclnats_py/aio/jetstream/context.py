@@ -15,6 +15,7 @@ from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js.api import Batch, JsApi, Publish, Request, advance, api_call
 from tclnats_py.engine.js import counter as _counter
 from tclnats_py.engine.js.api_level import require_level
+from tclnats_py.engine.js.priority import consumer_create
 from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast, publish_headers
 from tclnats_py.aio.jetstream.info import (AccountInfo, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse,
                                            Info, PubAck, StreamInfo)
@@ -311,10 +312,10 @@ class JetStream:
 
     # ------------------------------------------------------------ consumers
     async def _consumer_request(self, stream, action, config, kw) -> "Consumer":
-        cfg = _merge(ConsumerConfig, config, kw)
-        req = self.jsapi.consumer_create_request(stream, cfg.to_api(), action, server_version=self._server_version,
+        cfg = _merge(ConsumerConfig, config, kw).to_api()
+        req = self.jsapi.consumer_create_request(stream, cfg, action, server_version=self._server_version,
                                                  wildcard_filter_token=False)
-        info = ConsumerInfo(await self._run(api_call(req)))
+        info = ConsumerInfo(await self._run(consumer_create(self.jsapi, req, cfg)))
         return Consumer(self, stream, info["name"], info)
 
     async def create_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None,

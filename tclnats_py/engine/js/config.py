@@ -32,6 +32,7 @@ from tclnats_py.errors import make_error
 from tclnats_py.engine.options import to_bool
 from tclnats_py.engine.subjects import valid_queue, valid_subject, valid_wildcard_subject
 from tclnats_py.engine.js.api import check_name, ns2ms
+from tclnats_py.engine.js.priority import PRIORITY_SPEC, to_wire
 
 __all__ = [
     "STREAM_SPEC", "CONSUMER_SPEC", "STREAM_EXTRA_SPEC", "CONSUMER_EXTRA_SPEC", "STREAM_DURATIONS",
@@ -123,10 +124,8 @@ CONSUMER_EXTRA_SPEC = (
     ("max_expires", "ns", None),
     ("max_bytes", "int", None),
     ("pause_until", "valid_str", None),            # 2.11
-    ("priority_groups", "list", None),             # 2.11, ADR-42
-    ("priority_policy", ("enum", "none", "overflow", "pinned_client", "prioritized"), None),
-    ("priority_timeout", "ns", None),              # the pinned client's TTL (nats.go's PinnedTTL)
 )
+# the priority-group fields (ADR-42) are engine/js/priority.py's PRIORITY_SPEC
 
 # what nats-tcl converts from ns to ms in replies (config of stream / consumer)
 STREAM_DURATIONS = ("duplicate_window", "max_age", "subject_delete_marker_ttl")
@@ -389,9 +388,11 @@ def stream_config(name: str, options: dict, *, unit: str = "ms", extended: bool 
 
 def consumer_config(options: dict, *, unit: str = "ms", extended: bool = False, strict: bool = True,
                     defaults: bool = True) -> dict:
-    """add_consumer: the consumer's config JSON, names checked (ADR-6)."""
-    spec = CONSUMER_SPEC + CONSUMER_EXTRA_SPEC if extended else CONSUMER_SPEC
-    cfg = build(spec, options, unit=unit, strict=strict, defaults=defaults)
+    """add_consumer: the consumer's config JSON, names checked (ADR-6); the
+    priority-group fields (ADR-42, :mod:`~tclnats_py.engine.js.priority`) in
+    every face."""
+    spec = (CONSUMER_SPEC + CONSUMER_EXTRA_SPEC if extended else CONSUMER_SPEC) + PRIORITY_SPEC
+    cfg = to_wire(build(spec, options, unit=unit, strict=strict, defaults=defaults))
     if cfg.get("name") is not None and cfg.get("durable_name") is not None:
         raise make_error("ErrInvalidArg", "-name conflicts with -durable_name")
     for k in ("name", "durable_name"):

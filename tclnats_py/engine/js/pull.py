@@ -14,7 +14,8 @@ stream messages there, then maybe a status message ending the request:
 409   Exceeded MaxWaiting, ...      ends it; a warning for consume
 409   Message Size Exceeds MaxBytes ends it; not reported
 400   Bad Request                   ends it; an error (terminal)
-423   Nats-Wrong-Pin-Id             ends it; not reported
+423   Nats-Wrong-Pin-Id             ends it; the pin is forgotten and the
+      / Nats-Pin-Id mismatch        client pulls again without it (ADR-42)
 503   (no responders)               no such consumer / no JetStream
 ====  ============================  ==========================================
 
@@ -33,6 +34,7 @@ import json
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.headers import encode_headers
 from tclnats_py.engine.js.events import HEARTBEAT, Delivered, Ended, Heartbeat, Pull, Stop, Warn, make
+from tclnats_py.engine.js.priority import PullGroup
 
 __all__ = ["classify", "status_error", "pending_of", "msg_size", "pull_request_body",
            "Fetch", "Consume", "PENDING_MSGS", "PENDING_BYTES"]
@@ -101,8 +103,9 @@ def msg_size(msg) -> int:
 
 
 def pull_request_body(batch: int | None = 1, expires_ns: int | None = None, no_wait: bool = False,
-                      max_bytes: int | None = None, idle_heartbeat_ns: int | None = None) -> bytes:
-    """The JSON of a pull request."""
+                      max_bytes: int | None = None, idle_heartbeat_ns: int | None = None,
+                      group: PullGroup | None = None) -> bytes:
+    """The JSON of a pull request (``group``: its priority-group fields)."""
     body: dict = {}
     if expires_ns:
         body["expires"] = int(expires_ns)
@@ -114,6 +117,8 @@ def pull_request_body(batch: int | None = 1, expires_ns: int | None = None, no_w
         body["max_bytes"] = int(max_bytes)
     if idle_heartbeat_ns:
         body["idle_heartbeat"] = int(idle_heartbeat_ns)
+    if group is not None:
+        group.fields(body)
     return json.dumps(body, separators=(",", ":")).encode()
 
 
@@ -149,14 +154,25 @@ class Fetch:
     and an empty message); ``Heartbeat()`` the server is alive.  When the
     user closed the connection, nats-tcl invokes no callback at all; a sync
     fetch asks :meth:`result` (with ``closed``/``lost``) for its outcome.
+
+    ``group`` (:class:`~tclnats_py.engine.js.priority.PullGroup`) puts the
+    priority-group fields in the request and keeps the pin its messages
+    carry.  A 423 (the pin sent is stale) forgets the pin; with ``repull`` the
+    fetch goes on as ``Pull(body)``, the request again without the pin: the
+    driver sends it to the same inbox and restarts its timeout; without
+    ``repull`` the fetch ends by that status and the next one pulls unpinned.
     """
 
-    EVENTS = (Delivered, Ended, Heartbeat)
+    EVENTS: tuple = (Delivered, Ended, Heartbeat)
 
     def __init__(self, batch: int = 1, *, timeout_ms: int | None = None, expires_ms: int | None = None,
                  max_bytes: int | None = None, idle_heartbeat_ms: int | None = None, js_timeout_ms: int = 5000,
-                 no_wait: bool | None = None):
+                 no_wait: bool | None = None, group: PullGroup | None = None, repull: bool = False):
         self.batch = _pos("batch_size", batch)
+        self.group = group
+        self.repull = repull and group is not None
+        if self.repull:
+            self.EVENTS = Fetch.EVENTS + (Pull,)
         if max_bytes is not None:
             _pos("max_bytes", max_bytes)
         if timeout_ms is not None:
@@ -183,7 +199,8 @@ class Fetch:
     def body(self) -> bytes:
         return pull_request_body(self.batch, self.expires_ms * 1_000_000 if self.expires_ms else None,
                                  self.no_wait, self.max_bytes,
-                                 self.idle_heartbeat_ms * 1_000_000 if self.idle_heartbeat_ms else None)
+                                 self.idle_heartbeat_ms * 1_000_000 if self.idle_heartbeat_ms else None,
+                                 self.group)
 
     @property
     def heartbeat_timeout_ms(self) -> int | None:
@@ -198,6 +215,8 @@ class Fetch:
             return []
         kind = classify(msg)
         if kind == "msg":
+            if self.group is not None and msg.headers:
+                self.group.saw(msg.headers)
             self.messages.append(msg)
             self.bytes += msg_size(msg)
             if len(self.messages) >= self.batch or (self.max_bytes and self.bytes >= self.max_bytes):
@@ -208,6 +227,8 @@ class Fetch:
         if kind == "no_responders":
             self.outcome = "no_responders"
             return [Ended(None)]
+        if kind == "pin_mismatch" and self.group is not None and self.group.lost() and self.repull:
+            return [Pull(self.body)]
         self.outcome = "status"
         self.status_msg = msg
         return [Ended(msg)]
@@ -280,13 +301,19 @@ class Consume:
     :attr:`heartbeat_timeout_ms` on every inbox message, and call
     :meth:`on_heartbeat_missed` when it fires; call :meth:`on_disconnect`
     / :meth:`on_reconnect` on connection changes.
+
+    ``group`` puts the priority-group fields in every pull and keeps the
+    pin the messages carry; a 423 (stale pin) forgets it and pulls again
+    without it.
     """
 
     EVENTS = (Pull, Delivered, Warn, Stop)
 
     def __init__(self, max_messages: int | None = None, max_bytes: int | None = None, *,
                  expires_ms: int = 30000, idle_heartbeat_ms: int | None = None,
-                 threshold_messages: int | None = None, threshold_bytes: int | None = None):
+                 threshold_messages: int | None = None, threshold_bytes: int | None = None,
+                 group: PullGroup | None = None):
+        self.group = group
         if max_messages is not None and max_bytes is not None:
             raise make_error("ErrInvalidArg", "max_messages and max_bytes are mutually exclusive")
         if expires_ms < 1000:
@@ -333,7 +360,7 @@ class Consume:
             if want <= 0 or self.pending_bytes > self.threshold_bytes:
                 return
             body = pull_request_body(self.max_messages, self.expires_ms * 1_000_000, False, want,
-                                     self.idle_heartbeat_ms * 1_000_000)
+                                     self.idle_heartbeat_ms * 1_000_000, self.group)
             self.pending_bytes += want
             self.pending_msgs += self.max_messages
         else:
@@ -341,7 +368,7 @@ class Consume:
             if want <= 0 or (self._started and self.pending_msgs > self.threshold_messages):
                 return
             body = pull_request_body(want, self.expires_ms * 1_000_000, False, None,
-                                     self.idle_heartbeat_ms * 1_000_000)
+                                     self.idle_heartbeat_ms * 1_000_000, self.group)
             self.pending_msgs += want
         events.append(Pull(body))
 
@@ -361,9 +388,16 @@ class Consume:
             if self.max_bytes:
                 self.pending_bytes = max(0, self.pending_bytes - msg_size(msg))
             self.delivered += 1
+            if self.group is not None and msg.headers:
+                self.group.saw(msg.headers)
             events.append(make(Delivered, (msg, None)))
         elif kind in ("heartbeat", "flow_control"):
             return events
+        elif kind == "pin_mismatch":
+            # the pulls sent with the stale pin all end so; the first one
+            # forgets it and the buffer is refilled unpinned, once
+            if self.group is not None and self.group.lost():
+                self.pending_msgs = self.pending_bytes = 0
         else:
             owed = pending_of(msg)
             if owed is not None:

@@ -28,11 +28,12 @@ from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js import objstore as _obj
 from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js.ack import NAK, TERM, WPI, ACK, nak_payload
-from tclnats_py.engine.js.api import (JsApi, Publish, Request, advance, api_call, check_name, filename_safe,
+from tclnats_py.engine.js.api import (JsApi, Publish, Request, advance, check_name, filename_safe,
                                       stored_from_direct)
 from tclnats_py.engine.js.api import ns2ms as _ns2ms
 from tclnats_py.engine.js.api_level import FEATURES, known_level, require_level, too_old
 from tclnats_py.engine.js.publish import ack_error_dict, parse_ack_fast, publish_headers, stalled, ttl_from_ms
+from tclnats_py.engine.js.priority import PRIORITY_SPEC, PullGroup, consumer_create, consumer_unpin
 from tclnats_py.engine.js.pull import Fetch
 from tclnats_py.tclface.commands import tcl_commands
 from tclnats_py.tclface.values import tcl_value
@@ -117,6 +118,9 @@ class JetStream:
         self.prefix = self.api.prefix
         self.cmd = f"::tclnats::js{next(js.ids)}"
         self.pulls: dict = {}  # rid -> PullRequest of asynchronous fetches
+        # (stream, consumer) -> {group: pin id}: the pins this context's fetches
+        # were given (priority groups, ADR-42), sent with its later fetches
+        self.pins: dict = {}
         # asynchronous publishes (-callback) waiting for their ack: at most
         # max_pending; while that many are out, ${ns}::AsyncFull is 1 and the
         # Tcl layer waits up to stall_ms for one (-publish_async_*)
@@ -266,11 +270,11 @@ class JetStream:
     # -------------------------------------------------------- consumers
     def _consumer(self, stream, action, given: dict):
         _pause_until(given)
-        spec = _cfg.CONSUMER_SPEC + _cfg.CONSUMER_EXTRA_SPEC
+        spec = _cfg.CONSUMER_SPEC + _cfg.CONSUMER_EXTRA_SPEC + PRIORITY_SPEC
         cfg = _cfg.consumer_config(self.args.options(spec, (), given=given), unit="ms", extended=True)
         req = self.api.consumer_create_request(stream, cfg, action, server_version=self.server_version,
                                                legacy_durable=True)
-        return self.run(api_call(req), _consumer_reply)
+        return self.run(consumer_create(self.api, req, cfg), _consumer_reply)
 
     def c_add_consumer(self, stream, *args):
         return self._consumer(stream, "create", self.args.pairs(args))
@@ -486,7 +490,7 @@ class JetStream:
         o = _cfg.build(_FETCH_OPTIONS, given)
         subject = self.api.next_subject(check_name("stream", stream), check_name("consumer", consumer))
         fetch = Fetch(o["batch_size"], timeout_ms=o.get("timeout"), expires_ms=o.get("expires"),
-                      js_timeout_ms=self.timeout)
+                      js_timeout_ms=self.timeout, group=self._pull_group(stream, consumer, o))
         if self.trace:
             self._log("debug", f">>> {subject} {fetch.body.decode()}")
         pull = PullRequest(self.conn, fetch, o.get("callback"), self.fetch_closed_returns)
@@ -497,6 +501,21 @@ class JetStream:
         if pull.callback is not None and not pull.done:
             self.pulls[rid] = pull
         return rid
+
+    def _pull_group(self, stream, consumer, o):
+        """The fetch's priority group (ADR-42), or None.  A stale pin ends the
+        fetch by its 423 status (the request's inbox takes ``-batch_size``
+        messages only), and the next fetch goes unpinned."""
+        if "group" not in o:
+            if any(k in o for k in ("min_pending", "min_ack_pending", "priority")):
+                raise make_error("ErrInvalidArg", "-min_pending, -min_ack_pending and -priority need -group")
+            return None
+        return PullGroup(o["group"], min_pending=o.get("min_pending"), min_ack_pending=o.get("min_ack_pending"),
+                         priority=o.get("priority"), pins=self.pins.setdefault((stream, consumer), {}))
+
+    def c_unpin_consumer(self, stream, consumer, group):
+        """Take the pin of ``group`` from its client (ADR-42)."""
+        return self.run(consumer_unpin(self.api, stream, consumer, group))
 
     def c_fetch_closed_returns(self):
         """From now on a sync fetch ended by disconnect returns what it got

@@ -181,7 +181,10 @@ _NAK_OPTIONS = (("delay", "pos_int", None),)
 _PAUSE_OPTIONS = (("pause_until", "valid_str", None),)
 _RESET_OPTIONS = (("seq", "pos_int", None),)
 _FETCH_OPTIONS = (("timeout", "pos_int", None), ("batch_size", "pos_int", 1), ("expires", "pos_int", None),
-                  ("callback", "valid_str", None))
+                  ("callback", "valid_str", None),
+                  # priority groups (ADR-42)
+                  ("group", "valid_str", None), ("min_pending", "pos_int", None),
+                  ("min_ack_pending", "pos_int", None), ("priority", "pos_int", None))
 _ORDERED_OPTIONS = (("callback", "valid_str", None), ("description", "valid_str", None), ("headers_only", "bool", False),
                     ("deliver_policy", "str", "all"), ("idle_heartbeat", "pos_int", 5000),
                     ("filter_subject", "valid_str", None), ("post", "bool", True))
