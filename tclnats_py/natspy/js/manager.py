@@ -51,6 +51,8 @@ def check_names(**names: Any) -> None:
                              f"whitespace or quotes)")
 
 
+NATS_HDR_LINE_SIZE = len(b"NATS/1.0")  # a header block's first line
+
 # the pause a resumed consumer gets: until a time long past
 _PAUSE_ENDED = "1970-01-01T00:00:00Z"
 
@@ -204,6 +206,23 @@ class JetStreamManager:
     async def resume_consumer(self, stream: str, consumer: str, timeout: float | None = None) -> api.ConsumerPause:
         """Resume a paused consumer now (a pause until a time long past)."""
         return await self.pause_consumer(stream, consumer, _PAUSE_ENDED, timeout)
+
+    async def reset_consumer(self, stream: str, consumer: str, seq: int | None = None,
+                             timeout: float | None = None) -> api.ConsumerReset:
+        """Reset a consumer's delivery state (server 2.14+): pending and
+        redelivered counts cleared, its delivery sequence back to 1; with a
+        ``seq`` (not 0) the next delivery is at stream sequence ``seq`` or
+        above, else one above the ack floor.  ConsumerInvalidResetError when
+        the consumer's deliver policy does not allow that ``seq``."""
+        check_names(stream=stream, consumer=consumer)
+        try:
+            reply = await self._api(f"CONSUMER.RESET.{stream}.{consumer}", {"seq": seq} if seq else None, timeout)
+        except _jserr.APIError as e:
+            if e.err_code == _jserr.CONSUMER_INVALID_RESET:
+                raise _jserr.ConsumerInvalidResetError(code=e.code, description=e.description,  # type: ignore[arg-type]
+                                                       err_code=e.err_code) from e
+            raise
+        return api.ConsumerReset.from_response(reply)
 
     async def consumers_info(self, stream: str, offset: int | None = None) -> list[api.ConsumerInfo]:
         check_names(stream=stream)
