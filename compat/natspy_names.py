@@ -61,7 +61,7 @@ INIT_NOT_COMPARED = {
 # The child's program: describe (side "theirs") or look up (side "ours").
 # It is run with ``python -c`` so that each side has a fresh interpreter.
 _CHILD = r'''
-import ast, dataclasses, enum, importlib, inspect, json, pkgutil, sys, types
+import ast, dataclasses, enum, importlib, inspect, json, pkgutil, sys
 
 side, version, not_compared = sys.argv[1], sys.argv[2], set(json.loads(sys.argv[3]))
 CONSTANT_TYPES = (int, float, str, bytes, bool, tuple, frozenset, list, dict, set, type(None))
@@ -83,9 +83,9 @@ def params(fn):
     return out
 
 
-def ours_defined(obj):
-    return getattr(obj, "__module__", "") is not None and (
-        getattr(obj, "__module__", "") or "").split(".")[0] == "nats"
+def in_nats(obj):
+    """Whether obj was defined in the nats package."""
+    return (getattr(obj, "__module__", None) or "").split(".")[0] == "nats"
 
 
 def raw_member(cls, name):
@@ -108,7 +108,7 @@ def describe_class(cls, depth=0):
         if name.startswith("_") or name in fields:
             continue
         owner, raw = raw_member(cls, name)
-        if owner is None or not ours_defined(owner):
+        if owner is None or not in_nats(owner):
             continue
         if isinstance(raw, property):
             members[name] = {"kind": "property"}
@@ -118,7 +118,7 @@ def describe_class(cls, depth=0):
             members[name] = {"kind": "function", "params": params(raw)[1:] if params(raw) else params(raw)}
         elif inspect.isclass(raw):
             members[name] = describe_class(raw, depth + 1) if depth < 2 else {"kind": "class"}
-        elif isinstance(raw, CONSTANT_TYPES):
+        elif not callable(raw):
             members[name] = {"kind": "value"}
     d["members"] = members
     return d
