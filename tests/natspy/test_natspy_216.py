@@ -256,6 +256,52 @@ def test_source_a_workqueue_through_a_flow_control_consumer(js_server):
     run(go())
 
 
+# the same checks, each printing what happened, run by nats-py itself and by this surface
+_SUBJECTS_AND_HEADERS = """
+import asyncio, sys
+import nats
+
+async def main(url):
+    nc = await nats.connect(url)
+    async def attempt(what, coro):
+        try:
+            r = await coro
+            if r is not None:
+                await r.unsubscribe()
+            print(what, "ok")
+        except Exception as e:
+            print(what, type(e).__name__)
+    for subj in ("foo.", "a..b", "a b", "a.>.b", "a.b*", "ok.*", "ok.>"):
+        await attempt("subscribe " + repr(subj), nc.subscribe(subj))
+    await attempt("subscribe queue", nc.subscribe("ok", queue="q q"))
+    for subj in ("a b", "a\\r\\nb", "a\\tb", "foo.", "a..b", "*"):
+        await attempt("publish " + repr(subj), nc.publish(subj, b"x"))
+    await attempt("publish reply", nc.publish("ok", b"x", reply="r r"))
+    for h in ({"  AAA AAA  ": "v"}, {" K ": " v\\r\\nw "}, {"": "x"}, {"a:b": "v"}, {"K\\u00e9": "v"}):
+        await attempt("headers " + repr(h), nc.publish("hh", b"x", headers=h))
+    await nc.close()
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def test_subject_and_header_checks_as_nats_py(nats_server, tmp_path):
+    """What nats-py 2.16.0 refuses (subjects, queues, replies, header names),
+    ours refuses with the same class, and what it sends, ours sends."""
+    pytest.importorskip("nats", reason="nats-py is not installed")
+    from importlib.metadata import version
+    if version("nats-py") != natspy_names.VERSION:
+        pytest.skip(f"nats-py {version('nats-py')} installed, not {natspy_names.VERSION}")
+    prog = tmp_path / "checks.py"
+    prog.write_text(_SUBJECTS_AND_HEADERS)
+    theirs = subprocess.run([sys.executable, str(prog), nats_server.url], capture_output=True, text=True, timeout=60)
+    ours = subprocess.run([sys.executable, "-m", "tclnats_py.natspy", str(prog), nats_server.url],
+                          capture_output=True, text=True, timeout=60)
+    assert theirs.returncode == 0 and ours.returncode == 0, theirs.stderr + ours.stderr
+    assert "BadHeaderError" in theirs.stdout and "BadSubjectError" in theirs.stdout
+    assert ours.stdout == theirs.stdout
+
+
 # ---------------------------------------------------------------- the name comparison
 def test_no_nats_py_name_missing():
     pytest.importorskip("nats", reason="nats-py is not installed")
