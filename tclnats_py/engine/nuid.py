@@ -18,6 +18,9 @@ _BASE = 62
 _PREFIX_LEN = 12
 _SEQ_LEN = 10
 _MAX_SEQ = _BASE ** _SEQ_LEN
+# the sequence's step: at least MIN_INC, below MAX_INC
+MIN_INC = 33
+MAX_INC = 33 + 333
 
 
 class Nuid:
@@ -29,10 +32,14 @@ class Nuid:
     def randomize(self) -> None:
         """A new random prefix, sequence and step."""
         self._prefix = "".join(_sysrand.choice(_ALPHABET) for _ in range(_PREFIX_LEN))
-        self._seq = _sysrand.randrange(_MAX_SEQ // 2)
-        self._inc = 33 + _sysrand.randrange(333)
+        self.reset_sequence()
 
     _randomize = randomize
+
+    def reset_sequence(self) -> None:
+        """A new random sequence and step; the prefix stays."""
+        self._seq = _sysrand.randrange(_MAX_SEQ // 2)
+        self._inc = MIN_INC + _sysrand.randrange(MAX_INC - MIN_INC)
 
     @property
     def prefix(self) -> str:

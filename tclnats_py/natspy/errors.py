@@ -20,7 +20,7 @@ from tclnats_py import errors as _our
 __all__ = [
     "Error", "TimeoutError", "NoRespondersError", "StaleConnectionError", "OutboundBufferLimitError",
     "UnexpectedEOF", "FlushTimeoutError", "ConnectionClosedError", "SecureConnRequiredError",
-    "SecureConnWantedError", "SecureConnFailedError", "BadSubscriptionError", "BadSubjectError",
+    "SecureConnWantedError", "SecureConnFailedError", "BadSubscriptionError", "BadSubjectError", "BadHeaderError",
     "SlowConsumerError", "BadTimeoutError", "AuthorizationError", "NoServersError", "JsonParseError",
     "MaxPayloadError", "DrainTimeoutError", "ConnectionDrainingError", "ConnectionReconnectingError",
     "InvalidUserCredentialsError", "InvalidCallbackTypeError", "ProtocolError", "ServerNotInPoolError",
@@ -88,6 +88,17 @@ class BadSubscriptionError(Error):
 
 class BadSubjectError(Error):
     _text = "nats: invalid subject"
+
+
+class BadHeaderError(Error):
+    """A header name that is not an RFC 7230 token (``key``: the name)."""
+
+    def __init__(self, key: str = "") -> None:
+        super().__init__(key)
+        self.key = key
+
+    def __str__(self) -> str:
+        return f"nats: invalid header: {self.key!r}" if self.key else "nats: invalid header"
 
 
 class SlowConsumerError(Error):

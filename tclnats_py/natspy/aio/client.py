@@ -20,17 +20,19 @@ from collections import UserString
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, Union  # noqa: F401
-from urllib.parse import urlparse, ParseResult
+from urllib.parse import ParseResult
 
 from tclnats_py.aio.client import Client as _ImplClient
 from tclnats_py.credentials import load_creds
 from tclnats_py.engine.auth import parse_creds, seed_from_text, sign_nonce
 from tclnats_py.engine.headers import parse_headers
 from tclnats_py.engine.pool import parse_url
+from tclnats_py.engine.protocol import MAX_CONTROL_LINE
 from tclnats_py.errors import NatsError
 from tclnats_py.natspy import errors
 from tclnats_py.natspy.aio.msg import Msg, headers_arg, headers_from_impl
 from tclnats_py.natspy.nuid import NUID
+from tclnats_py.natspy.aio.servers import Server, ServerVersion, Srv, _SrvView, _uri
 from tclnats_py.natspy.aio.subscription import (DEFAULT_SUB_PENDING_BYTES_LIMIT, DEFAULT_SUB_PENDING_MSGS_LIMIT,
                                                 Subscription)
 
@@ -38,10 +40,18 @@ __all__ = ["Client", "RawCredentials", "Server", "Srv", "ServerVersion", "PROVID
            "DEFAULT_INBOX_PREFIX", "DEFAULT_PENDING_SIZE", "DEFAULT_DRAIN_TIMEOUT"]
 
 #: the nats-py version whose API this surface serves
-__version__ = "2.15.0"
+__version__ = "2.16.0"
 __lang__ = "python3"
 
 _log = logging.getLogger("nats.aio.client")
+
+# nats-py 2.16's client-side subject check (off with skip_subject_validation):
+# no blank, tab, CR or LF anywhere (they would end or split the protocol line)
+_BLANKS = re.compile(r"[ \t\r\n]").search
+# the publish subjects found clean (a publish looks a subject up here first);
+# emptied when it grows past _CLEAN_MAX
+_CLEAN: set = set()
+_CLEAN_MAX = 10_000
 
 DEFAULT_INBOX_PREFIX = b"_INBOX"
 _DEFAULT_URL = "nats://localhost:4222"
@@ -55,6 +65,26 @@ DEFAULT_MAX_FLUSHER_QUEUE_SIZE = 1024
 DEFAULT_FLUSH_TIMEOUT = 10
 DEFAULT_CONNECT_TIMEOUT = 2
 DEFAULT_DRAIN_TIMEOUT = 30
+
+# nats-py's names of protocol values; where ours differ (the line and read
+# sizes) they are this client's: the engine's parser, the asyncio face's reads
+PROTOCOL = 1
+INFO_OP = b"INFO"
+CONNECT_OP = b"CONNECT"
+PING_OP = b"PING"
+PONG_OP = b"PONG"
+OK_OP = b"+OK"
+ERR_OP = b"-ERR"
+EMPTY = ""
+PING_PROTO = PING_OP + b"\r\n"
+PONG_PROTO = PONG_OP + b"\r\n"
+DEFAULT_BUFFER_SIZE = 256 * 1024
+MAX_CONTROL_LINE_SIZE = MAX_CONTROL_LINE
+NATS_HDR_LINE = bytearray(b"NATS/1.0")
+NATS_HDR_LINE_SIZE = len(NATS_HDR_LINE)
+NO_RESPONDERS_STATUS = "503"
+CTRL_STATUS = "100"  # heartbeats and flow control
+STATUS_MSG_LEN = 3  # the status code's digits
 
 # connect's arguments kept in Client.options (nats-py's), and those passed
 # to the asyncio face as they are (same name, same unit)
@@ -73,60 +103,6 @@ class RawCredentials(UserString):
 Credentials = Union[str, Path, RawCredentials, Tuple[str, str]]
 
 
-@dataclass
-class Server:
-    """A server of the pool: its URL and how often the client reconnected to it."""
-
-    uri: ParseResult
-    reconnects: int = 0
-
-
-@dataclass
-class Srv:
-    """A server of the pool, as nats-py's private ``Srv`` shows it."""
-
-    uri: ParseResult
-    reconnects: int = 0
-    last_attempt: Optional[float] = None
-    did_connect: bool = False
-    discovered: bool = False
-    tls_name: Optional[str] = None
-    server_version: Optional[str] = None
-
-
-class _SrvView:
-    """A server of the engine's pool seen as nats-py's ``Srv`` (``reconnects``
-    writes through to the pool)."""
-
-    __slots__ = ("_s",)
-
-    def __init__(self, server) -> None:
-        self._s = server
-
-    @property
-    def uri(self) -> ParseResult:
-        return _uri(self._s.as_dict())
-
-    @property
-    def reconnects(self) -> int:
-        return self._s.reconnects
-
-    @reconnects.setter
-    def reconnects(self, n: int) -> None:
-        self._s.reconnects = n
-
-    @property
-    def discovered(self) -> bool:
-        return self._s.discovered
-
-    @property
-    def last_attempt(self) -> Optional[float]:
-        return self._s.last_attempt / 1000.0 if self._s.last_attempt else None
-
-    def __repr__(self) -> str:
-        return f"<Srv {self.uri.geturl()} reconnects={self.reconnects}>"
-
-
 #: nats-py private attributes this surface serves with nats-py's meaning
 #: (nats-py's own tests read them); the suite runner counts the tests that
 #: touch only these
@@ -137,57 +113,31 @@ PROVIDED_PRIVATE = frozenset({
 })
 
 
-_SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-                     r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
-                     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$")
+def _clean_subject(subject: str) -> bool:
+    """No blank, tab, CR or LF in ``subject`` (remembered in _CLEAN when so)."""
+    if _BLANKS(subject):
+        return False
+    if len(_CLEAN) >= _CLEAN_MAX:
+        _CLEAN.clear()
+    _CLEAN.add(subject)
+    return True
 
 
-class ServerVersion:
-    """A server's semantic version: ``major``, ``minor``, ``patch``,
-    ``prerelease``, ``build`` and ``dev`` (prerelease+build); ValueError for
-    a version that is not semver."""
-
-    def __init__(self, version: str) -> None:
-        self._server_version = version
-        self._parts: Optional[tuple] = None
-
-    def parse_version(self) -> None:
-        m = _SEMVER.match(self._server_version)
-        if m is None:
-            raise ValueError(f"{self._server_version!r}: not a semantic version (major.minor.patch[-pre][+build])")
-        pre, build = m.group(4) or "", m.group(5) or ""
-        self._parts = (int(m.group(1)), int(m.group(2)), int(m.group(3)), pre, build,
-                       f"{pre}+{build}" if build else pre)
-
-    def _part(self, i: int):
-        if self._parts is None:
-            self.parse_version()
-        return self._parts[i]  # type: ignore[index]
-
-    major = property(lambda self: self._part(0))
-    minor = property(lambda self: self._part(1))
-    patch = property(lambda self: self._part(2))
-    prerelease = property(lambda self: self._part(3))
-    build = property(lambda self: self._part(4))
-    dev = property(lambda self: self._part(5))
-
-    def __repr__(self) -> str:
-        return f"<ServerVersion {self._server_version}>"
+def _subscribe_subject_ok(subject: str) -> bool:
+    """nats-py 2.16's rule for a subscription's subject: no blanks, no empty
+    token, ``*`` and ``>`` only as whole tokens and ``>`` only last."""
+    if _BLANKS(subject):
+        return False
+    tokens = subject.split(".")
+    for i, tok in enumerate(tokens):
+        if not tok or (tok != ">" and ">" in tok) or (tok == ">" and i != len(tokens) - 1) \
+                or (tok != "*" and "*" in tok):
+            return False
+    return True
 
 
 async def _default_error_callback(ex: BaseException) -> None:
     _log.error("nats: encountered error", exc_info=ex)
-
-
-def _uri(server: dict) -> ParseResult:
-    """A pool entry of the engine as nats-py's ParseResult."""
-    user = server.get("user")
-    auth = ""
-    if user is not None:
-        auth = f"{user}:{server.get('password') or ''}@" if server.get("password") is not None else f"{user}@"
-    elif server.get("auth_token"):
-        auth = f"{server['auth_token']}@"
-    return urlparse(f"{server['scheme']}://{auth}{server['host']}:{server['port']}")
 
 
 def _read_text(path) -> str:
@@ -264,6 +214,7 @@ class Client:
         self._all_subs: Dict[int, Subscription] = {}
         self._nuid = NUID()
         self.options: Dict[str, Any] = {}
+        self._check_subjects = True  # not skip_subject_validation
         self._stats_base = {"in_msgs": 0, "out_msgs": 0, "in_bytes": 0, "out_bytes": 0, "reconnects": 0,
                             "errors_received": 0}
 
@@ -306,6 +257,7 @@ class Client:
         ws_connection_headers: dict[str, list[str]] | None = None,
         reconnect_to_server_handler=None,
         lame_duck_mode_cb=None,
+        skip_subject_validation: bool = False,
     ) -> None:
         """Connect as nats-py does (its argument names, seconds); raises
         nats.errors classes (NoServersError, TimeoutError, ...), OSError or
@@ -323,6 +275,8 @@ class Client:
         if isinstance(inbox_prefix, (bytes, bytearray)):
             inbox_prefix = given["inbox_prefix"] = bytes(inbox_prefix).decode()
         self._inbox_text = inbox_prefix
+        self._check_subjects = not skip_subject_validation
+        self.options["skip_subject_validation"] = skip_subject_validation
         self._drain_timeout = drain_timeout
         self._pending_size = pending_size
         # the face writes every 256 KiB by itself: a forced write matters below that
@@ -699,6 +653,15 @@ class Client:
         impl.run_effects()
 
     @property
+    def ssl_context(self) -> ssl.SSLContext:
+        """The TLS context of the connection: connect's ``tls``, else a new
+        default one (nats.errors.Error when ``tls`` was given as None)."""
+        ctx = self.options["tls"] if "tls" in self.options else ssl.create_default_context()
+        if ctx is None:
+            raise errors.Error("nats: no ssl context provided")
+        return ctx
+
+    @property
     def connected_server_version(self) -> "ServerVersion":
         return ServerVersion(self._server_info.get("version", "0.0.0-unknown"))
 
@@ -808,7 +771,8 @@ class Client:
             raise errors.ConnectionClosedError()
         if self._draining == 6:  # DRAINING_PUBS
             raise errors.ConnectionDrainingError()
-        if not subject:
+        if not subject or self._check_subjects and (
+                subject not in _CLEAN and not _clean_subject(subject) or reply and _BLANKS(reply)):
             raise errors.BadSubjectError()
         if headers is not None:
             headers = headers_arg(headers)
@@ -825,9 +789,7 @@ class Client:
                         pending_bytes_limit: int = DEFAULT_SUB_PENDING_BYTES_LIMIT) -> Subscription:
         """Subscribe; ``cb`` a coroutine function, else read with
         ``next_msg`` / ``messages``; ``future`` gets the first message."""
-        if not subject or " " in subject:
-            raise errors.BadSubjectError()
-        if queue and " " in queue:
+        if not subject or self._check_subjects and (not _subscribe_subject_ok(subject) or queue and _BLANKS(queue)):
             raise errors.BadSubjectError()
         impl = self._impl
         if impl is None or impl.is_closed:
@@ -864,6 +826,8 @@ class Client:
             raise errors.ConnectionClosedError()
         if self._draining == 6:  # DRAINING_PUBS
             raise errors.ConnectionDrainingError()
+        if self._check_subjects and (not subject or _BLANKS(subject)):
+            raise errors.BadSubjectError()
         if headers is not None:
             headers = headers_arg(headers)
         try:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Optional, Union
 
-from tclnats_py.natspy.errors import Error, MsgAlreadyAckdError, NotJSMessageError, translate
+from tclnats_py.natspy.errors import BadHeaderError, Error, MsgAlreadyAckdError, NotJSMessageError, translate
 
 if TYPE_CHECKING:
     from tclnats_py.natspy.aio.client import Client
@@ -23,9 +24,25 @@ if TYPE_CHECKING:
 __all__ = ["Msg"]
 
 
+# a header name nats-py sends: an RFC 7230 token (no CR, LF, blank or separator)
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+").fullmatch
+# a value's CR and LF become blanks, so that a value cannot end its header line
+_VALUE_NEWLINES = str.maketrans({"\r": " ", "\n": " "})
+
+
 def headers_arg(headers: Dict[str, Any]) -> Dict[str, Any]:
-    """Headers to publish as nats-py sends them: blank names skipped, names trimmed."""
-    return {k.strip(): v for k, v in headers.items() if k.strip()}
+    """Headers to publish as nats-py sends them: names and values trimmed,
+    blank names skipped, CR and LF in values as blanks; BadHeaderError for a
+    name that is not a token."""
+    out = {}
+    for k, v in headers.items():
+        key = k.strip()
+        if not key:
+            continue
+        if _HEADER_NAME(key) is None:
+            raise BadHeaderError(key)
+        out[key] = v.strip().translate(_VALUE_NEWLINES) if isinstance(v, str) else v
+    return out
 
 
 def headers_from_impl(h) -> Optional[Dict[str, str]]:

@@ -32,7 +32,9 @@ __all__ = [
     "StorageType", "DiscardPolicy", "StoreCompression", "PersistMode", "RePublish", "SubjectTransform",
     "StreamConsumerLimits", "StreamConfig", "PeerInfo", "ClusterInfo", "StreamInfo", "StreamsListIterator",
     "AckPolicy", "DeliverPolicy", "ReplayPolicy", "ConsumerConfig", "SequenceInfo", "ConsumerInfo",
-    "ConsumerPause", "ConsumerReset", "AccountLimits", "Tier", "APIStats", "AccountInfo", "RawStreamMsg", "KeyValueConfig",
+    "ConsumerPause", "ConsumerReset", "StreamConsumerSource", "SCHEDULE_YEARLY", "SCHEDULE_MONTHLY",
+    "SCHEDULE_WEEKLY", "SCHEDULE_DAILY", "SCHEDULE_HOURLY", "AccountLimits", "Tier", "APIStats", "AccountInfo",
+    "RawStreamMsg", "KeyValueConfig",
     "StreamPurgeRequest", "ObjectStoreConfig", "ObjectLink", "ObjectMetaOptions", "ObjectMeta", "ObjectInfo",
 ]
 
@@ -42,20 +44,38 @@ NS_PER_S = 1_000_000_000
 class Header(str, Enum):
     """Header names JetStream reads or writes (the publish expectations are
     the engine's names, ``engine.js.publish``)."""
+    BATCH_COMMIT = "Nats-Batch-Commit"
+    BATCH_ID = "Nats-Batch-Id"
+    BATCH_SEQUENCE = "Nats-Batch-Sequence"
     CONSUMER_STALLED = "Nats-Consumer-Stalled"
     DESCRIPTION = "Description"
     EXPECTED_LAST_MSG_ID = _pub.EXPECTED_LAST_MSG_ID
     EXPECTED_LAST_SEQUENCE = _pub.EXPECTED_LAST_SEQ
     EXPECTED_LAST_SUBJECT_SEQUENCE = _pub.EXPECTED_LAST_SUBJECT_SEQ
     EXPECTED_STREAM = _pub.EXPECTED_STREAM
-    INCR = "Nats-Incr"
+    INCR = "Nats-Incr"  # a counter's delta, a decimal integer such as "5" or "-2" (ADR-49)
     LAST_CONSUMER = "Nats-Last-Consumer"
     LAST_STREAM = "Nats-Last-Stream"
     MSG_ID = "Nats-Msg-Id"
     MSG_TTL = "Nats-TTL"
     ROLLUP = "Nats-Rollup"
+    SCHEDULE = "Nats-Schedule"
+    SCHEDULE_NEXT = "Nats-Schedule-Next"
+    SCHEDULE_ROLLUP = "Nats-Schedule-Rollup"
+    SCHEDULE_SOURCE = "Nats-Schedule-Source"
+    SCHEDULE_TARGET = "Nats-Schedule-Target"
+    SCHEDULE_TIME_ZONE = "Nats-Schedule-Time-Zone"
+    SCHEDULE_TTL = "Nats-Schedule-TTL"
+    SCHEDULER = "Nats-Scheduler"
     STATUS = "Status"
 
+
+# the predefined schedules, values of Header.SCHEDULE (ADR-51)
+SCHEDULE_YEARLY = "@yearly"
+SCHEDULE_MONTHLY = "@monthly"
+SCHEDULE_WEEKLY = "@weekly"
+SCHEDULE_DAILY = "@daily"
+SCHEDULE_HOURLY = "@hourly"
 
 DEFAULT_PREFIX = DEFAULT_API_PREFIX
 INBOX_PREFIX = b"_INBOX."
@@ -208,6 +228,9 @@ class AckPolicy(str, Enum):
     NONE = "none"
     ALL = "all"
     EXPLICIT = "explicit"
+    # the consumer a stream sources or mirrors a workqueue or interest stream
+    # through: the sourcing stream acknowledges by flow control (ADR-60)
+    FLOW_CONTROL = "flow_control"
 
 
 class DeliverPolicy(str, Enum):
@@ -227,12 +250,37 @@ class ReplayPolicy(str, Enum):
 # ---------------------------------------------------------------- streams
 @dataclass
 class PubAck(Base):
-    """A stream's acknowledgement of a published message."""
+    """A stream's acknowledgement of a published message: for the commit of
+    an atomic batch also ``batch_id`` and ``batch_size`` (the server's
+    ``batch`` and ``count``), on a counter stream ``val``, the counter's new
+    value as the server's decimal string (ADR-49)."""
     stream: str
     seq: int
     domain: str | None = None
     duplicate: bool | None = None
-    val: str | None = None  # a counter's new value (ADR-49), the server's decimal text
+    batch_id: str | None = None
+    batch_size: int | None = None
+    val: str | None = None
+
+    # the server's names of the batch fields (ADR-50)
+    _wire: ClassVar[dict[str, str]] = {"batch": "batch_id", "count": "batch_size"}
+
+    @classmethod
+    def from_response(cls, resp: dict[str, Any]):
+        # (no field needs converting: the reply's values are taken as they are)
+        if "batch" in resp or "count" in resp:
+            resp = {cls._wire.get(k, k): v for k, v in resp.items()}
+        return cls(**{k: v for k, v in resp.items() if k in _PUBACK_FIELDS})
+
+    def as_dict(self) -> dict[str, Any]:
+        out = super().as_dict()
+        for wire, name in self._wire.items():
+            if name in out:
+                out[wire] = out.pop(name)
+        return out
+
+
+_PUBACK_FIELDS = frozenset(f.name for f in dataclasses.fields(PubAck))
 
 
 @dataclass
@@ -258,6 +306,15 @@ class SubjectTransform(Base):
 
 
 @dataclass
+class StreamConsumerSource(Base):
+    """The durable push consumer a source or mirror of a workqueue or
+    interest stream reads through, made beforehand (ADR-60, server 2.14+):
+    its name and deliver subject, both required."""
+    name: str
+    deliver_subject: str
+
+
+@dataclass
 class StreamSource(Base):
     name: str
     opt_start_seq: int | None = None
@@ -265,8 +322,9 @@ class StreamSource(Base):
     filter_subject: str | None = None
     external: ExternalStream | None = None
     subject_transforms: list[SubjectTransform] | None = None
+    consumer: StreamConsumerSource | None = None
 
-    _nested = {"external": ExternalStream, "subject_transforms": SubjectTransform}
+    _nested = {"external": ExternalStream, "subject_transforms": SubjectTransform, "consumer": StreamConsumerSource}
     _times = ("opt_start_time",)
 
 
@@ -353,6 +411,7 @@ class StreamConfig(Base):
     allow_msg_schedules: bool | None = None
     allow_atomic: bool | None = None
     allow_batched: bool | None = None
+    allow_msg_counter: bool | None = None  # a counter stream (ADR-49, server 2.12+)
     persist_mode: PersistMode | None = None
     metadata: dict[str, str] | None = None
     consumer_limits: StreamConsumerLimits | None = None
@@ -518,7 +577,9 @@ class ConsumerReset(Base):
 
     @classmethod
     def from_response(cls, resp: dict[str, Any]):
-        return cls(info=ConsumerInfo.from_response(resp), reset_seq=resp.get("reset_seq", 0))
+        rest = dict(resp)
+        reset_seq = rest.pop("reset_seq", 0)
+        return cls(info=ConsumerInfo.from_response(rest), reset_seq=reset_seq)
 
 
 # ---------------------------------------------------------------- account

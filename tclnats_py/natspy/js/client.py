@@ -61,6 +61,7 @@ _ORDERED_INACTIVE = 5 * 60
 
 # nats-py's module constants (programs import some of them)
 NO_RESPONDERS_STATUS = "503"
+NATS_HDR_LINE_SIZE = len(b"NATS/1.0")  # a header block's first line
 KV_STREAM_TEMPLATE = _kv.stream_name("{bucket}")
 KV_PRE_TEMPLATE = _kv.key_prefix("{bucket}")
 KV_MAX_HISTORY = 64
@@ -111,6 +112,13 @@ class JetStreamContext(JetStreamManager):
         self._async_max = publish_async_max_pending
         self._async_futures: set = set()
 
+    @classmethod
+    def is_status_msg(cls, msg: Msg | None) -> str | None:
+        """The status code of a status message (its ``Status`` header), else None."""
+        if msg is None or not msg.headers:
+            return None
+        return msg.headers.get(api.Header.STATUS)
+
     @property
     def _js(self):
         impl = self._impl_js
@@ -127,11 +135,7 @@ class JetStreamContext(JetStreamManager):
     # ------------------------------------------------------------ publish
     def _headers(self, headers: dict[str, Any] | None, stream: str | None, msg_ttl: float | None):
         if headers:
-            # nats-py's header rules: names and values trimmed, blank names
-            # skipped; a name with whitespace inside is one every nats-py
-            # receiver drops when it parses the message, so it is not sent
-            headers = {k: v.strip() if isinstance(v, str) else v for k, v in headers_arg(headers).items()
-                       if not any(c.isspace() for c in k)}
+            headers = headers_arg(headers)  # nats-py's header rules (BadHeaderError)
         try:
             return publish_headers(headers, expected_stream=stream, ttl=_ttl_header(msg_ttl))
         except NatsError as e:

@@ -66,6 +66,11 @@ class Error(_core.Error):
 class APIError(Error):
     """An error reply of the JetStream API."""
 
+    # (nats-py's dataclass fields, set on every instance)
+    err_code: int | None
+    stream: str | None
+    seq: int | None
+
     def __init__(self, code: int | None = None, description: str | None = None,
                  err_code: int | None = None, stream: str | None = None, seq: int | None = None) -> None:
         super().__init__(description)
@@ -129,8 +134,13 @@ class BadRequestError(APIError, http=400):
     """400."""
 
 
+#: the API's err_code of a reset the consumer's deliver policy refuses (JSConsumerInvalidResetErr)
+CONSUMER_INVALID_RESET = 10204
+
+
 class ConsumerInvalidResetError(BadRequestError):
-    """A consumer reset the consumer's deliver policy does not allow (err_code 10204)."""
+    """reset_consumer to a sequence the consumer's deliver policy does not
+    allow (below ``opt_start_seq`` of a ``by_start_sequence`` consumer ...)."""
 
 
 class NoStreamResponseError(Error, text="nats: no response from stream"):

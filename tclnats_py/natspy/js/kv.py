@@ -29,12 +29,19 @@ from tclnats_py.natspy.js import errors as _jserr
 if TYPE_CHECKING:
     from tclnats_py.natspy.js.client import JetStreamContext
 
-__all__ = ["KeyValue", "KV_OP", "KV_DEL", "KV_PURGE", "MSG_ROLLUP_SUBJECT", "VALID_BUCKET_RE", "VALID_KEY_RE"]
+__all__ = ["KeyValue", "KV_OP", "KV_DEL", "KV_PURGE", "MSG_ROLLUP_SUBJECT", "KV_MARKER_REASON", "VALID_BUCKET_RE",
+           "VALID_KEY_RE", "StopIterSentinel"]
 
 KV_OP = _kv.KV_OPERATION
 KV_DEL = _kv.DEL
 KV_PURGE = _kv.PURGE
 MSG_ROLLUP_SUBJECT = "sub"
+KV_MARKER_REASON = _kv.MARKER_REASON  # the header of a TTL or limit marker's reason (ADR-48)
+
+
+class StopIterSentinel:
+    """The queue item that ends a watcher's iteration (after ``stop()``)."""
+
 
 # the engine's character sets, anchored for re.match as nats-py programs use them
 VALID_BUCKET_RE = re.compile(f"^{_kv.BUCKET_RE.pattern}$")
@@ -214,7 +221,7 @@ class KeyValue:
         """The updates of a watch: ``await w.updates(timeout)`` or ``async
         for``; one None after the initial values; ``await w.stop()``."""
 
-        _STOP = object()
+        STOP_ITER = StopIterSentinel()  # what stop() puts in the queue: the end of iteration
 
         def __init__(self, js: "JetStreamContext") -> None:
             self._js = js
@@ -239,7 +246,7 @@ class KeyValue:
                     pass
             while True:
                 try:
-                    self._updates.put_nowait(KeyValue.KeyWatcher._STOP)
+                    self._updates.put_nowait(KeyValue.KeyWatcher.STOP_ITER)
                     return
                 except asyncio.QueueFull:
                     try:
@@ -255,7 +262,7 @@ class KeyValue:
 
         async def __anext__(self) -> Any:
             entry = await self._updates.get()
-            if entry is KeyValue.KeyWatcher._STOP:
+            if isinstance(entry, StopIterSentinel):
                 raise StopAsyncIteration
             return entry
 

@@ -52,6 +52,8 @@ def check_names(**names: Any) -> None:
                              f"whitespace or quotes)")
 
 
+NATS_HDR_LINE_SIZE = len(b"NATS/1.0")  # a header block's first line
+
 # the pause a resumed consumer gets: until a time long past
 _PAUSE_ENDED = "1970-01-01T00:00:00Z"
 
@@ -217,7 +219,7 @@ class JetStreamManager:
         try:
             resp = await self._run(_admin.reset_consumer(self._jsapi(timeout), stream, consumer, seq or None))
         except _jserr.APIError as e:
-            if e.err_code == 10204:
+            if e.err_code == _jserr.CONSUMER_INVALID_RESET:
                 raise _jserr.ConsumerInvalidResetError(code=e.code, description=e.description,  # type: ignore[arg-type]
                                                        err_code=e.err_code) from e
             raise

@@ -28,7 +28,7 @@ __all__ = ["ObjectStore", "VALID_BUCKET_RE", "VALID_KEY_RE", "OBJ_DEFAULT_CHUNK_
            "OBJ_ALL_CHUNKS_PRE_TEMPLATE", "OBJ_ALL_META_PRE_TEMPLATE", "OBJ_CHUNKS_PRE_TEMPLATE",
            "OBJ_META_PRE_TEMPLATE", "OBJ_NO_PENDING", "OBJ_DIGEST_TYPE", "OBJ_DIGEST_TEMPLATE"]
 
-from tclnats_py.natspy.js.kv import VALID_BUCKET_RE, VALID_KEY_RE, next_update  # noqa: E402  the same name rules
+from tclnats_py.natspy.js.kv import VALID_BUCKET_RE, VALID_KEY_RE, StopIterSentinel, next_update  # noqa: E402  the same name rules
 
 OBJ_DEFAULT_CHUNK_SIZE = _obj.DEFAULT_CHUNK_SIZE
 # nats-py's module constants (the ADR-20 subjects as format templates)
@@ -223,7 +223,7 @@ class ObjectStore:
     class ObjectWatcher:
         """Object infos as they change: ``await w.updates(timeout)`` or ``async for``; ``await w.stop()``."""
 
-        _STOP = object()
+        STOP_ITER = StopIterSentinel()  # what stop() puts in the queue: the end of iteration
 
         def __init__(self, js: Any) -> None:
             self._js = js
@@ -242,7 +242,7 @@ class ObjectStore:
                 except (asyncio.CancelledError, Exception):
                     pass
             try:
-                self._updates.put_nowait(ObjectStore.ObjectWatcher._STOP)
+                self._updates.put_nowait(ObjectStore.ObjectWatcher.STOP_ITER)
             except asyncio.QueueFull:
                 pass
 
@@ -254,7 +254,7 @@ class ObjectStore:
 
         async def __anext__(self) -> api.ObjectInfo | None:
             item = await self._updates.get()
-            if item is ObjectStore.ObjectWatcher._STOP:
+            if isinstance(item, StopIterSentinel):
                 raise StopAsyncIteration
             return item
 

@@ -17,7 +17,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, AsyncContextManager, Callable
+from typing import Any, AsyncContextManager, Callable, Protocol
 
 from tclnats_py.engine import micro as _micro
 from tclnats_py.natspy.aio.msg import Msg
@@ -140,8 +140,17 @@ class EndpointInfo:
         return _micro.endpoint_info(self.name, self.subject, self.queue_group, self.metadata)
 
 
+class ServiceIdentity(Protocol):
+    """What names a service instance (ServicePing and ServiceStats have it)."""
+
+    id: str
+    name: str
+    version: str
+    metadata: dict[str, str]
+
+
 @dataclass
-class ServicePing:
+class ServicePing(ServiceIdentity):
     id: str
     name: str
     version: str
@@ -157,7 +166,7 @@ class ServicePing:
 
 
 @dataclass
-class ServiceStats:
+class ServiceStats(ServiceIdentity):
     id: str
     name: str
     version: str
@@ -270,7 +279,21 @@ class Endpoint:
         return out
 
 
-class Group:
+class EndpointManager(Protocol):
+    """What endpoints are added to (a Group)."""
+
+    async def add_endpoint(self, config: EndpointConfig | None = None, **kwargs: Any) -> None:
+        """Add an endpoint: an EndpointConfig or its fields as keywords."""
+
+
+class GroupManager(Protocol):
+    """What groups are added to (a Group)."""
+
+    def add_group(self, config: GroupConfig | None = None, **kwargs: Any) -> Group:
+        """Add a group: a GroupConfig or its fields as keywords."""
+
+
+class Group(GroupManager, EndpointManager):
     """Endpoints under a common subject prefix (and default queue group)."""
 
     def __init__(self, service: Service, group: _micro.Group) -> None:
