@@ -407,7 +407,6 @@ class StreamConfig(Base):
     mirror_direct: bool | None = None
     compression: StoreCompression | None = None
     allow_msg_ttl: bool | None = None
-    allow_msg_counter: bool | None = None
     allow_msg_schedules: bool | None = None
     allow_atomic: bool | None = None
     allow_batched: bool | None = None
