@@ -68,8 +68,8 @@ import random
 
 from tclnats_py.engine import protocol as P
 from tclnats_py.engine import state as S
-from tclnats_py.engine.effects import CLOSE, PONG_RECEIVED, SUBS_CLEARED, CancelTimer, InfoReceived, Open, \
-    StartTimer, StartTls
+from tclnats_py.engine.effects import CLOSE, PONG_RECEIVED, SUBS_CLEARED, CancelTimer, Deliver, DeliverMany, \
+    InfoReceived, Open, StartTimer, StartTls
 from tclnats_py.engine.handshake import AUTH_ERRORS, auth_params, checked_info, connect_params, handshake_info, \
     server_error
 from tclnats_py.engine.options import Options
@@ -89,6 +89,8 @@ __all__ = ["Engine", "Msg", "Subscription", "Request", "Ping", "connect_params",
            "CLOSED", "CONNECTING", "CONNECTED", "RECONNECTING", "MAX_SUB_MSGS", "HARD_CAP_FACTOR", "AUTH_ERRORS"]
 
 _move = S.move
+_MSG = P.MSG
+_tuple_new = tuple.__new__
 
 
 class Engine(Registry):
@@ -422,22 +424,83 @@ class Engine(Registry):
 
     # ------------------------------------------------------------------ input
     def receive_data(self, data) -> None:
-        """Bytes read from the socket: parsed, and their frames handled in
-        order (deliveries, replies, the handshake); a protocol error drops
-        the connection after the frames that came before it."""
+        """Bytes read: their frames carried out in order (the hot path of every
+        face: the common messages inline, see registry.py); a protocol error
+        drops the connection after the frames before it.  Ignored without a
+        socket (the phase table's DATA row, which _socket_open caches)."""
         if not self._socket_open:
-            return  # the table's DATA row: a dropped socket's bytes
+            return
         if data:
             self.stats["in_bytes"] += len(data)
         try:
             ops = self._parser.feed(data)
             bad = None
-        except NatsError as e:
-            # what was complete before the bad bytes is handled, then the socket goes
+        except NatsError as e:  # the frames complete before the bad bytes still count
             ops = e.details.pop("ops", ())
             bad = e
-        if ops:
-            self._dispatch(ops, self._handle)
+        handle = self._handle
+        on_msg = self._on_msg
+        subs = self.subs
+        mc = self.msg_class
+        fx = self._fx
+        plain = 0
+        batches = self.deliver_batches
+        batch_sub = None          # the DeliverMany being filled: its sub, its list, and
+        batch: list = []          # len(fx) after it (it must still be the last effect)
+        batch_at = -1             # take: the compiled maker of runs, for a class made as Msg is
+        take = (P.take_msgs if batches and mc.__init__ is Msg.__init__  # type: ignore[misc]
+                and mc.__new__ is object.__new__ else None)
+        i, n = 0, len(ops)
+        while i < n:
+            op = ops[i]
+            i += 1
+            if not self._socket_open:
+                break
+            if op[0] is not _MSG:
+                handle(op)
+                continue
+            sub = subs.get(op[2])
+            if sub is None or op[4] is not None or sub.max_msgs or sub.kind != "user":
+                if sub is not None and op[4] is None and sub.kind == "mux" and not sub.max_msgs:
+                    plain += 1  # a reply to a request without headers: _on_msg's steps
+                    sub.received += 1
+                    self._on_mux_reply(mc(op[1], op[5], op[3], None, op[2]))
+                else:
+                    on_msg(op)
+                continue
+            if take is not None:  # this message and the plain ones for its sid right after it
+                run: list = []
+                j = take(ops, i - 1, op[2], mc, run)
+                if j is not None:
+                    last = fx[-1] if fx else None
+                    if last.__class__ is DeliverMany and last[0] is sub:
+                        last[1].extend(run)  # one DeliverMany for consecutive deliveries
+                    else:
+                        fx.append(_tuple_new(DeliverMany, (sub, run)))
+                    k = j - i + 1
+                    plain += k
+                    sub.received += k
+                    i = j
+                    continue
+                take = None  # not a class it can make: one at a time
+            plain += 1
+            sub.received += 1
+            if not batches:
+                fx.append(_tuple_new(Deliver, (sub, mc(op[1], op[5], op[3], None, op[2]))))
+            elif sub is batch_sub and len(fx) == batch_at:
+                batch.append(mc(op[1], op[5], op[3], None, op[2]))
+            else:
+                last = fx[-1] if fx else None
+                if last.__class__ is DeliverMany and last[0] is sub:
+                    batch = last[1]
+                    batch.append(mc(op[1], op[5], op[3], None, op[2]))
+                else:
+                    batch = [mc(op[1], op[5], op[3], None, op[2])]
+                    fx.append(_tuple_new(DeliverMany, (sub, batch)))
+                batch_sub = sub
+                batch_at = len(fx)
+        if plain:
+            self.stats["in_msgs"] += plain
         if bad is not None and self._socket_open:
             self._fail(bad.code, str(bad))
 

@@ -9,12 +9,14 @@ request's own inbox, up to max_msgs replies: ``RequestReply`` each, then
 ``RequestDone``).  Requests and user pings end exactly once, by a reply, a
 timeout (their timer, keyed by the record), or the connection's end.
 
-Delivery (:meth:`Registry._dispatch`) is the hot path of every face: one
-read's frames, in order, the common message (a user subscription, no
-headers, no max_msgs) handled inline.  With ``deliver_batches`` set the
-engine guarantees: no ``Deliver`` effect at all, and consecutive deliveries
-to one subscription with no other effect between them come as ONE
-``DeliverMany`` (so a driver need not coalesce them itself).
+Delivery: :meth:`Registry._on_msg` delivers a message to its subscription
+by kind.  ``Engine.receive_data`` (connection.py), the hot path of every
+face, does the same steps inline for the common message (a user
+subscription, no headers, no max_msgs) and a plain request reply, and calls
+``_on_msg`` for the others.  With ``deliver_batches`` set both guarantee: no
+``Deliver`` effect at all, and consecutive deliveries to one subscription
+with no other effect between them come as ONE ``DeliverMany`` (so a driver
+need not merge them itself).
 
 :class:`Registry` is the Engine's second part (it inherits
 :class:`~tclnats_py.engine.outbound.Outbound`; the Engine inherits it).
@@ -35,17 +37,12 @@ from tclnats_py.engine.records import Msg, Ping, Request, Subscription
 from tclnats_py.engine.state import CONNECTED
 from tclnats_py.errors import NatsError, make_error
 
-TYPE_CHECKING = False  # typing costs ~10 ms of every start: type names for the checker only
-if TYPE_CHECKING:
-    from typing import Callable
-
 __all__ = ["Registry", "MAX_SUB_MSGS"]
 
 # the largest max_msgs of a SUB/UNSUB: the server reads at most 9 digits there
 # (more and the UNSUB is dropped, the subscription never ends)
 MAX_SUB_MSGS = 999_999_999
 
-_MSG = P.MSG
 _tuple_new = tuple.__new__
 
 
@@ -57,9 +54,6 @@ def _check_max_msgs(max_msgs: int) -> None:
 class Registry(Outbound):
     """Subscriptions, requests and pings of one connection (see the module
     docstring); the Engine's second part."""
-
-    # the Engine's: whether the phase has a socket (state.SOCKET_PHASES)
-    _socket_open: bool
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)
@@ -355,69 +349,6 @@ class Registry(Outbound):
                 self._ping_done(p, result)
 
     # ------------------------------------------------------------------ delivery
-    def _dispatch(self, ops: list, handle: Callable) -> None:
-        """Carry out one read's frames in order: MSGs here (the common one
-        inline, see the module docstring), the others by ``handle``.  Stops
-        when a frame dropped the socket (``_socket_open``, the Engine's)."""
-        subs = self.subs
-        mc = self.msg_class
-        fx = self._fx
-        plain = 0
-        batches = self.deliver_batches
-        # the compiled maker of a run of plain messages, for a message class
-        # made the way Msg makes them
-        take = (P.take_msgs if batches and mc.__init__ is Msg.__init__  # type: ignore[misc]
-                and mc.__new__ is object.__new__ else None)
-        i = 0
-        n = len(ops)
-        while i < n:
-            op = ops[i]
-            i += 1
-            if not self._socket_open:
-                break
-            if op[0] is not _MSG:
-                handle(op)
-                continue
-            sub = subs.get(op[2])
-            if sub is not None and op[4] is None and not sub.max_msgs and sub.kind == "user":
-                # the common message: _on_msg's steps inline
-                if take is not None:
-                    # this one and the plain ones for the same sid right after it
-                    run: list = []
-                    j = take(ops, i - 1, op[2], mc, run)
-                    if j is not None:
-                        last = fx[-1] if fx else None
-                        if last.__class__ is DeliverMany and last[0] is sub:
-                            last[1].extend(run)
-                        else:
-                            fx.append(_tuple_new(DeliverMany, (sub, run)))
-                        k = j - i + 1
-                        plain += k
-                        sub.received += k
-                        i = j
-                        continue
-                    take = None  # not a class it can make: the steps below
-                plain += 1
-                sub.received += 1
-                msg = mc(op[1], op[5], op[3], None, op[2])
-                if not batches:
-                    fx.append(_tuple_new(Deliver, (sub, msg)))  # Deliver(sub, msg) without its Python __new__
-                else:
-                    last = fx[-1] if fx else None
-                    if last.__class__ is DeliverMany and last[0] is sub:
-                        last[1].append(msg)
-                    else:
-                        fx.append(_tuple_new(DeliverMany, (sub, [msg])))
-            elif sub is not None and op[4] is None and sub.kind == "mux" and not sub.max_msgs:
-                # a reply to a request without headers: _on_msg's steps inline
-                plain += 1
-                sub.received += 1
-                self._on_mux_reply(mc(op[1], op[5], op[3], None, op[2]))
-            else:
-                self._on_msg(op)
-        if plain:
-            self.stats["in_msgs"] += plain
-
     def _on_msg(self, op) -> None:
         _, subject, sid, reply, hdr, payload = op
         self.stats["in_msgs"] += 1

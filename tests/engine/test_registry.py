@@ -8,7 +8,7 @@ from tclnats_py.engine import protocol as P
 from tclnats_py.engine.effects import (FLUSH, CancelTimer, Deliver, DeliverMany, ErrorChanged, Log, PingDone, RequestDone,
                                        RequestReply, StartTimer, SubGone)
 from tclnats_py.engine.options import Options
-from tclnats_py.engine.records import Msg, Ping
+from tclnats_py.engine.records import Ping
 from tclnats_py.engine.registry import MAX_SUB_MSGS, Registry
 from tclnats_py.engine.state import CONNECTED, RECONNECTING
 from tclnats_py.errors import NatsError
@@ -25,11 +25,11 @@ def registry(status=CONNECTED, accelerated=None, **opts):
 
 
 def feed(r, data):
-    """Parse ``data`` and dispatch its frames; the frames that are not
-    messages, in order."""
-    others = []
-    r._dispatch(r.test_parser.feed(data), others.append)
-    return others
+    """Parse ``data`` and hand each message to the registry (``_on_msg``:
+    what the Engine's reading does for all but the common message)."""
+    for op in r.test_parser.feed(data):
+        assert op[0] is P.MSG
+        r._on_msg(op)
 
 
 def sent(r):
@@ -82,7 +82,27 @@ def test_drain_sends_unsub_once_and_the_last_unsubscribe_only_forgets():
     assert r.unsubscribe(s.sid) is True and sent(r) == b""
 
 
-# ====================================================================== delivery
+# ====================================================================== delivery by kind
+
+def test_deliver_batches_the_slow_path_joins_the_last_deliver_many_too():
+    r = registry()
+    r.deliver_batches = True
+    a, b = r.subscribe("a"), r.subscribe("b", max_msgs=3)
+    r.take()
+    feed(r, b"HMSG a 1 12 13\r\nNATS/1.0\r\n\r\n1\r\nHMSG a 1 12 13\r\nNATS/1.0\r\n\r\n2\r\n"
+            b"MSG b 2 1\r\n3\r\nMSG b 2 1\r\n4\r\nMSG b 2 1\r\n5\r\nHMSG a 1 12 13\r\nNATS/1.0\r\n\r\n6\r\n")
+    fx = r.take()
+    assert [f.__class__ for f in fx] == [DeliverMany, DeliverMany, SubGone, DeliverMany]
+    assert [m.data for m in fx[0].msgs] == [b"1", b"2"] and fx[0].sub is a
+    assert [m.data for m in fx[1].msgs] == [b"3", b"4", b"5"] and fx[1].sub is b and fx[2] == SubGone(b.sid)
+    assert [m.data for m in fx[3].msgs] == [b"6"] and fx[0].msgs[0].headers == {}
+
+
+def test_a_message_for_no_subscription_is_counted_and_dropped():
+    r = registry()
+    feed(r, b"MSG gone 7 1\r\nx\r\n")
+    assert r.take() == [] and r.stats["in_msgs"] == 1
+
 
 def test_messages_of_a_max_msgs_subscription_end_it():
     r = registry()
@@ -103,82 +123,6 @@ def test_a_bad_header_block_is_an_async_error_and_the_body_still_arrives():
     fx = r.take()
     assert fx[0].__class__ is Log and fx[1].__class__ is ErrorChanged
     assert fx[2].__class__ is Deliver and fx[2].sub is s and fx[2].msg.data == b"x"
-
-
-class OwnInit(Msg):
-    """A message class with a constructor of its own (the compiled maker of
-    runs does not make these: the inline steps do)."""
-
-    __slots__ = ()
-
-    def __init__(self, subject, data=b"", reply=None, headers=None, sid=None):
-        super().__init__(subject, data, reply, headers, sid)
-
-
-WIRE = (b"MSG a 1 1\r\n1\r\nMSG a 1 1\r\n2\r\nHMSG a 1 12 13\r\nNATS/1.0\r\n\r\n3\r\n"   # a: plain, plain, headers
-        b"MSG a 1 1\r\n4\r\nMSG b 2 1\r\n5\r\nMSG a 1 1\r\n6\r\n"                      # a, then b, then a
-        b"MSG c 3 1\r\n7\r\nMSG c 3 1\r\n8\r\nMSG a 1 1\r\n9\r\n")                      # c (max 2, ends), a
-
-
-@pytest.mark.parametrize("accelerated", [False, None])
-@pytest.mark.parametrize("msg_class", [Msg, OwnInit])
-def test_deliver_batches_every_delivery_is_a_deliver_many_and_runs_are_merged(accelerated, msg_class):
-    r = registry(accelerated=accelerated)
-    r.deliver_batches = True
-    r.msg_class = msg_class
-    a, b = r.subscribe("a"), r.subscribe("b")
-    c = r.subscribe("c", max_msgs=2)
-    r.take()
-    feed(r, WIRE[:60])
-    feed(r, WIRE[60:])   # the run goes on across reads until take()
-    fx = r.take()
-    assert Deliver not in [f.__class__ for f in fx]
-    got = [(f.__class__.__name__, f[0] if f.__class__ is SubGone else f.sub.subject,
-            [m.data for m in f.msgs] if f.__class__ is DeliverMany else None) for f in fx]
-    assert got == [("DeliverMany", "a", [b"1", b"2", b"3", b"4"]), ("DeliverMany", "b", [b"5"]),
-                   ("DeliverMany", "a", [b"6"]), ("DeliverMany", "c", [b"7", b"8"]), ("SubGone", c.sid, None),
-                   ("DeliverMany", "a", [b"9"])]
-    assert all(m.__class__ is msg_class for f in fx if f.__class__ is DeliverMany for m in f.msgs)
-    assert fx[0].msgs[2].headers == {} and fx[0].msgs[2].sid == a.sid
-    assert (a.received, b.received, c.received) == (6, 1, 2) and r.stats["in_msgs"] == 9
-
-
-@pytest.mark.parametrize("accelerated", [False, None])
-def test_without_batches_each_message_is_a_deliver(accelerated):
-    r = registry(accelerated=accelerated)
-    r.subscribe("a"), r.subscribe("b"), r.subscribe("c", max_msgs=2)
-    r.take()
-    feed(r, WIRE)
-    fx = r.take()
-    assert [f.__class__ for f in fx] == [Deliver] * 8 + [SubGone, Deliver]
-    delivered = [f.msg.data for f in fx if f.__class__ is Deliver]
-    assert delivered == [b"1", b"2", b"3", b"4", b"5", b"6", b"7", b"8", b"9"]
-    assert DeliverMany not in [f.__class__ for f in fx]
-
-
-def test_another_effect_between_deliveries_splits_the_run():
-    r = registry()
-    r.deliver_batches = True
-    a = r.subscribe("a")
-    r.take()
-    others = feed(r, b"MSG a 1 1\r\n1\r\nPING\r\nMSG a 1 1\r\n2\r\n")
-    assert [op[0] for op in others] == [P.PING]
-    r._log("debug", "between")    # as the engine would while handling the PING
-    feed(r, b"MSG a 1 1\r\n3\r\n")
-    fx = r.take()
-    assert [f.__class__ for f in fx] == [DeliverMany, Log, DeliverMany]
-    assert [m.data for m in fx[0].msgs] == [b"1", b"2"] and fx[2].sub is a
-
-
-def test_dispatch_stops_when_a_frame_dropped_the_socket():
-    r = registry()
-    r.subscribe("a")
-    r.take()
-
-    def handle(op):
-        r._socket_open = False   # as a fatal -ERR would
-    r._dispatch(P.Parser().feed(b"-ERR 'x'\r\nMSG a 1 1\r\n1\r\n"), handle)
-    assert r.take() == []
 
 
 # ====================================================================== requests
