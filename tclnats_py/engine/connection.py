@@ -505,7 +505,7 @@ class Engine(Registry):
             self._fail(bad.code, str(bad))
 
     def _handle(self, op) -> None:
-        """Every frame but MSG/HMSG (those are the registry's)."""
+        """A frame other than MSG/HMSG (those are receive_data's and _on_msg's)."""
         kind = op[0]
         if kind is P.PING:
             if self.status == CONNECTED:
