@@ -104,9 +104,13 @@ class EffectHandlers(Protocol):
     def on_log(self, e: Log) -> None:
         """Log ``e.text`` at ``e.level`` (debug, info, warn, error)."""
     def on_deliver(self, e: Deliver) -> None:
-        """Hand ``e.msg`` to the subscription ``e.sub`` (its ``handler``)."""
+        """Hand ``e.msg`` to the subscription ``e.sub`` (its ``handler``).
+        Never called for a driver that set ``Engine.deliver_batches``."""
     def on_deliver_many(self, e: DeliverMany) -> None:
-        """Hand the messages ``e.msgs`` to ``e.sub``, in order."""
+        """Hand the messages ``e.msgs`` to ``e.sub``, in order.  With
+        ``Engine.deliver_batches`` set, every delivery comes so, and the
+        deliveries to one subscription with no other effect between them
+        come in one ``DeliverMany``: the driver merges nothing itself."""
     def on_sub_gone(self, e: SubGone) -> None:
         """The subscription ``e.sid`` ended: end the face's object for it."""
     def on_subs_cleared(self, e: SubsCleared) -> None:

@@ -128,7 +128,13 @@ class Deliver(_Effect):
 class DeliverMany(_Effect):
     """Deliver the messages ``msgs`` (a list, in order) to the user
     subscription ``sub``: what consecutive ``Deliver`` effects for one
-    subscription become for a driver that sets ``Engine.deliver_batches``."""
+    subscription become for a driver that sets ``Engine.deliver_batches``.
+
+    The engine's guarantee, with ``deliver_batches`` set: it emits no
+    ``Deliver`` at all, and deliveries to one subscription with no other
+    effect between them (within one :meth:`Engine.take`) come as one
+    ``DeliverMany``, whatever path the messages took (plain MSG, HMSG,
+    max_msgs); so a driver need not merge effects itself."""
     sub: Any
     msgs: list
 

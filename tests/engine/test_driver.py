@@ -2,6 +2,10 @@
 a driver missing one cannot build its table, and an effect the table does
 not know fails loudly."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from tclnats_py.engine import effects as E
@@ -65,3 +69,37 @@ def test_an_effect_class_the_table_does_not_know_raises_unknown_effect():
     assert type(table) is dict and NewEffect not in table
     with pytest.raises(E.UnknownEffect, match="NewEffect"):
         unknown_effect(NewEffect("info", "x"))
+
+
+# what a driver's author writes: the Engine where the contract asks for an
+# EngineIO, and (the control) an object that lacks most of it
+ENGINE_IO_PROGRAM = '''\
+from tclnats_py.engine.connection import Engine
+from tclnats_py.engine.driver import EngineIO
+
+
+class HalfDriven:
+    def take(self, writing: bool = False) -> list[object]:
+        return []
+
+
+engine: EngineIO = Engine()
+engine.receive_data(b"PING\\r\\n")
+effects = engine.take()
+half: EngineIO = HalfDriven()
+'''
+
+
+def test_the_engine_is_an_engine_io_for_mypy(tmp_path):
+    prog = tmp_path / "driver_program.py"
+    prog.write_text(ENGINE_IO_PROGRAM)
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([sys.executable, "-m", "mypy", "--config-file",
+                        os.path.join(top, "tests", "install", "typing", "mypy.ini"), "--no-error-summary",
+                        "--show-error-codes", "--cache-dir", str(tmp_path / "cache"), str(prog)],
+                       cwd=top, capture_output=True, text=True, timeout=900)
+    errors = [line for line in r.stdout.splitlines() if ": error:" in line]
+    # only the control fails, and for being no EngineIO
+    assert len(errors) == 1, r.stdout + r.stderr
+    line = ENGINE_IO_PROGRAM.splitlines().index("half: EngineIO = HalfDriven()") + 1
+    assert f":{line}: error:" in errors[0] and "EngineIO" in errors[0] and "[assignment]" in errors[0], errors

@@ -131,9 +131,10 @@ def test_tcl_face_starts_without_asyncio_jetstream_or_ssl():
 TCL_FACE_OURS = {
     "tclnats_py", "tclnats_py._tclcross", "tclnats_py.errors", "tclnats_py.credentials",
     "tclnats_py.engine", "tclnats_py.engine.connection", "tclnats_py.engine.effects",
-    "tclnats_py.engine.headers", "tclnats_py.engine.nuid", "tclnats_py.engine.options",
-    "tclnats_py.engine.pool", "tclnats_py.engine.protocol", "tclnats_py.engine.subjects",
-    "tclnats_py.engine.validate", "tclnats_py.engine.driver", "tclnats_py.tclface", "tclnats_py.tclface.bridge",
+    "tclnats_py.engine.handshake", "tclnats_py.engine.headers", "tclnats_py.engine.nuid",
+    "tclnats_py.engine.options", "tclnats_py.engine.outbound", "tclnats_py.engine.pool",
+    "tclnats_py.engine.protocol", "tclnats_py.engine.records", "tclnats_py.engine.registry",
+    "tclnats_py.engine.state", "tclnats_py.engine.subjects", "tclnats_py.engine.validate", "tclnats_py.engine.driver", "tclnats_py.tclface", "tclnats_py.tclface.bridge",
     "tclnats_py.tclface.commands", "tclnats_py.tclface.tlsname", "tclnats_py.tclface.values",
     "tclnats_py.tclface.connection", "tclnats_py.tclface.state", "tclnats_py.tclface.io",
     "tclnats_py.tclface.effects", "tclnats_py.tclface.conn_commands", "tclnats_py.tclface.js_commands",
