@@ -152,7 +152,6 @@ class Client(ClientEffects):
         self._engine.msg_class = type("Msg", (ClientMsg,), {"__slots__": (), "_client": self})
         self._engine.headers_class = Headers  # msg.headers["K"] is the first value; get_all("K") every one
         self._engine.deliver_batches = True  # a read's messages for a subscription in one effect (_run)
-        self._fx_iter = None
         self._effects = effect_table(self)  # effect class -> self.on_<effect> (ClientEffects)
         self._configure(servers, options)
 

@@ -32,9 +32,6 @@ from tclnats_py.engine.effects import (CancelTimer, Close, Deliver, DeliverMany,
                                        StartTls, StatusChanged, SubGone, SubsCleared)
 from tclnats_py.errors import NatsError, make_error
 
-if TYPE_CHECKING:  # names used in annotations only
-    from typing import Iterator
-
 __all__ = ["ClientEffects"]
 
 # no NullHandler: what this logger says at WARNING and above reaches the
@@ -81,7 +78,6 @@ class ClientEffects(ClientIO):
     class of it): the engine's effects carried out, the user's hooks called."""
 
     _effects: dict[type, Callable[[Any], object]]
-    _fx_iter: Iterator | None  # the effects _run is going through (see on_deliver)
     _tasks: set
     _status_waiters: list
     _prev_status: str
@@ -131,59 +127,27 @@ class ClientEffects(ClientIO):
         (``writing``: the caller writes at once, see Engine.take); see Client.run_effects."""
         eng = self._engine
         table = self._effects
-        outer = self._fx_iter  # (a handler may run the effects of its own calls: nested)
         fx = eng.take(writing)
-        try:
-            while fx:
-                it = self._fx_iter = iter(fx)
-                for f in it:
-                    try:
-                        handler = table[f.__class__]
-                    except KeyError:
-                        unknown_effect(f)
-                    handler(f)
-                fx = eng.take(writing)
-        finally:
-            self._fx_iter = outer
+        while fx:
+            for f in fx:
+                try:
+                    handler = table[f.__class__]
+                except KeyError:
+                    unknown_effect(f)
+                handler(f)
+            fx = eng.take(writing)
         if self._transport is not None and eng.status != CONNECTED and eng.want_write:
             # handshake traffic (CONNECT, PING, PONG) goes out at once
             self._transport.write(eng.data_to_send())
 
     # ------------------------------------------------------------ deliveries
     def on_deliver(self, e: Deliver) -> None:
-        """Hand ``e.msg`` to its subscription.  The Deliver effects right
-        after it for the same subscription go with it in one call (taken
-        from the effects being run, their order kept: nothing comes between
-        them); the first other effect after them is carried out then."""
-        it = self._fx_iter
-        while True:
-            esub = e.sub
-            msgs = None
-            nxt = None
-            if it is not None:
-                for g in it:
-                    if g.__class__ is Deliver and g.sub is esub:
-                        if msgs is None:
-                            msgs = [e.msg]
-                        msgs.append(g.msg)
-                    else:
-                        nxt = g
-                        break
-            sub = esub.handler
-            if sub is not None:
-                if msgs is None:
-                    sub._deliver(e.msg)
-                elif sub.__class__ is Subscription:
-                    sub._deliver_many(msgs)
-                else:  # another handler (the JetStream async publisher's acks)
-                    for m in msgs:
-                        sub._deliver(m)
-            if nxt is None:
-                return
-            if nxt.__class__ is not Deliver:
-                self._effects[nxt.__class__](nxt)
-                return
-            e = nxt
+        """Hand ``e.msg`` to its subscription.  The client sets the engine's
+        ``deliver_batches``, so its deliveries come as DeliverMany; a single
+        Deliver is carried out all the same."""
+        sub = e.sub.handler
+        if sub is not None:
+            sub._deliver(e.msg)
 
     def on_deliver_many(self, e: DeliverMany) -> None:
         """Hand the messages ``e.msgs`` to their subscription, in one call."""
