@@ -179,7 +179,7 @@ def startup(cmd: list, env: dict, n: int = 7, bare: bool = False, connection: bo
     return times[len(times) // 2], rss[len(rss) // 2]
 
 
-def main(argv=None) -> int:
+def _parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nats-tcl", help="path of a nats-tcl checkout (the original, run under tclsh)")
     ap.add_argument("--count", type=int, default=100000, help="messages per throughput figure")
@@ -192,114 +192,158 @@ def main(argv=None) -> int:
     ap.add_argument("--launcher", action="store_true", help="also measure through tclnats-tclsh")
     ap.add_argument("--no-raw", action="store_true", help="skip the raw-socket ceiling")
     ap.add_argument("figures", nargs="*", help=f"subset of {FIGURES}")
-    args = ap.parse_args(argv)
-    count = 5000 if args.short else args.count
-    rounds = 1 if args.short else max(1, args.rounds)
-    figures = args.figures or []
-    store = tempfile.mkdtemp(prefix="tclnats-bench-")
-    proc, url, monitor = start_server(store)
-    results = {}
-    failures: list = []
-    ceiling_each: list = []
+    return ap.parse_args(argv)
+
+
+def _sides(args) -> tuple[list, dict]:
+    """([(name, tclsh command, environment)] of the sides to measure, the
+    environment without TCLLIBPATH), each checked to load the package it is
+    meant to measure."""
+    from tclnats_py.tclface.bridge import tcl_library_dir
+    from tclnats_py.compat.runner import _tcl_list, provider
+    sides = []
+    if args.nats_tcl:
+        sides.append(("original", [args.tclsh], dict(os.environ, TCLLIBPATH=os.path.abspath(args.nats_tcl))))
+    env = {k: v for k, v in os.environ.items() if k != "TCLLIBPATH"}
+    sides.append(("tclnats", [args.tclsh], dict(env, TCLLIBPATH=_tcl_list(tcl_library_dir()))))
+    if args.launcher:
+        sides.append(("tclnats_launcher", [args.tclnats_tclsh], env))
+    for name, cmd, side_env in sides:
+        exe = shutil.which(cmd[0]) or cmd[0]
+        loaded = provider(exe, side_env)
+        print(f"{name}: {exe} loads package nats from: {loaded}", flush=True)
+        if loaded.startswith("tclnats_py ") != (name != "original"):
+            raise SystemExit(f"tclnats_py.compat.bench: side {name} loads the wrong package nats: {loaded}")
+    return sides, env
+
+
+def _measure_startup(tclsh: str, sides: list, env: dict, results: dict) -> None:
+    """Print (and put in ``results``) the start of a bare tclsh and of each
+    side, with and without a first connection object."""
+    exe0 = shutil.which(tclsh) or tclsh
+    t_bare, r_bare = startup([exe0], env, bare=True)
+    print(f"start: {exe0} alone {t_bare:.3f} s, {r_bare:.1f} MB RSS", flush=True)
+    for name, cmd, side_env in sides:
+        t_start, r_start = startup(cmd, side_env)
+        results.setdefault("startup", {})[name] = (t_start, r_start)
+        print(f"start: {name}: {' '.join(cmd)} + package require nats {t_start:.3f} s, {r_start:.1f} MB RSS",
+              flush=True)
+        t_conn, r_conn = startup(cmd, side_env, connection=True)
+        results.setdefault("startup_connection", {})[name] = (t_conn, r_conn)
+        print(f"start: {name}: {' '.join(cmd)} + package require nats + a first connection object "
+              f"{t_conn:.3f} s, {r_conn:.1f} MB RSS", flush=True)
+
+
+def _raw_round(url, monitor, count, figures, r, failures, ceiling_each):
+    """{figure: (rate, "")} of one round of the raw-socket ceiling (None if it
+    failed); its failures are added to ``failures``."""
     try:
-        from tclnats_py.tclface.bridge import tcl_library_dir
-        from tclnats_py.compat.runner import _tcl_list, provider
-        sides = []
-        if args.nats_tcl:
-            sides.append(("original", [args.tclsh], dict(os.environ, TCLLIBPATH=os.path.abspath(args.nats_tcl))))
-        env = {k: v for k, v in os.environ.items() if k != "TCLLIBPATH"}
-        sides.append(("tclnats", [args.tclsh], dict(env, TCLLIBPATH=_tcl_list(tcl_library_dir()))))
-        if args.launcher:
-            sides.append(("tclnats_launcher", [args.tclnats_tclsh], env))
-        for name, cmd, side_env in sides:
-            exe = shutil.which(cmd[0]) or cmd[0]
-            loaded = provider(exe, side_env)
-            print(f"{name}: {exe} loads package nats from: {loaded}", flush=True)
-            if loaded.startswith("tclnats_py ") != (name != "original"):
-                raise SystemExit(f"tclnats_py.compat.bench: side {name} loads the wrong package nats: {loaded}")
-        exe0 = shutil.which(args.tclsh) or args.tclsh
-        t_bare, r_bare = startup([exe0], env, bare=True)
-        print(f"start: {exe0} alone {t_bare:.3f} s, {r_bare:.1f} MB RSS", flush=True)
-        for name, cmd, side_env in sides:
-            t_start, r_start = startup(cmd, side_env)
-            results.setdefault("startup", {})[name] = (t_start, r_start)
-            print(f"start: {name}: {' '.join(cmd)} + package require nats {t_start:.3f} s, {r_start:.1f} MB RSS",
-                  flush=True)
-            t_conn, r_conn = startup(cmd, side_env, connection=True)
-            results.setdefault("startup_connection", {})[name] = (t_conn, r_conn)
-            print(f"start: {name}: {' '.join(cmd)} + package require nats + a first connection object "
-                  f"{t_conn:.3f} s, {r_conn:.1f} MB RSS", flush=True)
-        if not args.no_raw:
-            sides_raw = [("raw socket", None, None)]
-        else:
-            sides_raw = []
-        # the sides take turns, the order rotated every round, so that a
-        # change in the machine's load during the run, and the favour of going
-        # second, reach them alike; each figure is the median of the rounds
-        order = sides + sides_raw
-        runs = {name: [] for name, _, _ in order}
-        for r in range(rounds):
-            k = r % len(order)
-            for name, cmd, side_env in order[k:] + order[:k]:
-                if cmd is None:
-                    try:
-                        got, each = bench_raw.ceiling(url, count, figures or FIGURES, tag=f"t{r}")
-                    except Exception as e:  # noqa: BLE001  reported, and the run fails
-                        failures.append(f"raw socket, round {r + 1}: {type(e).__name__}: {e}")
-                        continue
-                    if "publish" in got:
-                        for w in bench_raw.WAITS:
-                            sent = sent_by(monitor, f"raw-pub-t{r}{w[0]}")
-                            if sent != count:
-                                failures.append(f"raw socket, round {r + 1}: FAILED publish: the server "
-                                                f"received {sent} of {count} messages ({w})")
-                    ceiling_each.append(each)
-                    runs[name].append({k: (v, "") for k, v in got.items()})
-                else:
-                    pubname = f"bench-pub-{name}-{r}"
-                    got, failed = run_side(cmd, side_env, url, count, figures, 900, pubname, monitor)
-                    failures.extend(f"{name}, round {r + 1}: {f}" for f in failed)
+        got, each = bench_raw.ceiling(url, count, figures or FIGURES, tag=f"t{r}")
+    except Exception as e:  # noqa: BLE001  reported, and the run fails
+        failures.append(f"raw socket, round {r + 1}: {type(e).__name__}: {e}")
+        return None
+    if "publish" in got:
+        for w in bench_raw.WAITS:
+            sent = sent_by(monitor, f"raw-pub-t{r}{w[0]}")
+            if sent != count:
+                failures.append(f"raw socket, round {r + 1}: FAILED publish: the server "
+                                f"received {sent} of {count} messages ({w})")
+    ceiling_each.append(each)
+    return {k: (v, "") for k, v in got.items()}
+
+
+def _take_turns(order, rounds, url, monitor, count, figures, failures, ceiling_each) -> dict:
+    """{side name: [figures of each round]}: the sides take turns, the order
+    rotated every round, so that a change in the machine's load during the
+    run, and the favour of going second, reach them alike."""
+    runs: dict = {name: [] for name, _, _ in order}
+    for r in range(rounds):
+        k = r % len(order)
+        for name, cmd, side_env in order[k:] + order[:k]:
+            if cmd is None:
+                got = _raw_round(url, monitor, count, figures, r, failures, ceiling_each)
+                if got is not None:
                     runs[name].append(got)
-        for name, got in runs.items():
-            merged = {}
-            for fig in FIGURES:
-                values = sorted(r[fig][0] for r in got if fig in r)
-                if values:
-                    unit = next(r[fig][1] for r in got if fig in r)
-                    merged[fig] = (values[len(values) // 2], unit)
-            results[name] = merged
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        shutil.rmtree(store, ignore_errors=True)
+            else:
+                pubname = f"bench-pub-{name}-{r}"
+                got, failed = run_side(cmd, side_env, url, count, figures, 900, pubname, monitor)
+                failures.extend(f"{name}, round {r + 1}: {f}" for f in failed)
+                runs[name].append(got)
+    return runs
+
+
+def _medians(got: list) -> dict:
+    """{figure: (median rate, unit)} over the rounds of one side."""
+    merged = {}
+    for fig in FIGURES:
+        values = sorted(r[fig][0] for r in got if fig in r)
+        if values:
+            unit = next(r[fig][1] for r in got if fig in r)
+            merged[fig] = (values[len(values) // 2], unit)
+    return merged
+
+
+def _table_row(fig, orig, ours, raw, slow) -> tuple[dict, str, str]:
+    """(JSON row, printed line without its unit, unit) of one figure."""
+    o = orig.get(fig, (None, ""))[0]
+    t, unit = ours.get(fig, (None, orig.get(fig, (0, ""))[1]))
+    ratio = (t / o) if (o and t) else None
+    row = {"figure": fig, "original": o, "tclnats": t, "ratio": ratio, "unit": unit}
+    rv = raw.get(fig, (None, ""))[0]
+    row.update(raw_socket=rv, pct_of_raw=(100 * t / rv) if (rv and t) else None)
+    line = (f"{fig:<12}{(f'{o:,.0f}' if o else '-'):>14}{(f'{t:,.0f}' if t else '-'):>14}"
+            f"{(f'{ratio:.2f}x' if ratio else '-'):>8}{(f'{rv:,.0f}' if rv else '-'):>13}"
+            f"{(f'{100 * t / rv:.1f}%' if (rv and t) else '-'):>9}")
+    if slow is not None:
+        s_val = slow.get(fig, (None, ""))[0]
+        s_ratio = (s_val / o) if (o and s_val) else None
+        row.update(tclnats_launcher=s_val, ratio_launcher=s_ratio)
+        line += (f"{(f'{s_val:,.0f}' if s_val else '-'):>14}"
+                 f"{(f'{s_ratio:.2f}x' if s_ratio else '-'):>8}")
+    return row, line, unit
+
+
+def _print_table(results: dict, count: int, rounds: int, tclsh: str) -> list:
+    """Print the table of the medians; its rows, for the JSON file."""
     orig = results.get("original", {})
     ours = results.get("tclnats", {})
     slow = results.get("tclnats_launcher")
     raw = results.get("raw socket", {})
     extra = f"{'tclnats-tclsh':>14}{'ratio':>8}" if slow is not None else ""
     print(f"{'figure':<12}{'original':>14}{'tclsh+ext':>14}{'ratio':>8}{'raw socket':>13}{'% of raw':>9}{extra}  unit   "
-          f"(128-byte messages, count={count}, median of {rounds} round(s); Tcl: {shutil.which(args.tclsh)})")
+          f"(128-byte messages, count={count}, median of {rounds} round(s); Tcl: {shutil.which(tclsh)})")
     table = []
     for fig in FIGURES:
         if fig not in ours and fig not in orig:
             continue
-        o = orig.get(fig, (None, ""))[0]
-        t, unit = ours.get(fig, (None, orig.get(fig, (0, ""))[1]))
-        ratio = (t / o) if (o and t) else None
-        row = {"figure": fig, "original": o, "tclnats": t, "ratio": ratio, "unit": unit}
-        rv = raw.get(fig, (None, ""))[0]
-        row.update(raw_socket=rv, pct_of_raw=(100 * t / rv) if (rv and t) else None)
-        line = (f"{fig:<12}{(f'{o:,.0f}' if o else '-'):>14}{(f'{t:,.0f}' if t else '-'):>14}"
-                f"{(f'{ratio:.2f}x' if ratio else '-'):>8}{(f'{rv:,.0f}' if rv else '-'):>13}"
-                f"{(f'{100 * t / rv:.1f}%' if (rv and t) else '-'):>9}")
-        if slow is not None:
-            s_val = slow.get(fig, (None, ""))[0]
-            s_ratio = (s_val / o) if (o and s_val) else None
-            row.update(tclnats_launcher=s_val, ratio_launcher=s_ratio)
-            line += (f"{(f'{s_val:,.0f}' if s_val else '-'):>14}"
-                     f"{(f'{s_ratio:.2f}x' if s_ratio else '-'):>8}")
+        row, line, unit = _table_row(fig, orig, ours, raw, slow)
         table.append(row)
         print(f"{line}  {unit}")
+    return table
+
+
+def main(argv=None) -> int:
+    args = _parse_args(argv)
+    count = 5000 if args.short else args.count
+    rounds = 1 if args.short else max(1, args.rounds)
+    figures = args.figures or []
+    store = tempfile.mkdtemp(prefix="tclnats-bench-")
+    proc, url, monitor = start_server(store)
+    results: dict = {}
+    failures: list = []
+    ceiling_each: list = []
+    try:
+        sides, env = _sides(args)
+        _measure_startup(args.tclsh, sides, env, results)
+        sides_raw = [("raw socket", None, None)] if not args.no_raw else []
+        runs = _take_turns(sides + sides_raw, rounds, url, monitor, count, figures, failures, ceiling_each)
+        for name, got in runs.items():
+            results[name] = _medians(got)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        shutil.rmtree(store, ignore_errors=True)
+    table = _print_table(results, count, rounds, args.tclsh)
     if ceiling_each:
         print(bench_raw.each_way_line(ceiling_each))
     if args.json:
@@ -308,7 +352,7 @@ def main(argv=None) -> int:
                        "raw_socket_each": ceiling_each, "failures": failures,
                        "startup": results.get("startup", {}),
                        "startup_connection": results.get("startup_connection", {})}, f, indent=2)
-    if not ours:
+    if not results.get("tclnats", {}):
         failures.append("tclnats: no figure at all")
     return bench_raw.exit_status("tclnats_py.compat.bench", failures)
 
