@@ -209,15 +209,10 @@ def _check(ok: bool, side: Side, what: str) -> None:
         raise RuntimeError(f"{side.name}: {what}")
 
 
-async def workload(side: Side, url: str, count: int, monitor: str | None = None) -> dict:
-    """Each figure of one side; every figure checks its count (the server's
-    count of the published messages when ``monitor`` is its monitoring URL)."""
-    out: dict = {}
-    tag = side.name.replace("-", "_")
-    pubname = f"bp-pub-{tag}-{os.getpid()}-{time.monotonic_ns()}"
-    a = await side.connect(url, pubname)
-    b = await side.connect(url)
-
+async def _publish_figures(side: Side, a, b, tag: str, pubname: str, count: int, monitor: str | None,
+                           out: dict) -> None:
+    """publish (checked against the server's count when ``monitor`` is its
+    monitoring URL) and deliver."""
     # the three libraries take publish(subject, payload) alike: the loop calls
     # the client's own method, so that no wrapper's cost is measured with it
     publish = a.publish
@@ -249,11 +244,14 @@ async def workload(side: Side, url: str, count: int, monitor: str | None = None)
     await asyncio.wait_for(done, 120)
     out["deliver"] = _figure(count, t, c)
 
+
+async def _request_figures(side: Side, a, b, tag: str, rounds: int, count: int, out: dict) -> None:
+    """request (``rounds`` one at a time) and request_async (256 in flight),
+    to an echo responder on ``b``."""
     async def echo(msg):
         await side.publish(b, msg.reply, msg.data)
     await side.subscribe(b, f"bp.{tag}.svc", echo)
     await side.flush(b)
-    rounds = max(500, count // 50)
     wrong = 0
     t, c = time.perf_counter(), time.process_time()
     for _ in range(rounds):
@@ -280,12 +278,11 @@ async def workload(side: Side, url: str, count: int, monitor: str | None = None)
     out["request_async"] = _figure(n_conc, t, c)
     _check(answered[0] == n_conc, side, f"request_async: {answered[0]} of {n_conc} requests answered alike")
 
-    # JetStream through the API subjects (the same requests for both clients)
-    stream = f"BP_{tag.upper()}"
-    await side.request(a, f"$JS.API.STREAM.DELETE.{stream}", b"")
-    cfg = json.dumps({"name": stream, "subjects": [f"bpjs.{tag}.>"], "storage": "memory"}).encode()
-    await side.request(a, f"$JS.API.STREAM.CREATE.{stream}", cfg)
-    js = side.jetstream(a)
+
+async def _js_publish_figures(side: Side, a, js, stream: str, tag: str, rounds: int, count: int,
+                              out: dict) -> None:
+    """js_publish and js_publish_async into ``stream`` (made before), then
+    the count of what it stored."""
     t, c = time.perf_counter(), time.process_time()
     acked = 0
     for _ in range(rounds):
@@ -304,8 +301,11 @@ async def workload(side: Side, url: str, count: int, monitor: str | None = None)
     _check(info["state"]["messages"] == rounds + n_async, side,
            f"JetStream: {info['state']['messages']} of {rounds + n_async} messages stored")
 
-    # fetch: a pull consumer (no acks) reads `total` stored messages in pull
-    # requests of 500, as compat/bench_workload.tcl and bench_raw.fetch do
+
+async def _fetch_figure(side: Side, a, js, stream: str, tag: str, count: int, out: dict) -> None:
+    """fetch: a pull consumer (no acks) reads ``total`` stored messages in pull
+    requests of 500, as compat/bench_workload.tcl and bench_raw.fetch do."""
+    publish = a.publish
     total = max(2000, count // 5)
     subject = f"bpjs.{tag}.f"
     for _ in range(total):
@@ -319,32 +319,58 @@ async def workload(side: Side, url: str, count: int, monitor: str | None = None)
         _check(n > 0, side, f"fetch: a pull brought nothing after {got} of {total} messages")
         got += n
     out["fetch"] = _figure(got, t, c)
-    await side.request(a, f"$JS.API.STREAM.DELETE.{stream}", b"")
 
-    # KV: sequential puts over 100 keys, then gets of them, each library's KV calls
+
+async def _kv_figures(side: Side, a, js, tag: str, rounds: int, out: dict) -> None:
+    """KV: sequential puts over 100 keys, then gets of them, each library's KV
+    calls (``out["kv_none"]`` says why when the library has none)."""
     bucket = f"BP_{tag.upper()}"
     await side.request(a, f"$JS.API.STREAM.DELETE.KV_{bucket}", b"")
     try:
         kv = await side.key_value(js, bucket)
     except NotImplementedError as e:
         out["kv_none"] = str(e)
-    else:
-        keys = [f"key.{i}" for i in range(100)]
-        put, get = kv.put, kv.get
-        t, c = time.perf_counter(), time.process_time()
-        for i in range(rounds):
-            revision = await put(keys[i % 100], PAYLOAD)
-        out["kv_put"] = _figure(rounds, t, c)
-        # a fresh bucket: the last put's revision is the number of puts stored
-        _check(revision == rounds, side, f"kv_put: the last of {rounds} puts has revision {revision}")
-        wrong = 0
-        t, c = time.perf_counter(), time.process_time()
-        for i in range(rounds):
-            if (await get(keys[i % 100])).value != PAYLOAD:
-                wrong += 1
-        out["kv_get"] = _figure(rounds, t, c)
-        _check(not wrong, side, f"kv_get: {wrong} of {rounds} gets read another value")
-        await side.request(a, f"$JS.API.STREAM.DELETE.KV_{bucket}", b"")
+        return
+    keys = [f"key.{i}" for i in range(100)]
+    put, get = kv.put, kv.get
+    t, c = time.perf_counter(), time.process_time()
+    for i in range(rounds):
+        revision = await put(keys[i % 100], PAYLOAD)
+    out["kv_put"] = _figure(rounds, t, c)
+    # a fresh bucket: the last put's revision is the number of puts stored
+    _check(revision == rounds, side, f"kv_put: the last of {rounds} puts has revision {revision}")
+    wrong = 0
+    t, c = time.perf_counter(), time.process_time()
+    for i in range(rounds):
+        if (await get(keys[i % 100])).value != PAYLOAD:
+            wrong += 1
+    out["kv_get"] = _figure(rounds, t, c)
+    _check(not wrong, side, f"kv_get: {wrong} of {rounds} gets read another value")
+    await side.request(a, f"$JS.API.STREAM.DELETE.KV_{bucket}", b"")
+
+
+async def workload(side: Side, url: str, count: int, monitor: str | None = None) -> dict:
+    """Each figure of one side; every figure checks its count (the server's
+    count of the published messages when ``monitor`` is its monitoring URL)."""
+    out: dict = {}
+    tag = side.name.replace("-", "_")
+    pubname = f"bp-pub-{tag}-{os.getpid()}-{time.monotonic_ns()}"
+    a = await side.connect(url, pubname)
+    b = await side.connect(url)
+    await _publish_figures(side, a, b, tag, pubname, count, monitor, out)
+    rounds = max(500, count // 50)
+    await _request_figures(side, a, b, tag, rounds, count, out)
+
+    # JetStream through the API subjects (the same requests for both clients)
+    stream = f"BP_{tag.upper()}"
+    await side.request(a, f"$JS.API.STREAM.DELETE.{stream}", b"")
+    cfg = json.dumps({"name": stream, "subjects": [f"bpjs.{tag}.>"], "storage": "memory"}).encode()
+    await side.request(a, f"$JS.API.STREAM.CREATE.{stream}", cfg)
+    js = side.jetstream(a)
+    await _js_publish_figures(side, a, js, stream, tag, rounds, count, out)
+    await _fetch_figure(side, a, js, stream, tag, count, out)
+    await side.request(a, f"$JS.API.STREAM.DELETE.{stream}", b"")
+    await _kv_figures(side, a, js, tag, rounds, out)
     for task in getattr(side, "tasks", ()):
         task.cancel()
     await a.close()
@@ -437,7 +463,7 @@ def _median(rs: list) -> dict:
             for fig in FIGURES if any(fig in run for run in rs)}
 
 
-def main(argv=None) -> int:
+def _parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=100000)
     ap.add_argument("--short", action="store_true")
@@ -452,38 +478,52 @@ def main(argv=None) -> int:
     ap.add_argument("--child-rss", help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
     ap.add_argument("--monitor", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    count = 5000 if args.short else args.count
+    return ap.parse_args(argv)
+
+
+def _use_uvloop() -> list:
+    """Run every workload on uvloop; the arguments that tell a child so."""
     global _RUN
-    loop_args: list = []
-    if args.uvloop:
-        try:
-            import uvloop
-        except ImportError:
-            raise SystemExit("--uvloop: uvloop is not installed (pip install tclnats_py[uvloop])") from None
-        _RUN = uvloop.run
-        loop_args = ["--uvloop"]
-    if args.child_sides:
-        print(json.dumps(_rounds(args.child_sides.split(","), args.url, count, args.rounds, False, args.monitor)))
-        return 0
-    if args.child_rss:
-        print(json.dumps(_peak_rss(args.child_rss, args.url, count)))
-        return 0
+    try:
+        import uvloop
+    except ImportError:
+        raise SystemExit("--uvloop: uvloop is not installed (pip install tclnats_py[uvloop])") from None
+    _RUN = uvloop.run
+    return ["--uvloop"]
+
+
+def _check_package() -> None:
+    """Stop unless tclnats_py is imported from the tree this file is in."""
     pkg = which_package()
     print(f"tclnats_py loaded from {pkg}", flush=True)
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if not pkg.startswith(here):
         raise SystemExit(f"tclnats_py.compat.bench_py: tclnats_py comes from {pkg}, not from this tree ({here})")
-    py313, py313_why = _py313(args.py313)
+
+
+def _peak_rss_all(py313: str | None, url: str, n_rss: int, loop_args: list, failures: list) -> list:
+    """The peak RSS of each client awaiting ``n_rss`` publishes, each in a subprocess."""
+    rss: list = []
+    jobs = [("tclnats_py", sys.executable), ("nats-py", sys.executable)]
+    if py313:
+        jobs += [("nats-core", py313), ("tclnats_py", py313)]
+    for name, exe in jobs:
+        try:
+            rss.append(_child(exe, ["--child-rss", name, "--url", url, "--count", str(n_rss)] + loop_args))
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
+            failures.append(f"peak RSS of {name} on {exe}: failed: {e}")
+    return rss
+
+
+def _measure(args, count: int, py313: str | None, py313_why: str, child_rounds: str, loop_args: list,
+             failures: list, ceiling_each: list) -> tuple:
+    """(rounds of this process's sides, of nats-core's subprocess, of the
+    subprocess without the accelerator, peak RSS list, why nats-core is
+    missing), all on one server."""
     from tclnats_py.testing.server import NatsServer
     core: dict | None = None
     pure: dict | None = None
     rss: list = []
-    failures: list = []
-    ceiling_each: list = []
-    # the subprocess columns take one round in the short form (CI): nats-core's
-    # round trips are slow (a few hundred a second), and they are not paired anyway
-    child_rounds = str(1 if args.short else args.rounds)
     with NatsServer(jetstream=True, monitor=True) as srv:
         mon = ["--monitor", srv.monitor_url]
         runs = _rounds(["nats-py", "tclnats_py", "natspy"], srv.url, count, args.rounds, True, srv.monitor_url,
@@ -504,15 +544,58 @@ def main(argv=None) -> int:
             except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
                 failures.append(f"tclnats_py without the accelerator: failed: {e}")
         if not args.no_rss:
-            n_rss = 20000 if args.short else 200000
-            jobs = [("tclnats_py", sys.executable), ("nats-py", sys.executable)]
-            if py313:
-                jobs += [("nats-core", py313), ("tclnats_py", py313)]
-            for name, exe in jobs:
-                try:
-                    rss.append(_child(exe, ["--child-rss", name, "--url", srv.url, "--count", str(n_rss)] + loop_args))
-                except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
-                    failures.append(f"peak RSS of {name} on {exe}: failed: {e}")
+            rss = _peak_rss_all(py313, srv.url, 20000 if args.short else 200000, loop_args, failures)
+    return runs, core, pure, rss, py313_why
+
+
+def _table_row(fig: str, med: dict, pmed: dict, cmed: dict, core: dict | None) -> tuple[dict, str]:
+    """(JSON row, printed line) of one figure."""
+    (o, oc), (t, tc) = med["nats-py"][fig], med["tclnats_py"][fig]
+    raw = med["raw socket"].get(fig, (None, 0))[0]
+    row = {"figure": fig, "nats-py": o, "tclnats_py": t, "ratio": t / o, "raw_socket": raw,
+           "pct_of_raw": (100 * t / raw) if raw else None, "cpu_us_nats_py": oc, "cpu_us_tclnats_py": tc}
+    line = (f"{fig:<18}{o:>11,.0f}{t:>12,.0f}{t / o:>6.2f}x{(f'{raw:,.0f}' if raw else '-'):>12}"
+            f"{(f'{100 * t / raw:.1f}%' if raw else '-'):>9}"
+            f"{(f'{pmed[fig][0]:,.0f}' if fig in pmed else '-'):>10}   {oc:>11.1f}{tc:>11.1f}")
+    if fig in pmed:
+        row["tclnats_py_no_accel"] = pmed[fig][0]
+    napi = med.get("natspy", {}).get(fig)
+    if napi:
+        row.update(natspy_api=napi[0], ratio_natspy_api=napi[0] / o)
+    line += f"   {(f'{napi[0]:,.0f}' if napi else '-'):>26}{(f'{napi[0] / o:.2f}x' if napi else '-'):>7}"
+    if cmed:
+        nc = cmed["nats-core"].get(fig)
+        t13 = cmed["tclnats_py"].get(fig)
+        if nc and t13:
+            row.update(nats_core=nc[0], tclnats_py_313=t13[0], ratio_nats_core=t13[0] / nc[0])
+            line += f"   | {nc[0]:>10,.0f}{t13[0]:>11,.0f}{t13[0] / nc[0]:>6.2f}x"
+        else:
+            why = "nats-jetstream has none" if fig == "js_publish_async" else next(
+                (r["kv_none"] for r in (core or {}).get("nats-core", []) if "kv_none" in r), "not measured")
+            row["nats_core_missing"] = why
+            line += f"   | {'-':>10}{(f'{t13[0]:,.0f}' if t13 else '-'):>11}{'-':>7}  ({why})"
+    return row, line
+
+
+def main(argv=None) -> int:
+    args = _parse_args(argv)
+    count = 5000 if args.short else args.count
+    loop_args: list = _use_uvloop() if args.uvloop else []
+    if args.child_sides:
+        print(json.dumps(_rounds(args.child_sides.split(","), args.url, count, args.rounds, False, args.monitor)))
+        return 0
+    if args.child_rss:
+        print(json.dumps(_peak_rss(args.child_rss, args.url, count)))
+        return 0
+    _check_package()
+    py313, py313_why = _py313(args.py313)
+    failures: list = []
+    ceiling_each: list = []
+    # the subprocess columns take one round in the short form (CI): nats-core's
+    # round trips are slow (a few hundred a second), and they are not paired anyway
+    child_rounds = str(1 if args.short else args.rounds)
+    runs, core, pure, rss, py313_why = _measure(args, count, py313, py313_why, child_rounds, loop_args,
+                                                failures, ceiling_each)
     med = {name: _median(rs) for name, rs in runs.items()}
     cmed = {name: _median(rs) for name, rs in core.items()} if core else {}
     pmed = _median(pure["tclnats_py"]) if pure else {}
@@ -528,30 +611,7 @@ def main(argv=None) -> int:
     print(head)
     rows = []
     for fig in FIGURES:
-        (o, oc), (t, tc) = med["nats-py"][fig], med["tclnats_py"][fig]
-        raw = med["raw socket"].get(fig, (None, 0))[0]
-        row = {"figure": fig, "nats-py": o, "tclnats_py": t, "ratio": t / o, "raw_socket": raw,
-               "pct_of_raw": (100 * t / raw) if raw else None, "cpu_us_nats_py": oc, "cpu_us_tclnats_py": tc}
-        line = (f"{fig:<18}{o:>11,.0f}{t:>12,.0f}{t / o:>6.2f}x{(f'{raw:,.0f}' if raw else '-'):>12}"
-                f"{(f'{100 * t / raw:.1f}%' if raw else '-'):>9}"
-                f"{(f'{pmed[fig][0]:,.0f}' if fig in pmed else '-'):>10}   {oc:>11.1f}{tc:>11.1f}")
-        if fig in pmed:
-            row["tclnats_py_no_accel"] = pmed[fig][0]
-        napi = med.get("natspy", {}).get(fig)
-        if napi:
-            row.update(natspy_api=napi[0], ratio_natspy_api=napi[0] / o)
-        line += f"   {(f'{napi[0]:,.0f}' if napi else '-'):>26}{(f'{napi[0] / o:.2f}x' if napi else '-'):>7}"
-        if cmed:
-            nc = cmed["nats-core"].get(fig)
-            t13 = cmed["tclnats_py"].get(fig)
-            if nc and t13:
-                row.update(nats_core=nc[0], tclnats_py_313=t13[0], ratio_nats_core=t13[0] / nc[0])
-                line += f"   | {nc[0]:>10,.0f}{t13[0]:>11,.0f}{t13[0] / nc[0]:>6.2f}x"
-            else:
-                why = "nats-jetstream has none" if fig == "js_publish_async" else next(
-                    (r["kv_none"] for r in (core or {}).get("nats-core", []) if "kv_none" in r), "not measured")
-                row["nats_core_missing"] = why
-                line += f"   | {'-':>10}{(f'{t13[0]:,.0f}' if t13 else '-'):>11}{'-':>7}  ({why})"
+        row, line = _table_row(fig, med, pmed, cmed, core)
         rows.append(row)
         print(line)
     if not cmed:
