@@ -167,7 +167,7 @@ class _Cpu:
             print(f"{name:<34}{wall:>7.2f}" + "".join(f"{d[k]:>16.2f}" for k in keys))
 
 
-def main(argv=None) -> int:
+def _parse_args(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--count", type=int, default=1_000_000)
     ap.add_argument("--partitions", default="2,4", help="comma-separated partition counts to time")
@@ -179,93 +179,92 @@ def main(argv=None) -> int:
     ap.add_argument("--kills", type=int, default=3, help="--faults: driver kills (at least 3)")
     ap.add_argument("--fault-count", type=int, default=200_000, help="--faults: messages at the start")
     ap.add_argument("--_driver", nargs=4, metavar=("URL", "OUT", "CKPT", "MODE"), help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    if args._driver:
-        return _driver(*args._driver)
-    if args.faults:
-        return _faults(max(3, args.kills), args.fault_count)
-    parts = [int(p) for p in args.partitions.split(",")]
-    actions = args.action.split(",")
-    from pyspark.sql import SparkSession, functions as F
+    return ap.parse_args(argv)
 
+
+def _baselines(url, count, repeat, cpu) -> dict:
+    """The single-process figures: tclnats_py's and nats-py's fetch loops,
+    each timed ``repeat`` times (ratios are taken against the best run), and
+    the Spark source's own partition reader over the whole stream."""
     import tclnats_py.spark.datasource as tspark
-    from tclnats_py.testing.server import NatsServer
+    fetch_runs = [cpu.phase("single process fetch loop", lambda: asyncio.run(_fetch_all(url, count)))
+                  for _ in range(repeat)]
+    try:
+        import nats  # noqa: F401
+        natspy_runs = [cpu.phase("single process nats-py fetch loop",
+                                 lambda: asyncio.run(_natspy_fetch_all(url, count)))
+                       for _ in range(repeat)]
+    except ImportError:
+        natspy_runs = []
+    # for comparison: one process running the Spark source's own partition
+    # reader (blocking socket, Arrow batches) over the whole stream, no Spark
+    t = time.perf_counter()
+    from tclnats_py.spark.options import parse_conn
+    rc = tspark._ReadConfig({"servers": url, "stream": "BENCH_SPARK"}, parse_conn({"servers": url}))
+    raw = cpu.phase("single process, Spark reader code", lambda: sum(
+        b.num_rows for b in tspark._arrow_batches(rc, 1, count)))
+    raw_rate = raw / (time.perf_counter() - t)
+    return {"fetch_runs": fetch_runs, "got": fetch_runs[0][0], "single": max(g / dt for g, dt in fetch_runs),
+            "natspy_runs": natspy_runs, "natspy": max((g / dt for g, dt in natspy_runs), default=0.0),
+            "raw": raw, "raw_rate": raw_rate}
+
+
+def _spark_figures(spark, url, parts, actions, repeat, cpu) -> tuple:
+    """((rows, rate) of the session's first query, [(partitions, action,
+    rows, rate)] of the others)."""
+    from pyspark.sql import functions as F
     results = []
-    with NatsServer(jetstream=True) as srv:
-        cpu = _Cpu(srv.pid, args.cpu)
-        t = time.perf_counter()
-        asyncio.run(_fill(srv.url, args.count))
-        print(f"published {args.count} messages in {time.perf_counter() - t:.1f} s", flush=True)
-        # the baseline is timed as often as each Spark figure; ratios are
-        # taken against its best run
-        fetch_runs = [cpu.phase("single process fetch loop", lambda: asyncio.run(_fetch_all(srv.url, args.count)))
-                      for _ in range(args.repeat)]
-        got = fetch_runs[0][0]
-        single = max(g / dt for g, dt in fetch_runs)
-        try:
-            import nats  # noqa: F401
-            natspy_runs = [cpu.phase("single process nats-py fetch loop",
-                                     lambda: asyncio.run(_natspy_fetch_all(srv.url, args.count)))
-                           for _ in range(args.repeat)]
-        except ImportError:
-            natspy_runs = []
-        natspy = max((g / dt for g, dt in natspy_runs), default=0.0)
-        # for comparison: one process running the Spark source's own partition
-        # reader (blocking socket, Arrow batches) over the whole stream, no Spark
-        t = time.perf_counter()
-        from tclnats_py.spark.options import parse_conn
-        rc = tspark._ReadConfig({"servers": srv.url, "stream": "BENCH_SPARK"}, parse_conn({"servers": srv.url}))
-        raw = cpu.phase("single process, Spark reader code", lambda: sum(
-            b.num_rows for b in tspark._arrow_batches(rc, 1, args.count)))
-        raw_rate = raw / (time.perf_counter() - t)
-        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate())
-        spark.sparkContext.setLogLevel("ERROR")
-        tspark.register(spark)
 
-        def reader(p):
-            return (spark.read.format("jetstream").option("servers", srv.url).option("stream", "BENCH_SPARK")
-                    .option("partitions", p))
+    def reader(p):
+        return (spark.read.format("jetstream").option("servers", url).option("stream", "BENCH_SPARK")
+                .option("partitions", p))
 
-        # the session's first query, timed apart: it also starts the Python
-        # workers of both task slots (reused afterwards: Spark's default
-        # spark.python.worker.reuse=true), loads the JVM's classes for the
-        # Python data source and Arrow path and runs them before the JIT has
-        # compiled them
-        t = time.perf_counter()
-        n = cpu.phase("Spark count, 2 partitions, 1st query", lambda: reader(2).load().count())
-        cold = (n, n / (time.perf_counter() - t))
-        for p in [p for p in parts for _ in range(args.repeat)]:
-            for action in actions:
-                if action == "count":
-                    run = lambda p=p: reader(p).load().count()  # noqa: E731
-                else:
-                    def run(p=p):
-                        row = reader(p).load().agg(F.count("*").alias("n"), F.sum(F.length("data")).alias("b"),
-                                                   F.countDistinct("subject").alias("s")).collect()[0]
-                        return row["n"]
-                t = time.perf_counter()
-                n = cpu.phase(f"Spark {action}, {p} partitions", run)
-                results.append((p, action, n, n / (time.perf_counter() - t)))
-        ms = []
-        if not args.no_stream:
-            q = (spark.readStream.format("jetstream").option("servers", srv.url).option("stream", "BENCH_SPARK")
-                 .option("maxMessagesPerTrigger", 10000).load().writeStream.format("noop")
-                 .trigger(processingTime="0 seconds").start())
-            durations = []
-            deadline = time.time() + 60
-            while len(durations) < 10 and time.time() < deadline:
-                p = q.lastProgress
-                if p and p.get("batchId") is not None and (not durations or durations[-1][0] != p["batchId"]):
-                    durations.append((p["batchId"], p["durationMs"].get("triggerExecution", 0)))
-                time.sleep(0.2)
-            q.stop()
-            ms = sorted(d for _, d in durations[1:]) or [0]
-        spark.stop()
+    # the session's first query, timed apart: it also starts the Python
+    # workers of both task slots (reused afterwards: Spark's default
+    # spark.python.worker.reuse=true), loads the JVM's classes for the
+    # Python data source and Arrow path and runs them before the JIT has
+    # compiled them
+    t = time.perf_counter()
+    n = cpu.phase("Spark count, 2 partitions, 1st query", lambda: reader(2).load().count())
+    cold = (n, n / (time.perf_counter() - t))
+    for p in [p for p in parts for _ in range(repeat)]:
+        for action in actions:
+            if action == "count":
+                run = lambda p=p: reader(p).load().count()  # noqa: E731
+            else:
+                def run(p=p):
+                    row = reader(p).load().agg(F.count("*").alias("n"), F.sum(F.length("data")).alias("b"),
+                                               F.countDistinct("subject").alias("s")).collect()[0]
+                    return row["n"]
+            t = time.perf_counter()
+            n = cpu.phase(f"Spark {action}, {p} partitions", run)
+            results.append((p, action, n, n / (time.perf_counter() - t)))
+    return cold, results
+
+
+def _micro_batches(spark, url) -> list:
+    """The sorted durations (ms) of a streaming query's micro-batches, the first left out."""
+    q = (spark.readStream.format("jetstream").option("servers", url).option("stream", "BENCH_SPARK")
+         .option("maxMessagesPerTrigger", 10000).load().writeStream.format("noop")
+         .trigger(processingTime="0 seconds").start())
+    durations: list = []
+    deadline = time.time() + 60
+    while len(durations) < 10 and time.time() < deadline:
+        p = q.lastProgress
+        if p and p.get("batchId") is not None and (not durations or durations[-1][0] != p["batchId"]):
+            durations.append((p["batchId"], p["durationMs"].get("triggerExecution", 0)))
+        time.sleep(0.2)
+    q.stop()
+    return sorted(d for _, d in durations[1:]) or [0]
+
+
+def _report(base: dict, cold, results, ms) -> None:
+    single, natspy, natspy_runs = base["single"], base["natspy"], base["natspy_runs"]
     print(f"{'figure':<34}{'value':>14}")
     print(f"{'Spark local[2] count, 1st query':<34}{cold[1]:>12,.0f}/s  ({cold[0]} rows)  ratio {cold[1] / single:.2f}x"
           "  (JVM and Python workers start cold)")
-    print(f"{'tclnats_py asyncio fetch loop':<34}{single:>12,.0f}/s  ({got} messages; best of "
-          + ", ".join(f"{g / dt:,.0f}" for g, dt in fetch_runs) + ")")
+    print(f"{'tclnats_py asyncio fetch loop':<34}{single:>12,.0f}/s  ({base['got']} messages; best of "
+          + ", ".join(f"{g / dt:,.0f}" for g, dt in base["fetch_runs"]) + ")")
     if natspy_runs:
         print(f"{'nats-py pull fetch loop':<34}{natspy:>12,.0f}/s  ({natspy_runs[0][0]} messages; best of "
               + ", ".join(f"{g / dt:,.0f}" for g, dt in natspy_runs) + ")")
@@ -275,9 +274,37 @@ def main(argv=None) -> int:
         vs = f"  vs nats-py {rate / natspy:.2f}x" if natspy else ""
         print(f"{f'Spark local[2] {action}, {p} parts':<34}{rate:>12,.0f}/s  ({n} rows)  "
               f"vs asyncio face {rate / single:.2f}x{vs}")
-    print(f"{'single process, Spark reader code':<34}{raw_rate:>12,.0f}/s  ({raw} rows, Arrow batches, no Spark)")
+    print(f"{'single process, Spark reader code':<34}{base['raw_rate']:>12,.0f}/s  ({base['raw']} rows, "
+          "Arrow batches, no Spark)")
     if ms:
         print(f"{'streaming micro-batch (10k msgs)':<34}{ms[len(ms) // 2]:>11} ms  (median of {len(ms)})")
+
+
+def main(argv=None) -> int:
+    args = _parse_args(argv)
+    if args._driver:
+        return _driver(*args._driver)
+    if args.faults:
+        return _faults(max(3, args.kills), args.fault_count)
+    parts = [int(p) for p in args.partitions.split(",")]
+    actions = args.action.split(",")
+    from pyspark.sql import SparkSession
+
+    import tclnats_py.spark.datasource as tspark
+    from tclnats_py.testing.server import NatsServer
+    with NatsServer(jetstream=True) as srv:
+        cpu = _Cpu(srv.pid, args.cpu)
+        t = time.perf_counter()
+        asyncio.run(_fill(srv.url, args.count))
+        print(f"published {args.count} messages in {time.perf_counter() - t:.1f} s", flush=True)
+        base = _baselines(srv.url, args.count, args.repeat, cpu)
+        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        tspark.register(spark)
+        cold, results = _spark_figures(spark, srv.url, parts, actions, args.repeat, cpu)
+        ms = [] if args.no_stream else _micro_batches(spark, srv.url)
+        spark.stop()
+    _report(base, cold, results, ms)
     cpu.report()
     return 0
 
@@ -342,14 +369,106 @@ def _commits(ckpt):
         return 0
 
 
-def _faults(kills, count):
-    import json
+def _kill_drivers(url, mod, out, ckpt, kills, published):
+    """Start a streaming driver ``kills`` times, each killed (its process
+    group) mid-batch while more messages arrive; the messages published then."""
     import random
-    import shutil
     import signal
     import subprocess
-    import tempfile
     import threading
+    rng = random.Random(16)
+    for k in range(kills):
+        before = _commits(ckpt)
+        p = subprocess.Popen([sys.executable, "-m", mod, "--_driver", url, out, ckpt, "forever"],
+                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 180
+        while time.time() < deadline and _commits(ckpt) <= before and p.poll() is None:
+            time.sleep(0.2)
+        # more messages arrive while the driver runs; then it dies mid-batch at some point
+        more = threading.Thread(target=lambda: asyncio.run(_publish(url, "BENCH_FAULTS", 10_000)))
+        more.start()
+        time.sleep(rng.uniform(0.5, 3.0))
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        more.join()
+        published += 10_000
+        print(f"kill {k + 1}: driver killed after {_commits(ckpt)} committed batches "
+              f"({_commits(ckpt) - before} in this run); {published} messages published", flush=True)
+    return published
+
+
+def _final_run(url, mod, out, ckpt, kills, published, figures):
+    """Run the driver to the end (availableNow); whether the table holds every
+    message once (its figures added to ``figures``)."""
+    import json
+    import subprocess
+    t = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", mod, "--_driver", url, out, ckpt, "availableNow"],
+                       capture_output=True, text=True, timeout=900)
+    line = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
+    if not line:
+        print(r.stdout[-2000:], r.stderr[-4000:])
+        raise SystemExit("the final driver run gave no result")
+    res = json.loads(line[0][7:])
+    figures.append(("driver kills (SIGKILL, process group)", str(kills)))
+    figures.append(("messages published", f"{published:,}"))
+    figures.append(("rows in the parquet table", f"{res['rows']:,}"))
+    figures.append(("duplicates (rows - distinct seq)", f"{res['rows'] - res['distinct']:,}"))
+    figures.append(("missing (published - distinct seq)", f"{published - res['distinct']:,}"))
+    figures.append(("final availableNow run", f"{time.perf_counter() - t:.1f} s"))
+    return res["rows"] == res["distinct"] == published and res["min"] == 1 and res["max"] == published
+
+
+def _restart_check(srv, published, figures):
+    """A batch read during which the server restarts, one try per task;
+    whether it read every message once (its figures added to ``figures``)."""
+    import threading
+    spark = _session("bench-spark-restart")
+    df = (spark.read.format("jetstream").option("servers", srv.url).option("stream", "BENCH_FAULTS")
+          .option("minPartitions", 2).option("fetchOffset.numRetries", 30)
+          .option("fetchOffset.retryIntervalMs", 200).load())
+
+    def slow(rows):
+        for i, row in enumerate(rows):
+            if i % 2000 == 0:
+                time.sleep(0.05)
+            yield row.seq
+    result = {}
+
+    def read():
+        try:
+            result["seqs"] = df.rdd.mapPartitions(slow).collect()
+        except Exception as e:  # printed below
+            result["error"] = e
+    t = time.perf_counter()
+    th = threading.Thread(target=read)
+    th.start()
+    # restart once the tasks read (their consumers exist on the stream)
+    deadline = time.time() + 120
+    while time.time() < deadline and th.is_alive() and not asyncio.run(_consumers(srv.url, "BENCH_FAULTS")):
+        time.sleep(0.05)
+    mid = th.is_alive() and bool(asyncio.run(_consumers(srv.url, "BENCH_FAULTS")))
+    r0 = time.perf_counter()
+    srv.restart()
+    restart_s = time.perf_counter() - r0
+    th.join(600)
+    took = time.perf_counter() - t
+    spark.stop()
+    if "error" in result:
+        print("restart check failed:", str(result["error"])[:3000])
+        seqs = []
+    else:
+        seqs = result["seqs"]
+    figures.append(("restart check: server restarted mid-read", f"{mid} (restart {restart_s:.1f} s)"))
+    figures.append(("restart check: rows / distinct / published",
+                    f"{len(seqs):,} / {len(set(seqs)):,} / {published:,}"))
+    figures.append(("restart check: read time", f"{took:.1f} s"))
+    return mid and len(seqs) == len(set(seqs)) == published
+
+
+def _faults(kills, count):
+    import shutil
+    import tempfile
 
     from tclnats_py.testing.server import NatsServer
     mod = __spec__.name if __spec__ else "tclnats_py.compat.bench_spark"
@@ -359,84 +478,10 @@ def _faults(kills, count):
     with NatsServer(jetstream=True) as srv:
         t = time.perf_counter()
         asyncio.run(_publish(srv.url, "BENCH_FAULTS", count, create=True))
-        published = count
         print(f"published {count} messages in {time.perf_counter() - t:.1f} s (file storage)", flush=True)
-        rng = random.Random(16)
-        for k in range(kills):
-            before = _commits(ckpt)
-            p = subprocess.Popen([sys.executable, "-m", mod, "--_driver", srv.url, out, ckpt, "forever"],
-                                 start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            deadline = time.time() + 180
-            while time.time() < deadline and _commits(ckpt) <= before and p.poll() is None:
-                time.sleep(0.2)
-            # more messages arrive while the driver runs; then it dies mid-batch at some point
-            more = threading.Thread(target=lambda: asyncio.run(_publish(srv.url, "BENCH_FAULTS", 10_000)))
-            more.start()
-            time.sleep(rng.uniform(0.5, 3.0))
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-            more.join()
-            published += 10_000
-            print(f"kill {k + 1}: driver killed after {_commits(ckpt)} committed batches "
-                  f"({_commits(ckpt) - before} in this run); {published} messages published", flush=True)
-        t = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", mod, "--_driver", srv.url, out, ckpt, "availableNow"],
-                           capture_output=True, text=True, timeout=900)
-        line = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
-        if not line:
-            print(r.stdout[-2000:], r.stderr[-4000:])
-            raise SystemExit("the final driver run gave no result")
-        res = json.loads(line[0][7:])
-        figures.append(("driver kills (SIGKILL, process group)", str(kills)))
-        figures.append(("messages published", f"{published:,}"))
-        figures.append(("rows in the parquet table", f"{res['rows']:,}"))
-        figures.append(("duplicates (rows - distinct seq)", f"{res['rows'] - res['distinct']:,}"))
-        figures.append(("missing (published - distinct seq)", f"{published - res['distinct']:,}"))
-        figures.append(("final availableNow run", f"{time.perf_counter() - t:.1f} s"))
-        ok1 = res["rows"] == res["distinct"] == published and res["min"] == 1 and res["max"] == published
-
-        # a batch read during which the server restarts, one try per task
-        spark = _session("bench-spark-restart")
-        df = (spark.read.format("jetstream").option("servers", srv.url).option("stream", "BENCH_FAULTS")
-              .option("minPartitions", 2).option("fetchOffset.numRetries", 30)
-              .option("fetchOffset.retryIntervalMs", 200).load())
-
-        def slow(rows):
-            for i, row in enumerate(rows):
-                if i % 2000 == 0:
-                    time.sleep(0.05)
-                yield row.seq
-        result = {}
-
-        def read():
-            try:
-                result["seqs"] = df.rdd.mapPartitions(slow).collect()
-            except Exception as e:  # printed below
-                result["error"] = e
-        t = time.perf_counter()
-        th = threading.Thread(target=read)
-        th.start()
-        # restart once the tasks read (their consumers exist on the stream)
-        deadline = time.time() + 120
-        while time.time() < deadline and th.is_alive() and not asyncio.run(_consumers(srv.url, "BENCH_FAULTS")):
-            time.sleep(0.05)
-        mid = th.is_alive() and bool(asyncio.run(_consumers(srv.url, "BENCH_FAULTS")))
-        r0 = time.perf_counter()
-        srv.restart()
-        restart_s = time.perf_counter() - r0
-        th.join(600)
-        took = time.perf_counter() - t
-        spark.stop()
-        if "error" in result:
-            print("restart check failed:", str(result["error"])[:3000])
-            seqs = []
-        else:
-            seqs = result["seqs"]
-        figures.append(("restart check: server restarted mid-read", f"{mid} (restart {restart_s:.1f} s)"))
-        figures.append(("restart check: rows / distinct / published",
-                        f"{len(seqs):,} / {len(set(seqs)):,} / {published:,}"))
-        figures.append(("restart check: read time", f"{took:.1f} s"))
-        ok2 = mid and len(seqs) == len(set(seqs)) == published
+        published = _kill_drivers(srv.url, mod, out, ckpt, kills, count)
+        ok1 = _final_run(srv.url, mod, out, ckpt, kills, published, figures)
+        ok2 = _restart_check(srv, published, figures)
     shutil.rmtree(tmp, ignore_errors=True)
     print(f"{'figure':<44}value")
     for name, value in figures:
@@ -444,7 +489,6 @@ def _faults(kills, count):
     print("exactly-once across driver kills:", "OK" if ok1 else "FAILED")
     print("read across a server restart:", "OK" if ok2 else "FAILED")
     return 0 if ok1 and ok2 else 1
-
 
 if __name__ == "__main__":
     sys.exit(main())
