@@ -394,6 +394,95 @@ _EXITING = re.compile(r"^Test files exiting with errors:")
 NO_RESULT = "NO RESULT"  # started (verbose t) but never reported: crash or timeout
 
 
+class _TcltestOutput:
+    """What parse_tcltest has read so far, fed one line at a time."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, dict[str, str]] = {}
+        self.errors: dict[str, str] = {}
+        self.totals: dict[str, dict] = {}
+        self.failing: list[str] = []
+        self.current: str | None = None
+        self.started: dict[str, str] = {}
+        self.error_file: str | None = None
+        self.in_exiting = False
+
+    def close_file(self) -> None:
+        if self.current is not None:
+            for test in list(self.started):
+                self.files[self.current].setdefault(test, NO_RESULT)
+        self.started.clear()
+
+    def _exiting_line(self, line: str) -> bool:
+        """A line of the list after "Test files exiting with errors:"; True
+        when it is taken (a file name, or a blank line)."""
+        name = line.strip()
+        if name.endswith(".test"):
+            self.errors.setdefault(name, "exited with errors")
+            return True
+        if name:
+            self.in_exiting = False
+            return False
+        return True
+
+    def _file_line(self, line: str) -> bool:
+        """A file's name, a file error, a file's totals, the failing files or
+        the start of the files exiting with errors; True when it is one."""
+        m = _FILE.match(line)
+        if m:
+            self.close_file()
+            self.current = m.group(1)
+            self.files.setdefault(self.current, {})
+            self.error_file = None
+            return True
+        m = _FILE_ERROR.match(line)
+        if m:
+            key = self.current or "?"
+            self.errors[key] = m.group(1)
+            self.error_file = key
+            return True
+        m = _TOTAL.match(line)
+        if m:
+            self.totals[m.group(1)] = dict(zip(("total", "passed", "skipped", "failed"), map(int, m.groups()[1:])))
+            self.error_file = None
+            return True
+        m = _FAIL_FILES.match(line)
+        if m:
+            self.failing = m.group(1).split()
+            return True
+        if _EXITING.match(line):
+            self.close_file()
+            self.in_exiting = True
+            return True
+        return False
+
+    def _test_line(self, line: str) -> bool:
+        """A test's outcome or (verbose ``t``) its start; True when it is one."""
+        for rx, result in ((_PASS, "PASSED"), (_SKIP, "SKIPPED"), (_FAIL, "FAILED")):
+            m = rx.match(line)
+            if m:
+                self.files.setdefault(self.current or "?", {})[m.group(1)] = result
+                self.started.pop(m.group(1), None)
+                self.error_file = None
+                return True
+        m = _START.match(line)
+        if m:
+            self.started[m.group(1)] = self.current or "?"
+            self.files.setdefault(self.current or "?", {})
+            self.error_file = None
+            return True
+        return False
+
+    def feed(self, line: str) -> None:
+        if self.in_exiting and self._exiting_line(line):
+            return
+        if self._file_line(line) or self._test_line(line):
+            return
+        if self.error_file is not None and line.strip() and len(self.errors[self.error_file]) < 2000:
+            # the rest of a multi-line "Test file error" (the child's stderr)
+            self.errors[self.error_file] += "\n" + line
+
+
 def parse_tcltest(output: str) -> dict:
     """tcltest output (verbose ``p``/``s``/``e``, optionally ``t``) -> structured results.
 
@@ -403,80 +492,12 @@ def parse_tcltest(output: str) -> dict:
     (the parent prints each file's name, then the child's lines) and for
     ``-singleproc 1``.
     """
-    files: dict[str, dict[str, str]] = {}
-    errors: dict[str, str] = {}
-    totals: dict[str, dict] = {}
-    failing: list[str] = []
-    current = None
-    started: dict[str, str] = {}
-    error_file = None
-    in_exiting = False
-
-    def close_file():
-        if current is not None:
-            for test in list(started):
-                files[current].setdefault(test, NO_RESULT)
-        started.clear()
-
+    parsed = _TcltestOutput()
     for line in output.splitlines():
-        if in_exiting:
-            name = line.strip()
-            if name.endswith(".test"):
-                errors.setdefault(name, "exited with errors")
-                continue
-            if name:
-                in_exiting = False
-            else:
-                continue
-        m = _FILE.match(line)
-        if m:
-            close_file()
-            current = m.group(1)
-            files.setdefault(current, {})
-            error_file = None
-            continue
-        m = _FILE_ERROR.match(line)
-        if m:
-            key = current or "?"
-            errors[key] = m.group(1)
-            error_file = key
-            continue
-        m = _TOTAL.match(line)
-        if m:
-            totals[m.group(1)] = dict(zip(("total", "passed", "skipped", "failed"), map(int, m.groups()[1:])))
-            error_file = None
-            continue
-        m = _FAIL_FILES.match(line)
-        if m:
-            failing = m.group(1).split()
-            continue
-        if _EXITING.match(line):
-            close_file()
-            in_exiting = True
-            continue
-        outcome = None
-        for rx, result in ((_PASS, "PASSED"), (_SKIP, "SKIPPED"), (_FAIL, "FAILED")):
-            m = rx.match(line)
-            if m:
-                outcome = result
-                break
-        if outcome:
-            files.setdefault(current or "?", {})[m.group(1)] = outcome
-            started.pop(m.group(1), None)
-            error_file = None
-            continue
-        m = _START.match(line)
-        if m:
-            started[m.group(1)] = current or "?"
-            files.setdefault(current or "?", {})
-            error_file = None
-            continue
-        if error_file is not None and line.strip() and len(errors[error_file]) < 2000:
-            # the rest of a multi-line "Test file error" (the child's stderr)
-            errors[error_file] += "\n" + line
-    close_file()
-    return {"files": files, "file_errors": errors, "totals": totals, "failing_files": failing}
-
+        parsed.feed(line)
+    parsed.close_file()
+    return {"files": parsed.files, "file_errors": parsed.errors, "totals": parsed.totals,
+            "failing_files": parsed.failing}
 
 def count(tests: dict) -> dict:
     vals = list(tests.values())
@@ -739,6 +760,81 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _unavailable(side: str, cmd: str, reason: str, message: str) -> dict:
+    """The report entry of a side that cannot run (said on stderr)."""
+    print(f"{side}: {message}", file=sys.stderr)
+    return {"available": False, "reason": reason, "command": [cmd]}
+
+
+def _check_side(side: str, cmd: str, paths: dict, api: int, out) -> dict | tuple[str, str]:
+    """(resolved command, what ``package require nats`` loads) of a side that
+    can run the suite, or its report entry as unavailable."""
+    resolved = shutil.which(cmd) or (cmd if os.path.isfile(cmd) and os.access(cmd, os.X_OK) else None)
+    if resolved is None:
+        return _unavailable(side, cmd, f"{cmd} not found", f"{cmd} not found; side reported as unavailable")
+    env = side_env(side, paths)
+    try:
+        loaded = provider(resolved, env)
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+        return _unavailable(side, cmd, f"package require nats failed: {e}",
+                            f"package require nats failed with {cmd}: {e}")
+    out.write(f"{side}: {resolved} loads package nats from: {loaded}\n")
+    out.flush()
+    ours = loaded.startswith("tclnats_py ")
+    got = loaded_version(loaded)
+    wrong_api = side in OURS and (got is None or api_generation(got) != api)
+    if ours != (side in OURS) or wrong_api:
+        reason = f"package require nats loaded the wrong package: {loaded}"
+        return _unavailable(side, cmd, reason, reason)
+    try:
+        missing = check_tcl_packages(resolved, env)
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+        return _unavailable(side, cmd, f"{cmd} does not run: {e}", f"{cmd} does not run Tcl scripts: {e}")
+    if missing:
+        msg = _missing_message(missing)
+        return _unavailable(side, cmd, msg, msg)
+    return resolved, loaded
+
+
+def _warn_busy_ports(files: list) -> None:
+    busy = busy_ports()
+    if busy and any(f != "subjects_regex.test" for f in files):
+        print(f"tclnats-compat: warning: port(s) {', '.join(map(str, busy))} are in use; the suite "
+              "starts its own servers on fixed ports and may talk to these instead",
+              file=sys.stderr)
+
+
+def _write_header(out, checkout: str, tag, files: list, paths: dict, netns: list, api: int) -> None:
+    version = paths["nats_tcl_version"]
+    out.write(f"nats-tcl {version or '?'} (tag {tag or '?'}) suite from {checkout}: {len(files)} file(s)\n"
+              f"nats-server {paths['nats_server']} ({_server_version(paths['nats_server'])}); "
+              f"certificates by {paths['certs']}; "
+              f"network namespace per side: {'yes' if netns else 'no'}\n"
+              f"our sides serve the nats-tcl {api}.x API"
+              f"{' (TCLNATS_API=2)' if api == 2 else ''}\n")
+    if version and version not in ("3.2.1", "2.0.4"):
+        out.write(f"note: tclnats_py serves the nats-tcl 3.2.1 and 2.0.4 APIs; this checkout is {version}\n")
+    out.flush()
+
+
+def _run_sides(args, requested, commands: dict, paths: dict, files: list, netns: list, api: int, out) -> dict:
+    """{side: its report entry}, each requested side checked, then run."""
+    sides: dict = {}
+    for side in requested:
+        cmd = commands[side]
+        checked = _check_side(side, cmd, paths, api, out)
+        if isinstance(checked, dict):
+            sides[side] = checked
+            continue
+        resolved, loaded = checked
+        print(f"running {side} ({cmd}) on {len(files)} file(s)...", file=sys.stderr, flush=True)
+        sides[side] = run_side(side, resolved, paths, args.files, timeout=args.timeout,
+                               log_dir=args.keep_logs, netns=netns,
+                               verbose=args.verbose, extra_args=shlex.split(args.tcltest_args))
+        sides[side]["provider"] = loaded
+    return sides
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     checkout = os.path.abspath(args.checkout)
@@ -760,64 +856,11 @@ def main(argv=None) -> int:
             return 2
         netns = [] if args.no_netns else netns_prefix()
         if not netns:
-            busy = busy_ports()
-            if busy and any(f != "subjects_regex.test" for f in files):
-                print(f"tclnats-compat: warning: port(s) {', '.join(map(str, busy))} are in use; the suite "
-                      "starts its own servers on fixed ports and may talk to these instead",
-                      file=sys.stderr)
+            _warn_busy_ports(files)
         version = paths["nats_tcl_version"]
         api = api_generation(version)
-        out.write(f"nats-tcl {version or '?'} (tag {tag or '?'}) suite from {checkout}: {len(files)} file(s)\n"
-                  f"nats-server {paths['nats_server']} ({_server_version(paths['nats_server'])}); "
-                  f"certificates by {paths['certs']}; "
-                  f"network namespace per side: {'yes' if netns else 'no'}\n"
-                  f"our sides serve the nats-tcl {api}.x API"
-                  f"{' (TCLNATS_API=2)' if api == 2 else ''}\n")
-        if version and version not in ("3.2.1", "2.0.4"):
-            out.write(f"note: tclnats_py serves the nats-tcl 3.2.1 and 2.0.4 APIs; this checkout is {version}\n")
-        out.flush()
-        sides: dict = {}
-        for side in requested:
-            cmd = commands[side]
-            resolved = shutil.which(cmd) or (cmd if os.path.isfile(cmd) and os.access(cmd, os.X_OK) else None)
-            if resolved is None:
-                sides[side] = {"available": False, "reason": f"{cmd} not found", "command": [cmd]}
-                print(f"{side}: {cmd} not found; side reported as unavailable", file=sys.stderr)
-                continue
-            env = side_env(side, paths)
-            try:
-                loaded = provider(resolved, env)
-            except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
-                sides[side] = {"available": False, "reason": f"package require nats failed: {e}",
-                               "command": [cmd]}
-                print(f"{side}: package require nats failed with {cmd}: {e}", file=sys.stderr)
-                continue
-            out.write(f"{side}: {resolved} loads package nats from: {loaded}\n")
-            out.flush()
-            ours = loaded.startswith("tclnats_py ")
-            got = loaded_version(loaded)
-            wrong_api = side in OURS and (got is None or api_generation(got) != api)
-            if ours != (side in OURS) or wrong_api:
-                reason = f"package require nats loaded the wrong package: {loaded}"
-                sides[side] = {"available": False, "reason": reason, "command": [cmd]}
-                print(f"{side}: {reason}", file=sys.stderr)
-                continue
-            try:
-                missing = check_tcl_packages(resolved, env)
-            except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
-                sides[side] = {"available": False, "reason": f"{cmd} does not run: {e}", "command": [cmd]}
-                print(f"{side}: {cmd} does not run Tcl scripts: {e}", file=sys.stderr)
-                continue
-            if missing:
-                msg = _missing_message(missing)
-                sides[side] = {"available": False, "reason": msg, "command": [cmd]}
-                print(f"{side}: {msg}", file=sys.stderr)
-                continue
-            print(f"running {side} ({cmd}) on {len(files)} file(s)...", file=sys.stderr, flush=True)
-            sides[side] = run_side(side, resolved, paths, args.files, timeout=args.timeout,
-                                   log_dir=args.keep_logs, netns=netns,
-                                   verbose=args.verbose, extra_args=shlex.split(args.tcltest_args))
-            sides[side]["provider"] = loaded
+        _write_header(out, checkout, tag, files, paths, netns, api)
+        sides = _run_sides(args, requested, commands, paths, files, netns, api, out)
         summary = summarize(sides, requested)
         print_report(sides, summary, out)
         if args.json:
@@ -834,7 +877,6 @@ def main(argv=None) -> int:
             print(f"workspace kept: {ws}", file=sys.stderr)
         else:
             shutil.rmtree(ws, ignore_errors=True)
-
 
 if __name__ == "__main__":
     sys.exit(main())
