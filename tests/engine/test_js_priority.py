@@ -61,7 +61,12 @@ def test_config_names():
     with pytest.raises(ErrInvalidArg):
         config.consumer_config({"priority_groups": ["no spaces"]})
     assert from_wire({"priority_timeout": 5}) == {"pinned_ttl": 5}
-    assert to_wire({"pinned_ttl": 5}) == {"priority_timeout": 5}
+    assert to_wire({"pinned_ttl": 5, "priority_policy": "pinned_client"}) == {
+        "priority_timeout": 5, "priority_policy": "pinned_client"}
+    # a pin's lifetime under another policy: refused here, as the server would
+    for policy in (None, "none", "overflow"):
+        with pytest.raises(ErrInvalidArg, match="pinned_client"):
+            to_wire({"pinned_ttl": 5, "priority_policy": policy})
     reply = config.consumer_reply_to_ms({"config": {"priority_timeout": 2_000_000_000}})
     assert reply["config"]["priority_timeout"] == 2000
 

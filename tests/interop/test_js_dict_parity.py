@@ -350,12 +350,12 @@ def test_update_stream_with_stream_info_config_tcl(tmp_path):
     before, after = cmp.as_dict(plain[0]), cmp.as_dict(plain[1])
     assert after == before  # the server took the config back as it gave it
     assert before["allow_msg_ttl"] == "true" and before["allow_atomic"] == "true"
-    assert before["subject_delete_marker_ttl"] == "2000000000"  # wire units, as nats-tcl leaves it
+    assert before["subject_delete_marker_ttl"] == "2000"  # ms, as the Tcl face's -subject_delete_marker_ttl takes it
     assert cmp.as_dict(before["consumer_limits"]) == {"inactive_threshold": "3000000000", "max_ack_pending": "50"}
     changed = cmp.as_dict(res["changed"])
     assert changed["max_msgs_per_subject"] == "3"
     assert cmp.as_dict(changed["consumer_limits"])["max_ack_pending"] == "40"
-    assert changed["allow_msg_ttl"] == "true" and changed["subject_delete_marker_ttl"] == "2000000000"
+    assert changed["allow_msg_ttl"] == "true" and changed["subject_delete_marker_ttl"] == "2000"
     for label in ("mirror", "aggregate"):
         before, after = (cmp.as_dict(x) for x in cmp.split(res[label]))
         assert after == before, label
@@ -377,7 +377,7 @@ def test_update_stream_with_stream_info_config_python(fresh_server):
                 "consumer_limits": {"max_ack_pending": 50, "inactive_threshold": 3_000_000_000}})
             info = await js.stream_info("RTPY")
             wire = dict(info["config"])
-            assert info.config.extra.get("allow_atomic") is True  # a field StreamConfig does not name
+            assert info.config.allow_atomic is True and info.config.subject_delete_marker_ttl == 2  # typed, seconds
             # the typed config, unchanged
             s1 = await js.update_stream("RTPY", info.config)
             # the wire dict, unchanged

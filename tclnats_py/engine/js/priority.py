@@ -69,12 +69,15 @@ def check_group(group) -> str:
 
 def to_wire(cfg: dict) -> dict:
     """A consumer config built from PRIORITY_SPEC's names, in wire names;
-    every group checked."""
+    every group checked, and a pinned_ttl only with the pinned_client policy."""
     for face, wire in WIRE_NAMES.items():
         if face in cfg:
             cfg[wire] = cfg.pop(face)
     for g in cfg.get("priority_groups") or ():
         check_group(g)
+    if cfg.get("priority_timeout") and cfg.get("priority_policy") != "pinned_client":
+        # the pin's lifetime means nothing under another policy (the server refuses it)
+        raise make_error("ErrInvalidArg", "pinned_ttl is only for priority_policy pinned_client")
     return cfg
 
 
