@@ -528,21 +528,6 @@ split_ack(const unsigned char *r, size_t len, const char *prefix, size_t plen, a
     return 1;
 }
 
-static long long
-seq_dec(const unsigned char *p, size_t len)
-{
-    long long v = 0;
-    size_t i;
-    if (len == 0 || len > 18)
-        return -1;
-    for (i = 0; i < len; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return -1;
-        v = v * 10 + (p[i] - '0');
-    }
-    return v;
-}
-
 /* one delivery into the columns; -1 error */
 static int
 add_delivery(PyObject *const *lists, const unsigned char *buf, const natscodec_frame *fr,
@@ -624,7 +609,7 @@ scan_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
         if (fr.reply_len == 0 || fr.hsize > 0
             || !split_ack(buf + fr.reply, fr.reply_len, (const char *)prefv.buf, (size_t)prefv.len, &t)
-            || (seq = seq_dec(t.seq, t.seq_len)) < 0)
+            || (seq = parse_dec(t.seq, t.seq_len)) < 0)
             break;
         pos = (Py_ssize_t)fr.next;
         if (seq > last) {
