@@ -16,10 +16,18 @@ from __future__ import annotations
 
 from tclnats_py.errors import make_error
 
-__all__ = ["parse_metadata", "metadata_fields", "is_js_reply", "metadata_from_reply", "seq_time_pending", "ACK_PREFIX"]
+__all__ = ["parse_metadata", "metadata_fields", "is_js_reply", "metadata_from_reply", "seq_time_pending", "ACK_PREFIX",
+           "CONSUMER_STALLED", "LAST_CONSUMER", "LAST_STREAM"]
 
 #: how every reply subject of a consumed JetStream message starts
 ACK_PREFIX = "$JS.ACK."
+
+# headers the server puts on deliveries: an idle heartbeat names the subject
+# that unblocks a stalled consumer; a heartbeat of an ordered consumer names
+# the last consumer and stream sequences it delivered
+CONSUMER_STALLED = "Nats-Consumer-Stalled"
+LAST_CONSUMER = "Nats-Last-Consumer"
+LAST_STREAM = "Nats-Last-Stream"
 
 
 def is_js_reply(reply) -> bool:

@@ -39,7 +39,7 @@ from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.subjects import valid_wildcard_subject
 from tclnats_py.engine.js.api import check_name
 from tclnats_py.engine.js.events import Delivered, FlowReply, Reset, Retry, Stop, make
-from tclnats_py.engine.js.meta import parse_metadata
+from tclnats_py.engine.js.meta import CONSUMER_STALLED, LAST_CONSUMER, parse_metadata
 
 __all__ = ["OrderedConsumer", "DELIVER_POLICIES", "is_heartbeat", "is_flow_control"]
 
@@ -173,10 +173,10 @@ class OrderedConsumer:
             if is_flow_control(msg):
                 return [FlowReply(msg.reply)] if msg.reply else []
             events = []
-            stalled = msg.header("Nats-Consumer-Stalled")
+            stalled = msg.header(CONSUMER_STALLED)
             if stalled:
                 events.append(FlowReply(stalled))
-            last = msg.header("Nats-Last-Consumer")
+            last = msg.header(LAST_CONSUMER)
             if last is not None:
                 try:
                     if int(last) != self.consumer_seq:

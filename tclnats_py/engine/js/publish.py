@@ -21,7 +21,8 @@ from tclnats_py.engine.subjects import valid_wildcard_subject
 
 __all__ = ["publish_headers", "parse_ack", "ack_error_dict", "publish", "AsyncPublisher", "stalled", "STALL_WAIT_MS",
            "MSG_ID", "EXPECTED_STREAM", "EXPECTED_LAST_SEQ", "EXPECTED_LAST_SUBJECT_SEQ", "EXPECTED_LAST_MSG_ID",
-           "MSG_TTL", "ROLLUP", "EXPECTED_LAST_SUBJECT_SEQ_SUBJECT", "ttl_from_ms", "ttl_from_seconds"]
+           "MSG_TTL", "ROLLUP", "EXPECTED_LAST_SUBJECT_SEQ_SUBJECT", "BATCH_ID", "BATCH_SEQUENCE", "BATCH_COMMIT",
+           "SCHEDULE_HEADERS", "ttl_from_ms", "ttl_from_seconds"]
 
 MSG_ID = "Nats-Msg-Id"
 EXPECTED_STREAM = "Nats-Expected-Stream"
@@ -33,6 +34,13 @@ ROLLUP = "Nats-Rollup"
 # the subject (a wildcard may match many) whose last sequence
 # EXPECTED_LAST_SUBJECT_SEQ checks, instead of the published one (2.11)
 EXPECTED_LAST_SUBJECT_SEQ_SUBJECT = "Nats-Expected-Last-Subject-Sequence-Subject"
+# an atomic batch's messages (ADR-50): its id, each one's place, the last one's commit
+BATCH_ID, BATCH_SEQUENCE, BATCH_COMMIT = (f"Nats-Batch-{part}" for part in ("Id", "Sequence", "Commit"))
+# a scheduled message's headers (ADR-51), by the part after "Nats-Schedule":
+# "" the schedule itself, "-Next", "-Target", "-Source", "-TTL", "-Time-Zone", "-Rollup";
+# the server marks what it produced with "Nats-Scheduler"
+SCHEDULE_HEADERS = {part: "Nats-Schedule" + part
+                    for part in ("", "-Next", "-Target", "-Source", "-TTL", "-Time-Zone", "-Rollup")}
 
 
 def _bad_ttl(v):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from tclnats_py.errors import make_error
 from tclnats_py.engine.js.events import Delivered, FlowReply, Stop, Warn, make
+from tclnats_py.engine.js.meta import CONSUMER_STALLED
 from tclnats_py.engine.js.pull import classify, status_error
 
 __all__ = ["PushState"]
@@ -53,7 +54,7 @@ class PushState:
             return [FlowReply(msg.reply)] if msg.reply else []
         if kind == "heartbeat":
             self.heartbeats += 1
-            stalled = msg.header("Nats-Consumer-Stalled")
+            stalled = msg.header(CONSUMER_STALLED)
             return [FlowReply(stalled)] if stalled else []
         err, terminal = status_error(msg)
         if err is None:

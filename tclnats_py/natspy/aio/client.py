@@ -90,7 +90,7 @@ STATUS_MSG_LEN = 3  # the status code's digits
 # to the asyncio face as they are (same name, same unit)
 _SHOWN_OPTIONS = ("verbose", "pedantic", "name", "allow_reconnect", "dont_randomize", "reconnect_time_wait",
                   "max_reconnect_attempts", "ping_interval", "max_outstanding_pings", "no_echo", "user", "password",
-                  "token", "connect_timeout", "drain_timeout", "tls_handshake_first")
+                  "token", "connect_timeout", "drain_timeout", "tls_handshake_first", "skip_subject_validation")
 _PASSED_OPTIONS = ("pedantic", "verbose", "allow_reconnect", "connect_timeout", "reconnect_time_wait",
                    "ping_interval", "max_outstanding_pings", "dont_randomize", "no_echo", "drain_timeout",
                    "pending_size", "inbox_prefix", "tls_handshake_first")
@@ -276,7 +276,6 @@ class Client:
             inbox_prefix = given["inbox_prefix"] = bytes(inbox_prefix).decode()
         self._inbox_text = inbox_prefix
         self._check_subjects = not skip_subject_validation
-        self.options["skip_subject_validation"] = skip_subject_validation
         self._drain_timeout = drain_timeout
         self._pending_size = pending_size
         # the face writes every 256 KiB by itself: a forced write matters below that
@@ -652,14 +651,16 @@ class Client:
         impl.engine.force_reconnect()
         impl.run_effects()
 
-    @property
-    def ssl_context(self) -> ssl.SSLContext:
-        """The TLS context of the connection: connect's ``tls``, else a new
-        default one (nats.errors.Error when ``tls`` was given as None)."""
-        ctx = self.options["tls"] if "tls" in self.options else ssl.create_default_context()
-        if ctx is None:
-            raise errors.Error("nats: no ssl context provided")
-        return ctx
+    def _tls_context(self) -> ssl.SSLContext:
+        if "tls" not in self.options:
+            return ssl.create_default_context()
+        given = self.options["tls"]
+        if given is None:
+            raise errors.Error("nats: no ssl context: connect was given tls=None")
+        return given
+
+    ssl_context = property(_tls_context, doc="""The TLS context of the connection: connect's ``tls``,
+        else a new default one (nats.errors.Error when ``tls`` was given as None).""")
 
     @property
     def connected_server_version(self) -> "ServerVersion":

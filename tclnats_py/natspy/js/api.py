@@ -24,6 +24,8 @@ from enum import Enum
 from typing import Any, ClassVar
 
 from tclnats_py.engine.js import publish as _pub
+from tclnats_py.engine.js import meta as _meta
+from tclnats_py.engine.js.counter import INCR as _INCR
 from tclnats_py.engine.js.api import DEFAULT_API_PREFIX
 
 __all__ = [
@@ -44,29 +46,29 @@ NS_PER_S = 1_000_000_000
 class Header(str, Enum):
     """Header names JetStream reads or writes (the publish expectations are
     the engine's names, ``engine.js.publish``)."""
-    BATCH_COMMIT = "Nats-Batch-Commit"
-    BATCH_ID = "Nats-Batch-Id"
-    BATCH_SEQUENCE = "Nats-Batch-Sequence"
-    CONSUMER_STALLED = "Nats-Consumer-Stalled"
+    BATCH_COMMIT = _pub.BATCH_COMMIT
+    BATCH_ID = _pub.BATCH_ID
+    BATCH_SEQUENCE = _pub.BATCH_SEQUENCE
+    CONSUMER_STALLED = _meta.CONSUMER_STALLED
     DESCRIPTION = "Description"
     EXPECTED_LAST_MSG_ID = _pub.EXPECTED_LAST_MSG_ID
     EXPECTED_LAST_SEQUENCE = _pub.EXPECTED_LAST_SEQ
     EXPECTED_LAST_SUBJECT_SEQUENCE = _pub.EXPECTED_LAST_SUBJECT_SEQ
     EXPECTED_STREAM = _pub.EXPECTED_STREAM
-    INCR = "Nats-Incr"  # a counter's delta, a decimal integer such as "5" or "-2" (ADR-49)
-    LAST_CONSUMER = "Nats-Last-Consumer"
-    LAST_STREAM = "Nats-Last-Stream"
-    MSG_ID = "Nats-Msg-Id"
-    MSG_TTL = "Nats-TTL"
-    ROLLUP = "Nats-Rollup"
-    SCHEDULE = "Nats-Schedule"
-    SCHEDULE_NEXT = "Nats-Schedule-Next"
-    SCHEDULE_ROLLUP = "Nats-Schedule-Rollup"
-    SCHEDULE_SOURCE = "Nats-Schedule-Source"
-    SCHEDULE_TARGET = "Nats-Schedule-Target"
-    SCHEDULE_TIME_ZONE = "Nats-Schedule-Time-Zone"
-    SCHEDULE_TTL = "Nats-Schedule-TTL"
-    SCHEDULER = "Nats-Scheduler"
+    INCR = _INCR  # a counter's delta, a decimal integer such as "5" or "-2" (ADR-49)
+    LAST_CONSUMER = _meta.LAST_CONSUMER
+    LAST_STREAM = _meta.LAST_STREAM
+    MSG_ID = _pub.MSG_ID
+    MSG_TTL = _pub.MSG_TTL
+    ROLLUP = _pub.ROLLUP
+    SCHEDULE = _pub.SCHEDULE_HEADERS[""]
+    SCHEDULE_NEXT = _pub.SCHEDULE_HEADERS["-Next"]
+    SCHEDULE_ROLLUP = _pub.SCHEDULE_HEADERS["-Rollup"]
+    SCHEDULE_SOURCE = _pub.SCHEDULE_HEADERS["-Source"]
+    SCHEDULE_TARGET = _pub.SCHEDULE_HEADERS["-Target"]
+    SCHEDULE_TIME_ZONE = _pub.SCHEDULE_HEADERS["-Time-Zone"]
+    SCHEDULE_TTL = _pub.SCHEDULE_HEADERS["-TTL"]
+    SCHEDULER = _pub.SCHEDULE_HEADERS[""] + "r"
     STATUS = "Status"
 
 
@@ -425,7 +427,7 @@ class StreamConfig(Base):
         if self.compression is not None and self.compression not in ("none", "s2"):
             raise ValueError(f"nats: invalid store compression type: {self.compression}")
         if self.metadata is not None and not isinstance(self.metadata, dict):
-            raise ValueError("nats: invalid metadata format")
+            raise ValueError("nats: metadata must be a dict of strings")
         out = super().as_dict()
         # the server takes 0 for this one as a value, not as "unset": send it only when positive
         if not (self.subject_delete_marker_ttl and self.subject_delete_marker_ttl > 0):

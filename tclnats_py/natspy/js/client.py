@@ -35,6 +35,7 @@ from tclnats_py.natspy.js import errors as _jserr
 from tclnats_py.natspy.js import kv as _kv_face
 from tclnats_py.natspy.js import object_store as _obj_face
 from tclnats_py.natspy.js.kv import KeyValue
+from tclnats_py.natspy.js import manager as _manager
 from tclnats_py.natspy.js.manager import JetStreamManager, name_required, translate
 from tclnats_py.natspy.js.object_store import ObjectStore
 
@@ -101,7 +102,7 @@ async def _bound_consumer_info(sub: Any) -> api.ConsumerInfo:
     return await sub._js._jsm.consumer_info(sub._stream, sub._consumer)
 
 
-class JetStreamContext(JetStreamManager):
+class JetStreamContext(_manager.JetStreamManager):
     """JetStream on one connection: ``nc.jetstream(prefix=..., domain=...,
     timeout=5, publish_async_max_pending=4000)``; the management calls of
     :class:`JetStreamManager` too."""
@@ -115,9 +116,8 @@ class JetStreamContext(JetStreamManager):
     @classmethod
     def is_status_msg(cls, msg: Msg | None) -> str | None:
         """The status code of a status message (its ``Status`` header), else None."""
-        if msg is None or not msg.headers:
-            return None
-        return msg.headers.get(api.Header.STATUS)
+        found = (msg.headers or {}) if msg is not None else {}
+        return found.get(api.Header.STATUS)
 
     @property
     def _js(self):
@@ -214,10 +214,13 @@ class JetStreamContext(JetStreamManager):
         """How many async publishes wait for their ack."""
         return len(self._async_futures)
 
-    async def publish_async_completed(self) -> None:
+    async def _all_acks(self) -> None:
         """Wait until every async publish so far has its ack (or error)."""
-        if self._async_futures:
-            await asyncio.wait(list(self._async_futures))
+        waiting = list(self._async_futures)
+        if waiting:
+            await asyncio.wait(waiting)
+
+    publish_async_completed = _all_acks
 
     # ------------------------------------------------------------ push subscriptions
     async def subscribe(self, subject: str, queue: str | None = None, cb: Callback | None = None,

@@ -32,6 +32,7 @@ __all__ = [
 # built (without arguments) for it, and an API reply's HTTP-like code -> its class.
 _FROM_ENGINE: dict[str, type] = {"ErrNoHeartbeat": _core.TimeoutError}
 _FROM_HTTP: dict[int, type] = {}
+_FROM_ERR_CODE: dict[int, type] = {}
 
 
 class Error(_core.Error):
@@ -39,17 +40,20 @@ class Error(_core.Error):
 
     Subclasses declare what they stand for in their class statement:
     ``engine_code=`` (the engine error they translate), ``http=`` (the API
-    reply code they stand for), ``text=`` (a fixed ``str()``)."""
+    reply code they stand for), ``err_code=`` (the API's finer error code
+    they stand for, before ``http=``), ``text=`` (a fixed ``str()``)."""
 
     _fixed_text: str | None = None
 
     def __init_subclass__(cls, engine_code: str | None = None, http: int | None = None,
-                          text: str | None = None, **kw: Any) -> None:
+                          err_code: int | None = None, text: str | None = None, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         if engine_code is not None:
             _FROM_ENGINE[engine_code] = cls
         if http is not None:
             _FROM_HTTP[http] = cls
+        if err_code is not None:
+            _FROM_ERR_CODE[err_code] = cls
         if text is not None:
             cls._fixed_text = text
 
@@ -138,7 +142,7 @@ class BadRequestError(APIError, http=400):
 CONSUMER_INVALID_RESET = 10204
 
 
-class ConsumerInvalidResetError(BadRequestError):
+class ConsumerInvalidResetError(BadRequestError, err_code=CONSUMER_INVALID_RESET):
     """reset_consumer to a sequence the consumer's deliver policy does not
     allow (below ``opt_start_seq`` of a ``by_start_sequence`` consumer ...)."""
 
@@ -271,8 +275,9 @@ class KeyValueLimitMarkerTTLNotSupportedError(
 
 # ---------------------------------------------------------------- translation
 def api_error(err: dict) -> APIError:
-    """The nats-py class of an API reply's ``error`` object (by its HTTP-like code)."""
-    cls = _FROM_HTTP.get(err.get("code"), APIError)  # type: ignore[arg-type]
+    """The nats-py class of an API reply's ``error`` object (by its err_code
+    when a class stands for it, else by its HTTP-like code)."""
+    cls = _FROM_ERR_CODE.get(err.get("err_code")) or _FROM_HTTP.get(err.get("code"), APIError)  # type: ignore[arg-type]
     return cls(code=err.get("code"), description=err.get("description"), err_code=err.get("err_code"),
                stream=err.get("stream"), seq=err.get("seq"))
 

@@ -216,13 +216,7 @@ class JetStreamManager:
         2.14+: tclnats_py.ErrServerTooOld before).  ConsumerInvalidResetError
         when its deliver policy does not allow that ``seq``."""
         check_names(stream=stream, consumer=consumer)
-        try:
-            resp = await self._run(_admin.reset_consumer(self._jsapi(timeout), stream, consumer, seq or None))
-        except _jserr.APIError as e:
-            if e.err_code == _jserr.CONSUMER_INVALID_RESET:
-                raise _jserr.ConsumerInvalidResetError(code=e.code, description=e.description,  # type: ignore[arg-type]
-                                                       err_code=e.err_code) from e
-            raise
+        resp = await self._run(_admin.reset_consumer(self._jsapi(timeout), stream, consumer, seq or None))
         return api.ConsumerReset.from_response(resp)
 
     async def consumers_info(self, stream: str, offset: int | None = None) -> list[api.ConsumerInfo]:
