@@ -7,39 +7,13 @@ import json
 
 import pytest
 
-from tclnats_py.engine.connection import Msg
 from tclnats_py.engine.effects import UnknownEffect
 from tclnats_py.engine.js import events as E
 from tclnats_py.engine.js import kv, objstore, ordered, pull, push
-from tclnats_py.errors import make_error
+from tclnats_py.engine.connection import Msg
+from tests.engine.test_js_engine import err, hb, js_msg, status
 
 pytestmark = pytest.mark.unit
-
-
-def js_msg(sseq, cseq, data=b"x", subject="s.a"):
-    """A stream message as a consumer delivers it (nothing pending after it)."""
-    return Msg(subject, data, f"$JS.ACK.S.C.1.{sseq}.{cseq}.1700000000123456789.0")
-
-
-def status(code, desc="", headers=None, reply=None):
-    h = {"Status": [str(code)]}
-    if desc:
-        h["Description"] = [desc]
-    h.update(headers or {})
-    return Msg("_INBOX.x", b"", reply, h)
-
-
-def err(code):
-    return make_error(code, "x")
-
-
-def hb(last=None, stalled=None):
-    h = {}
-    if last is not None:
-        h["Nats-Last-Consumer"] = [str(last)]
-    if stalled:
-        h["Nats-Consumer-Stalled"] = [stalled]
-    return status(100, "Idle Heartbeat", h)
 
 
 def fc(reply="$JS.FC.S.x"):
