@@ -47,6 +47,10 @@ def pytest_configure(config):
                        ("spark", "needs pyspark"), ("fault", "fault injection")):
         config.addinivalue_line("markers", f"{name}: {text}")
     config.addinivalue_line("markers", "unit: server-free (no nats-server may start)")
+    config.addinivalue_line("markers", "feature(*ids): the NATS features a test shows (compat/features.py)")
+    if os.environ.get("TCLNATS_FEATURE_RESULTS"):
+        from tclnats_py.compat.features import Recorder
+        config.pluginmanager.register(Recorder(os.environ["TCLNATS_FEATURE_RESULTS"]), "tclnats-features")
 
 
 def _refuse_server(self, *args, **kwargs):

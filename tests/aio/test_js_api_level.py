@@ -12,6 +12,7 @@ def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 60))
 
 
+@pytest.mark.feature("api_level")
 def test_current_server_has_every_level(js_server):
     async def go():
         c = await tclnats_py.connect(js_server.url)
@@ -25,6 +26,7 @@ def test_current_server_has_every_level(js_server):
     run(go())
 
 
+@pytest.mark.feature("api_level")
 def test_old_server_is_too_old(old_js_server):
     async def go():
         c = await tclnats_py.connect(old_js_server.url)

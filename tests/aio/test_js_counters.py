@@ -14,6 +14,7 @@ def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 60))
 
 
+@pytest.mark.feature("counters")
 def test_counter_add_get_get_many_with_big_values(js_server):
     async def go():
         nc = await tclnats_py.connect(js_server.url)
@@ -48,6 +49,7 @@ def test_counter_add_get_get_many_with_big_values(js_server):
     run(go())
 
 
+@pytest.mark.feature("counters")
 def test_counter_errors(js_server):
     async def go():
         nc = await tclnats_py.connect(js_server.url)
@@ -81,6 +83,7 @@ def test_counter_errors(js_server):
     run(go())
 
 
+@pytest.mark.feature("counters", "api_level")
 def test_counters_on_a_server_too_old(old_js_server):
     async def go():
         nc = await tclnats_py.connect(old_js_server.url)

@@ -19,6 +19,7 @@ async def seqs(it):
     return [m.seq async for m in it]
 
 
+@pytest.mark.feature("direct_batch")
 def test_get_batch_and_get_last_msgs_for(js_server):
     async def go():
         nc = await tclnats_py.connect(js_server.url)
@@ -68,6 +69,7 @@ def test_get_batch_and_get_last_msgs_for(js_server):
     run(go())
 
 
+@pytest.mark.feature("direct_batch")
 def test_kv_get_many(js_server):
     async def go():
         nc = await tclnats_py.connect(js_server.url)
@@ -93,6 +95,7 @@ def test_kv_get_many(js_server):
     run(go())
 
 
+@pytest.mark.feature("direct_batch", "api_level")
 def test_direct_batch_on_a_server_too_old(old_js_server):
     async def go():
         nc = await tclnats_py.connect(old_js_server.url)

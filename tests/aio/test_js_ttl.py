@@ -31,6 +31,7 @@ async def until(cond, timeout=8.0):
         await asyncio.sleep(0.1)
 
 
+@pytest.mark.feature("msg_ttl")
 def test_message_ttl_and_subject_delete_markers(js_server):
     async def go():
         c, js = await connect(js_server)
@@ -61,6 +62,7 @@ def test_message_ttl_and_subject_delete_markers(js_server):
     run(go())
 
 
+@pytest.mark.feature("kv_key_ttl")
 def test_kv_key_ttl_and_limit_markers(js_server):
     async def go():
         c, js = await connect(js_server)
@@ -100,6 +102,7 @@ def test_kv_key_ttl_and_limit_markers(js_server):
     run(go())
 
 
+@pytest.mark.feature("expected_last_subject_seq_subject")
 def test_expected_last_subject_sequence_subject(js_server):
     async def go():
         c, js = await connect(js_server)
@@ -121,6 +124,7 @@ def test_expected_last_subject_sequence_subject(js_server):
     run(go())
 
 
+@pytest.mark.feature("consumer_pause", "consumer_reset")
 def test_pause_resume_reset_consumer(js_server):
     async def go():
         c, js = await connect(js_server)
@@ -153,6 +157,7 @@ def test_pause_resume_reset_consumer(js_server):
     run(go())
 
 
+@pytest.mark.feature("config_fields")
 def test_new_config_fields_round_trip(js_server):
     async def go():
         c, js = await connect(js_server)
@@ -173,6 +178,7 @@ def test_new_config_fields_round_trip(js_server):
 
 
 # ------------------------------------------------------------------ nats-server 2.10: too old
+@pytest.mark.feature("api_level")
 def test_old_server_refuses_before_sending(old_js_server):
     async def go():
         c, js = await connect(old_js_server)

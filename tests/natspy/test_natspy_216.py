@@ -38,6 +38,7 @@ def test_pub_ack_reads_batch_and_counter_fields():
 
 
 @pytest.mark.unit
+@pytest.mark.feature("config_fields")
 def test_header_names_schedules_and_new_config_fields():
     assert api.Header.INCR == "Nats-Incr" and api.Header.BATCH_COMMIT == "Nats-Batch-Commit"
     assert api.Header.SCHEDULE_TARGET == "Nats-Schedule-Target" and api.Header.SCHEDULER == "Nats-Scheduler"
@@ -144,6 +145,7 @@ def test_subject_validation_and_header_names(js_server):
 
 
 
+@pytest.mark.feature("counters")
 def test_counter_stream_pub_ack_val(js_server):
     async def go():
         nc = await nats.connect(js_server.url)
@@ -162,6 +164,7 @@ def test_counter_stream_pub_ack_val(js_server):
     run(go())
 
 
+@pytest.mark.feature("atomic_batch")
 def test_atomic_batch_commit_ack(js_server):
     async def go():
         nc = await nats.connect(js_server.url)
@@ -180,6 +183,7 @@ def test_atomic_batch_commit_ack(js_server):
     run(go())
 
 
+@pytest.mark.feature("schedules")
 def test_schedule_headers_fire_on_target(js_server):
     async def go():
         nc = await nats.connect(js_server.url)
@@ -198,6 +202,7 @@ def test_schedule_headers_fire_on_target(js_server):
     run(go())
 
 
+@pytest.mark.feature("consumer_reset")
 def test_reset_consumer(js_server):
     async def go():
         nc = await nats.connect(js_server.url)

@@ -24,6 +24,7 @@ def test_the_names_are_nats_pys():
     assert ack.val == "12345678901234567890123" and api.PubAck(stream="C", seq=1).val is None
 
 
+@pytest.mark.feature("counters")
 def test_counter_publishes_through_natspy(js_server):
     async def go():
         nc = await nats.connect(js_server.url)

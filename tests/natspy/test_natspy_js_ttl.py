@@ -18,6 +18,7 @@ def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 60))
 
 
+@pytest.mark.feature("msg_ttl", "kv_key_ttl")
 def test_msg_ttl_and_kv_ttls(js_server):
     async def go():
         nc = await nats.connect(js_server.url)
@@ -45,6 +46,7 @@ def test_msg_ttl_and_kv_ttls(js_server):
     run(go())
 
 
+@pytest.mark.feature("consumer_pause", "consumer_reset")
 def test_pause_resume_reset(js_server):
     async def go():
         nc = await nats.connect(js_server.url)
@@ -72,6 +74,7 @@ def test_pause_resume_reset(js_server):
     run(go())
 
 
+@pytest.mark.feature("api_level")
 def test_old_server(old_js_server):
     async def go():
         nc = await nats.connect(old_js_server.url)

@@ -41,6 +41,7 @@ $conn destroy
 """
 
 
+@pytest.mark.feature("counters", "direct_batch", "api_level")
 def test_counters_and_batch_gets_refused_by_a_2_10_server(old_js_server, tmp_path):
     exe = shutil.which("tclnats-tclsh")
     cmd = [exe] if exe else [sys.executable, "-m", "tclnats_py.tclface.tclsh"]

@@ -9,6 +9,7 @@ from tclnats_py.tclface import bridge as tclbridge
 pytestmark = pytest.mark.tcl
 
 
+@pytest.mark.feature("priority_groups", "api_level")
 def test_priority_groups_need_a_newer_server(old_js_server):
     host = tkinter.Tcl()
     tclbridge.install(host)

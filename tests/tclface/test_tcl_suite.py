@@ -55,7 +55,20 @@ def tcl_test_names(fname: str) -> list[str]:
         return re.findall(r"^test\s+(\S+)", f.read(), re.MULTILINE)
 
 
-CASES = [(f, n) for f in FILES for n in tcl_test_names(f)]
+def tcl_test_features(fname: str) -> dict[str, list[str]]:
+    """test name -> the features a ``# feature: a b`` comment line right
+    above its ``test`` command claims (compat/features.py)."""
+    with open(os.path.join(SUITE, fname), encoding="utf-8") as f:
+        found = re.findall(r"^# feature:([^\n]*)\n(?:#[^\n]*\n)*test\s+(\S+)", f.read(), re.MULTILINE)
+    return {name: claim.split() for claim, name in found}
+
+
+def _case(fname: str, name: str, features: dict[str, list[str]]):
+    marks = [pytest.mark.feature(*features[name])] if name in features else []
+    return pytest.param(fname, name, marks=marks, id=f"{fname}::{name}")
+
+
+CASES = [_case(f, n, feats) for f in FILES for feats in [tcl_test_features(f)] for n in tcl_test_names(f)]
 
 
 def _certs(directory: str) -> dict:
@@ -210,7 +223,7 @@ def run_file(tcl_env):
     return run
 
 
-@pytest.mark.parametrize("fname,name", CASES, ids=[f"{f}::{n}" for f, n in CASES])
+@pytest.mark.parametrize("fname,name", CASES)
 def test_tcl(run_file, fname, name):
     result = run_file(fname)
     outcome = result.outcome.get(name)

@@ -30,6 +30,7 @@ async def stream(js, name):
     return await js.create_stream(name, subjects=[f"{name.lower()}.>"], storage="memory")
 
 
+@pytest.mark.feature("priority_groups")
 def test_config_round_trip_and_group_required(js_server):
     async def go():
         c, js = await connect(js_server)
@@ -60,6 +61,7 @@ def test_config_round_trip_and_group_required(js_server):
     run(go())
 
 
+@pytest.mark.feature("priority_groups")
 def test_stale_pin_is_forgotten_and_unpin(js_server):
     """A pull carrying a pin the server took away (unpin) gets 423: the client
     forgets the pin and pulls again, unpinned, in the same fetch."""
@@ -107,6 +109,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.feature("priority_groups")
 def test_pinned_worker_killed_the_other_takes_over(js_server, tmp_path):
     """Two workers on a pinned_client consumer: the pinned one (a process)
     gets everything; killed, the other is pinned within pinned_ttl."""
@@ -153,6 +156,7 @@ def test_pinned_worker_killed_the_other_takes_over(js_server, tmp_path):
     run(go())
 
 
+@pytest.mark.feature("priority_groups")
 def test_overflow_min_pending(js_server):
     async def go():
         c, js = await connect(js_server)
@@ -180,6 +184,7 @@ async def _take(it, n):
             return
 
 
+@pytest.mark.feature("priority_groups")
 def test_prioritized(js_server):
     """The lower priority's pull is served first, whatever the order of the pulls."""
     async def go():
@@ -197,6 +202,7 @@ def test_prioritized(js_server):
     run(go())
 
 
+@pytest.mark.feature("priority_groups", "api_level")
 def test_old_server_is_too_old(old_js_server):
     """nats-server 2.10 knows no priority groups (it would drop the fields and
     make a plain consumer): refused before anything is created."""
