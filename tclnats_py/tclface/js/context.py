@@ -504,13 +504,17 @@ class JetStream:
         _timeout_option(given, "expires")
         o = _cfg.build(_FETCH_OPTIONS, given)
         subject = self.api.next_subject(check_name("stream", stream), check_name("consumer", consumer))
+        group = self._pull_group(stream, consumer, o)
         fetch = Fetch(o["batch_size"], timeout_ms=o.get("timeout"), expires_ms=o.get("expires"),
-                      js_timeout_ms=self.timeout, group=self._pull_group(stream, consumer, o))
+                      js_timeout_ms=self.timeout, group=group, repull=True)
         if self.trace:
             self._log("debug", f">>> {subject} {fetch.body.decode()}")
         pull = PullRequest(self.conn, fetch, o.get("callback"), self.fetch_closed_returns)
         pull.owner = self.pulls
-        rid = self.conn.start_request(subject, fetch.body, fetch.timeout_ms, pull.finish, max_msgs=fetch.batch,
+        # the request's inbox takes -batch_size messages, and one more for the
+        # 423 of a stale pin, after which the fetch pulls again unpinned
+        rid = self.conn.start_request(subject, fetch.body, fetch.timeout_ms, pull.finish,
+                                      max_msgs=fetch.batch + (1 if group is not None and group.pin is not None else 0),
                                       gather=pull)
         pull.rid = rid
         if pull.callback is not None and not pull.done:
@@ -518,9 +522,8 @@ class JetStream:
         return rid
 
     def _pull_group(self, stream, consumer, o):
-        """The fetch's priority group (ADR-42), or None.  A stale pin ends the
-        fetch by its 423 status (the request's inbox takes ``-batch_size``
-        messages only), and the next fetch goes unpinned."""
+        """The fetch's priority group (ADR-42), or None.  A stale pin (the
+        server's 423) is forgotten and the fetch pulls again unpinned."""
         if "group" not in o:
             if any(k in o for k in ("min_pending", "min_ack_pending", "priority")):
                 raise make_error("ErrInvalidArg", "-min_pending, -min_ack_pending and -priority need -group")
