@@ -279,7 +279,7 @@ def schedule_headers(subject: str, headers=None, *, target: str | None, at=None,
 
 def _explain(err: NatsError, headers: dict) -> NatsError:
     """The server's refusal of a schedule with the value it refused."""
-    if err.__class__.__name__ != "ErrJSResponse" or err.details.get("err_code") not in ERRORS:
+    if err.code != "ErrJSResponse" or err.details.get("err_code") not in ERRORS:
         return err
     header = ERRORS[err.details["err_code"]]
     if header is None:
