@@ -10,10 +10,11 @@ import datetime
 from tclnats_py.engine.connection import Msg
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.headers import Headers
-from tclnats_py.engine.validate import _to_bytes, check_int, check_timeout
+from tclnats_py.engine.validate import _to_bytes, check_headers, check_int, check_timeout
 from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js.api import Batch, JsApi, Publish, Request, advance, api_call
 from tclnats_py.engine.js import counter as _counter
+from tclnats_py.engine.js import schedule as _schedule
 from tclnats_py.engine.js.api_level import require_level
 from tclnats_py.engine.js.priority import consumer_create
 from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast, publish_headers
@@ -292,6 +293,32 @@ class JetStream:
             if ap.sub.closed:  # the connection closed meanwhile
                 ap = self._ap = _AsyncPub(self, ap)
         return ap.add(subject, data, hdrs, timeout, stall)
+
+    async def publish_schedule(self, subject: str, data: Payload = b"", headers: HeadersArg = None, *, target: str,
+                               at: datetime.datetime | str | None = None,
+                               every: float | datetime.timedelta | str | None = None, cron: str | None = None,
+                               time_zone: str | None = None, ttl: str | int | None = None,
+                               source: str | None = None, timeout: float | None = None) -> PubAck:
+        """Store a message schedule (ADR-51) on ``subject``, its own subject in
+        a stream with ``allow_msg_schedules``: the stream publishes ``data``
+        (and ``headers``) to ``target``, a subject of the same stream, ``at``
+        a time (a datetime, or RFC 3339 text), ``every`` so many seconds (1 or
+        more; a timedelta or a Go duration such as ``"5m"``), or on a ``cron``
+        spec (six fields, seconds first, or ``"@hourly"`` ...; in
+        ``time_zone``, an IANA name, UTC by default).  ``ttl``: the TTL of
+        each message produced (seconds or a Go duration; the stream needs
+        ``allow_msg_ttl``); ``source``: publish the last message of that
+        subject instead.  Publishing to ``subject`` again replaces the
+        schedule; ``purge_stream(stream, filter=subject)`` cancels it.
+        ErrInvalidArg/ErrBadSubject for what the client can check;
+        ErrServerTooOld (``at``: nats-server 2.12; the rest: 2.14)."""
+        check_timeout(timeout)
+        check_headers(headers)
+        hdrs, features = _schedule.schedule_headers(subject, headers, target=target, at=at, every=every, cron=cron,
+                                                    time_zone=time_zone, ttl=ttl, source=source)
+        ms = None if timeout is None else int(timeout * 1000)
+        return PubAck(await self._run(_schedule.publish_schedule(self.jsapi, subject, _to_bytes(data), hdrs,
+                                                                 features, ms)))
 
     async def publish_async_complete(self, timeout: float | None = None) -> None:
         """Wait until every async publish so far has its ack (or error)."""

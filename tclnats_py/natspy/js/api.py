@@ -68,7 +68,7 @@ class Header(str, Enum):
     SCHEDULE_TARGET = _pub.SCHEDULE_HEADERS["-Target"]
     SCHEDULE_TIME_ZONE = _pub.SCHEDULE_HEADERS["-Time-Zone"]
     SCHEDULE_TTL = _pub.SCHEDULE_HEADERS["-TTL"]
-    SCHEDULER = _pub.SCHEDULE_HEADERS[""] + "r"
+    SCHEDULER = _pub.SCHEDULER
     STATUS = "Status"
 
 
