@@ -210,7 +210,8 @@ setup(
         Extension("tclnats_py._natsproto", ["tclnats_py/_ext/natsproto.c"], depends=C_DEPENDS),
     ],
     cmdclass={"build_ext": BuildExt},
-    install_requires=["nkeys>=0.2"],
+    # wsproto: the WebSocket framing of ws:// and wss:// servers (pure Python, with h11)
+    install_requires=["nkeys>=0.2", "wsproto>=1.2"],
     extras_require={
         # the nats-server binary (18 MB) that tclnats-server, tclnats-tclsh
         # --nats-server, the tests, examples and benchmarks start

@@ -46,7 +46,7 @@ __all__ = [
     "ErrSecureConnWanted", "ErrServer", "ErrServerShutdown", "ErrSlowConsumer", "ErrStaleConnection",
     "ErrStreamNotFound", "ErrTLS", "ErrTimeout", "ErrWrongLastSequence",
     "ErrReconnectBufExceeded", "ErrOutboundBufferLimit", "ErrTooManyStalledMsgs", "ErrDataLoss",
-    "ErrNoKeysFound", "ErrServerTooOld",
+    "ErrNoKeysFound", "ErrServerTooOld", "ErrWebSocket",
 ]
 
 
@@ -215,6 +215,13 @@ class ErrServer(ConnectionFailure):
 
 class ErrProtocol(ConnectionFailure):
     code = "ErrProtocol"
+
+
+class ErrWebSocket(ConnectionFailure):
+    """A ``ws://``/``wss://`` server refused the WebSocket upgrade (not a
+    websocket listener, a wrong path, not HTTP at all), closed the connection
+    during it, or sent a bad or oversize frame."""
+    code = "ErrWebSocket"
 
 
 class ErrSlowConsumer(ConnectionFailure):

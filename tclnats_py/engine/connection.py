@@ -16,7 +16,9 @@ A driver talks to it in three directions:
 * it drains :meth:`take` and carries out each *effect*, in order.  The
   effects are the small types of :mod:`tclnats_py.engine.effects`:
 
-  ``Open(server)``                open a TCP connection to server.host/port
+  ``Open(server)``                open a TCP connection to server.host/port (a
+                                  WebSocket server through ``options.proxy``:
+                                  Engine.open_address says where to)
   ``StartTls(server)``            upgrade the socket to TLS (then tls_done/failed)
   ``Close()``                     write what data_to_send() returns, then close
   ``StartTimer(key, ms)``         call timer_fired(key) after ms (re-arm if set)
@@ -78,6 +80,7 @@ from tclnats_py.engine.pool import NoServers, ServerPool, parse_url
 from tclnats_py.engine.records import Msg, Ping, Request, Subscription
 from tclnats_py.engine.registry import MAX_SUB_MSGS, Registry
 from tclnats_py.engine.state import CLOSED, CONNECTED, CONNECTING, IGNORE, RECONNECTING, SOCKET_PHASES
+from tclnats_py.engine.websocket import WS_SCHEMES
 from tclnats_py.errors import NatsError, make_error
 
 TYPE_CHECKING = False  # typing costs ~10 ms of every start: type names for the checker only
@@ -236,7 +239,7 @@ class Engine(Registry):
             server, wait = self.pool.current, self.options.reconnect_time_wait
         if wait > 0:
             o = self.options
-            jitter = o.reconnect_jitter_tls if (o.secure or server.scheme == "tls") else o.reconnect_jitter
+            jitter = o.reconnect_jitter_tls if (o.secure or server.scheme in ("tls", "wss")) else o.reconnect_jitter
             if jitter > 0:
                 wait += self._rng.randint(0, jitter)
             self._step(S.BACKOFF)
@@ -275,13 +278,80 @@ class Engine(Registry):
         self._parser.reset()
         self._hs_out = []
         self._tls_done = False
+        self._ws = self._websocket(server) if server.scheme in WS_SCHEMES else None
         self._fx.append(StartTimer("connect", self.options.connect_timeout))
         self._log("info", f"Connecting to the server at {server.host}:{server.port}")
         self._fx.append(Open(server))
 
+    # ------------------------------------------------------------------ WebSocket
+    def _websocket(self, server):
+        """The adapter of a ``ws://``/``wss://`` server's socket (websocket.py)."""
+        from tclnats_py.engine.websocket import WebSocket
+        o = self.options
+        return WebSocket(server.host, server.port, server.path, o.ws_headers, o.ws_compression, o.proxy,
+                         where=f"{server.host}:{server.port}")
+
+    def open_address(self, server) -> tuple[str, int]:
+        """Where the driver's ``Open(server)`` connects: the server, or the
+        HTTP proxy a WebSocket server is reached through."""
+        ws = self._ws
+        if ws is not None and ws.proxy is not None and server is self.pool.current:
+            return ws.proxy
+        return server.host, server.port
+
+    @property
+    def websocket(self) -> bool:
+        """Whether the current socket carries WebSocket frames (a driver's
+        fast paths that read or frame NATS bytes themselves step aside)."""
+        return self._ws is not None
+
+    def _ws_next(self) -> None:
+        """The WebSocket's next step on a socket up (or through its proxy's
+        tunnel, or over TLS): the tunnel, TLS (wss, or ``secure``), or the
+        upgrade request."""
+        ws = self._ws
+        server = self.pool.current
+        assert ws is not None and server is not None
+        if ws.phase == "tunnel":
+            self._step(S.HTTP_UPGRADE)
+            self._log("debug", f"CONNECT {self.host_port()} through the proxy {ws._proxy_name()}")
+            ws.start_tunnel()
+        elif not self._tls_done and (server.scheme == "wss" or self.options.secure):
+            self._step(S.START_TLS)
+            self._log("debug", "Performing TLS handshake before the WebSocket upgrade...")
+            self._fx.append(StartTls(server))
+            return
+        else:
+            self._step(S.HTTP_UPGRADE)
+            self._log("debug", f"Upgrading the connection to {self.host_port()} to a WebSocket")
+            ws.start_upgrade()
+        self._signal_flush()
+
+    def _ws_receive(self, data):
+        """The NATS bytes of what a WebSocket socket read, and the error it
+        ended with (a bad frame, the server's close frame) or None."""
+        ws = self._ws
+        tunnel = ws.phase == "tunnel"
+        try:
+            data = ws.receive(data)
+            bad = ws.closed
+        except NatsError as e:
+            data, bad = b"", e
+        if ws.out:
+            self._signal_flush()
+        if bad is None and self._phase == S.UPGRADE:
+            if tunnel and ws.tunnel_open:
+                self._ws_next()
+            elif ws.upgraded:
+                self._step(S.EXPECT_INFO)
+        return data, bad
+
     # ------------------------------------------------------------------ reports of the driver
     def socket_connected(self) -> None:
         if not self._step(S.SOCKET_CONNECTED):
+            return
+        if self._ws is not None:
+            self._ws_next()
             return
         if self.tls_first:
             self._step(S.START_TLS)
@@ -310,6 +380,10 @@ class Engine(Registry):
         """The socket broke or reached EOF."""
         if not self._step(S.LOST):
             return
+        if self._phase == S.UPGRADE:
+            self._fail("ErrWebSocket", f"Server {self.host_port()} closed the connection during the "
+                                       f"WebSocket upgrade{' - ' + reason if reason else ''}")
+            return
         if reason:
             text = f"Connection to {self.host_port()} broken - {reason}"
         else:
@@ -327,6 +401,9 @@ class Engine(Registry):
         if not self._step(S.TLS_DONE):
             return
         self._tls_done = True
+        if self._ws is not None:
+            self._ws_next()
+            return
         if self.tls_first:
             self._step(S.EXPECT_INFO)  # the INFO comes over TLS now
             return
@@ -418,6 +495,8 @@ class Engine(Registry):
         if self._socket_open:
             self._log("info", f"Closing connection to {self.host_port()}")
             self._hand_over_queue()
+            if self._ws is not None:
+                self._ws.close()
             self._fx.append(CLOSE)
         self._parser.reset()
         self._closed(None)
@@ -430,11 +509,13 @@ class Engine(Registry):
         socket (the phase table's DATA row, which _socket_open caches)."""
         if not self._socket_open:
             return
+        bad = None
+        if self._ws is not None:  # WebSocket frames: the NATS bytes in them
+            data, bad = self._ws_receive(data)
         if data:
             self.stats["in_bytes"] += len(data)
         try:
             ops = self._parser.feed(data)
-            bad = None
         except NatsError as e:  # the frames complete before the bad bytes still count
             ops = e.details.pop("ops", ())
             bad = e
@@ -554,7 +635,7 @@ class Engine(Registry):
         # nats-py), so the INFO that follows CONNECT brings nothing new
         self._add_connect_urls(info)
         self._fx.append(InfoReceived(dict(info)))
-        if self._tls_done:  # tls_first: the handshake came before this INFO
+        if self._tls_done or self._ws is not None:  # tls_first or a WebSocket: TLS came before
             self._send_connect()
             return
         server = self.pool.current
@@ -570,8 +651,15 @@ class Engine(Registry):
         self._send_connect()
 
     def _add_connect_urls(self, info: dict) -> None:
-        for url in info.get("connect_urls") or ():
-            if isinstance(url, str) and self.pool.add_discovered(url) is not None:
+        """Discovered servers: ``connect_urls``, or from a WebSocket server
+        ``ws_connect_urls`` (host:port, in the scheme of the current server)."""
+        scheme = None
+        key = "connect_urls"
+        if self._ws is not None:
+            key = "ws_connect_urls"
+            scheme = self.pool.current.scheme if self.pool.current is not None else "ws"
+        for url in info.get(key) or ():
+            if isinstance(url, str) and self.pool.add_discovered(url, scheme) is not None:
                 self._log("debug", f"Added {url} to the server pool")
             elif not isinstance(url, str) or not self._well_formed(url):
                 url = url if isinstance(url, str) else repr(url)

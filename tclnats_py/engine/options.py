@@ -51,6 +51,10 @@ OPTION_SPEC: dict[str, tuple[str, object]] = {
     "reconnect_jitter": ("timeout", 0),                  # ms added at random to each reconnect wait
     "reconnect_jitter_tls": ("timeout", 0),              # the same for TLS servers
     "ignore_auth_error_abort": ("bool", False),          # keep retrying a server that refuses us twice
+    # WebSocket servers (ws://, wss://): engine/websocket.py
+    "proxy": ("str", ""),                                # http://host:port of an HTTP CONNECT proxy
+    "ws_headers": ("pairs", ()),                         # extra headers of the upgrade request
+    "ws_compression": ("bool", True),                    # offer permessage-deflate
 }
 
 _BOOL_WORDS = ("true", "false", "yes", "no", "on", "off")
@@ -120,11 +124,33 @@ def coerce(name: str, typ: str, value):
         if value is None or (isinstance(value, str) and value == ""):
             raise bad()
         return value
+    if typ == "pairs":
+        return _pairs(value, bad)
     if typ == "list":
         if isinstance(value, str):
             return (value,) if value else ()
         return tuple(value)
     return value
+
+
+def _pairs(value, bad) -> tuple:
+    """(name, value) pairs from a mapping, a list of pairs, or a flat list of
+    even length (a Tcl dict); names are HTTP header names."""
+    if not value:
+        return ()
+    if isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in value):
+        items = [tuple(p) for p in value]
+    elif isinstance(value, (list, tuple)) and len(value) % 2 == 0 and not any(isinstance(p, (list, tuple))
+                                                                            for p in value):
+        items = list(zip(value[::2], value[1::2]))
+    else:
+        raise bad()
+    for k, v in items:
+        if not str(k) or any(c in str(k) for c in " \t\r\n:") or any(c in str(v) for c in "\r\n"):
+            raise bad()
+    return tuple((str(k), str(v)) for k, v in items)
 
 
 class Options:
@@ -162,6 +188,9 @@ class Options:
         reconnect_jitter: int
         reconnect_jitter_tls: int
         ignore_auth_error_abort: bool
+        proxy: str
+        ws_headers: tuple
+        ws_compression: bool
 
     def __init__(self, **kwargs):
         for k, (_t, d) in OPTION_SPEC.items():

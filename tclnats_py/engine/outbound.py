@@ -37,6 +37,10 @@ from tclnats_py.errors import NatsError, make_error
 
 __all__ = ["Outbound", "HARD_CAP_FACTOR"]
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from tclnats_py.engine.websocket import WebSocket
+
 # a publisher that cannot wait for the socket fails past this many times write_buf_size
 HARD_CAP_FACTOR = 8
 
@@ -56,6 +60,7 @@ class Outbound:
         self._out_size = 0
         self._hs_out: list[bytes] = []   # handshake traffic, bypasses _out
         self._flush_signalled = False
+        self._ws: WebSocket | None = None  # a WebSocket server's adapter (websocket.py), per socket
 
     # ------------------------------------------------------------------ effects
     def take(self, writing: bool = False) -> list:
@@ -193,7 +198,8 @@ class Outbound:
     # ------------------------------------------------------------------ the queue
     @property
     def want_write(self) -> bool:
-        return bool(self._hs_out) or (self.status == CONNECTED and bool(self._out))
+        return bool(self._hs_out) or (self.status == CONNECTED and bool(self._out)) or (
+            self._ws is not None and self._ws.pending)
 
     @property
     def pending_chunks(self) -> int:
@@ -210,6 +216,7 @@ class Outbound:
 
     def data_to_send(self, limit: int | None = None) -> bytes:
         """What may be written now; the engine forgets it (at-most-once).
+        Over a WebSocket: in frames, after the WebSocket's own bytes.
 
         ``limit``: about that many bytes at most (whole commands, at least
         one), so that a driver writing as fast as its socket takes them never
@@ -235,11 +242,12 @@ class Outbound:
                     size += len(c)
                     append(c)
                 self._out_size -= size
+        ws = self._ws
         if not parts:
-            return b""
+            return b"" if ws is None else ws.wrap(b"")
         data = b"".join(parts) if len(parts) > 1 else parts[0]
         self.stats["out_bytes"] += len(data)
-        return data
+        return data if ws is None else ws.wrap(data)
 
     def _restore_first(self, commands: list[bytes]) -> None:
         """Put ``commands`` ahead of everything queued (a new connection's

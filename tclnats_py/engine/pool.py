@@ -21,7 +21,7 @@ __all__ = ["Server", "ServerPool", "parse_url"]
 
 class Server:
     __slots__ = ("scheme", "host", "port", "discovered", "reconnects", "last_attempt",
-                 "user", "password", "auth_token", "last_auth_error")
+                 "user", "password", "auth_token", "last_auth_error", "path")
 
     def __init__(self, scheme, host, port, discovered=False, user=None, password=None,
                  auth_token=None):
@@ -35,6 +35,7 @@ class Server:
         self.password = password
         self.auth_token = auth_token
         self.last_auth_error = None  # the code of the auth error of its last attempt
+        self.path = "/"              # a WebSocket server's: the upgrade request's target
 
     def as_dict(self) -> dict:
         d = {"scheme": self.scheme, "host": self.host, "port": self.port,
@@ -63,31 +64,37 @@ _URL = re.compile(
     r"(?P<rest>.*)$"
 )
 
+# scheme -> the port when the URL has none (ws/wss: HTTP's)
+DEFAULT_PORTS = {"nats": 4222, "tls": 4222, "ws": 80, "wss": 443}
+
 
 def parse_url(url: str) -> Server:
-    """Parse ``nats://[user:pass@|token@]host[:port]`` (``tls://`` too).
+    """Parse ``nats://[user:pass@|token@]host[:port]`` (``tls://``, and
+    ``ws://``/``wss://`` with an optional path, ports 80/443 by default).
 
     Raises ErrInvalidArg for anything that is not a host with an optional
-    numeric port (paths, bad ports, unknown schemes).
+    numeric port (paths but a WebSocket URL's, bad ports, unknown schemes).
     """
     url = str(url).strip()
     m = _URL.match(url)
-    if not m or m.group("rest"):
-        raise make_error("ErrInvalidArg", f"Invalid URL {url}")
-    scheme = (m.group("scheme") or "nats").lower()
-    if scheme not in ("nats", "tls"):
+    scheme = ((m.group("scheme") if m else None) or "nats").lower()
+    rest = m.group("rest") if m else ""
+    if not m or scheme not in DEFAULT_PORTS or (rest and (scheme not in ("ws", "wss")
+                                                          or not rest.startswith("/"))):
         raise make_error("ErrInvalidArg", f"Invalid URL {url}")
     host = m.group("host")
     if host.startswith("["):
         host = host[1:-1]
     port = m.group("port")
     if port is None or port == "":
-        port = 4222
+        port = DEFAULT_PORTS[scheme]
     else:
         if not port.isdigit() or not (0 < int(port) < 65536):
             raise make_error("ErrInvalidArg", f"Invalid URL {url}")
         port = int(port)
     s = Server(scheme, host, port)
+    if rest:
+        s.path = rest
     ui = m.group("userinfo")
     if ui:
         from urllib.parse import unquote  # here: only a URL with user info needs it
@@ -135,9 +142,13 @@ class ServerPool:
     def clear(self) -> None:
         self.servers = []
 
-    def add_discovered(self, url: str) -> Server | None:
+    def add_discovered(self, url: str, scheme: str | None = None) -> Server | None:
         """Add a server learnt from INFO connect_urls at the front; None when
-        it is in the pool already or ``url`` is malformed (the engine says so)."""
+        it is in the pool already or ``url`` is malformed (the engine says so).
+        ``scheme``: the one of a URL without its own (ws_connect_urls are
+        host:port, and take the scheme of the WebSocket server that sent them)."""
+        if scheme is not None and "://" not in url:
+            url = f"{scheme}://{url}"
         try:
             s = parse_url(url)
         except Exception:

@@ -16,6 +16,9 @@ four).  The **phase** is where the connection stands below it, one of:
 ``WAIT_INFO``   the socket is up (over TLS already, with tls_first): the
                 server's INFO is next
 ``TLS``         ``StartTls`` asked; the driver's ``tls_done`` is next
+``UPGRADE``     a WebSocket server's HTTP exchange (``websocket.py``): an
+                HTTP proxy's CONNECT, then the upgrade request; the
+                server's 101 answer is next (then the INFO, in frames)
 ``WAIT_PONG``   CONNECT and PING written: the server's PONG ends the
                 handshake
 ``READY``       connected: the status is connected exactly in this phase
@@ -31,7 +34,8 @@ The events come in three kinds, and the table treats them alike:
 * **frames** from the server that matter to the phase: ``INFO`` and
   ``PONG`` (every other frame is handled wherever ``DATA`` is);
 * **steps** the engine takes: ``OPEN``, ``BACKOFF``, ``START_TLS``,
-  ``EXPECT_INFO``, ``SEND_CONNECT``, ``CONNECTED``, ``DROP``, ``CLOSE``.
+  ``HTTP_UPGRADE``, ``EXPECT_INFO``, ``SEND_CONNECT``, ``CONNECTED``,
+  ``DROP``, ``CLOSE``.
 
 A report or a frame never moves the phase by itself: its entry is the phase
 it is handled in (or :data:`IGNORE`), and the steps the engine takes in
@@ -52,9 +56,9 @@ from __future__ import annotations
 
 __all__ = ["CLOSED", "CONNECTING", "CONNECTED", "RECONNECTING", "PHASES", "EVENTS", "REPORTS", "FRAMES",
            "STEPS", "IGNORE", "TABLE", "TRANSITIONS", "SOCKET_PHASES", "PhaseError", "move",
-           "IDLE", "OPENING", "WAIT_INFO", "TLS", "WAIT_PONG", "READY", "WAIT_RETRY",
+           "IDLE", "OPENING", "WAIT_INFO", "TLS", "UPGRADE", "WAIT_PONG", "READY", "WAIT_RETRY",
            "SOCKET_CONNECTED", "SOCKET_FAILED", "TLS_DONE", "TLS_FAILED", "DATA", "LOST", "CONNECT_TIMER",
-           "RETRY_TIMER", "PING_TIMER", "INFO", "PONG", "OPEN", "BACKOFF", "START_TLS", "EXPECT_INFO",
+           "RETRY_TIMER", "PING_TIMER", "INFO", "PONG", "OPEN", "BACKOFF", "START_TLS", "HTTP_UPGRADE", "EXPECT_INFO",
            "SEND_CONNECT", "CONNECTED_STEP", "DROP", "CLOSE"]
 
 # the statuses users see (Engine.status, StatusChanged)
@@ -65,10 +69,11 @@ IDLE = "IDLE"
 OPENING = "OPENING"
 WAIT_INFO = "WAIT_INFO"
 TLS = "TLS"
+UPGRADE = "UPGRADE"
 WAIT_PONG = "WAIT_PONG"
 READY = "READY"
 WAIT_RETRY = "WAIT_RETRY"
-PHASES = (IDLE, OPENING, WAIT_INFO, TLS, WAIT_PONG, READY, WAIT_RETRY)
+PHASES = (IDLE, OPENING, WAIT_INFO, TLS, UPGRADE, WAIT_PONG, READY, WAIT_RETRY)
 
 # reports of the driver
 SOCKET_CONNECTED = "socket_connected"
@@ -92,12 +97,13 @@ FRAMES = (INFO, PONG)
 OPEN = "open"                   # Open(server): a new attempt
 BACKOFF = "backoff"             # StartTimer("reconnect"): wait before the next attempt
 START_TLS = "start TLS"         # StartTls(server)
-EXPECT_INFO = "expect INFO"     # plain socket up, or TLS-first done: INFO is next
+HTTP_UPGRADE = "HTTP upgrade"   # a WebSocket server: the proxy's CONNECT or the upgrade request written
+EXPECT_INFO = "expect INFO"     # plain socket up, TLS-first done, or the WebSocket open: INFO is next
 SEND_CONNECT = "send CONNECT"   # CONNECT + PING written
 CONNECTED_STEP = "connected"    # the handshake's PONG (or its EOF, handshake_eof_connects)
 DROP = "drop"                   # Close(): the socket goes (an error, force_reconnect)
 CLOSE = "close"                 # disconnect, or no server left
-STEPS = (OPEN, BACKOFF, START_TLS, EXPECT_INFO, SEND_CONNECT, CONNECTED_STEP, DROP, CLOSE)
+STEPS = (OPEN, BACKOFF, START_TLS, HTTP_UPGRADE, EXPECT_INFO, SEND_CONNECT, CONNECTED_STEP, DROP, CLOSE)
 
 EVENTS = REPORTS + FRAMES + STEPS
 
@@ -118,42 +124,45 @@ X = None   # no entry: PhaseError
 # The table: an event (row) in a phase (column) -> the phase after it,
 # IGNORE, or X (no entry).
 #
-#                    IDLE     OPENING     WAIT_INFO   TLS         WAIT_PONG   READY       WAIT_RETRY
+#                    IDLE     OPENING     WAIT_INFO   TLS         UPGRADE     WAIT_PONG   READY       WAIT_RETRY
 TABLE: tuple = (
     # -- reports of the driver
-    # the TCP connection is up: then EXPECT_INFO, or START_TLS (tls_first)
-    (SOCKET_CONNECTED, _,     OPENING,    _,          _,          _,          _,          _),
+    # the TCP connection is up: then EXPECT_INFO, START_TLS (tls_first, wss) or HTTP_UPGRADE (ws)
+    (SOCKET_CONNECTED, _,     OPENING,    _,          _,          _,          _,          _,          _),
     # the TCP connection failed: then DROP
-    (SOCKET_FAILED,    _,     OPENING,    _,          _,          _,          _,          _),
-    # the TLS handshake is done: then EXPECT_INFO (tls_first) or SEND_CONNECT
-    (TLS_DONE,         _,     _,          _,          TLS,        _,          _,          _),
+    (SOCKET_FAILED,    _,     OPENING,    _,          _,          _,          _,          _,          _),
+    # the TLS handshake is done: then EXPECT_INFO (tls_first), SEND_CONNECT, or HTTP_UPGRADE (wss)
+    (TLS_DONE,         _,     _,          _,          TLS,        _,          _,          _,          _),
     # the TLS handshake failed: then DROP
-    (TLS_FAILED,       _,     _,          _,          TLS,        _,          _,          _),
+    (TLS_FAILED,       _,     _,          _,          TLS,        _,          _,          _,          _),
     # bytes read: parsed and handled (frames below); a dropped socket's are ignored
-    (DATA,             _,     OPENING,    WAIT_INFO,  TLS,        WAIT_PONG,  READY,      _),
+    (DATA,             _,     OPENING,    WAIT_INFO,  TLS,        UPGRADE,    WAIT_PONG,  READY,      _),
     # the socket broke, reached EOF, or a write failed: then DROP
-    (LOST,             _,     OPENING,    WAIT_INFO,  TLS,        WAIT_PONG,  READY,      _),
+    (LOST,             _,     OPENING,    WAIT_INFO,  TLS,        UPGRADE,    WAIT_PONG,  READY,      _),
     # the connect timeout: then DROP
-    (CONNECT_TIMER,    _,     OPENING,    WAIT_INFO,  TLS,        WAIT_PONG,  _,          _),
+    (CONNECT_TIMER,    _,     OPENING,    WAIT_INFO,  TLS,        UPGRADE,    WAIT_PONG,  _,          _),
     # the wait before the next attempt is over: then OPEN
-    (RETRY_TIMER,      _,     _,          _,          _,          _,          _,          WAIT_RETRY),
+    (RETRY_TIMER,      _,     _,          _,          _,          _,          _,          _,          WAIT_RETRY),
     # keep-alive: a PING, or DROP when too many went unanswered
-    (PING_TIMER,       _,     _,          _,          _,          _,          READY,      _),
-    # -- frames from the server (only read where DATA is handled)
+    (PING_TIMER,       _,     _,          _,          _,          _,          _,          READY,      _),
+    # -- frames from the server (only read where DATA is handled; a WebSocket
+    # gives none before its 101)
     # the handshake's INFO (then START_TLS, SEND_CONNECT or DROP) or an update;
     # one before the socket is reported up, or in the clear during TLS, is ignored
-    (INFO,             X,     _,          WAIT_INFO,  _,          WAIT_PONG,  READY,      X),
+    (INFO,             X,     _,          WAIT_INFO,  _,          X,          WAIT_PONG,  READY,      X),
     # the handshake's PONG (then CONNECTED), an answer to a PING, or a stray one
-    (PONG,             X,     OPENING,    WAIT_INFO,  TLS,        WAIT_PONG,  READY,      X),
+    (PONG,             X,     OPENING,    WAIT_INFO,  TLS,        X,          WAIT_PONG,  READY,      X),
     # -- steps of the engine
-    (OPEN,             OPENING, X,        X,          X,          X,          X,          OPENING),
-    (BACKOFF,          WAIT_RETRY, X,     X,          X,          X,          X,          X),
-    (START_TLS,        X,     TLS,        TLS,        X,          X,          X,          X),
-    (EXPECT_INFO,      X,     WAIT_INFO,  X,          WAIT_INFO,  X,          X,          X),
-    (SEND_CONNECT,     X,     X,          WAIT_PONG,  WAIT_PONG,  X,          X,          X),
-    (CONNECTED_STEP,   X,     X,          X,          X,          READY,      X,          X),
-    (DROP,             X,     IDLE,       IDLE,       IDLE,       IDLE,       IDLE,       X),
-    (CLOSE,            IDLE,  IDLE,       IDLE,       IDLE,       IDLE,       IDLE,       IDLE),
+    (OPEN,             OPENING, X,        X,          X,          X,          X,          X,          OPENING),
+    (BACKOFF,          WAIT_RETRY, X,     X,          X,          X,          X,          X,          X),
+    # (from UPGRADE: wss through a proxy, TLS once the tunnel is up)
+    (START_TLS,        X,     TLS,        TLS,        X,          TLS,        X,          X,          X),
+    (HTTP_UPGRADE,     X,     UPGRADE,    X,          UPGRADE,    X,          X,          X,          X),
+    (EXPECT_INFO,      X,     WAIT_INFO,  X,          WAIT_INFO,  WAIT_INFO,  X,          X,          X),
+    (SEND_CONNECT,     X,     X,          WAIT_PONG,  WAIT_PONG,  X,          X,          X,          X),
+    (CONNECTED_STEP,   X,     X,          X,          X,          X,          READY,      X,          X),
+    (DROP,             X,     IDLE,       IDLE,       IDLE,       IDLE,       IDLE,       IDLE,       X),
+    (CLOSE,            IDLE,  IDLE,       IDLE,       IDLE,       IDLE,       IDLE,       IDLE,       IDLE),
 )
 
 # (phase, event) -> the phase after it, or IGNORE; no key: no entry

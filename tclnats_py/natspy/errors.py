@@ -196,6 +196,7 @@ _BY_CODE: dict[str, type[Error]] = {
     "ErrSecureConnWanted": SecureConnWantedError,
     "ErrTLS": SecureConnFailedError,
     "ErrProtocol": ProtocolError,
+    "ErrWebSocket": ProtocolError,
     "ErrAuthorization": AuthorizationError,
     "ErrAuthExpired": AuthorizationError,
     "ErrAuthRevoked": AuthorizationError,

@@ -62,6 +62,8 @@ class CoreCommands(ConnectionEffects):
                 continue
             if typ == "valid_str" and value == "":
                 raise make_error("ErrInvalidArg", f"Invalid value for the valid_str option {name} : {value}")
+            if typ == "pairs":  # a Tcl dict
+                value = tuple(self.tk.splitlist(value))
             typed[name] = (coerce(name, typ, value), value)
         o = self.engine.options
         for name, (v, raw) in typed.items():

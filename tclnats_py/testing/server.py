@@ -127,13 +127,19 @@ class NatsServer:
     JetStream domain (and turns JetStream on).  ``tls=True`` only makes
     ``url`` say ``tls://``; the TLS settings themselves go in ``config``.
     ``monitor=True`` opens the HTTP monitoring port on a free port (or give
-    the port number).
+    the port number).  ``websocket=True`` adds a ``websocket {}`` listener
+    on a free port (``ws_port``, ``ws_url``), without TLS; ``websocket`` as
+    text is the block's settings (a ``tls { cert_file: ..., key_file: ... }``
+    makes ``ws_url`` say ``wss://``; ``compression: true`` ...).
     """
 
     def __init__(self, port: int | None = None, host: str = "127.0.0.1", jetstream: bool = False,
                  store_dir: str | None = None, config: str | None = None, args=(), name: str | None = None,
-                 domain: str | None = None, tls: bool = False, monitor: bool | int = False):
+                 domain: str | None = None, tls: bool = False, monitor: bool | int = False,
+                 websocket: bool | str = False):
         self.host = host
+        self.websocket = websocket
+        self.ws_port: int | None = free_port(host) if websocket else None
         self._auto_port = not port
         self.port = port or free_port(host)
         self.domain = domain
@@ -165,6 +171,25 @@ class NatsServer:
         return f"{'tls' if self.tls else 'nats'}://{host}:{self.port}"
 
     @property
+    def ws_url(self) -> str | None:
+        """The websocket listener's URL (``ws://`` or ``wss://``), or None."""
+        if self.ws_port is None:
+            return None
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'wss' if self._ws_tls else 'ws'}://{host}:{self.ws_port}"
+
+    @property
+    def _ws_tls(self) -> bool:
+        return isinstance(self.websocket, str) and bool(re.search(r"^\s*tls\s*[{:]", self.websocket, re.MULTILINE))
+
+    def _ws_block(self) -> str:
+        if not self.websocket:
+            return ""
+        extra = self.websocket if isinstance(self.websocket, str) else ""
+        return (f"\nwebsocket {{\n  host: {json.dumps(self.host)}\n  port: {self.ws_port}\n"
+                f"{'' if self._ws_tls else '  no_tls: true'}\n{extra}\n}}\n")
+
+    @property
     def monitor_url(self) -> str | None:
         return None if self.monitor_port is None else f"http://{self.host}:{self.monitor_port}"
 
@@ -187,7 +212,7 @@ class NatsServer:
     def command(self) -> list[str]:
         """The nats-server command line (writes the config file if any)."""
         cmd = [find_nats_server(), "-a", self.host, "-p", str(self.port)]
-        conf = self.config or ""
+        conf = (self.config or "") + self._ws_block()
         if self.domain is not None:
             conf += f'\njetstream {{\n  domain: {json.dumps(self.domain)}\n}}\n'
         if conf:

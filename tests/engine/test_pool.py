@@ -44,7 +44,7 @@ def test_parse_url_credentials(url, user, password, token):
 
 
 @pytest.mark.parametrize("url", [
-    "", "nats://", "http://h:4222", "ws://h", "nats://h:0", "nats://h:65536", "nats://h:99999", "nats://h:-1",
+    "", "nats://", "http://h:4222", "ws://h?q", "wss://h:0/p", "nats://h:0", "nats://h:65536", "nats://h:99999", "nats://h:-1",
     "nats://h:x", "nats://h:42a", "nats://h:+42", "nats://h: 42", "nats://h/path", "nats://h:4222/",
     "nats://h?x=1", "nats://h#f", "::1", "nats://a b", "nats://[::1", "nats://h:4222:1",
 ])
