@@ -76,11 +76,10 @@ from tclnats_py.engine.handshake import AUTH_ERRORS, auth_params, checked_info, 
     server_error
 from tclnats_py.engine.options import Options
 from tclnats_py.engine.outbound import HARD_CAP_FACTOR
-from tclnats_py.engine.pool import NoServers, ServerPool, parse_url
+from tclnats_py.engine.pool import WS_SCHEMES, NoServers, ServerPool, parse_url
 from tclnats_py.engine.records import Msg, Ping, Request, Subscription
 from tclnats_py.engine.registry import MAX_SUB_MSGS, Registry
 from tclnats_py.engine.state import CLOSED, CONNECTED, CONNECTING, IGNORE, RECONNECTING, SOCKET_PHASES
-from tclnats_py.engine.websocket import WS_SCHEMES
 from tclnats_py.errors import NatsError, make_error
 
 TYPE_CHECKING = False  # typing costs ~10 ms of every start: type names for the checker only

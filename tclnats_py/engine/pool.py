@@ -16,7 +16,7 @@ import re
 
 from tclnats_py.errors import make_error
 
-__all__ = ["Server", "ServerPool", "parse_url"]
+__all__ = ["Server", "ServerPool", "parse_url", "DEFAULT_PORTS", "WS_SCHEMES"]
 
 
 class Server:
@@ -66,6 +66,8 @@ _URL = re.compile(
 
 # scheme -> the port when the URL has none (ws/wss: HTTP's)
 DEFAULT_PORTS = {"nats": 4222, "tls": 4222, "ws": 80, "wss": 443}
+# the schemes of WebSocket servers (engine/websocket.py, loaded for the first one)
+WS_SCHEMES = ("ws", "wss")
 
 
 def parse_url(url: str) -> Server:

@@ -26,6 +26,7 @@ the first WebSocket server is tried, so a TCP-only program never loads them.
 
 from __future__ import annotations
 
+from tclnats_py.engine.pool import WS_SCHEMES
 from tclnats_py.errors import NatsError, make_error
 
 TYPE_CHECKING = False  # typing costs ~10 ms of every start
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["WebSocket", "WS_SCHEMES", "MAX_FRAME", "parse_proxy"]
 
-WS_SCHEMES = ("ws", "wss")
 # the largest frame taken from a server (bytes): nats-server frames what it
 # has buffered for the client, far below this
 MAX_FRAME = 64 * 1024 * 1024

@@ -266,8 +266,6 @@ class Client:
         for cb in (error_cb, disconnected_cb, closed_cb, reconnected_cb, discovered_server_cb, lame_duck_mode_cb):
             if cb is not None and not inspect.iscoroutinefunction(cb):
                 raise errors.InvalidCallbackTypeError()
-        if ws_connection_headers is not None:
-            raise errors.Error("ws_connection_headers: WebSocket is not implemented by tclnats_py's nats-py surface")
         self._error_cb = _default_error_callback if error_cb is None else error_cb
         (self._disconnected_cb, self._closed_cb, self._discovered_server_cb, self._reconnected_cb,
          self._lame_duck_mode_cb) = (disconnected_cb, closed_cb, discovered_server_cb, reconnected_cb,
@@ -306,6 +304,13 @@ class Client:
             opts["flush_timeout"] = a["flush_timeout"]
         if a["tls"] is not None:
             opts["tls"] = a["tls"]
+        # WebSocket: nats-py's headers (name -> list of values); no
+        # permessage-deflate offered, as nats-py's aiohttp does not
+        opts["ws_compression"] = False
+        headers = a["ws_connection_headers"]
+        if headers:
+            opts["ws_headers"] = [(k, v) for k, vs in headers.items()
+                                  for v in ([vs] if isinstance(vs, str) else vs)]
         for k in ("tls_hostname", "user", "password"):
             if a[k]:
                 opts[k] = a[k]
@@ -326,6 +331,9 @@ class Client:
         # nats-py: tls:// alone does not require TLS (the server's INFO decides)
         servers = [a["servers"]] if isinstance(a["servers"], str) else list(a["servers"])
         servers = ["nats://" + s[6:] if s.startswith("tls://") else s for s in servers]
+        ws = [s.lower().startswith(("ws://", "wss://")) for s in servers]
+        if any(ws) and not all(ws):
+            raise errors.Error("nats: mixing of websocket and non websocket URLs is not allowed")
         try:
             impl = _ImplClient(servers, **opts)
         except NatsError as e:
