@@ -162,7 +162,7 @@ class ConnectionIO(ConnectionState):
         self.engine.set_credentials(read_credentials(self.engine.options))
         tk = self.tk
         try:
-            sock = tk.call("socket", "-async", server.host, server.port)
+            sock = tk.call("socket", "-async", *self.engine.open_address(server))
         except TclError as err:
             self.engine.socket_failed(str(err))
             return
@@ -197,10 +197,12 @@ class ConnectionIO(ConnectionState):
         """The socket's readable handler is the C reader of the connection
         (``Fast read``, tclfast.c): it reads, calls the callbacks of plain
         messages of the subscriptions registered with it (``Fast sub``), and
-        hands every other frame to the engine through :meth:`rx`."""
+        hands every other frame to the engine through :meth:`rx`.  A
+        WebSocket's bytes are frames, not NATS: the Python reader, which
+        hands them to the engine whole."""
         tk = self.tk
         fast = f"{self.ns}::Fast"
-        if self._fast("rd", sock, self.cmd + "_rx", self.cmd + "_rd") is not None:
+        if not self.engine.websocket and self._fast("rd", sock, self.cmd + "_rx", self.cmd + "_rd") is not None:
             handler = (fast, "read")
         else:
             handler = ("::nats::_on_readable", self.cmd + "_rd")   # (no C state: the Python reader)
@@ -525,7 +527,8 @@ class ConnectionIO(ConnectionState):
         far, write them from the C buffer to the socket at once."""
         self.tcl_pending = False
         eng = self.engine
-        if self.sock and not self.chan_pending and eng.status == CONNECTED and not eng.want_write:
+        if self.sock and not self.chan_pending and eng.status == CONNECTED and not eng.want_write \
+                and not eng.websocket:  # (a WebSocket's bytes go out in frames: through the engine)
             try:
                 count, nbytes, pending = self.tk.call(f"{self.ns}::Fast", "write", self.sock)
             except TclError as e:

@@ -133,6 +133,9 @@ def tcl_env(tmp_path_factory):
         "userpass": NatsServer(config=userpass),
         "token": NatsServer(config=token),
         "js": NatsServer(jetstream=True),
+        # a websocket listener (ws://), JetStream on; and one over TLS (wss://)
+        "ws": NatsServer(jetstream=True, websocket=True),
+        "wss": NatsServer(websocket=tls),
     }
     try:
         old_js = OldNatsServer(jetstream=True)
@@ -173,6 +176,9 @@ def tcl_env(tmp_path_factory):
             "TCLNATS_TEST_JS_URL": url("js"),
             "TCLNATS_TEST_OLD_JS_URL": url("old_js") if "old_js" in servers else "",
             "TCLNATS_TEST_CLUSTER_URLS": " ".join(cluster.urls),
+            "TCLNATS_TEST_WS_URL": servers["ws"].ws_url,
+            "TCLNATS_TEST_WS_TCP_URL": url("ws"),
+            "TCLNATS_TEST_WSS_URL": servers["wss"].ws_url.replace("127.0.0.1", "localhost"),
         })
         yield env
     finally:
