@@ -157,7 +157,8 @@ TABLE: tuple = (
     (BACKOFF,          WAIT_RETRY, X,     X,          X,          X,          X,          X,          X),
     # (from UPGRADE: wss through a proxy, TLS once the tunnel is up)
     (START_TLS,        X,     TLS,        TLS,        X,          TLS,        X,          X,          X),
-    (HTTP_UPGRADE,     X,     UPGRADE,    X,          UPGRADE,    X,          X,          X,          X),
+    # (from UPGRADE: ws through a proxy, the upgrade once the tunnel is up)
+    (HTTP_UPGRADE,     X,     UPGRADE,    X,          UPGRADE,    UPGRADE,    X,          X,          X),
     (EXPECT_INFO,      X,     WAIT_INFO,  X,          WAIT_INFO,  WAIT_INFO,  X,          X,          X),
     (SEND_CONNECT,     X,     X,          WAIT_PONG,  WAIT_PONG,  X,          X,          X,          X),
     (CONNECTED_STEP,   X,     X,          X,          X,          X,          READY,      X,          X),

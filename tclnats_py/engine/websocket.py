@@ -174,7 +174,7 @@ class WebSocket:
             if cls is E.BytesMessage or cls is E.TextMessage:
                 data = ev.data if cls is E.BytesMessage else ev.data.encode()
                 self._frame += len(data)
-                if self._frame > self.max_frame:
+                if self._frame > self.max_frame or (not ev.frame_finished and self._claimed() > self.max_frame):
                     self.phase = _CLOSED
                     raise make_error("ErrWebSocket", f"WebSocket frame from {self.where} is larger than "
                                      f"{self.max_frame} bytes")
@@ -195,6 +195,14 @@ class WebSocket:
             elif cls is not E.Pong and cls is not E.RejectData:
                 raise make_error("ErrWebSocket", f"Unexpected WebSocket event from {self.where}: {ev!r}")
         return b"".join(parts) if len(parts) != 1 else parts[0]
+
+    def _claimed(self) -> int:
+        """The length the frame being received claims in its header (read
+        from wsproto's frame decoder; 0 where a wsproto does not show it):
+        a frame too large is refused at its first bytes."""
+        proto = getattr(self._conn.connection, "_proto", None)
+        header = getattr(getattr(proto, "_frame_decoder", None), "header", None)
+        return getattr(header, "payload_len", 0) or 0
 
     def _on_close(self, ev) -> None:
         if self.phase == _OPEN:

@@ -140,6 +140,12 @@ def test_an_oversize_frame_is_refused():
         ws.receive(frame[:600])
         ws.receive(frame[600:])
     assert e.value.code == "ErrWebSocket" and "larger than 1000 bytes" in str(e.value)
+    # a header claiming 2**40 bytes: refused at the first bytes of its payload
+    ws = WebSocket("h", 80)
+    opened(ws, Server())
+    with pytest.raises(NatsError) as e:
+        ws.receive(bytes([0x82, 127]) + (2 ** 40).to_bytes(8, "big") + b"+OK\r\n")
+    assert e.value.code == "ErrWebSocket"
 
 
 def test_the_proxy_tunnel_comes_first():
