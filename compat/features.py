@@ -56,6 +56,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature("expected_last_subject_seq_subject", "Expected last sequence of another subject", "-", "2.11"),
     Feature("config_fields", "The 2.11-2.14 stream and consumer fields", "-", "2.11"),
     Feature("api_level", "Server too old: refused before sending", "ADR-44", "2.11"),
+    Feature("websocket", "NATS over WebSocket", "-", "2.2"),
 )
 
 #: our faces, in the table's order, with their column titles
@@ -82,6 +83,7 @@ _PEER_CELLS: dict[str, dict[str, str]] = {
     "expected_last_subject_seq_subject": {"go": "yes: `WithExpectLastSequenceForSubject`"},
     "config_fields": {"go": "yes", "py": "yes"},
     "api_level": {"py": "KV `limit_marker_ttl` only"},
+    "websocket": {"go": "yes: ws:// URLs", "py": "yes: ws:// URLs, aiohttp"},
 }
 
 

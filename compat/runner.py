@@ -249,6 +249,10 @@ def side_env(side: str, paths: dict, base: dict | None = None) -> dict:
     env.pop("NATS_URL", None)
     env.pop("TCLLIBPATH", None)
     env["TCLNATS_COMPAT_SIDE"] = side
+    from tclnats_py.compat import ws_server
+    env.pop(ws_server.ENV, None)
+    if paths.get("websocket") and side != "original":  # --websocket: our clients over ws://
+        env[ws_server.ENV] = str(ws_server.OFFSET)
     env.pop("TCLNATS_API", None)
     api = api_generation(paths.get("nats_tcl_version"))
     if side != "original" and api != 3:
@@ -756,6 +760,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-netns", action="store_true", help="do not give each side its own network namespace")
     ap.add_argument("--keep-workspace", action="store_true", help="keep the temporary workspace, print its path")
     ap.add_argument("--tcltest-args", default="", help="extra tcltest options for all.tcl, e.g. \"-match js_mgmt-2\"")
+    ap.add_argument("--websocket", action="store_true", help="our sides connect over WebSocket: each server gets a "
+                    "websocket listener at its port + 10000, nats:// URLs become ws:// ones (compat/ws_server.py)")
     ap.add_argument("--verbose", default="pset", help=argparse.SUPPRESS)
     return ap
 
@@ -847,6 +853,9 @@ def main(argv=None) -> int:
         try:
             checkout, tag = resolve_checkout(checkout, args.tag, ws)
             paths = prepare_workspace(checkout, ws)
+            if args.websocket:
+                from tclnats_py.compat import ws_server
+                paths["websocket"] = ws_server.install(paths["bin"], paths["nats_server"])
         except PrepareError as e:
             print(f"tclnats-compat: {e}", file=sys.stderr)
             return 2

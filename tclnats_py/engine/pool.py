@@ -108,6 +108,20 @@ def parse_url(url: str) -> Server:
     return s
 
 
+def as_websocket(url: str, offset: int) -> str:
+    """``nats://[userinfo@]host[:port]`` as ``ws://[userinfo@]host:port+offset``
+    (a server's websocket listener beside its client port: the conformance
+    runner's --websocket); other URLs unchanged.  ErrInvalidArg as parse_url."""
+    s = parse_url(url)
+    if s.scheme != "nats":
+        return url
+    text = str(url).strip()
+    rest = text.split("://", 1)[1] if "://" in text else text
+    userinfo = rest.rpartition("@")[0]
+    host = f"[{s.host}]" if ":" in s.host else s.host
+    return f"ws://{userinfo + '@' if userinfo else ''}{host}:{s.port + offset}"
+
+
 def is_ip_address(host: str) -> bool:
     """Whether ``host`` is an IPv4 or IPv6 address (brackets allowed)."""
     import ipaddress  # here: asked of discovered servers and TLS hosts only
