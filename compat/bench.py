@@ -55,6 +55,8 @@ from tclnats_py.compat import bench_raw
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "bench_workload.tcl")
 FIGURES = ["publish", "deliver", "request", "js_publish", "fetch", "kv_put", "kv_get"]
+# measured over WebSocket too (side tclnats_ws: the tclnats side with a ws:// URL)
+WS_FIGURES = ["publish", "deliver", "request"]
 
 
 def _nats_server_binary() -> str:
@@ -81,16 +83,20 @@ def _free_port() -> int:
 
 
 def start_server(store: str):
-    """(process, client URL, monitoring URL) of a nats-server with JetStream."""
-    port, mport = _free_port(), _free_port()
+    """(process, client URL, monitoring URL, WebSocket URL) of a nats-server
+    with JetStream and a websocket listener."""
+    port, mport, wport = _free_port(), _free_port(), _free_port()
+    conf = os.path.join(store, "ws.conf")
+    with open(conf, "w") as f:
+        f.write(f"websocket {{\n  host: 127.0.0.1\n  port: {wport}\n  no_tls: true\n}}\n")
     proc = subprocess.Popen([_nats_server_binary(), "-a", "127.0.0.1", "-p", str(port), "-m", str(mport),
-                             "-js", "-sd", store], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "-js", "-sd", store, "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 10
     while time.time() < deadline:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
                 if s.recv(4096).startswith(b"INFO"):
-                    return proc, f"nats://127.0.0.1:{port}", f"http://127.0.0.1:{mport}"
+                    return proc, f"nats://127.0.0.1:{port}", f"http://127.0.0.1:{mport}", f"ws://127.0.0.1:{wport}"
         except OSError:
             time.sleep(0.05)
     proc.kill()
@@ -191,6 +197,7 @@ def _parse_args(argv):
                     help="runs per side, taken in turns; each figure is the median (the short form: 1)")
     ap.add_argument("--launcher", action="store_true", help="also measure through tclnats-tclsh")
     ap.add_argument("--no-raw", action="store_true", help="skip the raw-socket ceiling")
+    ap.add_argument("--no-websocket", action="store_true", help="skip the tclnats side over WebSocket")
     ap.add_argument("figures", nargs="*", help=f"subset of {FIGURES}")
     return ap.parse_args(argv)
 
@@ -208,6 +215,8 @@ def _sides(args) -> tuple[list, dict]:
     sides.append(("tclnats", [args.tclsh], dict(env, TCLLIBPATH=_tcl_list(tcl_library_dir()))))
     if args.launcher:
         sides.append(("tclnats_launcher", [args.tclnats_tclsh], env))
+    if not args.no_websocket:  # the tclnats side again, its URL ws:// (see _take_turns)
+        sides.append(("tclnats_ws", [args.tclsh], dict(env, TCLLIBPATH=_tcl_list(tcl_library_dir()))))
     for name, cmd, side_env in sides:
         exe = shutil.which(cmd[0]) or cmd[0]
         loaded = provider(exe, side_env)
@@ -224,6 +233,8 @@ def _measure_startup(tclsh: str, sides: list, env: dict, results: dict) -> None:
     t_bare, r_bare = startup([exe0], env, bare=True)
     print(f"start: {exe0} alone {t_bare:.3f} s, {r_bare:.1f} MB RSS", flush=True)
     for name, cmd, side_env in sides:
+        if name.endswith("_ws"):  # (the same start as its TCP side)
+            continue
         t_start, r_start = startup(cmd, side_env)
         results.setdefault("startup", {})[name] = (t_start, r_start)
         print(f"start: {name}: {' '.join(cmd)} + package require nats {t_start:.3f} s, {r_start:.1f} MB RSS",
@@ -252,10 +263,12 @@ def _raw_round(url, monitor, count, figures, r, failures, ceiling_each):
     return {k: (v, "") for k, v in got.items()}
 
 
-def _take_turns(order, rounds, url, monitor, count, figures, failures, ceiling_each) -> dict:
+def _take_turns(order, rounds, urls, monitor, count, figures, failures, ceiling_each) -> dict:
     """{side name: [figures of each round]}: the sides take turns, the order
     rotated every round, so that a change in the machine's load during the
-    run, and the favour of going second, reach them alike."""
+    run, and the favour of going second, reach them alike.  ``urls``: (TCP,
+    WebSocket); a side named *_ws runs the WebSocket figures on the second."""
+    url, ws_url = urls
     runs: dict = {name: [] for name, _, _ in order}
     for r in range(rounds):
         k = r % len(order)
@@ -266,7 +279,9 @@ def _take_turns(order, rounds, url, monitor, count, figures, failures, ceiling_e
                     runs[name].append(got)
             else:
                 pubname = f"bench-pub-{name}-{r}"
-                got, failed = run_side(cmd, side_env, url, count, figures, 900, pubname, monitor)
+                ws = name.endswith("_ws")
+                figs = ([f for f in figures if f in WS_FIGURES] or WS_FIGURES) if ws else figures
+                got, failed = run_side(cmd, side_env, ws_url if ws else url, count, figs, 900, pubname, monitor)
                 failures.extend(f"{name}, round {r + 1}: {f}" for f in failed)
                 runs[name].append(got)
     return runs
@@ -322,13 +337,28 @@ def _print_table(results: dict, count: int, rounds: int, tclsh: str) -> list:
     return table
 
 
+def _print_ws_table(results: dict) -> list:
+    """Print the WebSocket figures beside the TCP ones of the same side; the rows."""
+    ours, ws = results.get("tclnats", {}), results.get("tclnats_ws", {})
+    print(f"{'over ws://':<12}{'tclsh+ext ws':>14}{'tclsh+ext TCP':>15}{'ws/TCP':>8}")
+    rows = []
+    for fig in WS_FIGURES:
+        w, unit = ws.get(fig, (None, ""))
+        t = ours.get(fig, (None, ""))[0]
+        rows.append({"figure": fig, "tclnats_ws": w, "tclnats_tcp": t, "ws_of_tcp": (w / t) if (w and t) else None,
+                     "unit": unit})
+        print(f"{fig:<12}{(f'{w:,.0f}' if w else '-'):>14}{(f'{t:,.0f}' if t else '-'):>15}"
+              f"{(f'{100 * w / t:.0f}%' if (w and t) else '-'):>8}  {unit}")
+    return rows
+
+
 def main(argv=None) -> int:
     args = _parse_args(argv)
     count = 5000 if args.short else args.count
     rounds = 1 if args.short else max(1, args.rounds)
     figures = args.figures or []
     store = tempfile.mkdtemp(prefix="tclnats-bench-")
-    proc, url, monitor = start_server(store)
+    proc, url, monitor, ws_url = start_server(store)
     results: dict = {}
     failures: list = []
     ceiling_each: list = []
@@ -336,7 +366,8 @@ def main(argv=None) -> int:
         sides, env = _sides(args)
         _measure_startup(args.tclsh, sides, env, results)
         sides_raw = [("raw socket", None, None)] if not args.no_raw else []
-        runs = _take_turns(sides + sides_raw, rounds, url, monitor, count, figures, failures, ceiling_each)
+        runs = _take_turns(sides + sides_raw, rounds, (url, ws_url), monitor, count, figures, failures,
+                           ceiling_each)
         for name, got in runs.items():
             results[name] = _medians(got)
     finally:
@@ -346,11 +377,12 @@ def main(argv=None) -> int:
     table = _print_table(results, count, rounds, args.tclsh)
     if ceiling_each:
         print(bench_raw.each_way_line(ceiling_each))
+    ws_table = _print_ws_table(results) if "tclnats_ws" in results else []
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"count": count, "rounds": rounds, "server": url, "figures": table,
                        "raw_socket_each": ceiling_each, "failures": failures,
-                       "startup": results.get("startup", {}),
+                       "websocket": ws_table, "startup": results.get("startup", {}),
                        "startup_connection": results.get("startup_connection", {})}, f, indent=2)
     if not results.get("tclnats", {}):
         failures.append("tclnats: no figure at all")

@@ -380,6 +380,62 @@ async def workload(side: Side, url: str, count: int, monitor: str | None = None)
 
 FIGURES = ["publish", "deliver", "request", "request_async", "js_publish", "js_publish_async", "fetch",
            "kv_put", "kv_get"]
+#: the figures measured over WebSocket too (issue 37: >= 60% of TCP, >= 2x nats-py over WebSocket; request
+#: within 1.3x of TCP's round trip)
+WS_FIGURES = ["publish", "deliver", "request"]
+
+
+async def core_workload(side: Side, url: str, count: int, monitor: str | None = None) -> dict:
+    """publish, deliver and request of one side (the WebSocket rows)."""
+    out: dict = {}
+    tag = side.name.replace("-", "_") + "_ws"
+    pubname = f"bp-pub-{tag}-{os.getpid()}-{time.monotonic_ns()}"
+    a = await side.connect(url, pubname)
+    b = await side.connect(url)
+    await _publish_figures(side, a, b, tag, pubname, count, monitor, out)
+    await _request_figures(side, a, b, tag, max(500, count // 50), count, out)
+    for task in getattr(side, "tasks", ()):
+        task.cancel()
+    await a.close()
+    await b.close()
+    return {f: out[f] for f in WS_FIGURES}
+
+
+def ws_sides() -> tuple[list, str]:
+    """The sides measured over WebSocket, and why nats-py is not among them
+    ("" when it is): nats-py's WebSocket transport needs aiohttp."""
+    import importlib.util
+    if importlib.util.find_spec("aiohttp") is None:
+        return ["tclnats_py"], "nats-py over WebSocket needs aiohttp (pip install aiohttp): not measured"
+    return ["nats-py", "tclnats_py"], ""
+
+
+def _ws_rounds(ws_url: str, count: int, rounds: int, monitor: str | None) -> tuple[dict, str]:
+    """Each WebSocket side's figures per round, the sides taking turns."""
+    names, why = ws_sides()
+    runs: dict = {name: [] for name in names}
+    for r in range(max(1, rounds)):
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            runs[name].append(_RUN(core_workload(Side(name), ws_url, count, monitor)))
+    return runs, why
+
+
+def _ws_table(ws: dict, why: str, med: dict) -> tuple[list, list]:
+    """(JSON rows, printed lines) of the WebSocket figures beside our TCP ones."""
+    wmed = {name: _median(rs) for name, rs in ws.items()}
+    rows, lines = [], [f"over WebSocket (ws://, the same server){'' if not why else ': ' + why}",
+                       f"{'figure':<18}{'nats-py ws':>11}{'tclnats_py ws':>14}{'ratio':>7}{'tclnats_py TCP':>15}"
+                       f"{'ws/TCP':>8}"]
+    for fig in WS_FIGURES:
+        o = wmed.get("nats-py", {}).get(fig, (None, 0))[0]
+        t = wmed["tclnats_py"][fig][0]
+        tcp = med["tclnats_py"][fig][0]
+        rows.append({"figure": fig, "nats-py_ws": o, "tclnats_py_ws": t, "ratio": t / o if o else None,
+                     "tclnats_py_tcp": tcp, "ws_of_tcp": t / tcp})
+        lines.append(f"{fig:<18}{(f'{o:,.0f}' if o else '-'):>11}{t:>14,.0f}{(f'{t / o:.2f}x' if o else '-'):>7}"
+                     f"{tcp:>15,.0f}{100 * t / tcp:>7.0f}%")
+    return rows, lines
 
 
 def which_package() -> str:
@@ -471,6 +527,7 @@ def _parse_args(argv):
     ap.add_argument("--json")
     ap.add_argument("--py313", help="a Python >= 3.13 with nats-core and nats-jetstream installed")
     ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS figure")
+    ap.add_argument("--no-websocket", action="store_true", help="skip the figures over WebSocket")
     ap.add_argument("--uvloop", action="store_true",
                     help="run every client on uvloop's event loop instead of asyncio's (pip install tclnats_py[uvloop])")
     # internal: what a subprocess runs
@@ -524,10 +581,12 @@ def _measure(args, count: int, py313: str | None, py313_why: str, child_rounds: 
     core: dict | None = None
     pure: dict | None = None
     rss: list = []
-    with NatsServer(jetstream=True, monitor=True) as srv:
+    with NatsServer(jetstream=True, monitor=True, websocket=True) as srv:
         mon = ["--monitor", srv.monitor_url]
         runs = _rounds(["nats-py", "tclnats_py", "natspy"], srv.url, count, args.rounds, True, srv.monitor_url,
                        ceiling_each)
+        if not args.no_websocket:
+            args.ws_runs, args.ws_why = _ws_rounds(srv.ws_url, count, args.rounds, srv.monitor_url)
         if py313:
             try:
                 core = _child(py313, ["--child-sides", "nats-core,tclnats_py", "--url", srv.url,
@@ -621,11 +680,16 @@ def main(argv=None) -> int:
             f"{r['name']} (Python {r['python']}) {r['peak_rss_mb']:.1f} MB" for r in rss))
     if ceiling_each:
         print(bench_raw.each_way_line(ceiling_each))
+    ws_rows: list = []
+    if getattr(args, "ws_runs", None):
+        ws_rows, ws_lines = _ws_table(args.ws_runs, args.ws_why, med)
+        print("\n".join(ws_lines))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"count": count, "event_loop": loop_name, "rounds": runs, "figures": rows, "nats_core_rounds": core,
                        "no_accel_rounds": pure, "raw_socket_each": ceiling_each, "failures": failures,
-                       "peak_rss": rss, "python": ver}, f, indent=2)
+                       "peak_rss": rss, "python": ver, "websocket": ws_rows,
+                       "websocket_rounds": getattr(args, "ws_runs", None)}, f, indent=2)
     return bench_raw.exit_status("tclnats_py.compat.bench_py", failures)
 
 
