@@ -100,7 +100,6 @@ class Client:
         self._prev_status = CLOSED
         self._known_servers: set = set()
         self._ldm = False
-        self._closing = False
         self._configure(servers, options)
 
     def _configure(self, servers: str | Sequence[str] | None, options: Mapping[str, Any]) -> None:
@@ -235,8 +234,9 @@ class Client:
             self._configure(servers, options)
             if not eng.pool.servers:
                 eng.configure_servers(list(eng.options.servers) or [DEFAULT_SERVER])
+            if self._callbacks.stopped:  # closed before: a new callback thread
+                self._callbacks = io.dispatcher = Dispatcher(self._callbacks.name, self._hook_failed_any)
             io.stopping = False
-            self._closing = False
             eng.connect()
             io._run()
             try:
@@ -263,7 +263,6 @@ class Client:
         called from one of them)."""
         io = self._io
         with io.lock:
-            self._closing = True
             self._engine.disconnect()
             io._run()
             io._timers.clear()
@@ -318,8 +317,13 @@ class Client:
             io._run()
             io.cond.notify_all()
         if any(s._cb is not None for s in subs) and not self._callbacks.on_thread():
+            # everything has arrived (the flush): what is left is the callbacks' work
             with io.lock:
-                io.wait(lambda: all(s._idle for s in subs), max(0.0, deadline - time.monotonic()))
+                while not all(s._idle for s in subs):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    io.cond.wait(left)
 
     def flush(self, timeout: float = 10.0) -> None:
         """Write what is queued and wait for the server's PONG to a PING:

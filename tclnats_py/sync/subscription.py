@@ -169,6 +169,7 @@ class Subscription:
                     self._scheduled = False
                     self._slow = False
                     self._running = False
+                    self._client._io.cond.notify_all()  # (drain waits for this)
                     return
                 batch = [self._take() for _ in range(min(_BATCH, len(pending)))]
                 self._running = True

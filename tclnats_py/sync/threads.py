@@ -172,8 +172,12 @@ class SyncIO(Driver):
 
     # ------------------------------------------------------------ threads
     def start(self) -> None:
-        """Start the keeper thread (once)."""
-        if self.keeper is None:
+        """Start the keeper thread (unless it runs)."""
+        if self.keeper is None or not self.keeper.is_alive():
+            if self._wake_r.fileno() == -1:  # closed by the stop() of an earlier connection
+                self._wake_r, self._wake_w = socket.socketpair()
+                self._wake_r.setblocking(False)
+            self.stopping = False
             self.keeper = threading.Thread(target=self._keep, name=self.name, daemon=True)
             self.keeper.start()
 
@@ -213,6 +217,8 @@ class SyncIO(Driver):
                 if self._fire_due(now):
                     continue
                 left = self._until(now, None)
+                if self._sock is None and eng.status == CLOSED and not self._armed:
+                    return
                 if self._sock is None or self.leading:
                     # (a caller's read may end without a word to the keeper)
                     self.kcond.wait(KEEPER_IDLE if left is None else min(left, KEEPER_IDLE))
@@ -223,7 +229,7 @@ class SyncIO(Driver):
                     continue
                 self._lead(left, True)
                 if eng.status == CLOSED and self._sock is None and not self._armed:
-                    self.kcond.wait(left)
+                    return  # closed for good (allow_reconnect False, attempts spent): nothing to keep
 
     # ------------------------------------------------------------ reading
     def _lead(self, timeout: float | None, keeper: bool = False) -> None:
