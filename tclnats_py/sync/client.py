@@ -75,7 +75,7 @@ class Client:
 
     def __init__(self, servers: str | Sequence[str] | None = None, **options: Unpack[ConnectOptions]) -> None:
         n = next(_ids)
-        self._callbacks = Dispatcher(f"tclnats-sync-callbacks-{n}", self._hook_failed_any)
+        self._callbacks = Dispatcher(f"tclnats-sync-hooks-{n}", self._hook_failed_any)
         self._io = io = SyncIO(Options(), f"tclnats-sync-{n}", self._callbacks, self._on_status, self._on_error,
                                tls=self._ssl_context, lang="python", version=_version())
         self._engine = eng = io.engine
@@ -234,7 +234,7 @@ class Client:
             self._configure(servers, options)
             if not eng.pool.servers:
                 eng.configure_servers(list(eng.options.servers) or [DEFAULT_SERVER])
-            if self._callbacks.stopped:  # closed before: a new callback thread
+            if self._callbacks.stopped:  # closed before: a new hooks thread
                 self._callbacks = io.dispatcher = Dispatcher(self._callbacks.name, self._hook_failed_any)
             io.stopping = False
             eng.connect()
@@ -316,7 +316,7 @@ class Client:
                 s._end()
             io._run()
             io.cond.notify_all()
-        if any(s._cb is not None for s in subs) and not self._callbacks.on_thread():
+        if any(s._cb is not None for s in subs) and threading.current_thread() is not io.keeper:
             # everything has arrived (the flush): what is left is the callbacks' work
             with io.lock:
                 while not all(s._idle for s in subs):
@@ -390,7 +390,7 @@ class Client:
         """Subscribe to ``subject`` (wildcards allowed), in queue group ``queue``.
 
         With ``cb`` each message goes to it, in order, on the client's
-        callback thread; its exceptions go to error_cb, else the logger.
+        keeper thread (between its reads); its exceptions go to error_cb, else the logger.
         Without ``cb`` read with ``sub.next_msg(timeout)`` or ``for msg in
         sub``.  ``max_msgs``: unsubscribe after that many.  The pending
         limits bound the local queue (past them: dropped, ErrSlowConsumer)."""

@@ -137,7 +137,7 @@ def test_close_in_a_callback(nats_server):
     nc.publish("cc.x", b"")
     assert done.wait(5) and nc.is_closed
     deadline = time.monotonic() + 5
-    name = nc._callbacks.name
+    name = nc._io.name  # the keeper, which ran the callback
     while any(t.name == name for t in threading.enumerate()) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not any(t.name == name for t in threading.enumerate())
