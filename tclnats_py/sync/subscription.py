@@ -25,10 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Subscription", "SyncMsg"]
 
-# messages a callback batch takes off the queue at once
-_BATCH = 256
-
-
 class SyncMsg(Msg):
     """A message the blocking face delivers (subscriptions, requests):
     ``subject``, ``data`` (bytes), ``reply`` (None when there is none),
@@ -123,6 +119,12 @@ class Subscription:
     def _deliver(self, msgs: Any) -> None:
         pending = self._pending
         lm, lb = self._limit_msgs, self._limit_bytes
+        if len(pending) + len(msgs) <= lm:
+            size = sum([len(m.data) for m in msgs])
+            if self._pending_bytes + size <= lb:  # all of them fit: no check per message
+                pending.extend(msgs)
+                self._pending_bytes += size
+                msgs = ()
         for msg in msgs:
             n = len(msg.data)
             if len(pending) >= lm or self._pending_bytes + n > lb:
@@ -170,7 +172,12 @@ class Subscription:
             self._slow = False
             io.cond.notify_all()  # (drain waits for this)
             return
-        batch = [self._take() for _ in range(min(_BATCH, len(pending)))]
+        # the whole queue at once (the keeper is its only reader)
+        batch = pending
+        self._pending = deque()
+        self._pending_bytes = 0
+        self.delivered += len(batch)
+        self._slow = False
         self._running = True
         io.lock.release()
         try:
@@ -182,7 +189,7 @@ class Subscription:
         finally:
             io.lock.acquire()
             self._running = False
-        io.ready.append(self)  # more, or the end of this turn (the notify above)
+        io.ready.append(self)  # more came meanwhile, or the end of this turn (the notify above)
 
     @property
     def _idle(self) -> bool:
