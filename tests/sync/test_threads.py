@@ -182,3 +182,20 @@ def test_a_forked_child_finds_the_client_closed(nats_server):
     """)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["0", "parent"]
+
+
+def test_the_reader_thread_mode_works_too(nats_server):
+    """callers_read False (the keeper reads for everyone; the comparison the
+    guide measures): requests, a subscription and a flush behave the same."""
+    r = sync.connect(nats_server.url)
+    r.subscribe("rt.svc", cb=lambda m: m.respond(m.data))
+    r.flush()
+    with sync.connect(nats_server.url) as nc:
+        nc._io.callers_read = False
+        sub = nc.subscribe("rt.x")
+        for i in range(200):
+            assert nc.request("rt.svc", str(i), timeout=2).data == str(i).encode()
+        nc.publish("rt.x", b"m")
+        nc.flush(2)
+        assert sub.next_msg(2).data == b"m"
+    r.close()
