@@ -283,6 +283,12 @@ class SyncIO(Driver):
         except OSError as e:
             _log.debug("wake drain: %s", e)
 
+    def _fire_due(self, now: float) -> bool:
+        fired = super()._fire_due(now)
+        if fired:
+            self.cond.notify_all()  # a request's timeout, a PING's: what a waiting caller may wait for
+        return fired
+
     def wait(self, done: Callable[[], bool], timeout: float | None = None) -> bool:
         """With the lock held: carry on (reading when nobody does, firing
         due timers) until ``done()`` (True) or ``timeout`` seconds (False).
