@@ -235,10 +235,13 @@ class SyncIO(Driver):
         self.lock.release()
         try:
             data, err = self._read(sock, timeout, keeper)
-        finally:
+        except BaseException:  # KeyboardInterrupt in select: another thread reads from now on
             self.lock.acquire()
-            self.leading = False
-            self._selecting = False
+            self.leading = self._selecting = False
+            self.cond.notify_all()
+            raise
+        self.lock.acquire()
+        self.leading = self._selecting = False
         if keeper:
             if self._woken:
                 self._woken = False
