@@ -282,6 +282,8 @@ def test_ctrl_c_during_a_request_leaves_the_client_usable(nats_server):
             print("interrupted")
         t.join(10)
         print(nc.request("ki.echo", b"after", timeout=5).data.decode(), other)
+        with nc.lock:
+            assert not nc.engine.requests  # the interrupted request was cancelled
         nc.close()
     """)
     assert r.returncode == 0, r.stderr
