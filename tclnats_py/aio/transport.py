@@ -20,10 +20,9 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from tclnats_py.credentials import read_credentials
-from tclnats_py.aio.options import tls_context
 from tclnats_py.engine.connection import CONNECTED
 from tclnats_py.errors import make_error
 
@@ -198,6 +197,7 @@ class ClientIO:
     _tls: ssl.SSLContext | None
     _tls_opts: dict[str, Any]
     _ssl_ctx: ssl.SSLContext | None
+    _ssl_context: Callable[[], ssl.SSLContext]   # ClientState's
 
     if TYPE_CHECKING:  # (ClientEffects's, its subclass)
         def _run(self, writing: bool = False) -> None: ...
@@ -304,13 +304,6 @@ class ClientIO:
                     self._run()
             # on success _Protocol.connection_made has told the engine
         self._open_task = self._loop.create_task(go())
-
-    def _ssl_context(self) -> ssl.SSLContext:
-        if self._tls is not None:
-            return self._tls
-        if self._ssl_ctx is None:
-            self._ssl_ctx = tls_context(self._tls_opts)
-        return self._ssl_ctx
 
     async def _start_tls(self, server, attempt: int) -> None:
         transport = self._transport

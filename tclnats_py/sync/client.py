@@ -31,7 +31,7 @@ from time import monotonic as _monotonic
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
 
-from tclnats_py.aio.options import seconds_delay, tls_context, translate
+from tclnats_py.pyface import ClientState
 from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine, Msg, Request
 from tclnats_py.engine.headers import Headers
 from tclnats_py.engine.options import Options
@@ -69,7 +69,7 @@ class _Gather(list):
         self.msgs: list = []
 
 
-class Client:
+class Client(ClientState):
     """One NATS connection shared by any number of threads.
 
     ``tclnats_py.sync.connect(servers, **options)``, or ``Client(servers,
@@ -85,97 +85,27 @@ class Client:
         eng.headers_class = Headers
         eng.deliver_batches = True
         io.info_hook = self._on_info
-        self._error_cb: Any = None
-        self._status_cb: Any = None
-        self._disconnected_cb: Any = None
-        self._reconnected_cb: Any = None
-        self._closed_cb: Any = None
-        self._discovered_server_cb: Any = None
-        self._lame_duck_mode_cb: Any = None
-        self._signature_cb: Any = None
-        self._user_jwt_cb: Any = None
-        self._drain_timeout = 10.0
+        self._init_options()  # the user's hooks and TLS options (ClientState), set by _configure
         self._spin_time = 0.0
-        self._tls: ssl.SSLContext | None = None
-        self._tls_opts: dict[str, Any] = {"tls_ca": None, "tls_cert": None, "tls_key": None, "tls_verify": True}
-        self._ssl_ctx: ssl.SSLContext | None = None
-        self._prev_status = CLOSED
         # subject -> protocol.pub_head(subject, size) once the engine accepted it (publish's fast path)
         self._pub_heads: dict[str, tuple[bytes, int, bytes]] = {}
         self._pub_max = 0  # the server's max_payload (0 until its INFO): the fast path's bound
-        self._known_servers: set = set()
-        self._ldm = False
         self._configure(servers, options)
 
-    def _configure(self, servers: str | Sequence[str] | None, options: Mapping[str, Any]) -> None:
-        """Apply ``connect``'s keyword arguments (tclnats_py.aio.options): all checked, then applied."""
-        eng = self._engine
-        opts = dict(options)
-        servers = opts.pop("servers", servers)
-        engine_opts, driver = translate(opts)
-        if engine_opts:
-            eng.options.update(engine_opts)
-        for k, v in driver.items():
-            if k == "reconnect_delay":
-                eng.reconnect_delay = None if v is None else seconds_delay(v)
-            elif k == "reconnect_delay_ms":
-                eng.reconnect_delay = v
-            elif k == "tls":
-                self._tls = v
-            elif k == "tls_handshake_first":
-                eng.tls_first = v
-            elif k == "tls_hostname":
-                self._io.tls_hostname = v
-            elif k.startswith("tls_"):
-                self._tls_opts[k] = v
-                self._ssl_ctx = None
-            elif k == "inbox_prefix":
-                eng.inbox_prefix = v
-            elif k == "retry_on_failed_connect":
-                eng.retry_on_failed_connect = v
-            elif k == "allow_reconnect":
-                self._io.allow_reconnect = v
-            else:
-                setattr(self, "_" + k, v)
-        if "signature_cb" in driver or "user_jwt_cb" in driver:
-            eng.auth_cb = self._jwt_auth if self._signature_cb is not None else None
-        if servers:
-            eng.configure_servers([servers] if isinstance(servers, str) else list(servers))
-
-    def _jwt_auth(self, nonce: str | None) -> dict:
-        """CONNECT's jwt and sig from user_jwt_cb and signature_cb."""
-        jwt = self._user_jwt_cb()
-        p = {"jwt": jwt.decode() if isinstance(jwt, (bytes, bytearray)) else str(jwt)}
-        if nonce:
-            sig = self._signature_cb(nonce)
-            p["sig"] = sig.decode() if isinstance(sig, (bytes, bytearray)) else str(sig)
-        return p
-
-    def _ssl_context(self) -> ssl.SSLContext:
-        if self._tls is not None:
-            return self._tls
-        if self._ssl_ctx is None:
-            self._ssl_ctx = tls_context(self._tls_opts)
-        return self._ssl_ctx
-
-    # ------------------------------------------------------------ properties
-    @property
-    def status(self) -> str:
-        """"connecting", "connected", "reconnecting" or "closed"."""
-        return self._engine.status
+    def _driver_option(self, key: str, value: Any) -> bool:
+        if key == "tls_hostname":
+            self._io.tls_hostname = value
+        elif key == "allow_reconnect":
+            self._io.allow_reconnect = value
+        else:
+            return False
+        return True
 
     @property
-    def is_connected(self) -> bool:
-        return self._engine.status == CONNECTED
+    def _state_lock(self) -> threading.Lock:  # type: ignore[override]
+        return self._io.lock
 
-    @property
-    def is_reconnecting(self) -> bool:
-        return self._engine.status == RECONNECTING
-
-    @property
-    def is_closed(self) -> bool:
-        return self._engine.status == CLOSED
-
+    # ------------------------------------------------------------ properties (the rest: ClientState)
     @property
     def engine(self) -> Engine:
         """The sans-IO engine this client drives; call it only holding :attr:`lock`."""
@@ -185,46 +115,6 @@ class Client:
     def lock(self) -> threading.Lock:
         """The lock around the engine (for faces built on this one)."""
         return self._io.lock
-
-    @property
-    def last_error(self) -> NatsError | None:
-        return self._engine.last_error
-
-    @property
-    def server_info(self) -> dict[str, Any]:
-        return dict(self._engine.server_info)
-
-    @property
-    def current_server(self) -> tuple[str, int] | None:
-        s = self._engine.pool.current
-        return (s.host, s.port) if s else None
-
-    @property
-    def all_servers(self) -> list[dict[str, Any]]:
-        with self._io.lock:
-            return [s.as_dict() for s in self._engine.pool.servers]
-
-    @property
-    def stats(self) -> dict[str, int]:
-        with self._io.lock:
-            return dict(self._engine.stats)
-
-    @property
-    def max_payload(self) -> int:
-        return self._engine.server_info.get("max_payload", 1048576)
-
-    @property
-    def options(self) -> Options:
-        return self._engine.options
-
-    @property
-    def pending_data_size(self) -> int:
-        return self._engine.pending_bytes
-
-    def new_inbox(self) -> str:
-        """A new unique inbox subject (``inbox_prefix``, default ``_INBOX``, then a NUID)."""
-        with self._io.lock:
-            return self._engine.new_inbox()
 
     # ------------------------------------------------------------ connection
     def connect(self, servers: str | Sequence[str] | None = None, **options: Unpack[ConnectOptions]) -> "Client":
@@ -542,31 +432,15 @@ class Client:
             self._callbacks.put(self._error_cb, err)
 
     def _on_status(self, status: str) -> None:
-        prev, self._prev_status = self._prev_status, status
-        put = self._callbacks.put
-        if self._status_cb is not None:
-            put(self._status_cb, status)
-        if prev == CONNECTED and self._disconnected_cb is not None:
-            put(self._disconnected_cb)
-        if status == CONNECTED and prev == RECONNECTING and self._reconnected_cb is not None:
-            put(self._reconnected_cb)
-        if status == CLOSED and self._closed_cb is not None:
-            put(self._closed_cb)
+        for hook, args in self._status_hooks(status):
+            self._callbacks.put(hook, *args)
 
     def _on_info(self, info: dict) -> None:
         mp = info.get("max_payload")
         self._pub_max = mp if isinstance(mp, int) else sys.maxsize
-        if self._discovered_server_cb is None and self._lame_duck_mode_cb is None:
-            return
-        known = {(s.host, s.port) for s in self._engine.pool.servers}
-        new = known - self._known_servers
-        first = not self._known_servers
-        self._known_servers |= known
-        if new and not first and self._discovered_server_cb is not None:
-            self._callbacks.put(self._discovered_server_cb)
-        if info.get("ldm") and not self._ldm and self._lame_duck_mode_cb is not None:
-            self._callbacks.put(self._lame_duck_mode_cb)
-        self._ldm = bool(info.get("ldm"))
+        if self._discovered_server_cb is not None or self._lame_duck_mode_cb is not None:
+            for hook in self._info_hooks(info):
+                self._callbacks.put(hook)
 
     def _after_fork(self) -> None:
         """In a forked child: this client is closed there (see the guide's "Fork")."""
