@@ -1,5 +1,5 @@
 """What the Python faces share about a connection: ``connect``'s options
-applied to an engine, and a client's read-only state.
+applied to an engine, a client's and a subscription's read-only state.
 
 The asyncio client (:class:`tclnats_py.aio.client.Client`) and the blocking
 one (:class:`tclnats_py.sync.client.Client`) both derive from
@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, ContextManager, Mapping, Sequence
 from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING
 
 if TYPE_CHECKING:
-    from tclnats_py.engine.connection import Engine
+    from tclnats_py.engine.connection import Engine, Subscription as EngineSubscription
     from tclnats_py.engine.options import Options
     from tclnats_py.errors import NatsError
 
-__all__ = ["ClientState"]
+__all__ = ["ClientState", "SubscriptionState"]
 
 _NO_LOCK: ContextManager[Any] = contextlib.nullcontext()
 
@@ -202,3 +202,51 @@ class ClientState:
             out.append(self._lame_duck_mode_cb)
         self._ldm = bool(info.get("ldm"))
         return out
+
+
+class SubscriptionState:
+    """The part of a Python face's subscription that reads its state: the
+    engine's subscription (``_engine_sub``, set by the client's subscribe)
+    and the face's queue of messages not yet taken (``_pending``,
+    ``_pending_bytes``; ``_closed`` once it ended)."""
+
+    subject: str
+    queue: str
+    _engine_sub: EngineSubscription
+    _pending: Any
+    _pending_bytes: int
+    _closed: bool
+
+    def __repr__(self) -> str:
+        return f"<Subscription sid={self.sid} subject={self.subject!r} queue={self.queue!r}>"
+
+    @property
+    def sid(self) -> int:
+        return self._engine_sub.sid
+
+    @property
+    def max_msgs(self) -> int:
+        return self._engine_sub.max_msgs
+
+    @property
+    def received(self) -> int:
+        """Messages the engine received for this subscription (delivered or dropped)."""
+        return self._engine_sub.received
+
+    @property
+    def pending_msgs(self) -> int:
+        return len(self._pending)
+
+    @property
+    def pending_bytes(self) -> int:
+        return self._pending_bytes
+
+    @property
+    def is_active(self) -> bool:
+        return not self._closed
+
+    @property
+    def interest_ended(self) -> bool:
+        """True once the engine ended this subscription's interest (it was
+        unsubscribed, or reached its ``max_msgs``); queued messages may remain."""
+        return self._engine_sub.closed

@@ -14,6 +14,7 @@ import sys
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from tclnats_py.pyface import SubscriptionState
 from tclnats_py.engine.connection import Msg
 from tclnats_py.engine.headers import Headers
 from tclnats_py.engine.validate import check_int, check_timeout
@@ -48,7 +49,7 @@ class SyncMsg(Msg):
         self._client.publish(self.reply, data, headers=headers)
 
 
-class Subscription:
+class Subscription(SubscriptionState):
     """A subscription of the blocking client (see the module)."""
 
     def __init__(self, client: "Client", subject: str, queue: str, cb: Callable[[SyncMsg], object] | None,
@@ -69,39 +70,7 @@ class Subscription:
         self.dropped = 0
         self.delivered = 0
 
-    def __repr__(self) -> str:
-        return f"<Subscription sid={self.sid} subject={self.subject!r} queue={self.queue!r}>"
-
-    # ---------------------------------------------------------------- state
-    @property
-    def sid(self) -> int:
-        return self._engine_sub.sid
-
-    @property
-    def max_msgs(self) -> int:
-        return self._engine_sub.max_msgs
-
-    @property
-    def received(self) -> int:
-        """Messages the engine received for this subscription (delivered or dropped)."""
-        return self._engine_sub.received
-
-    @property
-    def pending_msgs(self) -> int:
-        return len(self._pending)
-
-    @property
-    def pending_bytes(self) -> int:
-        return self._pending_bytes
-
-    @property
-    def is_active(self) -> bool:
-        return not self._closed
-
-    @property
-    def interest_ended(self) -> bool:
-        """True once the engine ended this subscription's interest; queued messages may remain."""
-        return self._engine_sub.closed
+    # ---------------------------------------------------------------- state (the rest: SubscriptionState)
 
     @property
     def callback(self) -> Callable[[SyncMsg], object] | None:
