@@ -48,6 +48,11 @@ class KeyValue:
     def __repr__(self) -> str:
         return f"<KeyValue {self.bucket}>"
 
+    @property
+    def read_prefix(self) -> str:
+        """The subject prefix reads go to (another domain's or account's for a bucket seen through one)."""
+        return self._b.read_prefix
+
     @classmethod
     def create_bucket(cls, js: JetStream, bucket: str, *, update: bool = False, **config: Any) -> KeyValue:
         """Create (``update``: change) a bucket; see JetStream.create_key_value."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # names used in annotations only
+    import datetime
     from typing_extensions import Unpack
     from tclnats_py.engine.js.api import StoredMsg
     from tclnats_py.jsface.config import ConsumerConfig, ConsumerFields, StreamConfig, StreamFields
-    from tclnats_py.jsface.info import ConsumerInfo, StreamInfo
+    from tclnats_py.jsface.info import ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse, StreamInfo
     from tclnats_py.sync.jetstream.consumer import Consumer
     from tclnats_py.sync.jetstream.context import JetStream
     from tclnats_py.sync.jetstream.ordered import OrderedConsumer
@@ -69,6 +70,18 @@ class Stream:
     def delete_consumer(self, name: str) -> bool:
         """Delete the consumer ``name``; True."""
         return self.js.delete_consumer(self.name, name)
+
+    def pause_consumer(self, name: str, pause_until: datetime.datetime | int | str) -> ConsumerPauseResponse:
+        """Pause the consumer ``name`` until ``pause_until``; see JetStream.pause_consumer."""
+        return self.js.pause_consumer(self.name, name, pause_until)
+
+    def resume_consumer(self, name: str) -> ConsumerPauseResponse:
+        """Resume the consumer ``name`` now; see JetStream.resume_consumer."""
+        return self.js.resume_consumer(self.name, name)
+
+    def reset_consumer(self, name: str, seq: int | None = None) -> ConsumerResetResponse:
+        """Reset the consumer ``name``; see JetStream.reset_consumer."""
+        return self.js.reset_consumer(self.name, name, seq)
 
     def consumer_names(self) -> list[str]:
         """The names of this stream's consumers."""
