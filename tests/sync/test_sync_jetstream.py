@@ -12,9 +12,10 @@ import time
 import pytest
 
 import tclnats_py
+import tclnats_py.sync
 from tclnats_py.aio.jetstream import PubAck as AioPubAck
 from tclnats_py.aio.jetstream import StreamInfo as AioStreamInfo
-from tclnats_py.sync.jetstream import ConsumerInfo, JsMsg, PubAck, StreamConfig, StreamInfo
+from tclnats_py.sync.jetstream import ConsumerInfo, JsMsg, PubAck, StreamConfig, StreamInfo, new
 
 from tests.sync.js_helpers import js_client
 
@@ -132,6 +133,23 @@ def test_publish_async_complete_times_out(js_server):
             fut.result(5)  # its own deadline
         js.publish_async_complete(timeout=1)
         sub.unsubscribe()
+
+
+def test_publish_async_stalls_and_fails_when_the_client_closes(js_server):
+    nc = tclnats_py.sync.connect(js_server.url)
+    js = new(nc, publish_async_max_pending=1)
+    sub = nc.subscribe("silent.y")  # takes the publishes, never acks
+    nc.flush()
+    first = js.publish_async("silent.y", b"1", timeout=30)
+    t = time.monotonic()
+    with pytest.raises(tclnats_py.ErrTooManyStalledMsgs):
+        js.publish_async("silent.y", b"2", wait_stall=0.2)
+    assert 0.15 < time.monotonic() - t < 5
+    assert js.publish_async_pending == 1
+    nc.close()
+    with pytest.raises(tclnats_py.ErrConnectionClosed):
+        first.result(5)
+    assert js.publish_async_pending == 0 and sub is not None
 
 
 def test_consumers(js_server):

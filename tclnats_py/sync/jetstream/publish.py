@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import TYPE_CHECKING, Any
 
 from tclnats_py.errors import NatsError, make_error
@@ -57,8 +57,8 @@ class AsyncPub:
             self.client.publish(subject, data, reply=reply, headers=hdrs)
         except NatsError as e:
             with self.cond:
-                if self.core.forget(reply) is not None:
-                    self._finish(fut, None, e)
+                done = [(fut, None, e)] if self.core.forget(reply) is not None else []
+            self._settle(done)
         return fut
 
     def wait_idle(self, timeout: float | None) -> bool:
@@ -66,16 +66,23 @@ class AsyncPub:
         with self.cond:
             return self.cond.wait_for(lambda: not self.futures, timeout)
 
-    def _finish(self, fut: Future[PubAck], ack: dict | None, err: NatsError | None) -> None:
-        """(under the lock) One publish is done."""
-        self.futures.discard(fut)
-        self.cond.notify_all()
-        if fut.done():
-            return  # cancelled by its owner
-        if err is None:
-            fut.set_result(PubAck(ack))
-        else:
-            fut.set_exception(err)
+    def _settle(self, done: list) -> None:
+        """Resolve the futures of ``done`` ((future, ack, error) each), without
+        the lock (their callbacks run here), then count them out of flight."""
+        if not done:
+            return
+        for fut, ack, err in done:
+            try:
+                if err is None:
+                    fut.set_result(PubAck(ack))
+                else:
+                    fut.set_exception(err)
+            except InvalidStateError:  # cancelled by its owner
+                continue
+        with self.cond:
+            for fut, _, _ in done:
+                self.futures.discard(fut)
+            self.cond.notify_all()
 
     def _read_acks(self) -> None:
         while True:
@@ -90,23 +97,24 @@ class AsyncPub:
                     return
                 msg = None
             with self.cond:
+                done = []
                 if msg is not None:
                     out = self.core.on_reply(msg)
                     if out is not None:  # (None: a late reply to a publish that timed out)
-                        self._finish(*out)
+                        done.append(out)
                 if time.monotonic() >= self.due:
-                    for fut, err in self.core.expire(time.monotonic()):
-                        self._finish(fut, None, err)
+                    done += [(fut, None, err) for fut, err in self.core.expire(time.monotonic())]
                     nxt = self.core.next_deadline()
                     self.due = math.inf if nxt is None else nxt
+            self._settle(done)
 
     def _end(self, why: NatsError) -> None:
         err = why if why.code != "ErrBadSubscription" else make_error("ErrConnectionClosed", "Connection closed")
         with self.cond:
             self.ended = True
-            for fut in self.core.fail_all(err):
-                self._finish(fut, None, err)
+            done = [(fut, None, err) for fut in self.core.fail_all(err)]
             self.cond.notify_all()
+        self._settle(done)
 
     def close(self) -> None:
         """End the ack subscription (the thread then fails what is left)."""
@@ -117,3 +125,4 @@ class AsyncPub:
                 raise
         if self.thread is not threading.current_thread():
             self.thread.join()
+
