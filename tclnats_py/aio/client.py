@@ -50,7 +50,7 @@ from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.options import Options
 from tclnats_py.engine.headers import Headers
 from tclnats_py.aio.effects import ClientEffects, _Gather
-from tclnats_py.aio.options import translate
+from tclnats_py.aio.options import seconds_delay as _seconds_delay, translate
 from tclnats_py.aio.subscription import _EAGER, ClientMsg, Subscription
 from tclnats_py.aio.transport import _READY, _WRITE_CHUNK, _Deferred
 from tclnats_py.aio import spin as _spin
@@ -78,16 +78,6 @@ MsgHandler = Callable[["ClientMsg"], Any]
 ErrorHandler = Callable[[Exception], Any]
 
 DEFAULT_SERVER = "nats://localhost:4222"
-
-
-def _seconds_delay(fn):
-    """A reconnect_delay function (server dict -> seconds) as the engine's (-> ms)."""
-    def delay(server: dict) -> int:
-        v = fn(server)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v <= 86400):
-            raise make_error("ErrInvalidArg", f"reconnect_delay returned {v!r}: seconds (0 to 86400) expected")
-        return int(round(v * 1000))
-    return delay
 
 
 def _check_msg(msg) -> Msg:

@@ -23,6 +23,7 @@ import ssl
 from typing import TYPE_CHECKING, Any
 
 from tclnats_py.credentials import read_credentials
+from tclnats_py.aio.options import tls_context
 from tclnats_py.engine.connection import CONNECTED
 from tclnats_py.errors import make_error
 
@@ -308,14 +309,7 @@ class ClientIO:
         if self._tls is not None:
             return self._tls
         if self._ssl_ctx is None:
-            o = self._tls_opts
-            ctx = ssl.create_default_context(cafile=o["tls_ca"])
-            if not o["tls_verify"]:
-                ctx.check_hostname = False
-                ctx.verify_mode = ssl.CERT_NONE
-            if o["tls_cert"]:
-                ctx.load_cert_chain(o["tls_cert"], o["tls_key"])
-            self._ssl_ctx = ctx
+            self._ssl_ctx = tls_context(self._tls_opts)
         return self._ssl_ctx
 
     async def _start_tls(self, server, attempt: int) -> None:
