@@ -3,7 +3,6 @@
 import contextlib
 
 import tclnats_py.sync
-from tclnats_py.sync.jetstream import new
 
 
 @contextlib.contextmanager
@@ -11,7 +10,7 @@ def js_client(server, **js_options):
     """A blocking client of ``server`` and its JetStream context; both closed at the end."""
     nc = tclnats_py.sync.connect(server.url)
     try:
-        js = new(nc, **js_options)
+        js = nc.jetstream(**js_options)
         try:
             yield nc, js
         finally:
