@@ -288,12 +288,11 @@ def _write_rows(settings, opts, columns, rows, id_base, where, resume=None):
 def _js_connect(settings):
     """A blocking client (tclnats_py.sync) of the task's servers and its JetStream context."""
     import tclnats_py.sync
-    from tclnats_py.sync.jetstream import new
     try:
         c = tclnats_py.sync.connect(settings.servers, **settings.connect_kwargs())
     except NatsError as e:
         raise _unreachable(settings, e) from None
-    return c, new(c, domain=settings.domain, api_prefix=settings.api_prefix)
+    return c, c.jetstream(domain=settings.domain, api_prefix=settings.api_prefix)
 
 
 def _task_ids():
