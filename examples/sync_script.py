@@ -21,7 +21,7 @@ from tclnats_py import sync
 
 def main(url: str) -> int:
     with sync.connect(url, name="sync-script", request_timeout=2) as nc:
-        # a service: each request answered from the client's callback thread
+        # a service: each request answered from the client's keeper thread
         nc.subscribe("demo.upper", queue="upper", cb=lambda m: m.respond(m.data.upper()))
         nc.subscribe("demo.census", cb=lambda m: m.respond(b"one"))
         nc.subscribe("demo.census", cb=lambda m: m.respond(b"two"))

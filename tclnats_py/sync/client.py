@@ -24,6 +24,7 @@ import atexit
 import itertools
 import logging
 import ssl
+import sys
 import threading
 import time
 from time import monotonic as _monotonic
@@ -34,6 +35,7 @@ from tclnats_py.aio.options import seconds_delay, tls_context, translate
 from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine, Msg
 from tclnats_py.engine.headers import Headers
 from tclnats_py.engine.options import Options
+from tclnats_py.engine.protocol import pub_frame as _pub_frame, pub_head as _pub_head
 from tclnats_py.engine.validate import _to_bytes, check_headers, check_int, check_timeout
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.sync.driver import DEFAULT_SERVER, request_error
@@ -76,7 +78,7 @@ class Client:
 
     def __init__(self, servers: str | Sequence[str] | None = None, **options: Unpack[ConnectOptions]) -> None:
         n = next(_ids)
-        self._callbacks = Dispatcher(f"tclnats-sync-callbacks-{n}", self._hook_failed_any)
+        self._callbacks = Dispatcher(f"tclnats-sync-hooks-{n}", self._hook_failed_any)
         self._io = io = SyncIO(Options(), f"tclnats-sync-{n}", self._callbacks, self._on_status, self._on_error,
                                tls=self._ssl_context, lang="python", version=_version())
         self._engine = eng = io.engine
@@ -99,6 +101,9 @@ class Client:
         self._tls_opts: dict[str, Any] = {"tls_ca": None, "tls_cert": None, "tls_key": None, "tls_verify": True}
         self._ssl_ctx: ssl.SSLContext | None = None
         self._prev_status = CLOSED
+        # subject -> protocol.pub_head(subject, size) once the engine accepted it (publish's fast path)
+        self._pub_heads: dict[str, tuple[bytes, int, bytes]] = {}
+        self._pub_max = 0  # the server's max_payload (0 until its INFO): the fast path's bound
         self._known_servers: set = set()
         self._ldm = False
         self._configure(servers, options)
@@ -250,7 +255,7 @@ class Client:
             self._configure(servers, options)
             if not eng.pool.servers:
                 eng.configure_servers(list(eng.options.servers) or [DEFAULT_SERVER])
-            if self._callbacks.stopped:  # closed before: a new callback thread
+            if self._callbacks.stopped:  # closed before: a new hooks thread
                 self._callbacks = io.dispatcher = Dispatcher(self._callbacks.name, self._hook_failed_any)
             io.stopping = False
             eng.connect()
@@ -332,7 +337,7 @@ class Client:
                 s._end()
             io._run()
             io.cond.notify_all()
-        if any(s._cb is not None for s in subs) and not self._callbacks.on_thread():
+        if any(s._cb is not None for s in subs) and threading.current_thread() is not io.keeper:
             # everything has arrived (the flush): what is left is the callbacks' work
             with io.lock:
                 while not all(s._idle for s in subs):
@@ -374,26 +379,49 @@ class Client:
         publisher past 64 KiB queued waits for it (up to flush_timeout);
         while not connected, past ``reconnect_buf_size`` (``pending_size``)
         bytes, ErrReconnectBufExceeded refuses the message."""
+        io = self._io
+        eng = self._engine
+        if headers is None:
+            # a subject the engine accepted before (and, compiled, a plain
+            # reply), a bytes payload within max_payload: framed without
+            # the engine's checks and formatting, as the asyncio face does
+            frame = (_pub_frame(self._pub_heads, subject, data, self._pub_max) if reply is None else
+                     _pub_frame(self._pub_heads, subject, data, self._pub_max, reply,
+                                eng.options.check_subjects))
+            if frame is not None:
+                with io.lock:
+                    if eng.publish_frame(frame, WRITE_CHUNK):
+                        self._published(io, eng)
+                return
         if data.__class__ is not bytes:
             data = _to_bytes(data)
         if headers is not None:
             check_headers(headers)
-        io = self._io
-        eng = self._engine
         with io.lock:
             eng.publish(subject, data, reply, headers)
-            if eng._fx:
+            if reply is None and headers is None and subject.__class__ is str:
+                heads = self._pub_heads
+                if len(heads) >= 4096:
+                    heads.clear()
+                heads[subject] = _pub_head(subject, len(data))
+            self._published(io, eng)
+
+    def _published(self, io: SyncIO, eng: Engine) -> None:
+        """After a publish (lock held): the first message after a write
+        leaves at once, a burst is the keeper's to write, and a publisher
+        that finds WRITE_CHUNK bytes queued writes them itself."""
+        if eng._fx:
                 # the first message after a write: alone (a reply, an event)
-                # it leaves now; in a burst the keeper writes the rest in one go
-                now = _monotonic()
-                if now - io.last_write > SPARSE:
-                    io.last_write = now
-                    io._run(True)
-                    io.write_now()
-                else:
-                    io._run()
-            elif eng._out_size >= WRITE_CHUNK:
+            # it leaves now; in a burst the keeper writes the rest in one go
+            now = _monotonic()
+            if now - io.last_write > SPARSE:
+                io.last_write = now
+                io._run(True)
                 io.write_now()
+            else:
+                io._run()
+        elif eng._out_size >= WRITE_CHUNK:
+            io.write_now()
 
     def publish_msg(self, msg: Msg) -> None:
         """Publish a :class:`Msg` (its subject, data, reply and headers)."""
@@ -406,7 +434,7 @@ class Client:
         """Subscribe to ``subject`` (wildcards allowed), in queue group ``queue``.
 
         With ``cb`` each message goes to it, in order, on the client's
-        callback thread; its exceptions go to error_cb, else the logger.
+        keeper thread (between its reads); its exceptions go to error_cb, else the logger.
         Without ``cb`` read with ``sub.next_msg(timeout)`` or ``for msg in
         sub``.  ``max_msgs``: unsubscribe after that many.  The pending
         limits bound the local queue (past them: dropped, ErrSlowConsumer)."""
@@ -531,6 +559,8 @@ class Client:
             put(self._closed_cb)
 
     def _on_info(self, info: dict) -> None:
+        mp = info.get("max_payload")
+        self._pub_max = mp if isinstance(mp, int) else sys.maxsize
         if self._discovered_server_cb is None and self._lame_duck_mode_cb is None:
             return
         known = {(s.host, s.port) for s in self._engine.pool.servers}

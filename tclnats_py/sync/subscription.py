@@ -4,8 +4,8 @@ A :class:`Subscription` has a local queue bounded by its pending limits
 (past them messages are dropped, ``dropped`` counts them, and ErrSlowConsumer
 goes to the client's error_cb once per episode, as the asyncio face does).
 Without a callback it is read with ``sub.next_msg(timeout)`` or ``for msg in
-sub``, from any thread; with one, the client's callback thread runs it,
-message after message, never holding the client's lock.
+sub``, from any thread; with one, the client's keeper thread runs it,
+message after message, between its reads, never holding the client's lock.
 """
 
 from __future__ import annotations
@@ -24,10 +24,6 @@ if TYPE_CHECKING:
     from tclnats_py.sync.client import Client, HeadersArg, Payload
 
 __all__ = ["Subscription", "SyncMsg"]
-
-# messages a callback batch takes off the queue at once
-_BATCH = 256
-
 
 class SyncMsg(Msg):
     """A message the blocking face delivers (subscriptions, requests):
@@ -67,8 +63,8 @@ class Subscription:
         self._limit_bytes = pending_bytes_limit if pending_bytes_limit > 0 else sys.maxsize
         self._closed = False
         self._slow = False
-        self._scheduled = False   # a callback batch is queued on the client's callback thread
-        self._running = False     # the callback thread is in this subscription's callback
+        self._scheduled = False   # a callback batch is queued for the client's keeper thread
+        self._running = False     # the keeper is in this subscription's callback
         self._engine_sub: _EngineSub = None  # type: ignore[assignment]  # set by Client.subscribe
         self.dropped = 0
         self.delivered = 0
@@ -123,6 +119,12 @@ class Subscription:
     def _deliver(self, msgs: Any) -> None:
         pending = self._pending
         lm, lb = self._limit_msgs, self._limit_bytes
+        if len(pending) + len(msgs) <= lm:
+            size = sum([len(m.data) for m in msgs])
+            if self._pending_bytes + size <= lb:  # all of them fit: no check per message
+                pending.extend(msgs)
+                self._pending_bytes += size
+                msgs = ()
         for msg in msgs:
             n = len(msg.data)
             if len(pending) >= lm or self._pending_bytes + n > lb:
@@ -137,7 +139,7 @@ class Subscription:
             self._pending_bytes += n
         if self._cb is not None and pending and not self._scheduled:
             self._scheduled = True
-            self._client._callbacks.put(self._run_callbacks)
+            self._client._io.schedule(self)
 
     def _end(self) -> None:
         """No more messages will come; what is queued is still handed out."""
@@ -155,29 +157,39 @@ class Subscription:
             self._slow = False
         return msg
 
-    # ---------------------------------------------------------------- the callback thread
+    # ---------------------------------------------------------------- the keeper thread
     def _run_callbacks(self) -> None:
-        """Run the callback for what is queued, a batch at a time, the lock
-        released while it runs; its exceptions go to error_cb."""
-        lock = self._client._io.lock
+        """Run the callback for a batch of what is queued (lock held on entry
+        and exit, released while it runs); its exceptions go to error_cb.
+        Queued again for the keeper while messages remain (each callback
+        subscription in turn)."""
+        io = self._client._io
         cb = self._cb
         assert cb is not None
-        while True:
-            with lock:
-                pending = self._pending
-                if not pending:
-                    self._scheduled = False
-                    self._slow = False
-                    self._running = False
-                    self._client._io.cond.notify_all()  # (drain waits for this)
-                    return
-                batch = [self._take() for _ in range(min(_BATCH, len(pending)))]
-                self._running = True
+        pending = self._pending
+        if not pending:
+            self._scheduled = False
+            self._slow = False
+            io.cond.notify_all()  # (drain waits for this)
+            return
+        # the whole queue at once (the keeper is its only reader)
+        batch = pending
+        self._pending = deque()
+        self._pending_bytes = 0
+        self.delivered += len(batch)
+        self._slow = False
+        self._running = True
+        io.lock.release()
+        try:
             for msg in batch:
                 try:
                     cb(msg)
                 except Exception as e:  # the user's callback failed: reported, the next message goes on
                     self._client._hook_failed(cb, e, f"the message callback of the subscription to {self.subject}")
+        finally:
+            io.lock.acquire()
+            self._running = False
+        io.ready.append(self)  # more came meanwhile, or the end of this turn (the notify above)
 
     @property
     def _idle(self) -> bool:

@@ -16,9 +16,13 @@ many threads, the I/O half of :class:`tclnats_py.sync.Client`:
   reconnect waits, request timeouts), writes what publishes queued (one
   write per batch: a ``Flush`` effect wakes it through a socket pair) and
   carries out reconnects (``Open`` effects, under the lock);
-* user callbacks (message callbacks, error_cb, status hooks) never run while
-  the lock is held: effects queue them on a :class:`Dispatcher`, one thread
-  per client that calls them in order.
+* callbacks never run while the lock is held.  Message callbacks run on the
+  keeper, between its reads (the lock released meanwhile): a responder's
+  message is read, handed to its callback and answered by one thread, with no
+  thread switch; a callback subscription keeps the keeper reading at once
+  whenever no caller reads.  The hooks (error_cb, status_cb,
+  disconnected_cb ...) are queued on a :class:`Dispatcher`, a second thread,
+  started at the first of them, that calls them in order.
 
 Writes happen holding the lock, with the socket's timeout at
 ``flush_timeout``: a writer that fills the socket waits for it (the
@@ -160,6 +164,7 @@ class SyncIO(Driver):
         self.last_lead = 0.0           # when a caller last read
         self.last_write = 0.0          # when a publish last wrote at once (Client.publish)
         self.passive = 0               # callback subscriptions: the keeper must read at once
+        self.ready: deque = deque()    # callback subscriptions with messages for the keeper to hand out
         self.keeper: threading.Thread | None = None
         self.stopping = False
         self._selecting = False        # the keeper waits in select (a wake byte reaches it)
@@ -211,6 +216,9 @@ class SyncIO(Driver):
         eng = self.engine
         with self.lock:
             while not self.stopping:
+                if self.ready:
+                    self.ready.popleft()._run_callbacks()
+                    continue
                 if self._flush:
                     self.write_now()
                 now = time.monotonic()
@@ -229,7 +237,15 @@ class SyncIO(Driver):
                     continue
                 self._lead(left, True)
                 if eng.status == CLOSED and self._sock is None and not self._armed:
-                    return  # closed for good (allow_reconnect False, attempts spent): nothing to keep
+                    break  # closed for good (allow_reconnect False, attempts spent): nothing to keep
+            while self.ready:  # what came before the end still goes to the callbacks
+                self.ready.popleft()._run_callbacks()
+
+    def schedule(self, sub: Any) -> None:
+        """``sub`` has messages for its callback (lock held): the keeper hands them out."""
+        self.ready.append(sub)
+        if threading.current_thread() is not self.keeper:
+            self._wake()
 
     # ------------------------------------------------------------ reading
     def _lead(self, timeout: float | None, keeper: bool = False) -> None:
