@@ -152,6 +152,21 @@ def test_publish_async_stalls_and_fails_when_the_client_closes(js_server):
     assert js.publish_async_pending == 0 and sub is not None
 
 
+def test_the_ack_thread_ends_when_idle_and_comes_back(js_server, monkeypatch):
+    from tclnats_py.sync.jetstream import publish as pub
+    monkeypatch.setattr(pub, "IDLE", 0.3)
+    with js_client(js_server) as (nc, js):
+        js.create_stream("SAI", subjects=["sai.*"], storage="memory")
+        assert js.publish_async("sai.a", b"1").result(5).seq == 1
+        first = js._ap.thread
+        first.join(5)
+        assert not first.is_alive() and js._ap.retired
+        assert js.publish_async("sai.a", b"2").result(5).seq == 2  # a new publisher
+        assert js._ap.thread is not first and js._ap.thread.is_alive()
+        js.close()
+        assert js._ap is None
+
+
 def test_consumers(js_server):
     with js_client(js_server) as (nc, js):
         s = js.create_stream("SC", subjects=["sc.*"], storage="memory")

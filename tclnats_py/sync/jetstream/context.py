@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import threading
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Generator
 
@@ -23,7 +24,7 @@ from tclnats_py.jsface.publish import publish_options
 from tclnats_py.jsface.pull import ordered_state
 from tclnats_py.sync.jetstream.consumer import Consumer
 from tclnats_py.sync.jetstream.ordered import OrderedConsumer
-from tclnats_py.sync.jetstream.publish import AsyncPub
+from tclnats_py.sync.jetstream.publish import AsyncPub, Retired
 from tclnats_py.sync.jetstream.stream import Stream
 
 if TYPE_CHECKING:  # names used in annotations only
@@ -61,6 +62,7 @@ class JetStream:
         self.domain = domain
         self.timeout = timeout
         self._ap: AsyncPub | None = None
+        self._ap_lock = threading.Lock()
         self._ap_max = publish_async_max_pending
 
     def __repr__(self) -> str:
@@ -242,10 +244,15 @@ class JetStream:
             if subject.__class__ is not str or not eng.check_subject(subject):
                 raise make_error("ErrBadSubject", f"Invalid subject {subject}")
             hdrs = None
-        ap = self._ap
-        if ap is None or ap.ended:
-            ap = self._ap = AsyncPub(self, self._ap_max)
-        return ap.add(subject, payload, hdrs, timeout, stall)
+        while True:
+            with self._ap_lock:
+                ap = self._ap
+                if ap is None or ap.ended:
+                    ap = self._ap = AsyncPub(self, self._ap_max)
+            try:
+                return ap.add(subject, payload, hdrs, timeout, stall)
+            except Retired:  # it went idle and ended just now: the next one takes the publish
+                continue
 
     def publish_async_complete(self, timeout: float | None = None) -> None:
         """Wait until every async publish so far has its ack (or error);
@@ -263,7 +270,8 @@ class JetStream:
     def close(self) -> None:
         """End this context's ack thread (what still waits for an ack fails
         with ErrConnectionClosed).  Closing the client does it too."""
-        ap, self._ap = self._ap, None
+        with self._ap_lock:
+            ap, self._ap = self._ap, None
         if ap is not None:
             ap.close()
 

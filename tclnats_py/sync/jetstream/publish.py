@@ -17,6 +17,13 @@ if TYPE_CHECKING:  # names used in annotations only
 
 # the longest the ack thread waits for an ack before it looks at the deadlines again
 _POLL = 0.25
+#: seconds without a publish in flight after which the ack thread ends (and
+#: its inbox subscription): the next publish_async starts another
+IDLE = 10.0
+
+
+class Retired(Exception):
+    """(internal) The publisher went idle and ended; the caller starts another."""
 
 
 class AsyncPub:
@@ -26,7 +33,8 @@ class AsyncPub:
     reads the acks on the publisher's wildcard inbox, resolves the futures
     and fails those past their deadline.  It ends when the inbox
     subscription ends (the connection closed): what is left fails with
-    ErrConnectionClosed."""
+    ErrConnectionClosed; and after :data:`IDLE` seconds with nothing in
+    flight (``retired``: the context starts another when it needs one)."""
 
     def __init__(self, js: JetStream, max_pending: int):
         client = js.client
@@ -35,6 +43,8 @@ class AsyncPub:
         self.cond = threading.Condition()
         self.futures: set[Future[PubAck]] = set()
         self.ended = False
+        self.retired = False
+        self.busy_at = time.monotonic()  # when a publish was last in flight
         self.due = math.inf  # the earliest deadline of a publish in flight (maybe passed already)
         self.sub = client.subscribe(self.core.subscription_subject)
         self.thread = threading.Thread(target=self._read_acks, name="tclnats-js-acks", daemon=True)
@@ -48,7 +58,7 @@ class AsyncPub:
             if self.core.full:
                 self.cond.wait_for(lambda: not self.core.full or self.ended, stall)
             if self.ended:
-                raise make_error("ErrConnectionClosed", "Connection closed")
+                raise Retired() if self.retired else make_error("ErrConnectionClosed", "Connection closed")
             now = time.monotonic()
             reply = self.core.add(subject, data, hdrs, fut, timeout, now, int(stall * 1000))  # may raise: stalled
             self.futures.add(fut)
@@ -82,6 +92,7 @@ class AsyncPub:
         with self.cond:
             for fut, _, _ in done:
                 self.futures.discard(fut)
+            self.busy_at = time.monotonic()
             self.cond.notify_all()
 
     def _read_acks(self) -> None:
@@ -95,6 +106,8 @@ class AsyncPub:
                 if e.code != "ErrTimeout":
                     self._end(e)
                     return
+                if self._retire():
+                    return
                 msg = None
             with self.cond:
                 done = []
@@ -107,6 +120,19 @@ class AsyncPub:
                     nxt = self.core.next_deadline()
                     self.due = math.inf if nxt is None else nxt
             self._settle(done)
+
+    def _retire(self) -> bool:
+        """End when nothing has been in flight for :data:`IDLE` seconds; whether it did."""
+        with self.cond:
+            if self.futures or time.monotonic() - self.busy_at < IDLE:
+                return False
+            self.ended = self.retired = True
+        try:
+            self.sub.unsubscribe()
+        except NatsError as e:  # the connection went meanwhile: nothing left to end
+            if e.code not in ("ErrConnectionClosed", "ErrBadSubscription"):
+                raise
+        return True
 
     def _end(self, why: NatsError) -> None:
         err = why if why.code != "ErrBadSubscription" else make_error("ErrConnectionClosed", "Connection closed")
