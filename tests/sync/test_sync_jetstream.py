@@ -324,6 +324,24 @@ def test_ordered_consumer(js_server):
             js.ordered_consumer("NOPE").start()
 
 
+def test_ordered_consumer_repairs_itself(js_server):
+    """Its consumer deleted under it: missed heartbeats, recreated from the next sequence."""
+    with js_client(js_server) as (nc, js):
+        js.create_stream("SOR", subjects=["sor.*"], storage="memory")
+        fill(js, "sor.a", 5)
+        with js.ordered_consumer("SOR", idle_heartbeat=0.1).start() as oc:
+            assert [oc.next(3).data for _ in range(3)] == [b"m0", b"m1", b"m2"]
+            js.delete_consumer("SOR", oc.name)
+            js.publish("sor.b", b"m5")
+            assert [oc.next(3).data for _ in range(3)] == [b"m3", b"m4", b"m5"]
+            assert oc.resets >= 1
+            assert oc.last_error.code in ("ErrConsumerNotActive", "ErrConsumerSequenceMismatch")
+        with pytest.raises(tclnats_py.ErrInvalidArg):
+            js.ordered_consumer("SOR", deliver_policy="sometimes")
+        with pytest.raises(tclnats_py.ErrBadSubject):
+            js.ordered_consumer("SOR", filter_subject="bad subject")
+
+
 def test_ordered_consumer_consume_thread(js_server):
     with js_client(js_server) as (nc, js):
         js.create_stream("SOC", subjects=["soc.*"], storage="memory")
@@ -358,3 +376,36 @@ def test_the_same_stream_from_both_faces(js_server):
                 await c.close()
         again, data = asyncio.run(read())
         assert (again.seq, again.duplicate, ack.seq, data) == (1, True, 1, [b"from sync"])
+
+
+def test_closing_the_client_ends_the_consume_threads(js_server):
+    nc = tclnats_py.sync.connect(js_server.url)
+    js = nc.jetstream()
+    js.create_stream("SCX", subjects=["scx.*"], storage="memory")
+    fill(js, "scx.a", 3)
+    cons = js.create_consumer("SCX", durable_name="X")
+    got = []
+    ctx = cons.consume(lambda m: got.append(m.data), expires=1)
+    oc = js.ordered_consumer("SCX").consume(lambda m: got.append(m.data))
+    kv = js.create_key_value("SCX_KV", storage="memory")
+    watched = []
+    watching = threading.Event()
+
+    def watch():
+        with kv.watch() as w:
+            for e in w:
+                watched.append(e)
+                watching.set()
+    wt = threading.Thread(target=watch)
+    wt.start()
+    deadline = time.monotonic() + 5
+    while len(got) < 6 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert watching.wait(5)
+    assert sorted(got) == [b"m0", b"m0", b"m1", b"m1", b"m2", b"m2"]
+    nc.close()
+    assert ctx.closed.wait(5)
+    oc._thread.join(5)
+    wt.join(5)
+    assert not oc._thread.is_alive() and not wt.is_alive() and watched == [None]
+
