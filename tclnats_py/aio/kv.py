@@ -30,7 +30,7 @@ from tclnats_py.engine.js.api_level import FEATURES, server_level
 from tclnats_py.aio.jetstream.direct import DirectGet
 from tclnats_py.engine.js.publish import ttl_from_seconds
 from tclnats_py.engine.validate import check_timeout
-from tclnats_py.jsface.kv import KvEntry, KvStatus, bucket_options, kv_status
+from tclnats_py.jsface.kv import KvEntry, KvStatus, bucket_options, kv_status, watch_consumer_options
 from tclnats_py.jsface.kv import entry as _entry
 
 if TYPE_CHECKING:  # names used in annotations only
@@ -262,13 +262,7 @@ class KvWatcher:
             raise make_error("ErrConsumerStopped", f"The watcher of bucket {self.kv.bucket} has stopped") from None
 
     async def _start(self):
-        js = self.kv.js
-        opts = dict(self._opts)
-        hb = opts.pop("idle_heartbeat_ms", 5000)
-        self.consumer = js.ordered_consumer(self.kv.stream, opts.pop("filter_subject", None),
-                                            opts.pop("deliver_policy"), opts.pop("headers_only"), hb / 1000,
-                                            description=opts.pop("description", None),
-                                            filter_subjects=opts.pop("filter_subjects", None))
+        self.consumer = self.kv.js.ordered_consumer(self.kv.stream, **watch_consumer_options(self._opts))
         try:
             await self.consumer.start()
         except NatsError as e:

@@ -11,7 +11,7 @@ from typing import Any
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.validate import check_seconds
 
-__all__ = ["KvEntry", "KvStatus", "entry", "bucket_options", "kv_status"]
+__all__ = ["KvEntry", "KvStatus", "entry", "bucket_options", "kv_status", "watch_consumer_options"]
 
 
 class KvEntry(_kv.Entry):
@@ -76,3 +76,11 @@ def bucket_options(ttl: float | None = None, replicas: int | None = None, compre
     if compression is not None:
         config["compression"] = ("s2" if compression else "none") if isinstance(compression, bool) else compression
     return config
+
+
+def watch_consumer_options(opts: dict[str, Any]) -> dict[str, Any]:
+    """The keywords of ``ordered_consumer`` (seconds) for a watch, from the
+    bucket's watch options (``Bucket.watch_options``: ms)."""
+    return {"filter_subject": opts.get("filter_subject"), "deliver_policy": opts["deliver_policy"],
+            "headers_only": opts["headers_only"], "idle_heartbeat": opts.get("idle_heartbeat_ms", 5000) / 1000,
+            "description": opts.get("description"), "filter_subjects": opts.get("filter_subjects")}

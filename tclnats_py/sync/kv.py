@@ -24,7 +24,7 @@ from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js.events import event_table
 from tclnats_py.engine.js.publish import ttl_from_seconds
 from tclnats_py.engine.validate import check_timeout
-from tclnats_py.jsface.kv import KvEntry, KvStatus, bucket_options, entry, kv_status
+from tclnats_py.jsface.kv import KvEntry, KvStatus, bucket_options, entry, kv_status, watch_consumer_options
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.engine.js.events import InitDone, WatchEntry
@@ -189,11 +189,7 @@ class KvWatcher:
         """Create the watch's ordered consumer (``watch()`` calls it); ErrBucketNotFound."""
         if self.consumer is not None:
             return
-        opts = dict(self._opts)
-        hb = opts.pop("idle_heartbeat_ms", 5000)
-        self.consumer = self.kv.js.ordered_consumer(
-            self.kv.stream, opts.pop("filter_subject", None), opts.pop("deliver_policy"), opts.pop("headers_only"),
-            hb / 1000, description=opts.pop("description", None), filter_subjects=opts.pop("filter_subjects", None))
+        self.consumer = self.kv.js.ordered_consumer(self.kv.stream, **watch_consumer_options(self._opts))
         try:
             self.consumer.start()
         except NatsError as e:
