@@ -32,7 +32,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
 
 from tclnats_py.aio.options import seconds_delay, tls_context, translate
-from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine, Msg
+from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine, Msg, Request
 from tclnats_py.engine.headers import Headers
 from tclnats_py.engine.options import Options
 from tclnats_py.engine.protocol import pub_frame as _pub_frame, pub_head as _pub_head
@@ -488,11 +488,22 @@ class Client:
             req = eng.request(subject, data, ms, headers, None, box, check_subject=False)
             io._run(True)
             io.write_now()
-            io.wait(lambda: bool(box))
+            self._await(req, lambda: bool(box))
             outcome = box[0]
         if outcome == "msg":
             return req.msg
         raise request_error(outcome, subject)
+
+    def _await(self, req: Request, done: Callable[[], bool]) -> None:
+        """Wait (lock held) for the end of ``req``; a KeyboardInterrupt
+        meanwhile (or any exception) cancels it in the engine."""
+        try:
+            self._io.wait(done)
+        except BaseException:
+            if not req.done and req.id in self._engine.requests:
+                self._engine.cancel_request(req.id)
+                self._io._run()
+            raise
 
     def request_msg(self, msg: Msg, timeout: float | None = None) -> SyncMsg:
         """Send a :class:`Msg` as a request; see :meth:`request`."""
@@ -514,10 +525,10 @@ class Client:
         io = self._io
         gather = _Gather()
         with io.lock:
-            eng.request(subject, payload, ms, headers, max_msgs, gather)
+            req = eng.request(subject, payload, ms, headers, max_msgs, gather)
             io._run(True)
             io.write_now()
-            io.wait(lambda: bool(gather))
+            self._await(req, lambda: bool(gather))
         outcome = gather[0]
         if outcome == "msg" or (outcome == "timeout" and gather.msgs):
             return list(gather.msgs)

@@ -68,8 +68,8 @@ _STOP = object()
 
 class Dispatcher:
     """One thread that calls the functions it is given, in order: where a
-    client's callbacks run, away from the engine's lock.  Started at the
-    first call; its exceptions go to ``report(fn, exc)``."""
+    client's hooks (error_cb, status_cb ...) run, away from the engine's
+    lock.  Started at the first call; their exceptions go to ``report(fn, exc)``."""
 
     def __init__(self, name: str, report: Callable[[Any, BaseException], None]):
         self.name = name
@@ -78,14 +78,13 @@ class Dispatcher:
         self.cv = threading.Condition(threading.Lock())
         self.thread: threading.Thread | None = None
         self.stopped = False
-        self.idle = True
 
     def put(self, fn: Callable[..., object], *args: Any) -> None:
         with self.cv:
             if self.stopped:
+                _log.debug("%s: %r comes after the client closed: not called", self.name, fn)
                 return
             self.queue.append((fn, args))
-            self.idle = False
             if self.thread is None:
                 self.thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
                 self.thread.start()
@@ -97,35 +96,14 @@ class Dispatcher:
         while True:
             with cv:
                 while not q:
-                    self.idle = True
-                    cv.notify_all()  # for wait_idle
                     cv.wait()
                 fn, args = q.popleft()
             if fn is _STOP:
-                with cv:
-                    self.idle = True
-                    cv.notify_all()
                 return
             try:
                 fn(*args)
             except Exception as e:  # a user's callback failed: reported, the thread goes on
                 self.report(fn, e)
-
-    def wait_idle(self, timeout: float) -> bool:
-        """Wait until everything queued has been called (False: not within ``timeout``)."""
-        if self.on_thread():
-            return not self.queue
-        deadline = time.monotonic() + timeout
-        with self.cv:
-            while not self.idle or self.queue:
-                left = deadline - time.monotonic()
-                if left <= 0 or self.thread is None or not self.thread.is_alive():
-                    return not self.queue
-                self.cv.wait(left)
-        return True
-
-    def on_thread(self) -> bool:
-        return self.thread is not None and threading.current_thread() is self.thread
 
     def stop(self, timeout: float) -> None:
         """Call what is queued, then end the thread (joined unless it is the caller's)."""
@@ -172,7 +150,6 @@ class SyncIO(Driver):
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._io: threading.Lock | None = None  # TLS: reads and writes one at a time
-        self.err_seq = 0               # asynchronous errors so far
         self._subs: dict[int, Any] = {}   # sid -> the client's Subscription
 
     # ------------------------------------------------------------ threads
@@ -258,10 +235,13 @@ class SyncIO(Driver):
         self.lock.release()
         try:
             data, err = self._read(sock, timeout, keeper)
-        finally:
+        except BaseException:  # KeyboardInterrupt in select: another thread reads from now on
             self.lock.acquire()
-            self.leading = False
-            self._selecting = False
+            self.leading = self._selecting = False
+            self.cond.notify_all()
+            raise
+        self.lock.acquire()
+        self.leading = self._selecting = False
         if keeper:
             if self._woken:
                 self._woken = False
@@ -305,6 +285,12 @@ class SyncIO(Driver):
             return
         except OSError as e:
             _log.debug("wake drain: %s", e)
+
+    def _fire_due(self, now: float) -> bool:
+        fired = super()._fire_due(now)
+        if fired:
+            self.cond.notify_all()  # a request's timeout, a PING's: what a waiting caller may wait for
+        return fired
 
     def wait(self, done: Callable[[], bool], timeout: float | None = None) -> bool:
         """With the lock held: carry on (reading when nobody does, firing
@@ -431,7 +417,6 @@ class SyncIO(Driver):
         if e.error is None:
             return
         self.errors.append(e.error)
-        self.err_seq += 1
         self.error_hook(e.error)
 
     def on_deliver(self, e: Deliver) -> None:

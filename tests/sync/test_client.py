@@ -318,3 +318,43 @@ def test_respond_without_reply_and_publish_msg(nats_server):
         assert m.data == b"d" and m.header("H") == "1"
         with pytest.raises(tclnats_py.ErrInvalidArg):
             m.respond(b"x")
+
+
+def test_a_publisher_waits_for_a_paused_server(fresh_nats_server):
+    """Backpressure: with the server stopped (SIGSTOP) a fast publisher
+    blocks once the socket's buffers are full, the client holding at most a
+    chunk of it; after SIGCONT everything arrives."""
+    import os
+    import signal
+    srv = fresh_nats_server
+    payload = b"x" * 1024
+    total = 20_000  # 20 MB: more than the kernel's socket buffers hold
+    with sync.connect(srv.url, flush_timeout=30) as nc, sync.connect(srv.url) as rx:
+        sub = rx.subscribe("bp.x", pending_msgs_limit=-1, pending_bytes_limit=-1)
+        rx.flush()
+        sent = [0]
+        peak = [0]
+
+        def publish():
+            for _ in range(total):
+                nc.publish("bp.x", payload)
+                sent[0] += 1
+                peak[0] = max(peak[0], nc.pending_data_size)
+        os.kill(srv.pid, signal.SIGSTOP)
+        try:
+            t = threading.Thread(target=publish)
+            t.start()
+            time.sleep(1.0)
+            stalled_at = sent[0]
+            time.sleep(0.5)
+            assert sent[0] == stalled_at < total  # waiting for the socket, not queueing without end
+        finally:
+            os.kill(srv.pid, signal.SIGCONT)
+        t.join(60)
+        assert sent[0] == total
+        assert peak[0] <= 64 * 1024 + len(payload) + 64
+        nc.flush(10)
+        got = 0
+        while got < total:
+            sub.next_msg(10)
+            got += 1

@@ -254,3 +254,37 @@ def test_the_reader_thread_mode_works_too(nats_server):
         nc.flush(2)
         assert sub.next_msg(2).data == b"m"
     r.close()
+
+
+def test_ctrl_c_during_a_request_leaves_the_client_usable(nats_server):
+    """SIGINT while the main thread waits for a reply: KeyboardInterrupt, and
+    the client goes on (another thread waiting meanwhile is not stranded)."""
+    r = run_script(f"""
+        import os, signal, threading, time
+        from tclnats_py import sync
+        nc = sync.connect({nats_server.url!r})
+        nc.subscribe("ki.silent")
+        nc.subscribe("ki.echo", cb=lambda m: m.respond(m.data))
+        nc.flush()
+        other = []
+        def late():
+            time.sleep(0.1)
+            sub = nc.subscribe("ki.late")
+            nc.publish("ki.late", b"late")
+            other.append(sub.next_msg(5).data)
+        t = threading.Thread(target=late)
+        t.start()
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        try:
+            nc.request("ki.silent", b"", timeout=30)
+            print("no interrupt")
+        except KeyboardInterrupt:
+            print("interrupted")
+        t.join(10)
+        print(nc.request("ki.echo", b"after", timeout=5).data.decode(), other)
+        with nc.lock:
+            assert not nc.engine.requests  # the interrupted request was cancelled
+        nc.close()
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[:2] == ["interrupted", "after [b'late']"], r.stdout
