@@ -8,9 +8,7 @@ import asyncio
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.validate import check_int, check_timeout
-from tclnats_py.engine.js.api import advance
-from tclnats_py.engine.js.fetch import ENDED, fetch_steps
-from tclnats_py.engine.js.inbox_fetch import NextMsg
+from tclnats_py.engine.js.events import Pull
 from tclnats_py.engine.js.priority import PullGroup, consumer_unpin
 from tclnats_py.jsface.pull import DEFAULT_FETCH_WAIT, consume_state, fetch_state, fetch_wait, pull_group
 from tclnats_py.aio.jetstream.message import JsMsg
@@ -109,24 +107,32 @@ class Consumer:
         # Fetch keeps (f.done, its messages); the events its calls return
         # are for an asynchronous fetch's callback (the Tcl face's)
         try:
-            op = fetch_steps(f, self.next_subject, inbox, loop.time())
-            kind, step = advance(op)
-            while kind == "step":
-                if step.__class__ is not NextMsg:  # a pull request
-                    client.publish(step.subject, step.payload, reply=step.reply)
-                    kind, step = advance(op)
-                    continue
-                left = None if step.deadline is None else step.deadline - loop.time()
-                msg: Any = None
-                if left is None or left > 0:
-                    try:
-                        msg = await sub.next_msg(left)
-                    except NatsError as e:
-                        if e.code == "ErrBadSubscription":  # the connection closed
-                            msg = ENDED
-                        elif e.code != "ErrTimeout":
-                            raise
-                kind, step = advance(op, (msg, loop.time()))
+            client.publish(self.next_subject, f.body, reply=inbox)
+            deadline = loop.time() + f.timeout_ms / 1000
+            hb_wait = f.heartbeat_timeout_ms / 1000 if f.heartbeat_timeout_ms else None
+            while not f.done:
+                left = deadline - loop.time()
+                if left <= 0:
+                    f.on_timeout()
+                    break
+                wait = min(left, hb_wait) if hb_wait else left
+                try:
+                    msg = await sub.next_msg(wait)
+                except NatsError as e:
+                    if e.code == "ErrTimeout":
+                        if hb_wait and wait < left:
+                            f.on_heartbeat_missed()
+                        else:
+                            f.on_timeout()
+                        break
+                    if e.code == "ErrBadSubscription":  # the connection closed
+                        f.on_timeout()
+                        break
+                    raise
+                for ev in f.on_msg(msg):
+                    if ev.__class__ is Pull:  # the pin went stale: the same pull again, unpinned
+                        client.publish(self.next_subject, ev.body, reply=inbox)
+                        deadline = loop.time() + f.timeout_ms / 1000
         finally:
             if sub.is_active:
                 try:

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable, Generator
+from typing import TYPE_CHECKING, Any, Callable
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.connection import CLOSED
 from tclnats_py.engine.validate import check_int, check_timeout
-from tclnats_py.engine.js.api import advance
-from tclnats_py.engine.js.fetch import ENDED, fetch_steps
-from tclnats_py.engine.js.inbox_fetch import NextMsg
+from tclnats_py.engine.js.events import Pull
 from tclnats_py.engine.js.priority import PullGroup, consumer_unpin
 from tclnats_py.jsface.pull import DEFAULT_FETCH_WAIT, consume_state, fetch_state, fetch_wait, pull_group
 from tclnats_py.sync.jetstream.message import JsMsg
 from tclnats_py.sync.jetstream.pull import ConsumeContext, MessagesContext
 
 if TYPE_CHECKING:  # names used in annotations only
+    from tclnats_py.engine.js.pull import Fetch
     from tclnats_py.jsface.config import ConsumerConfig
     from tclnats_py.jsface.info import ConsumerInfo
     from tclnats_py.sync.jetstream.context import JetStream
@@ -110,7 +109,8 @@ class Consumer:
         inbox = client.new_inbox()
         sub = client.subscribe(inbox)
         try:
-            self._pull(fetch_steps(f, self.next_subject, inbox, time.monotonic()), sub)
+            client.publish(self.next_subject, f.body, reply=inbox)
+            self._pull(f, sub, inbox)
         finally:
             try:
                 sub.unsubscribe()
@@ -128,27 +128,34 @@ class Consumer:
             raise
         return [JsMsg(self.js, m) for m in msgs]
 
-    def _pull(self, op: Generator[Any, Any, None], sub: Any) -> None:
-        """Carry out a fetch's steps (engine/js/fetch.py): its pull requests,
-        and the waits for the next message of its inbox ``sub``."""
-        client = self.js.client
-        kind, step = advance(op)
-        while kind == "step":
-            if step.__class__ is not NextMsg:  # a pull request
-                client.publish(step.subject, step.payload, reply=step.reply)
-                kind, step = advance(op)
-                continue
-            left = None if step.deadline is None else step.deadline - time.monotonic()
-            msg: Any = None
-            if left is None or left > 0:
-                try:
-                    msg = sub.next_msg(left)
-                except NatsError as e:
-                    if e.code == "ErrBadSubscription":  # the connection closed
-                        msg = ENDED
-                    elif e.code != "ErrTimeout":
-                        raise
-            kind, step = advance(op, (msg, time.monotonic()))
+    def _pull(self, f: Fetch, sub: Any, inbox: str) -> None:
+        """Read the fetch's messages into its state until it is done (its
+        outcome is then ``f.result()``), the time is up or heartbeats stop."""
+        deadline = time.monotonic() + f.timeout_ms / 1000
+        hb_wait = f.heartbeat_timeout_ms / 1000 if f.heartbeat_timeout_ms else None
+        while not f.done:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                f.on_timeout()
+                return
+            wait = min(left, hb_wait) if hb_wait else left
+            try:
+                msg = sub.next_msg(wait)
+            except NatsError as e:
+                if e.code == "ErrTimeout":
+                    if hb_wait and wait < left:
+                        f.on_heartbeat_missed()
+                    else:
+                        f.on_timeout()
+                    return
+                if e.code == "ErrBadSubscription":  # the connection closed
+                    f.on_timeout()
+                    return
+                raise
+            for ev in f.on_msg(msg):
+                if ev.__class__ is Pull:  # the pin went stale: the same pull again, unpinned
+                    self.js.client.publish(self.next_subject, ev.body, reply=inbox)
+                    deadline = time.monotonic() + f.timeout_ms / 1000
 
     def consume(self, cb: Callable[[JsMsg], Any], *, max_messages: int | None = None, max_bytes: int | None = None,
                 threshold_messages: int | None = None, threshold_bytes: int | None = None, expires: float = 30.0,
