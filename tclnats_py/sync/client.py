@@ -44,6 +44,7 @@ from tclnats_py.sync.threads import SPARSE, WRITE_CHUNK, Dispatcher, SyncIO, aft
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
+    from tclnats_py.sync.jetstream import JetStream
     from tclnats_py.aio.options import ConnectOptions
 
 __all__ = ["Client", "Subscription", "SyncMsg", "connect", "DEFAULT_SERVER", "Payload", "HeadersArg"]
@@ -115,6 +116,21 @@ class Client(ClientState):
     def lock(self) -> threading.Lock:
         """The lock around the engine (for faces built on this one)."""
         return self._io.lock
+
+    def jetstream(self, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0, *,
+                  publish_async_max_pending: int | None = None,
+                  publish_async_stall_wait: float | None = None) -> JetStream:
+        """The JetStream context (:mod:`tclnats_py.sync.jetstream`; KV and Object
+        Store from there): ``timeout`` (seconds) bounds each API call;
+        ``publish_async_max_pending`` (default 4000) acks in flight, then
+        ``publish_async`` waits up to ``publish_async_stall_wait`` (default 0.2 s) for room."""
+        from tclnats_py.sync.jetstream import JetStream
+        kw: dict[str, Any] = {}
+        if publish_async_max_pending is not None:
+            kw["publish_async_max_pending"] = publish_async_max_pending
+        if publish_async_stall_wait is not None:
+            kw["publish_async_stall_wait"] = publish_async_stall_wait
+        return JetStream(self, domain, api_prefix, timeout, **kw)
 
     # ------------------------------------------------------------ connection
     def connect(self, servers: str | Sequence[str] | None = None, **options: Unpack[ConnectOptions]) -> "Client":
