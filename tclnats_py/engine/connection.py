@@ -107,7 +107,7 @@ class Engine(Registry):
         self._rng = rng or random.Random()
         self.pool = ServerPool(self._rng)
         # a driver-supplied function server_dict -> ms, for -custom_reconnect_delay
-        self.reconnect_delay = None
+        self.reconnect_delay: Callable[[dict], int] | None = None
         # a driver-supplied function nonce -> CONNECT's auth fields (jwt, sig),
         # for nats-py's user_jwt_cb/signature_cb; it wins over the options
         self.auth_cb: Callable[[str | None], dict] | None = None
@@ -501,15 +501,16 @@ class Engine(Registry):
         self._closed(None)
 
     # ------------------------------------------------------------------ input
-    def receive_data(self, data) -> None:
+    def receive_data(self, data, framed: bool = True) -> None:
         """Bytes read: their frames carried out in order (the hot path of every
         face: the common messages inline, see registry.py); a protocol error
         drops the connection after the frames before it.  Ignored without a
-        socket (the phase table's DATA row, which _socket_open caches)."""
+        socket (the phase table's DATA row, which _socket_open caches).
+        ``framed=False``: NATS bytes :meth:`unwrap` gave already."""
         if not self._socket_open:
             return
         bad = None
-        if self._ws is not None:  # WebSocket frames: the NATS bytes in them
+        if self._ws is not None and framed:  # WebSocket frames: the NATS bytes in them
             data, bad = self._ws_receive(data)
         if data:
             self.stats["in_bytes"] += len(data)
@@ -583,6 +584,19 @@ class Engine(Registry):
             self.stats["in_msgs"] += plain
         if bad is not None and self._socket_open:
             self._fail(bad.code, str(bad))
+
+    def unwrap(self, data: bytes) -> bytes:
+        """The NATS bytes of what the socket read, for a driver that scans
+        them itself (the blocking driver's raw mode) and hands the engine what
+        it leaves with ``receive_data(rest, framed=False)``: over a WebSocket
+        the frames' content (control frames answered; a bad frame or the
+        server's close fails the connection, as in receive_data), else ``data``."""
+        if self._ws is None or not self._socket_open:
+            return data
+        data, bad = self._ws_receive(data)
+        if bad is not None:
+            self._fail(bad.code, str(bad))
+        return data
 
     def _handle(self, op) -> None:
         """A frame other than MSG/HMSG (those are receive_data's and _on_msg's)."""

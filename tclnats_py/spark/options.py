@@ -245,7 +245,8 @@ class ConnSettings:
         return ctx
 
     def connect_kwargs(self) -> dict:
-        """Keyword arguments of ``tclnats_py.connect`` (the asyncio face: the writer and the KV reader).
+        """Keyword arguments of ``tclnats_py.sync.connect`` (the blocking face, which takes the asyncio
+        face's options from the same table: the writer and the KV reader).
 
         Times are milliseconds here (the engine's table); the face takes them
         under its ``*_ms`` names where it has them, else (before those names)

@@ -8,7 +8,6 @@ driver at save()/start() (``_check_target``).
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import json
 import logging
@@ -185,10 +184,10 @@ class _Resume:
         self.by_subject = {}
         self.by_stream = {}
 
-    async def written(self, subject):
+    def written(self, subject):
         ids = self.by_subject.get(subject)
         if ids is None:
-            ids = await asyncio.to_thread(self._look, subject)
+            ids = self._look(subject)
             self.by_subject[subject] = ids
         return ids
 
@@ -237,10 +236,10 @@ def _write_rows(settings, opts, columns, rows, id_base, where, resume=None):
     if msg_id_col and msg_id_col not in columns:
         raise make_error("ErrInvalidArg", f"option msgIdColumn: no column {msg_id_col!r} (columns: {columns})")
 
-    async def settle(futs, counts):
+    def settle(futs, counts):
         for subject, i, f in futs:
             try:
-                ack = await f
+                ack = f.result()  # within the publish's own deadline (the JetStream timeout)
             except NatsError as e:
                 if e.code == "ErrNoResponders":
                     raise make_error("ErrNoResponders", f"no stream captures subject {subject!r} (row {i} of "
@@ -251,43 +250,49 @@ def _write_rows(settings, opts, columns, rows, id_base, where, resume=None):
             counts[1] += bool(ack.get("duplicate"))
         futs.clear()
 
-    async def go():
-        import tclnats_py
+    c, js = _js_connect(settings)
+    counts = [0, 0]  # published, duplicates
+    skipped = 0
+    try:
+        futs = []
+        for i, row in enumerate(rows):
+            d = row.asDict() if hasattr(row, "asDict") else dict(zip(columns, row))
+            subject = subject_opt or d.get("subject")  # the option wins, as Kafka's topic
+            if not subject:
+                raise make_error("ErrBadSubject", f"row {i} of {where} has no subject (its column subject "
+                                 f"is {d.get('subject')!r}): give every row a subject, or the option subject")
+            msg_id = str(d[msg_id_col]) if msg_id_col else f"{id_base}-{i}"
+            if resume is not None and msg_id in resume.written(subject):
+                skipped += 1
+                continue
+            data = d.get("data")
+            if data is None:
+                data = d.get("value", b"")
+            if isinstance(data, str):
+                data = data.encode()
+            headers = d.get("headers") or None
+            if headers:
+                headers = {k: list(v) if isinstance(v, (list, tuple)) else [str(v)] for k, v in headers.items()}
+            futs.append((subject, i, js.publish_async(subject, bytes(data), headers, msg_id=msg_id)))
+            if len(futs) >= 512:
+                settle(futs, counts)
+        settle(futs, counts)
+    finally:
         try:
-            c = await tclnats_py.connect(settings.servers, **settings.connect_kwargs())
-        except NatsError as e:
-            raise _unreachable(settings, e) from None
-        js = c.jetstream(domain=settings.domain, api_prefix=settings.api_prefix)
-        counts = [0, 0]  # published, duplicates
-        skipped = 0
-        try:
-            futs = []
-            for i, row in enumerate(rows):
-                d = row.asDict() if hasattr(row, "asDict") else dict(zip(columns, row))
-                subject = subject_opt or d.get("subject")  # the option wins, as Kafka's topic
-                if not subject:
-                    raise make_error("ErrBadSubject", f"row {i} of {where} has no subject (its column subject "
-                                     f"is {d.get('subject')!r}): give every row a subject, or the option subject")
-                msg_id = str(d[msg_id_col]) if msg_id_col else f"{id_base}-{i}"
-                if resume is not None and msg_id in await resume.written(subject):
-                    skipped += 1
-                    continue
-                data = d.get("data")
-                if data is None:
-                    data = d.get("value", b"")
-                if isinstance(data, str):
-                    data = data.encode()
-                headers = d.get("headers") or None
-                if headers:
-                    headers = {k: list(v) if isinstance(v, (list, tuple)) else [str(v)] for k, v in headers.items()}
-                futs.append((subject, i, await js.publish_async(subject, bytes(data), headers, msg_id=msg_id)))
-                if len(futs) >= 512:
-                    await settle(futs, counts)
-            await settle(futs, counts)
+            js.close()
         finally:
-            await c.close()
-        return _Commit(counts[0], counts[1], skipped)
-    return asyncio.run(go())
+            c.close()
+    return _Commit(counts[0], counts[1], skipped)
+
+
+def _js_connect(settings):
+    """A blocking client (tclnats_py.sync) of the task's servers and its JetStream context."""
+    import tclnats_py.sync
+    try:
+        c = tclnats_py.sync.connect(settings.servers, **settings.connect_kwargs())
+    except NatsError as e:
+        raise _unreachable(settings, e) from None
+    return c, c.jetstream(domain=settings.domain, api_prefix=settings.api_prefix)
 
 
 def _task_ids():

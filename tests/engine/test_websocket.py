@@ -219,3 +219,25 @@ def test_ws_through_a_proxy_opens_the_proxy():
     assert e._phase == "TLS"  # wss: TLS inside the tunnel, then the upgrade
     e.tls_done()
     assert d.take_wire().startswith(b"GET / HTTP/1.1\r\n")
+
+
+def test_unwrap_for_a_raw_reader_then_the_rest_unframed():
+    e, d = make(["ws://h1:8080"], ws_compression=False)
+    e.connect()
+    d.pump()
+    e.socket_connected()
+    server = Server()
+    d.feed(server.read(d.take_wire()))
+    d.feed(server.send(Message(data=info_line())))
+    server.read(d.take_wire())
+    d.feed(server.send(Message(data=b"PONG\r\n")))
+    assert e.status == "connected"
+    wire = server.send(Message(data=b"MSG a 1 2\r\nhi\r\nPI")) + server.send(Ping(payload=b"x"))
+    assert e.unwrap(wire) == b"MSG a 1 2\r\nhi\r\nPI"
+    server.read(d.take_wire())
+    assert server.events[-1] == Pong(payload=b"x")
+    e.receive_data(b"PING\r\n", framed=False)  # what the raw reader left to the engine: answered
+    server.read(d.take_wire())
+    assert server.nats.endswith(b"PONG\r\n")
+    tcp, _ = make(["nats://h1:4222"])
+    assert tcp.unwrap(b"+OK\r\n") == b"+OK\r\n"

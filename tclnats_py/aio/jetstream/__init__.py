@@ -43,10 +43,10 @@ from tclnats_py.engine.js.api import StoredMsg  # noqa: F401
 from tclnats_py.errors import (ErrBadRequest, ErrConsumerDeleted, ErrConsumerNotActive,  # noqa: F401
                                ErrJetStreamNotEnabled, ErrJetStreamNotEnabledForAccount, ErrNoHeartbeat,
                                ErrNotJSMessage, ErrNotPullConsumer)
-from tclnats_py.aio.jetstream.info import (AccountInfo, ClusterInfo, ConsumerInfo, Info, PeerInfo,  # noqa: F401
+from tclnats_py.jsface.info import (AccountInfo, ClusterInfo, ConsumerInfo, Info, PeerInfo,  # noqa: F401
                                            PubAck, Reply, SequenceInfo, StreamInfo, StreamSourceInfo, StreamState,
                                            ConsumerPauseResponse, ConsumerResetResponse)
-from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig  # noqa: F401
+from tclnats_py.jsface.config import ConsumerConfig, StreamConfig  # noqa: F401
 from tclnats_py.aio.jetstream.message import JsMsg, MsgMetadata, SequencePair  # noqa: F401
 from tclnats_py.aio.jetstream.context import JetStream  # noqa: F401
 from tclnats_py.aio.jetstream.stream import Stream  # noqa: F401
