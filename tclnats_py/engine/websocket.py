@@ -68,7 +68,15 @@ class WebSocket:
     def __init__(self, host: str, port: int, path: str = "/", headers=(), compression: bool = True,
                  proxy: str = "", max_frame: int = MAX_FRAME, where: str = "?") -> None:
         from wsproto import ConnectionType, WSConnection
+        from wsproto import events as E
+        from wsproto.frame_protocol import Opcode, ParseFailed
+        from wsproto.utilities import LocalProtocolError, RemoteProtocolError
         self._conn = WSConnection(ConnectionType.CLIENT)
+        self._E = E
+        self._errors = (RemoteProtocolError, LocalProtocolError, ParseFailed)
+        self._data_ops = (Opcode.BINARY, Opcode.CONTINUATION, Opcode.TEXT)
+        self._ping, self._close = Opcode.PING, Opcode.CLOSE
+        self._proto: Any = None         # wsproto's FrameProtocol once open: the data path
         self.host = host
         self.port = port
         self.path = path or "/"
@@ -154,19 +162,49 @@ class WebSocket:
                 return b""
         if self.phase == _UPGRADE and self._head is not None:
             self._check_http(data)
-        from wsproto.utilities import LocalProtocolError, RemoteProtocolError
         try:
+            if self._proto is not None and self.phase == _OPEN:
+                return self._frames(data)
             self._conn.receive_data(data)
             return self._events()
-        except (RemoteProtocolError, LocalProtocolError) as e:
+        except self._errors as e:
             upgrading = self.phase == _UPGRADE
             self.phase = _CLOSED
             if upgrading:
                 raise self._bad_upgrade(str(e)) from None
             raise make_error("ErrWebSocket", f"Bad WebSocket data from {self.where}: {e}") from None
 
+    def _frames(self, data: bytes) -> bytes:
+        """The open WebSocket's bytes read through wsproto's frame protocol
+        itself (its parser, unmasking and permessage-deflate): the data
+        frames' content; pings answered, a close frame ends."""
+        proto = self._proto
+        proto.receive_bytes(data)
+        parts = []
+        data_ops = self._data_ops
+        for frame in proto.received_frames():
+            op = frame.opcode
+            if op in data_ops:
+                payload = frame.payload if op is not data_ops[2] else frame.payload.encode()
+                self._frame += len(payload)
+                if self._frame > self.max_frame or (not frame.frame_finished and self._claimed() > self.max_frame):
+                    self.phase = _CLOSED
+                    raise make_error("ErrWebSocket", f"WebSocket frame from {self.where} is larger than "
+                                     f"{self.max_frame} bytes")
+                if frame.frame_finished:
+                    self._frame = 0
+                parts.append(payload)
+            elif op is self._ping:
+                self.out += proto.pong(frame.payload)
+            elif op is self._close:
+                code, reason = frame.payload
+                self.out += proto.close(code)
+                self._closed_by_server(code, reason)
+                break
+        return b"".join(parts) if len(parts) != 1 else parts[0]
+
     def _events(self) -> bytes:
-        from wsproto import events as E
+        E = self._E
         parts = []
         ev: Any
         for ev in self._conn.events():
@@ -186,6 +224,8 @@ class WebSocket:
             elif cls is E.AcceptConnection:
                 self.phase = _OPEN
                 self.extensions = tuple(x.name for x in ev.extensions)
+                # the frames from now on: wsproto's frame protocol, without its event layer
+                self._proto = getattr(self._conn.connection, "_proto", None)
             elif cls is E.RejectConnection:
                 self.phase = _CLOSED
                 raise self._bad_upgrade(f"HTTP {ev.status_code}")
@@ -209,10 +249,14 @@ class WebSocket:
             from wsproto.connection import ConnectionState
             if self._conn.state is ConnectionState.REMOTE_CLOSING:
                 self.out += self._conn.send(ev.response())
-        reason = f" {ev.reason}" if ev.reason else ""
+        self._closed_by_server(ev.code, ev.reason)
+
+    def _closed_by_server(self, code, reason) -> None:
+        reason = f" {reason}" if reason else ""
+        code = int(code)
         self.phase = _CLOSED
         self.closed = make_error("ErrBrokenSocket", f"Server {self.where} closed the WebSocket "
-                                 f"(code {ev.code}{reason})")
+                                 f"(code {code}{reason})")
 
     def _check_http(self, data: bytes) -> None:
         """The answer to the upgrade must be HTTP: a NATS port's INFO (or
@@ -242,16 +286,15 @@ class WebSocket:
         if data:
             if self.phase != _OPEN:
                 raise make_error("ErrWebSocket", f"NATS data for {self.where} before the WebSocket is open")
-            from wsproto.events import Message
-            framed = self._conn.send(Message(data=data))
+            proto = self._proto
+            framed = bytes(proto.send_data(data)) if proto is not None else self._conn.send(self._E.Message(data=data))
             if not out and not self._closing:
                 return framed
             out += framed
         if self._closing:
             self._closing = False
             if self.phase == _OPEN:
-                from wsproto.events import CloseConnection
-                out += self._conn.send(CloseConnection(code=1000))
+                out += self._conn.send(self._E.CloseConnection(code=1000))
                 self.phase = _CLOSED
         self.out = bytearray()
         return bytes(out)
