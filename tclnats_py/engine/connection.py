@@ -502,11 +502,8 @@ class Engine(Registry):
 
     # ------------------------------------------------------------------ input
     def receive_data(self, data, framed: bool = True) -> None:
-        """Bytes read: their frames carried out in order (the hot path of every
-        face: the common messages inline, see registry.py); a protocol error
-        drops the connection after the frames before it.  Ignored without a
-        socket (the phase table's DATA row, which _socket_open caches).
-        ``framed=False``: NATS bytes :meth:`unwrap` gave already."""
+        """Bytes read (framed=False: NATS bytes unwrap() gave), carried out frame by frame, the common ones inline
+        (registry.py); a protocol error drops the connection after the frames before it; no socket: ignored."""
         if not self._socket_open:
             return
         bad = None
