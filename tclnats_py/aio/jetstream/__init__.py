@@ -43,14 +43,15 @@ from tclnats_py.engine.js.api import StoredMsg  # noqa: F401
 from tclnats_py.errors import (ErrBadRequest, ErrConsumerDeleted, ErrConsumerNotActive,  # noqa: F401
                                ErrJetStreamNotEnabled, ErrJetStreamNotEnabledForAccount, ErrNoHeartbeat,
                                ErrNotJSMessage, ErrNotPullConsumer)
-from tclnats_py.aio.jetstream.info import (AccountInfo, ClusterInfo, ConsumerInfo, Info, PeerInfo,  # noqa: F401
-                                           PubAck, Reply, SequenceInfo, StreamInfo, StreamSourceInfo, StreamState,
+from tclnats_py.aio.jetstream.info import (AccountInfo, BatchAck, ClusterInfo, ConsumerInfo, Info,  # noqa: F401
+                                           PeerInfo, PubAck, Reply, SequenceInfo, StreamInfo, StreamSourceInfo, StreamState,
                                            ConsumerPauseResponse, ConsumerResetResponse)
 from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig  # noqa: F401
 from tclnats_py.aio.jetstream.message import JsMsg, MsgMetadata, SequencePair  # noqa: F401
 from tclnats_py.aio.jetstream.context import JetStream  # noqa: F401
 from tclnats_py.aio.jetstream.stream import Stream  # noqa: F401
 from tclnats_py.aio.jetstream.counter import Counter  # noqa: F401
+from tclnats_py.aio.jetstream.batch import BatchPublisher  # noqa: F401
 from tclnats_py.aio.jetstream.direct import DirectGet  # noqa: F401
 from tclnats_py.aio.jetstream.consumer import Consumer  # noqa: F401
 from tclnats_py.aio.jetstream.pull import ConsumeContext, MessagesContext  # noqa: F401
@@ -59,7 +60,7 @@ from tclnats_py.aio.jetstream.push import PushSubscription  # noqa: F401
 
 __all__ = ["new", "JetStream", "Stream", "Counter", "DirectGet", "Consumer", "JsMsg", "MsgMetadata", "SequencePair", "StoredMsg", "Info",
            "Reply", "StreamInfo", "StreamState", "ClusterInfo", "PeerInfo", "StreamSourceInfo", "ConsumerInfo",
-           "SequenceInfo", "PubAck", "ConsumerPauseResponse", "ConsumerResetResponse",
+           "SequenceInfo", "PubAck", "BatchAck", "BatchPublisher", "ConsumerPauseResponse", "ConsumerResetResponse",
            "AccountInfo", "StreamConfig", "ConsumerConfig", "ConsumeContext", "MessagesContext", "OrderedConsumer",
            "PushSubscription",
            "stream_source", "subject_transform", "republish"]

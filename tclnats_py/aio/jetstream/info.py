@@ -259,6 +259,19 @@ class PubAck(Reply):
         return self.get("val")
 
 
+class BatchAck(Reply):
+    """The ack of an atomic batch's commit (ADR-50): ``stream``, ``seq`` (the
+    stream sequence of the batch's last message; the others precede it),
+    ``batch_id``, ``batch_size`` (how many messages were stored), ``domain``."""
+    __slots__ = ("stream", "seq", "batch_id", "batch_size", "domain")
+    stream: str
+    seq: int
+    batch_id: str
+    batch_size: int
+    domain: str | None
+    _fields = (("stream", ""), ("seq", 0), ("batch_id", ""), ("batch_size", 0), ("domain", None))
+
+
 class AccountInfo(Reply):
     """$JS.API.INFO: the account's JetStream usage (bytes, counts) and its limits."""
     __slots__ = ("memory", "storage", "reserved_memory", "reserved_storage", "streams", "consumers", "limits",
