@@ -25,6 +25,7 @@ async def _count(js, name):
     return (await js.stream_info(name)).state.messages
 
 
+@pytest.mark.feature("atomic_batch")
 def test_publish_batch_stores_all_with_one_ack(js_server):
     async def go():
         nc = await tclnats_py.connect(js_server.url)
@@ -53,6 +54,7 @@ def test_publish_batch_stores_all_with_one_ack(js_server):
     run(go())
 
 
+@pytest.mark.feature("atomic_batch")
 def test_batch_context_commits_at_the_end_and_discards_on_error(js_server):
     async def go():
         nc = await tclnats_py.connect(js_server.url)
@@ -89,6 +91,7 @@ def test_batch_context_commits_at_the_end_and_discards_on_error(js_server):
     run(go())
 
 
+@pytest.mark.feature("atomic_batch")
 def test_failed_expectation_in_the_middle_stores_nothing(js_server):
     async def go():
         nc = await tclnats_py.connect(js_server.url)
@@ -119,6 +122,7 @@ def test_failed_expectation_in_the_middle_stores_nothing(js_server):
     run(go())
 
 
+@pytest.mark.feature("atomic_batch")
 def test_batch_refusals_explained(js_server):
     async def go():
         nc = await tclnats_py.connect(js_server.url)
@@ -147,6 +151,7 @@ def test_batch_refusals_explained(js_server):
     run(go())
 
 
+@pytest.mark.feature("atomic_batch")
 def test_bad_batches_refused_before_sending(js_server):
     async def go():
         nc = await tclnats_py.connect(js_server.url)
@@ -182,6 +187,7 @@ def test_bad_batches_refused_before_sending(js_server):
 LIMITS = 'jetstream { limits { batch { max_msgs: 5, max_inflight_per_stream: 2, timeout: "1s" } } }\n'
 
 
+@pytest.mark.feature("atomic_batch")
 def test_server_batch_limits_explained():
     async def go(url):
         nc = await tclnats_py.connect(url)
@@ -223,6 +229,7 @@ def test_server_batch_limits_explained():
         run(go(srv.url))
 
 
+@pytest.mark.feature("atomic_batch", "api_level")
 def test_batch_on_a_server_too_old(old_js_server):
     async def go():
         nc = await tclnats_py.connect(old_js_server.url)
