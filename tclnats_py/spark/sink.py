@@ -19,6 +19,9 @@ from typing import Optional
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 
 from tclnats_py.errors import NatsError, make_error
+from tclnats_py.engine.js import batch as _batch
+from tclnats_py.engine.js.api_level import require_level
+from tclnats_py.engine.js.publish import MSG_ID
 from tclnats_py.spark import options as O
 from tclnats_py.spark.read import _meta, _unreachable
 from tclnats_py.spark.reader import Meta
@@ -86,6 +89,67 @@ def _check_target(opts, schema, settings) -> None:
                          f"'subject' (the columns are {', '.join(fields) or 'none'})")
     if not isinstance(f.dataType, StringType):
         raise make_error("ErrBadSubject", f"column subject must be a string, not {f.dataType.simpleString()}")
+
+
+def _atomic_size(opts, settings, check_server: bool) -> int:
+    """Rows per atomic batch with the option ``atomic`` true (``atomicBatchSize``,
+    default the server's default limit, 1000), else 0: the plain write.  On the
+    driver at save() / start() (``check_server``): the server must take atomic
+    batches (nats-server 2.12, asked once: ErrServerTooOld), and the streams of
+    a literal ``subject`` option must have ``allow_atomic``."""
+    if not O.opt_bool(opts, "atomic", False):
+        if opts.get("atomicbatchsize") is not None:
+            raise make_error("ErrInvalidArg", "option atomicBatchSize is for atomic writes: give atomic=true too")
+        return 0
+    size = O.opt_int(opts, "atomicbatchsize", _batch.DEFAULT_LIMITS["max_msgs"], 1)
+    if not check_server:
+        return size
+    subject = opts.get("subject")
+    try:
+        with _meta(settings) as m:
+            m.call(require_level(m.api, _batch.FEATURE))
+            streams = m.call(m.api.stream_names(str(subject))) if subject else []
+            off = [s for s in streams if not m.stream_info(s)["config"].get("allow_atomic")]
+    except NatsError as e:
+        if e.code not in _NOT_ALLOWED_TO_ASK:
+            raise
+        log.warning("option atomic: the server's API level or the target streams could not be read (%s: %s): "
+                    "not checked before the write", e.code, e)
+        return size
+    if off:
+        raise make_error("ErrInvalidArg", f"option atomic: stream {off[0]} (of subject {subject!r}) does not take "
+                         f"atomic batches: update it with allow_atomic true, or write with atomic=false")
+    return size
+
+
+async def _publish_batch(js, pending, counts, where):
+    """Publish ``pending`` (subject, data, headers, row) as one atomic batch.
+
+    A batch refused for a duplicate Nats-Msg-Id holds rows an earlier try of
+    this task stored (Spark may end a failing task's input early, so its
+    last batch can be shorter than the retry's): it is split in halves, each
+    published again as an atomic batch, down to single rows, so the rows
+    stored already are refused alone and every other row is stored once,
+    inside an atomic batch."""
+    first, last = pending[0][3], pending[-1][3]
+    try:
+        ack = await js.publish_batch([m[:3] for m in pending])
+    except NatsError as e:
+        if e.code == "ErrNoResponders":
+            raise make_error("ErrNoResponders", f"no stream captures a subject of rows {first}..{last} of "
+                             f"{where} (an atomic batch got no responders): create a stream with that subject, "
+                             f"or correct the subject") from None
+        if e.details.get("err_code") != _batch.ERR_DUPLICATE_MSG_ID:
+            raise make_error(e.code, f"publishing rows {first}..{last} of {where} as an atomic batch: {e}") from None
+        if len(pending) == 1:
+            counts[0] += 1
+            counts[1] += 1  # in the stream already
+            return
+        half = len(pending) // 2
+        await _publish_batch(js, pending[:half], counts, where)
+        await _publish_batch(js, pending[half:], counts, where)
+    else:
+        counts[0] += ack.batch_size
 
 
 # a JetStream API request that the account may not make (or that got no answer in time)
@@ -231,7 +295,7 @@ class _Resume:
         return ids
 
 
-def _write_rows(settings, opts, columns, rows, id_base, where, resume=None):
+def _write_rows(settings, opts, columns, rows, id_base, where, resume=None, atomic=0):
     subject_opt = opts.get("subject")
     msg_id_col = opts.get("msgidcolumn")
     if msg_id_col and msg_id_col not in columns:
@@ -262,6 +326,7 @@ def _write_rows(settings, opts, columns, rows, id_base, where, resume=None):
         skipped = 0
         try:
             futs = []
+            pending = [] if atomic else None  # the rows of the atomic batch being made
             for i, row in enumerate(rows):
                 d = row.asDict() if hasattr(row, "asDict") else dict(zip(columns, row))
                 subject = subject_opt or d.get("subject")  # the option wins, as Kafka's topic
@@ -280,9 +345,17 @@ def _write_rows(settings, opts, columns, rows, id_base, where, resume=None):
                 headers = d.get("headers") or None
                 if headers:
                     headers = {k: list(v) if isinstance(v, (list, tuple)) else [str(v)] for k, v in headers.items()}
+                if pending is not None:
+                    pending.append((subject, bytes(data), dict(headers or {}, **{MSG_ID: [msg_id]}), i))
+                    if len(pending) >= atomic:
+                        await _publish_batch(js, pending, counts, where)
+                        pending.clear()
+                    continue
                 futs.append((subject, i, await js.publish_async(subject, bytes(data), headers, msg_id=msg_id)))
                 if len(futs) >= 512:
                     await settle(futs, counts)
+            if pending:
+                await _publish_batch(js, pending, counts, where)
             await settle(futs, counts)
         finally:
             await c.close()
@@ -304,13 +377,14 @@ class _Writer(_Shipped, DataSourceWriter):
         self.settings = O.parse_conn(opts)
         self.columns = [f.name for f in schema.fields]
         _check_target(opts, schema, self.settings)
+        self.atomic = _atomic_size(opts, self.settings, True)
         # given (an idempotent re-run), or new for this write: two writes never share ids
         self.write_id = opts.get("writeid") or uuid.uuid4().hex
 
     def write(self, iterator):
         partition, _, _ = _task_ids()
         return _write_rows(self.settings, self.opts, self.columns, iterator, f"{self.write_id}-{partition}",
-                           f"partition {partition}")
+                           f"partition {partition}", atomic=self.atomic)
 
 
 class _StreamWriter(_Shipped, DataSourceStreamWriter):
@@ -320,7 +394,9 @@ class _StreamWriter(_Shipped, DataSourceStreamWriter):
         self.columns = [f.name for f in schema.fields]
         self.write_id = opts.get("writeid")
         self.unfinished = None
-        if not _in_commit_runner():  # at start(): the checks, and the batches run again
+        at_start = not _in_commit_runner()
+        self.atomic = _atomic_size(opts, self.settings, at_start)
+        if at_start:  # the checks, and the batches run again
             _check_target(opts, schema, self.settings)
             self.unfinished = _unfinished_batches(opts.get("checkpointlocation"))
 
@@ -338,7 +414,7 @@ class _StreamWriter(_Shipped, DataSourceStreamWriter):
             resume = _Resume(self.settings, u["batches"][int(batch)] - _RESUME_MARGIN_MS, prefix,
                              self.opts.get("subject") or None, where)
         return _write_rows(self.settings, self.opts, self.columns, iterator, f"{base}-{batch}-{partition}", where,
-                           resume)
+                           resume, self.atomic)
 
     def commit(self, messages, batchId):
         done = [m for m in messages if isinstance(m, _Commit)]
