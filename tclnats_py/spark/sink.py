@@ -2,8 +2,10 @@
 each with a ``Nats-Msg-Id`` that makes a retried task's messages duplicates
 the stream drops, and a re-run micro-batch (planned in the checkpoint, not
 committed) that first reads which of its rows an interrupted run wrote
-(``_unfinished_batches``, ``_Resume``).  Where the rows go is checked on the
-driver at save()/start() (``_check_target``).
+(``_unfinished_batches``, ``_Resume``).  With the option ``atomic`` each
+task writes its partition as atomic batches (ADR-50, ``_publish_batch``), so
+a task that dies mid-partition leaves only whole batches.  Where the rows go
+is checked on the driver at save()/start() (``_check_target``, ``_atomic_size``).
 """
 
 from __future__ import annotations
