@@ -84,6 +84,9 @@ def test_batch_context_commits_at_the_end_and_discards_on_error(js_server):
             with pytest.raises(NatsError) as e:
                 await js.batch().commit()
             assert e.value.code == "ErrInvalidArg" and "empty" in str(e.value)
+            async with js.batch() as empty:
+                pass                               # nothing added: nothing to commit
+            assert empty.is_closed and empty.ack is None
             assert await _count(js, "BAT_CTX") == 7
         finally:
             await js.delete_stream("BAT_CTX")

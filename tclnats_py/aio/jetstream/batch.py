@@ -16,7 +16,7 @@ class BatchPublisher:
     """An atomic batch (``js.batch()``): the messages :meth:`add` gives are
     stored all together at :meth:`commit`, or none of them.  As an async
     context manager it commits when the block ends and discards the batch
-    when the block raises::
+    when the block raises (or added nothing: ``ack`` stays None)::
 
         async with js.batch() as b:
             await b.add("orders.1", b"...")
@@ -75,7 +75,7 @@ class BatchPublisher:
         return self
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is not None:
-            self.discard()
+        if exc_type is not None or self.core.size == 0:
+            self.discard()  # (a block that added nothing commits nothing: ack stays None)
         elif not self.core.closed:
             await self.commit()
