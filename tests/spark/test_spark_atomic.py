@@ -76,6 +76,33 @@ def test_atomic_write_stores_whole_batches(spark, js_server):
 
 
 @pytest.mark.feature("atomic_batch")
+def test_streaming_atomic_write(spark, js_server, tmp_path):
+    url = js_server.url
+    make_stream(url, "ATS_IN", ["ats.in"])
+    make_stream(url, "ATS_OUT", ["ats.out"], allow_atomic=True)
+    asyncio.run(_publish_plain(url, [("ats.in", b"s%d" % i) for i in range(90)]))
+    q = (spark.readStream.format("jetstream").option("servers", url).option("stream", "ATS_IN")
+         .option("partitions", 2).load().select("data")
+         .writeStream.format("jetstream").option("servers", url).option("subject", "ats.out")
+         .option("atomic", "true").option("atomicBatchSize", 25)
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q.awaitTermination(300)
+    assert q.exception() is None
+    msgs = _stream_msgs(url, "ATS_OUT")
+    assert sorted(d for d, *_ in msgs) == sorted(b"s%d" % i for i in range(90))
+    sizes = _whole_batches(msgs)
+    assert sum(sizes.values()) == 90 and max(sizes.values()) <= 25
+
+
+async def _publish_plain(url, items):
+    c = await tclnats_py.connect(url)
+    js = c.jetstream()
+    for subject, data in items:
+        await js.publish(subject, data)
+    await c.close()
+
+
+@pytest.mark.feature("atomic_batch")
 def test_a_task_killed_mid_partition_leaves_whole_batches_and_its_retry_an_exact_count(spark, js_server, tmp_path):
     """One partition of 600 rows in batches of 50; its first try dies at row
     420, once the sink has committed some batches: every count of the stream
