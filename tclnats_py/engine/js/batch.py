@@ -215,14 +215,9 @@ class AtomicBatch:
         hdrs[BATCH_SEQUENCE] = [str(n)]
         if (n == 1 and self.ack_first) or (self.ack_every and n % self.ack_every == 0):
             try:
-                reply = yield Request(subject, data, hdrs, self._timeout())
+                _check_staged((yield Request(subject, data, hdrs, self._timeout())))
             except NatsError:
-                self.closed = True
-                raise
-            try:
-                _check_staged(reply)
-            except NatsError:
-                self.closed = True
+                self.closed = True  # the server abandons what it staged
                 raise
         else:
             yield Publish(subject, data, None, hdrs)
@@ -232,7 +227,10 @@ class AtomicBatch:
 
     def commit(self, item=None) -> Op[dict]:
         """Operation: commit the batch, with ``item`` as its last message
-        when given; the batch ack (:func:`batch_ack`)."""
+        when given; the batch ack (:func:`batch_ack`).  A commit whose reply
+        does not come (ErrTimeout) may have been stored or not: with a
+        ``Nats-Msg-Id`` on each message, sending the batch again is safe (one
+        stored already is refused whole, err_code 10201)."""
         if item is not None:
             yield from self.add(item)
         if self.held is None:
