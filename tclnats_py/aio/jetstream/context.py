@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generator, cast
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generator, Iterable, cast
 
 import asyncio
 import datetime
@@ -14,10 +14,11 @@ from tclnats_py.engine.validate import _to_bytes, check_headers, check_int, chec
 from tclnats_py.engine.js.api import Batch, JsApi, Publish, Request, advance, api_call
 from tclnats_py.engine.js import counter as _counter
 from tclnats_py.engine.js import schedule as _schedule
+from tclnats_py.engine.js.batch import publish_batch
 from tclnats_py.engine.js.api_level import require_level
 from tclnats_py.engine.js.priority import consumer_create
 from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast
-from tclnats_py.jsface.info import (AccountInfo, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse,
+from tclnats_py.jsface.info import (AccountInfo, BatchAck, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse,
                                            Info, PubAck, StreamInfo)
 from tclnats_py.engine.js import consumer_admin as _admin
 from tclnats_py.jsface.config import ConsumerConfig, StreamConfig, _merge, consumer_body, stream_body
@@ -26,6 +27,7 @@ from tclnats_py.jsface.publish import publish_options
 from tclnats_py.jsface.pull import ordered_state
 from tclnats_py.aio.jetstream.stream import Stream
 from tclnats_py.aio.jetstream.counter import Counter
+from tclnats_py.aio.jetstream.batch import BatchPublisher
 from tclnats_py.aio.jetstream.consumer import Consumer
 from tclnats_py.aio.jetstream.ordered import OrderedConsumer
 from tclnats_py.aio.jetstream.message import JsMsg
@@ -312,6 +314,26 @@ class JetStream:
             finally:
                 if w in ap.idle_waiters:
                     ap.idle_waiters.remove(w)
+
+    async def publish_batch(self, msgs: Iterable[tuple[Any, ...]], *, ack_every: int = 0,
+                            timeout: float | None = None) -> BatchAck:
+        """Publish ``msgs``, each ``(subject, data)`` or ``(subject, data,
+        headers)``, as one atomic batch (ADR-50; a stream with
+        ``allow_atomic``, nats-server 2.12): all are stored, or none.  Its
+        :class:`BatchAck` (``batch_id``, ``batch_size``, ``stream``, ``seq`` of
+        the last).  Every message is checked before the first is sent; the
+        server's refusal raises its error with what it means (ErrJSResponse,
+        ``details["err_code"]``); ErrServerTooOld before 2.12.  ``ack_every``
+        n: every n-th message waits for the server's word, so a long batch
+        fails early; ``timeout`` (seconds) bounds each wait."""
+        ms = None if timeout is None else int(check_timeout(timeout) * 1000)
+        return BatchAck(await self._run(publish_batch(self.jsapi, msgs, ack_every, ms)))
+
+    def batch(self, *, ack_every: int = 0, timeout: float | None = None) -> BatchPublisher:
+        """An atomic batch to fill message by message (:class:`BatchPublisher`):
+        ``async with js.batch() as b: await b.add(subject, data)`` commits at
+        the end of the block (``b.ack``); see :meth:`publish_batch`."""
+        return BatchPublisher(self, ack_every, None if timeout is None else check_timeout(timeout))
 
     @property
     def publish_async_pending(self) -> int:

@@ -17,7 +17,7 @@
 The protocol work is the engine's (``tclnats_py.engine.js``); the values
 (:class:`StreamInfo`, :class:`PubAck`, :class:`StreamConfig` ...) are the
 asyncio face's, from :mod:`tclnats_py.jsface`.  One file per concept:
-``context`` (JetStream), ``stream``, ``consumer``, ``pull`` (consume,
+``context`` (JetStream), ``batch`` (BatchPublisher), ``stream``, ``consumer``, ``pull`` (consume,
 messages), ``ordered``, ``message`` (JsMsg), ``publish`` (publish_async).
 Units: seconds.  Errors: the shared codes (ErrStreamNotFound,
 ErrConsumerNotFound, ErrMsgNotFound, ErrWrongLastSequence, ErrNoResponders,
@@ -30,8 +30,9 @@ from typing import Any
 
 from tclnats_py.engine.js.api import StoredMsg
 from tclnats_py.jsface.config import ConsumerConfig, StreamConfig
-from tclnats_py.jsface.info import (AccountInfo, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse, Info,
+from tclnats_py.jsface.info import (AccountInfo, BatchAck, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse, Info,
                                     PubAck, StreamInfo, StreamState)
+from tclnats_py.sync.jetstream.batch import BatchPublisher
 from tclnats_py.sync.jetstream.consumer import Consumer
 from tclnats_py.sync.jetstream.context import JetStream
 from tclnats_py.sync.jetstream.message import JsMsg, MsgMetadata, SequencePair
@@ -42,7 +43,7 @@ from tclnats_py.sync.jetstream.stream import Stream
 __all__ = ["new", "JetStream", "Stream", "Consumer", "JsMsg", "MsgMetadata", "SequencePair", "StoredMsg", "Info",
            "StreamInfo", "StreamState", "ConsumerInfo", "PubAck", "AccountInfo", "ConsumerPauseResponse",
            "ConsumerResetResponse", "StreamConfig", "ConsumerConfig", "ConsumeContext", "MessagesContext",
-           "OrderedConsumer"]
+           "OrderedConsumer", "BatchAck", "BatchPublisher"]
 
 
 def new(client: Any, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,

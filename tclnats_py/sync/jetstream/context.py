@@ -9,19 +9,22 @@ from typing import TYPE_CHECKING, Any, Generator
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.headers import Headers
-from tclnats_py.engine.validate import _to_bytes, check_int, check_timeout
+from tclnats_py.engine.validate import _to_bytes, check_headers, check_int, check_timeout
 from tclnats_py.engine.js import consumer_admin as _admin
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js import objstore as _obj
 from tclnats_py.engine.js.api import Batch, JsApi, Publish, Request, advance
+from tclnats_py.engine.js import schedule as _schedule
+from tclnats_py.engine.js.batch import publish_batch
 from tclnats_py.engine.js.api_level import require_level
 from tclnats_py.engine.js.priority import consumer_create
 from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast
 from tclnats_py.jsface.config import ConsumerConfig, StreamConfig, consumer_body, stream_body
-from tclnats_py.jsface.info import (AccountInfo, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse, Info,
+from tclnats_py.jsface.info import (AccountInfo, BatchAck, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse, Info,
                                     PubAck, StreamInfo)
 from tclnats_py.jsface.publish import publish_options
 from tclnats_py.jsface.pull import ordered_state
+from tclnats_py.sync.jetstream.batch import BatchPublisher
 from tclnats_py.sync.jetstream.consumer import Consumer
 from tclnats_py.sync.jetstream.ordered import OrderedConsumer
 from tclnats_py.sync.jetstream.publish import AsyncPub, Retired
@@ -253,6 +256,35 @@ class JetStream:
                 return ap.add(subject, payload, hdrs, timeout, stall)
             except Retired:  # it went idle and ended just now: the next one takes the publish
                 continue
+
+    def publish_schedule(self, subject: str, data: bytes | str = b"", headers: Any = None, *, target: str,
+                         at: datetime.datetime | str | None = None,
+                         every: float | datetime.timedelta | str | None = None, cron: str | None = None,
+                         time_zone: str | None = None, ttl: str | int | None = None, source: str | None = None,
+                         timeout: float | None = None) -> PubAck:
+        """Store a message schedule (ADR-51) on ``subject`` that publishes to
+        ``target`` ``at`` a time, ``every`` so many seconds or on a ``cron``
+        spec; the asyncio face's :meth:`~tclnats_py.aio.jetstream.JetStream.publish_schedule`
+        (same arguments, checks and errors) without ``await``."""
+        check_timeout(timeout)
+        check_headers(headers)
+        hdrs, features = _schedule.schedule_headers(subject, headers, target=target, at=at, every=every, cron=cron,
+                                                    time_zone=time_zone, ttl=ttl, source=source)
+        ms = None if timeout is None else int(timeout * 1000)
+        return PubAck(self._run(_schedule.publish_schedule(self.jsapi, subject, _to_bytes(data), hdrs, features, ms)))
+
+    def publish_batch(self, msgs: Any, *, ack_every: int = 0, timeout: float | None = None) -> BatchAck:
+        """Publish ``msgs``, each ``(subject, data)`` or ``(subject, data,
+        headers)``, as one atomic batch (ADR-50): all stored, or none; its
+        :class:`BatchAck`.  The asyncio face's
+        :meth:`~tclnats_py.aio.jetstream.JetStream.publish_batch` without ``await``."""
+        ms = None if timeout is None else int(check_timeout(timeout) * 1000)
+        return BatchAck(self._run(publish_batch(self.jsapi, msgs, ack_every, ms)))
+
+    def batch(self, *, ack_every: int = 0, timeout: float | None = None) -> BatchPublisher:
+        """An atomic batch to fill message by message: ``with js.batch() as b:
+        b.add(subject, data)`` commits at the end of the block (``b.ack``)."""
+        return BatchPublisher(self, ack_every, None if timeout is None else check_timeout(timeout))
 
     def publish_async_complete(self, timeout: float | None = None) -> None:
         """Wait until every async publish so far has its ack (or error);
