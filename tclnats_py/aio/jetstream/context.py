@@ -9,7 +9,6 @@ import datetime
 
 from tclnats_py.engine.connection import Msg
 from tclnats_py.errors import NatsError, make_error
-from tclnats_py.engine.headers import Headers
 from tclnats_py.engine.validate import _to_bytes, check_headers, check_int, check_timeout
 from tclnats_py.engine.js.api import Batch, JsApi, Publish, Request, advance, api_call
 from tclnats_py.engine.js import counter as _counter
@@ -24,7 +23,9 @@ from tclnats_py.engine.js import consumer_admin as _admin
 from tclnats_py.jsface.config import ConsumerConfig, StreamConfig, _merge, consumer_body, stream_body
 from tclnats_py.aio.jetstream.publish import _AsyncPub
 from tclnats_py.jsface.publish import publish_options
+from tclnats_py.jsface.kv import aggregate_options, mirror_options
 from tclnats_py.jsface.pull import ordered_state
+from tclnats_py.jsface.message import stored_msg as _face_headers
 from tclnats_py.aio.jetstream.stream import Stream
 from tclnats_py.aio.jetstream.counter import Counter
 from tclnats_py.aio.jetstream.batch import BatchPublisher
@@ -42,11 +43,6 @@ if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.engine.js.api import StoredMsg
     from tclnats_py.aio.jetstream.push import PushSubscription
 
-
-def _face_headers(m: StoredMsg) -> StoredMsg:
-    if m.headers and type(m.headers) is dict:
-        m.headers = Headers(m.headers)
-    return m
 
 
 class JetStream:
@@ -520,20 +516,14 @@ class JetStream:
         """A bucket gathering other buckets (maybe across domains; origins from
         tclnats_py.aio.kv.kv_origin(...)); read-only unless ``writable``."""
         from tclnats_py.aio.kv import KeyValue as KeyValue
-        if not origins:
-            raise make_error("ErrInvalidArg", "List of KV origins is required")
-        if "mirror_name" in config or "mirror_domain" in config:
-            raise make_error("ErrInvalidArg", "-mirror_name and -mirror_domain are not allowed")
-        return cast("KeyValue", await KeyValue.create_bucket(self, bucket, origins=list(origins),
-                                                            writable=bool(writable), **config))
+        opts = aggregate_options(writable, origins, dict(config))
+        return cast("KeyValue", await KeyValue.create_bucket(self, bucket, **opts))
 
     async def create_kv_mirror(self, name: str, origin: dict[str, Any], **config: Unpack[KeyValueFields]) -> None:
         """A read-only copy of one bucket (serves direct gets); not bindable,
         deleted with delete_stream(name)."""
         from tclnats_py.aio.kv import KeyValue as KeyValue
-        if "mirror_name" in config or "mirror_domain" in config:
-            raise make_error("ErrInvalidArg", "-mirror_name and -mirror_domain are not allowed")
-        await KeyValue.create_bucket(self, name, mirror_origin=origin, **config)
+        await KeyValue.create_bucket(self, name, mirror_origin=origin, **mirror_options(dict(config)))
 
     async def key_value(self, bucket: str) -> "KeyValue":
         """Bind the existing bucket ``bucket`` (:class:`tclnats_py.aio.kv.KeyValue`); ErrBucketNotFound."""

@@ -18,7 +18,8 @@ The protocol work is the engine's (``tclnats_py.engine.js``); the values
 (:class:`StreamInfo`, :class:`PubAck`, :class:`StreamConfig` ...) are the
 asyncio face's, from :mod:`tclnats_py.jsface`.  One file per concept:
 ``context`` (JetStream), ``batch`` (BatchPublisher), ``stream``, ``consumer``, ``pull`` (consume,
-messages), ``ordered``, ``message`` (JsMsg), ``publish`` (publish_async).
+messages), ``ordered``, ``message`` (JsMsg), ``publish`` (publish_async), ``counter`` (Counter),
+``direct`` (DirectGet: batch and multi-last direct gets).
 Units: seconds.  Errors: the shared codes (ErrStreamNotFound,
 ErrConsumerNotFound, ErrMsgNotFound, ErrWrongLastSequence, ErrNoResponders,
 ErrTimeout ...).
@@ -35,6 +36,8 @@ from tclnats_py.jsface.info import (AccountInfo, BatchAck, ConsumerInfo, Consume
 from tclnats_py.sync.jetstream.batch import BatchPublisher
 from tclnats_py.sync.jetstream.consumer import Consumer
 from tclnats_py.sync.jetstream.context import JetStream
+from tclnats_py.sync.jetstream.counter import Counter
+from tclnats_py.sync.jetstream.direct import DirectGet
 from tclnats_py.sync.jetstream.message import JsMsg, MsgMetadata, SequencePair
 from tclnats_py.sync.jetstream.ordered import OrderedConsumer
 from tclnats_py.sync.jetstream.pull import ConsumeContext, MessagesContext
@@ -43,7 +46,7 @@ from tclnats_py.sync.jetstream.stream import Stream
 __all__ = ["new", "JetStream", "Stream", "Consumer", "JsMsg", "MsgMetadata", "SequencePair", "StoredMsg", "Info",
            "StreamInfo", "StreamState", "ConsumerInfo", "PubAck", "AccountInfo", "ConsumerPauseResponse",
            "ConsumerResetResponse", "StreamConfig", "ConsumerConfig", "ConsumeContext", "MessagesContext",
-           "OrderedConsumer", "BatchAck", "BatchPublisher"]
+           "OrderedConsumer", "BatchAck", "BatchPublisher", "Counter", "DirectGet"]
 
 
 def new(client: Any, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,

@@ -8,24 +8,27 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Generator
 
 from tclnats_py.errors import NatsError, make_error
-from tclnats_py.engine.headers import Headers
 from tclnats_py.engine.validate import _to_bytes, check_headers, check_int, check_timeout
 from tclnats_py.engine.js import consumer_admin as _admin
+from tclnats_py.engine.js import counter as _counter
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js import objstore as _obj
 from tclnats_py.engine.js.api import Batch, JsApi, Publish, Request, advance
 from tclnats_py.engine.js import schedule as _schedule
 from tclnats_py.engine.js.batch import publish_batch
 from tclnats_py.engine.js.api_level import require_level
-from tclnats_py.engine.js.priority import consumer_create
+from tclnats_py.engine.js.priority import consumer_create, consumer_unpin
 from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast
 from tclnats_py.jsface.config import ConsumerConfig, StreamConfig, consumer_body, stream_body
 from tclnats_py.jsface.info import (AccountInfo, BatchAck, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse, Info,
                                     PubAck, StreamInfo)
+from tclnats_py.jsface.kv import aggregate_options, bucket_options, mirror_options
 from tclnats_py.jsface.publish import publish_options
 from tclnats_py.jsface.pull import ordered_state
+from tclnats_py.jsface.message import stored_msg as _face_headers
 from tclnats_py.sync.jetstream.batch import BatchPublisher
 from tclnats_py.sync.jetstream.consumer import Consumer
+from tclnats_py.sync.jetstream.counter import Counter
 from tclnats_py.sync.jetstream.ordered import OrderedConsumer
 from tclnats_py.sync.jetstream.publish import AsyncPub, Retired
 from tclnats_py.sync.jetstream.stream import Stream
@@ -38,11 +41,6 @@ if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.sync.kv import KeyValue
     from tclnats_py.sync.objectstore import ObjectStore
 
-
-def _face_headers(m: StoredMsg) -> StoredMsg:
-    if m.headers and type(m.headers) is dict:
-        m.headers = Headers(m.headers)
-    return m
 
 
 class JetStream:
@@ -163,6 +161,12 @@ class JetStream:
     def stream(self, name: str) -> Stream:
         """The :class:`Stream` ``name`` (its info fetched now); ErrStreamNotFound."""
         return Stream(self, name, self.stream_info(name))
+
+    def counter(self, stream: str) -> Counter:
+        """The :class:`Counter` of ``stream`` (ADR-49; the stream needs
+        ``allow_msg_counter``); ErrStreamNotFound, ErrServerTooOld."""
+        self._run(require_level(self.jsapi, _counter.FEATURE))
+        return Counter(self, stream, self.stream_info(stream))
 
     def stream_info(self, name: str, subjects_filter: str | None = None,
                     deleted_details: bool | None = None) -> StreamInfo:
@@ -360,6 +364,11 @@ class JetStream:
         """Let a paused consumer deliver again now (nats-server 2.11+)."""
         return ConsumerPauseResponse(self._run(_admin.resume_consumer(self.jsapi, stream, consumer)))
 
+    def unpin_consumer(self, stream: str, consumer: str, group: str) -> bool:
+        """Take the pin of priority group ``group`` of a pinned_client
+        consumer from the client holding it (ADR-42); True."""
+        return self._run(consumer_unpin(self.jsapi, stream, consumer, group))
+
     def reset_consumer(self, stream: str, consumer: str, seq: int | None = None) -> ConsumerResetResponse:
         """Clear the consumer's pending and redelivered state (ADR-60, nats-server 2.14+)."""
         return ConsumerResetResponse(self._run(_admin.reset_consumer(self.jsapi, stream, consumer, seq)))
@@ -390,6 +399,23 @@ class JetStream:
         """Change a bucket's settings; see :meth:`create_key_value`."""
         from tclnats_py.sync.kv import KeyValue
         return KeyValue.create_bucket(self, bucket, update=True, **config)
+
+    def create_kv_aggregate(self, bucket: str, writable: bool, origins: list[dict[str, Any]],
+                            **config: Unpack[KeyValueFields]) -> KeyValue:
+        """A bucket gathering other buckets (maybe across domains; origins from
+        :func:`tclnats_py.sync.kv.kv_origin`); read-only unless ``writable``."""
+        from tclnats_py.sync.kv import KeyValue
+        return KeyValue.create_bucket(self, bucket, **aggregate_options(writable, origins, dict(config)))
+
+    def create_kv_mirror(self, name: str, origin: dict[str, Any], **config: Unpack[KeyValueFields]) -> None:
+        """A read-only copy of one bucket (serves direct gets); not bindable,
+        deleted with delete_stream(name)."""
+        self._run(_kv.create_bucket(self.jsapi, name, mirror_origin=origin,
+                                    **bucket_options(**mirror_options(dict(config)))))
+
+    def empty_key_value(self, bucket: str) -> int:
+        """Purge every key of the bucket; the number of messages removed."""
+        return self._run(_kv.empty_bucket(self.jsapi, bucket))
 
     def key_value(self, bucket: str) -> KeyValue:
         """Bind the existing bucket ``bucket``; ErrBucketNotFound."""
