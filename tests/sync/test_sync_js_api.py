@@ -15,7 +15,8 @@ PAIRS = [(js.JetStream, aio_js.JetStream), (js.Stream, aio_js.Stream), (js.Consu
          (js.JsMsg, aio_js.JsMsg), (js.OrderedConsumer, aio_js.OrderedConsumer),
          (kv.KeyValue, aio_kv.KeyValue), (kv.KvWatcher, aio_kv.KvWatcher),
          (objectstore.ObjectStore, aio_obs.ObjectStore), (objectstore.ObjectWatcher, aio_obs.ObjectWatcher),
-         (js.Counter, aio_js.Counter), (js.DirectGet, aio_js.DirectGet)]
+         (js.Counter, aio_js.Counter), (js.DirectGet, aio_js.DirectGet),
+         (js.PushSubscription, aio_js.PushSubscription)]
 CLASSES = [p[0] for p in PAIRS] + [js.ConsumeContext, js.MessagesContext]
 
 
@@ -40,11 +41,12 @@ def test_public_methods_have_docstrings_and_annotations():
 @pytest.mark.unit
 def test_the_asyncio_faces_names_are_here():
     """Each public method of the asyncio classes the issue names exists on the
-    blocking class (push consumers and fetches on a caller's inbox are the
-    asyncio face's only; ``aclose`` is ``close`` here; the rest are the
-    asyncio ordered consumer's internals)."""
-    only_aio = {"push_subscribe", "fetch_on_inbox", "aclose", "adopt", "sort", "heartbeat_missed", "reset",
-                "subscription", "heartbeat_timeout"}
+    blocking class (a fetch on a caller's inbox is the asyncio face's only;
+    ``aclose`` is ``close`` here; ``watch``/``sort`` of a push subscription
+    and the rest are what tclnats_py.natspy and the asyncio ordered consumer
+    build on)."""
+    only_aio = {"fetch_on_inbox", "aclose", "adopt", "sort", "watch", "heartbeat_missed", "reset", "subscription",
+                "heartbeat_timeout"}
     missing = []
     for sync_cls, aio_cls in PAIRS:
         for name in vars(aio_cls):

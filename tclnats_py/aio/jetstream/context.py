@@ -20,10 +20,11 @@ from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast
 from tclnats_py.jsface.info import (AccountInfo, BatchAck, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse,
                                            Info, PubAck, StreamInfo)
 from tclnats_py.engine.js import consumer_admin as _admin
-from tclnats_py.jsface.config import ConsumerConfig, StreamConfig, _merge, consumer_body, stream_body
+from tclnats_py.jsface.config import ConsumerConfig, StreamConfig, consumer_body, stream_body
 from tclnats_py.aio.jetstream.publish import _AsyncPub
 from tclnats_py.jsface.publish import publish_options
 from tclnats_py.jsface.kv import aggregate_options, mirror_options
+from tclnats_py.jsface.push import bindable, check_push_args, push_config
 from tclnats_py.jsface.pull import ordered_state
 from tclnats_py.jsface.message import stored_msg as _face_headers
 from tclnats_py.aio.jetstream.stream import Stream
@@ -416,29 +417,13 @@ class JetStream:
         missed one: ErrNoHeartbeat to ``error_cb``).  ErrInvalidArg when the
         consumer to bind is a pull consumer."""
         from tclnats_py.aio.jetstream.push import PushSubscription
-        if cb is not None and not callable(cb):
-            raise make_error("ErrInvalidArg", f"Invalid callback {cb!r}")
-        if error_cb is not None and not callable(error_cb):
-            raise make_error("ErrInvalidArg", f"Invalid error callback {error_cb!r}")
+        check_push_args(cb, error_cb, consumer, deliver_subject, deliver_group, flow_control, idle_heartbeat,
+                        config, kw)
         if consumer is not None:
-            if deliver_subject or deliver_group or flow_control or idle_heartbeat is not None or config or kw:
-                raise make_error("ErrInvalidArg", "binding to an existing consumer takes no consumer configuration")
-            info = await self.consumer_info(stream, consumer)
-            if not info["config"].get("deliver_subject"):
-                raise make_error("ErrInvalidArg", f"Consumer {stream}/{consumer} is a pull consumer: use "
-                                                  "stream.consumer(...).fetch/consume")
+            info = bindable(await self.consumer_info(stream, consumer), stream, consumer)
         else:
-            if flow_control and not idle_heartbeat:
-                raise make_error("ErrInvalidArg", "flow_control needs idle_heartbeat (the server requires both)")
-            cfg = _merge(ConsumerConfig, config, kw)
-            over: dict = {"deliver_subject": deliver_subject or cfg.deliver_subject or self.client.new_inbox()}
-            if deliver_group is not None:
-                over["deliver_group"] = deliver_group
-            if flow_control:
-                over["flow_control"] = True
-            if idle_heartbeat is not None:
-                over["idle_heartbeat"] = check_timeout(idle_heartbeat, what="idle_heartbeat")
-            cfg = cfg.replace(**over)
+            cfg = push_config(self.client.new_inbox, deliver_subject, deliver_group, flow_control, idle_heartbeat,
+                              config, kw)
             info = (await self._consumer_request(stream, "create", cfg, {})).info
         ps = PushSubscription(self, info, cb, error_cb)
         await ps._start()

@@ -11,6 +11,7 @@
     ctx = cons.consume(handle)                          # a thread calls handle(msg); ctx.stop()
     for msg in cons.messages(): ...                     # the same as an iterator
     for msg in js.ordered_consumer("ORDERS"): ...       # ADR-17, repairs itself
+    sub = js.push_subscribe("ORDERS", handle, durable_name="AUDIT")   # a push consumer; sub.unsubscribe()
     kv = js.create_key_value("SETTINGS")                # tclnats_py.sync.kv
     obs = js.create_object_store("FILES")               # tclnats_py.sync.objectstore
 
@@ -19,7 +20,7 @@ The protocol work is the engine's (``tclnats_py.engine.js``); the values
 asyncio face's, from :mod:`tclnats_py.jsface`.  One file per concept:
 ``context`` (JetStream), ``batch`` (BatchPublisher), ``stream``, ``consumer``, ``pull`` (consume,
 messages), ``ordered``, ``message`` (JsMsg), ``publish`` (publish_async), ``counter`` (Counter),
-``direct`` (DirectGet: batch and multi-last direct gets).
+``direct`` (DirectGet: batch and multi-last direct gets), ``push`` (PushSubscription).
 Units: seconds.  Errors: the shared codes (ErrStreamNotFound,
 ErrConsumerNotFound, ErrMsgNotFound, ErrWrongLastSequence, ErrNoResponders,
 ErrTimeout ...).
@@ -41,12 +42,14 @@ from tclnats_py.sync.jetstream.direct import DirectGet
 from tclnats_py.sync.jetstream.message import JsMsg, MsgMetadata, SequencePair
 from tclnats_py.sync.jetstream.ordered import OrderedConsumer
 from tclnats_py.sync.jetstream.pull import ConsumeContext, MessagesContext
+from tclnats_py.sync.jetstream.push import PushSubscription
 from tclnats_py.sync.jetstream.stream import Stream
 
 __all__ = ["new", "JetStream", "Stream", "Consumer", "JsMsg", "MsgMetadata", "SequencePair", "StoredMsg", "Info",
            "StreamInfo", "StreamState", "ConsumerInfo", "PubAck", "AccountInfo", "ConsumerPauseResponse",
            "ConsumerResetResponse", "StreamConfig", "ConsumerConfig", "ConsumeContext", "MessagesContext",
-           "OrderedConsumer", "BatchAck", "BatchPublisher", "Counter", "DirectGet"]
+           "OrderedConsumer", "BatchAck", "BatchPublisher", "Counter", "DirectGet",
+           "PushSubscription"]
 
 
 def new(client: Any, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import threading
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, Generator
+from typing import TYPE_CHECKING, Any, Callable, Generator
 
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.validate import _to_bytes, check_headers, check_int, check_timeout
@@ -24,6 +24,7 @@ from tclnats_py.jsface.info import (AccountInfo, BatchAck, ConsumerInfo, Consume
                                     PubAck, StreamInfo)
 from tclnats_py.jsface.kv import aggregate_options, bucket_options, mirror_options
 from tclnats_py.jsface.publish import publish_options
+from tclnats_py.jsface.push import bindable, check_push_args, push_config
 from tclnats_py.jsface.pull import ordered_state
 from tclnats_py.jsface.message import stored_msg as _face_headers
 from tclnats_py.sync.jetstream.batch import BatchPublisher
@@ -31,12 +32,14 @@ from tclnats_py.sync.jetstream.consumer import Consumer
 from tclnats_py.sync.jetstream.counter import Counter
 from tclnats_py.sync.jetstream.ordered import OrderedConsumer
 from tclnats_py.sync.jetstream.publish import AsyncPub, Retired
+from tclnats_py.sync.jetstream.push import PushSubscription
 from tclnats_py.sync.jetstream.stream import Stream
 
 if TYPE_CHECKING:  # names used in annotations only
     from typing_extensions import Unpack
     from tclnats_py.engine.connection import Msg
     from tclnats_py.engine.js.api import StoredMsg
+    from tclnats_py.sync.jetstream.message import JsMsg
     from tclnats_py.jsface.config import ConsumerFields, KeyValueFields, StreamFields
     from tclnats_py.sync.kv import KeyValue
     from tclnats_py.sync.objectstore import ObjectStore
@@ -334,6 +337,31 @@ class JetStream:
                                   **kw: Unpack[ConsumerFields]) -> Consumer:
         """Create the consumer, or update it when it exists."""
         return self._consumer_request(stream, None, config, kw)
+
+    def push_subscribe(self, stream: str, cb: Callable[[JsMsg], Any] | None = None, *, consumer: str | None = None,
+                       deliver_subject: str | None = None, deliver_group: str | None = None,
+                       flow_control: bool = False, idle_heartbeat: float | None = None,
+                       error_cb: Callable[[Exception], Any] | None = None,
+                       config: ConsumerConfig | dict[str, Any] | None = None, **kw: Any) -> PushSubscription:
+        """Receive from a push consumer of ``stream`` (older servers' and
+        apps' kind; new code: pull consumers): bind to the existing
+        ``consumer``, or create one (``deliver_subject``, default a new
+        inbox; ``deliver_group``; ``flow_control`` with ``idle_heartbeat``
+        seconds; other ConsumerConfig fields in ``config``/``kw``).  A thread
+        of the subscription calls ``cb(msg)``, else read it with ``for`` or
+        ``next_msg``; see :class:`~tclnats_py.sync.jetstream.push.PushSubscription`.
+        ErrInvalidArg when the consumer to bind is a pull consumer."""
+        check_push_args(cb, error_cb, consumer, deliver_subject, deliver_group, flow_control, idle_heartbeat,
+                        config, kw)
+        if consumer is not None:
+            info = bindable(self.consumer_info(stream, consumer), stream, consumer)
+        else:
+            cfg = push_config(self.client.new_inbox, deliver_subject, deliver_group, flow_control, idle_heartbeat,
+                              config, kw)
+            info = self._consumer_request(stream, "create", cfg, {}).info
+        ps = PushSubscription(self, info, cb, error_cb)
+        ps._start()
+        return ps
 
     def consumer(self, stream: str, name: str) -> Consumer:
         """The pull :class:`Consumer` ``name`` of ``stream`` (its info fetched now); ErrConsumerNotFound."""
