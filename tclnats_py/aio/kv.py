@@ -30,7 +30,7 @@ from tclnats_py.engine.js.api_level import FEATURES, server_level
 from tclnats_py.aio.jetstream.direct import DirectGet
 from tclnats_py.engine.js.publish import ttl_from_seconds
 from tclnats_py.engine.validate import check_timeout
-from tclnats_py.jsface.kv import KvEntry, KvStatus, bucket_options, kv_status, watch_consumer_options
+from tclnats_py.jsface.kv import KvEntry, KvStatus, bucket_options, kv_status, put_entries, watch_consumer_options
 from tclnats_py.jsface.kv import entry as _entry
 
 if TYPE_CHECKING:  # names used in annotations only
@@ -100,10 +100,7 @@ class KeyValue:
         out: dict[str, KvEntry] = {}
         if batches and await self._direct_level("direct_get_multi_last"):
             for get in batches:
-                async for m in DirectGet(self.js, get):
-                    e = self._b.entry_of_stored(m)
-                    if e.operation == _kv.PUT:
-                        out[e.key] = _entry(e)
+                put_entries(self._b, await DirectGet(self.js, get).all(), out)
             return out
         for k in keys:
             try:

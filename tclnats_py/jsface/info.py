@@ -24,7 +24,7 @@ from typing import Any, Callable, ClassVar, Mapping
 from tclnats_py.jsface.config import ConsumerConfig, StreamConfig
 
 __all__ = ["Info", "Reply", "StreamInfo", "StreamState", "ClusterInfo", "PeerInfo", "StreamSourceInfo",
-           "ConsumerInfo", "SequenceInfo", "PubAck", "AccountInfo", "ConsumerPauseResponse", "ConsumerResetResponse"]
+           "ConsumerInfo", "SequenceInfo", "PubAck", "BatchAck", "AccountInfo", "ConsumerPauseResponse", "ConsumerResetResponse"]
 
 
 class Info(dict):  # type: ignore[type-arg,unused-ignore]
@@ -257,6 +257,19 @@ class PubAck(Reply):
         """A counter's new value (ADR-49), the server's decimal text; None
         for a stream without counters."""
         return self.get("val")
+
+
+class BatchAck(Reply):
+    """The ack of an atomic batch's commit (ADR-50): ``stream``, ``seq`` (the
+    stream sequence of the batch's last message; the others precede it),
+    ``batch_id``, ``batch_size`` (how many messages were stored), ``domain``."""
+    __slots__ = ("stream", "seq", "batch_id", "batch_size", "domain")
+    stream: str
+    seq: int
+    batch_id: str
+    batch_size: int
+    domain: str | None
+    _fields = (("stream", ""), ("seq", 0), ("batch_id", ""), ("batch_size", 0), ("domain", None))
 
 
 class AccountInfo(Reply):

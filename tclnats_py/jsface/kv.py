@@ -8,10 +8,12 @@ import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
+from tclnats_py.errors import make_error
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.validate import check_seconds
 
-__all__ = ["KvEntry", "KvStatus", "entry", "bucket_options", "kv_status", "watch_consumer_options"]
+__all__ = ["KvEntry", "KvStatus", "entry", "bucket_options", "aggregate_options", "mirror_options", "put_entries",
+           "kv_status", "watch_consumer_options"]
 
 
 class KvEntry(_kv.Entry):
@@ -76,6 +78,31 @@ def bucket_options(ttl: float | None = None, replicas: int | None = None, compre
     if compression is not None:
         config["compression"] = ("s2" if compression else "none") if isinstance(compression, bool) else compression
     return config
+
+
+def aggregate_options(writable: bool, origins: list[dict[str, Any]], config: dict[str, Any]) -> dict[str, Any]:
+    """The options of ``create_bucket`` for an aggregate bucket (origins from
+    ``kv_origin``); ErrInvalidArg without origins or with a mirror's names."""
+    if not origins:
+        raise make_error("ErrInvalidArg", "List of KV origins is required")
+    return dict(mirror_options(config), origins=list(origins), writable=bool(writable))
+
+
+def mirror_options(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` of an aggregate or mirror bucket, refused (ErrInvalidArg)
+    with ``mirror_name``/``mirror_domain``, which its origins take the place of."""
+    if "mirror_name" in config or "mirror_domain" in config:
+        raise make_error("ErrInvalidArg", "-mirror_name and -mirror_domain are not allowed")
+    return config
+
+
+def put_entries(bucket: _kv.Bucket, msgs: Any, out: dict[str, KvEntry]) -> None:
+    """Add to ``out`` (key -> KvEntry) the values among ``msgs``, the
+    StoredMsgs of a multi-last direct get of ``bucket`` (deletes left out)."""
+    for m in msgs:
+        e = bucket.entry_of_stored(m)
+        if e.operation == _kv.PUT:
+            out[e.key] = entry(e)
 
 
 def watch_consumer_options(opts: dict[str, Any]) -> dict[str, Any]:

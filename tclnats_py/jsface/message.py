@@ -8,6 +8,7 @@ import datetime
 from typing import TYPE_CHECKING, NamedTuple
 
 from tclnats_py.errors import make_error
+from tclnats_py.engine.headers import Headers
 from tclnats_py.engine.validate import check_seconds, check_str, check_timeout
 from tclnats_py.engine.js.ack import ACK, AckState, ack_subject, nak_payload, term_payload
 from tclnats_py.engine.js.meta import metadata_fields, parse_metadata
@@ -15,6 +16,15 @@ from tclnats_py.engine.js.meta import metadata_fields, parse_metadata
 if TYPE_CHECKING:  # names used in annotations only
     from typing import Any as JetStream  # either face's context: .client (publish, request) and .timeout
     from tclnats_py.engine.connection import Msg
+    from tclnats_py.engine.js.api import StoredMsg
+
+
+def stored_msg(m: StoredMsg) -> StoredMsg:
+    """A message read from a stream (a get or direct get) as the Python faces
+    hand it out: its headers as :class:`tclnats_py.Headers`."""
+    if m.headers and type(m.headers) is dict:
+        m.headers = Headers(m.headers)
+    return m
 
 
 class SequencePair(NamedTuple):

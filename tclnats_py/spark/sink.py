@@ -2,8 +2,10 @@
 each with a ``Nats-Msg-Id`` that makes a retried task's messages duplicates
 the stream drops, and a re-run micro-batch (planned in the checkpoint, not
 committed) that first reads which of its rows an interrupted run wrote
-(``_unfinished_batches``, ``_Resume``).  Where the rows go is checked on the
-driver at save()/start() (``_check_target``).
+(``_unfinished_batches``, ``_Resume``).  With the option ``atomic`` each
+task writes its partition as atomic batches (ADR-50, ``_publish_batch``), so
+a task that dies mid-partition leaves only whole batches.  Where the rows go
+is checked on the driver at save()/start() (``_check_target``, ``_atomic_size``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from typing import Optional
 
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 
+from tclnats_py.engine.js import batch as _batch
+from tclnats_py.engine.js.api_level import require_level
+from tclnats_py.engine.js.publish import MSG_ID
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.spark import options as O
 from tclnats_py.spark.read import _meta, _unreachable
@@ -230,7 +235,68 @@ class _Resume:
         return ids
 
 
-def _write_rows(settings, opts, columns, rows, id_base, where, resume=None):
+def _atomic_size(opts, settings, check_server: bool) -> int:
+    """Rows per atomic batch with the option ``atomic`` true (``atomicBatchSize``,
+    default the server's default limit, 1000), else 0: the plain write.  On the
+    driver at save() / start() (``check_server``): the server must take atomic
+    batches (nats-server 2.12, asked once: ErrServerTooOld), and the streams of
+    a literal ``subject`` option must have ``allow_atomic``."""
+    if not O.opt_bool(opts, "atomic", False):
+        if opts.get("atomicbatchsize") is not None:
+            raise make_error("ErrInvalidArg", "option atomicBatchSize is for atomic writes: give atomic=true too")
+        return 0
+    size = O.opt_int(opts, "atomicbatchsize", _batch.DEFAULT_LIMITS["max_msgs"], 1)
+    if not check_server:
+        return size
+    subject = opts.get("subject")
+    try:
+        with _meta(settings) as m:
+            m.call(require_level(m.api, _batch.FEATURE))
+            streams = m.call(m.api.stream_names(str(subject))) if subject else []
+            off = [s for s in streams if not m.stream_info(s)["config"].get("allow_atomic")]
+    except NatsError as e:
+        if e.code not in _NOT_ALLOWED_TO_ASK:
+            raise
+        log.warning("option atomic: the server's API level or the target streams could not be read (%s: %s): "
+                    "not checked before the write", e.code, e)
+        return size
+    if off:
+        raise make_error("ErrInvalidArg", f"option atomic: stream {off[0]} (of subject {subject!r}) does not take "
+                         f"atomic batches: update it with allow_atomic true, or write with atomic=false")
+    return size
+
+
+def _publish_batch(js, pending, counts, where):
+    """Publish ``pending`` (subject, data, headers, row) as one atomic batch.
+
+    A batch refused for a duplicate Nats-Msg-Id holds rows an earlier try of
+    this task stored (Spark may end a failing task's input early, so its
+    last batch can be shorter than the retry's): it is split in halves, each
+    published again as an atomic batch, down to single rows, so the rows
+    stored already are refused alone and every other row is stored once,
+    inside an atomic batch."""
+    first, last = pending[0][3], pending[-1][3]
+    try:
+        ack = js.publish_batch([m[:3] for m in pending])
+    except NatsError as e:
+        if e.code == "ErrNoResponders":
+            raise make_error("ErrNoResponders", f"no stream captures a subject of rows {first}..{last} of "
+                             f"{where} (an atomic batch got no responders): create a stream with that subject, "
+                             f"or correct the subject") from None
+        if e.details.get("err_code") != _batch.ERR_DUPLICATE_MSG_ID:
+            raise make_error(e.code, f"publishing rows {first}..{last} of {where} as an atomic batch: {e}") from None
+        if len(pending) == 1:
+            counts[0] += 1
+            counts[1] += 1  # in the stream already
+            return
+        half = len(pending) // 2
+        _publish_batch(js, pending[:half], counts, where)
+        _publish_batch(js, pending[half:], counts, where)
+    else:
+        counts[0] += ack.batch_size
+
+
+def _write_rows(settings, opts, columns, rows, id_base, where, resume=None, atomic=0):
     subject_opt = opts.get("subject")
     msg_id_col = opts.get("msgidcolumn")
     if msg_id_col and msg_id_col not in columns:
@@ -255,6 +321,7 @@ def _write_rows(settings, opts, columns, rows, id_base, where, resume=None):
     skipped = 0
     try:
         futs = []
+        pending = [] if atomic else None  # the rows of the atomic batch being made
         for i, row in enumerate(rows):
             d = row.asDict() if hasattr(row, "asDict") else dict(zip(columns, row))
             subject = subject_opt or d.get("subject")  # the option wins, as Kafka's topic
@@ -273,9 +340,17 @@ def _write_rows(settings, opts, columns, rows, id_base, where, resume=None):
             headers = d.get("headers") or None
             if headers:
                 headers = {k: list(v) if isinstance(v, (list, tuple)) else [str(v)] for k, v in headers.items()}
+            if pending is not None:
+                pending.append((subject, bytes(data), dict(headers or {}, **{MSG_ID: [msg_id]}), i))
+                if len(pending) >= atomic:
+                    _publish_batch(js, pending, counts, where)
+                    pending.clear()
+                continue
             futs.append((subject, i, js.publish_async(subject, bytes(data), headers, msg_id=msg_id)))
             if len(futs) >= 512:
                 settle(futs, counts)
+        if pending:
+            _publish_batch(js, pending, counts, where)
         settle(futs, counts)
     finally:
         try:
@@ -309,13 +384,14 @@ class _Writer(_Shipped, DataSourceWriter):
         self.settings = O.parse_conn(opts)
         self.columns = [f.name for f in schema.fields]
         _check_target(opts, schema, self.settings)
+        self.atomic = _atomic_size(opts, self.settings, True)
         # given (an idempotent re-run), or new for this write: two writes never share ids
         self.write_id = opts.get("writeid") or uuid.uuid4().hex
 
     def write(self, iterator):
         partition, _, _ = _task_ids()
         return _write_rows(self.settings, self.opts, self.columns, iterator, f"{self.write_id}-{partition}",
-                           f"partition {partition}")
+                           f"partition {partition}", atomic=self.atomic)
 
 
 class _StreamWriter(_Shipped, DataSourceStreamWriter):
@@ -325,7 +401,9 @@ class _StreamWriter(_Shipped, DataSourceStreamWriter):
         self.columns = [f.name for f in schema.fields]
         self.write_id = opts.get("writeid")
         self.unfinished = None
-        if not _in_commit_runner():  # at start(): the checks, and the batches run again
+        at_start = not _in_commit_runner()
+        self.atomic = _atomic_size(opts, self.settings, at_start)
+        if at_start:  # the checks, and the batches run again
             _check_target(opts, schema, self.settings)
             self.unfinished = _unfinished_batches(opts.get("checkpointlocation"))
 
@@ -343,7 +421,7 @@ class _StreamWriter(_Shipped, DataSourceStreamWriter):
             resume = _Resume(self.settings, u["batches"][int(batch)] - _RESUME_MARGIN_MS, prefix,
                              self.opts.get("subject") or None, where)
         return _write_rows(self.settings, self.opts, self.columns, iterator, f"{base}-{batch}-{partition}", where,
-                           resume)
+                           resume, self.atomic)
 
     def commit(self, messages, batchId):
         done = [m for m in messages if isinstance(m, _Commit)]

@@ -17,14 +17,16 @@ ErrWrongLastSequence (update), ErrKeyExists (create), ErrInvalidArg, ErrTimeout.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from tclnats_py.errors import ErrKeyExists, ErrWrongLastSequence, NatsError, make_error
 from tclnats_py.engine.js import kv as _kv
+from tclnats_py.engine.js.api_level import FEATURES, server_level
 from tclnats_py.engine.js.events import event_table
 from tclnats_py.engine.js.publish import ttl_from_seconds
 from tclnats_py.engine.validate import check_timeout
-from tclnats_py.jsface.kv import KvEntry, KvStatus, bucket_options, entry, kv_status, watch_consumer_options
+from tclnats_py.jsface.kv import KvEntry, KvStatus, bucket_options, entry, kv_status, put_entries, watch_consumer_options
+from tclnats_py.sync.jetstream.direct import DirectGet
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.engine.js.events import InitDone, WatchEntry
@@ -74,6 +76,26 @@ class KeyValue:
         except NatsError as e:
             raise b.get_error(key, e) from None
         return entry(b.get_result(key, revision, reply))
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, KvEntry]:
+        """key -> latest KvEntry, for each of ``keys`` that holds a value
+        (absent or deleted keys are not in the dict).  On nats-server 2.11+
+        with direct gets allowed: multi-last direct gets, up to a thousand
+        keys each (ADR-31); on older servers a get per key."""
+        keys = list(keys)
+        batches = self._b.get_many_batches(keys)
+        out: dict[str, KvEntry] = {}
+        if batches and self.js.run(server_level(self.js.jsapi)) >= FEATURES["direct_get_multi_last"][0]:
+            for get in batches:
+                put_entries(self._b, DirectGet(self.js, get), out)
+            return out
+        for k in keys:
+            try:
+                out[k] = self.get(k)
+            except NatsError as e:
+                if e.code != "ErrKeyNotFound":
+                    raise
+        return out
 
     def get_value(self, key: str, revision: int | None = None) -> bytes:
         """The value (bytes) of ``key`` (at ``revision``); ErrKeyNotFound."""

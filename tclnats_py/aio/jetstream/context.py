@@ -2,30 +2,34 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generator, cast
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generator, Iterable, cast
 
 import asyncio
 import datetime
 
 from tclnats_py.engine.connection import Msg
 from tclnats_py.errors import NatsError, make_error
-from tclnats_py.engine.headers import Headers
 from tclnats_py.engine.validate import _to_bytes, check_headers, check_int, check_timeout
 from tclnats_py.engine.js.api import Batch, JsApi, Publish, Request, advance, api_call
 from tclnats_py.engine.js import counter as _counter
 from tclnats_py.engine.js import schedule as _schedule
+from tclnats_py.engine.js.batch import publish_batch
 from tclnats_py.engine.js.api_level import require_level
 from tclnats_py.engine.js.priority import consumer_create
 from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast
-from tclnats_py.jsface.info import (AccountInfo, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse,
+from tclnats_py.jsface.info import (AccountInfo, BatchAck, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse,
                                            Info, PubAck, StreamInfo)
 from tclnats_py.engine.js import consumer_admin as _admin
-from tclnats_py.jsface.config import ConsumerConfig, StreamConfig, _merge, consumer_body, stream_body
+from tclnats_py.jsface.config import ConsumerConfig, StreamConfig, consumer_body, stream_body
 from tclnats_py.aio.jetstream.publish import _AsyncPub
 from tclnats_py.jsface.publish import publish_options
+from tclnats_py.jsface.kv import aggregate_options, mirror_options
+from tclnats_py.jsface.push import bindable, check_push_args, push_config
 from tclnats_py.jsface.pull import ordered_state
+from tclnats_py.jsface.message import stored_msg as _face_headers
 from tclnats_py.aio.jetstream.stream import Stream
 from tclnats_py.aio.jetstream.counter import Counter
+from tclnats_py.aio.jetstream.batch import BatchPublisher
 from tclnats_py.aio.jetstream.consumer import Consumer
 from tclnats_py.aio.jetstream.ordered import OrderedConsumer
 from tclnats_py.aio.jetstream.message import JsMsg
@@ -40,11 +44,6 @@ if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.engine.js.api import StoredMsg
     from tclnats_py.aio.jetstream.push import PushSubscription
 
-
-def _face_headers(m: StoredMsg) -> StoredMsg:
-    if m.headers and type(m.headers) is dict:
-        m.headers = Headers(m.headers)
-    return m
 
 
 class JetStream:
@@ -313,6 +312,26 @@ class JetStream:
                 if w in ap.idle_waiters:
                     ap.idle_waiters.remove(w)
 
+    async def publish_batch(self, msgs: Iterable[tuple[Any, ...]], *, ack_every: int = 0,
+                            timeout: float | None = None) -> BatchAck:
+        """Publish ``msgs``, each ``(subject, data)`` or ``(subject, data,
+        headers)``, as one atomic batch (ADR-50; a stream with
+        ``allow_atomic``, nats-server 2.12): all are stored, or none.  Its
+        :class:`BatchAck` (``batch_id``, ``batch_size``, ``stream``, ``seq`` of
+        the last).  Every message is checked before the first is sent; the
+        server's refusal raises its error with what it means (ErrJSResponse,
+        ``details["err_code"]``); ErrServerTooOld before 2.12.  ``ack_every``
+        n: every n-th message waits for the server's word, so a long batch
+        fails early; ``timeout`` (seconds) bounds each wait."""
+        ms = None if timeout is None else int(check_timeout(timeout) * 1000)
+        return BatchAck(await self._run(publish_batch(self.jsapi, msgs, ack_every, ms)))
+
+    def batch(self, *, ack_every: int = 0, timeout: float | None = None) -> BatchPublisher:
+        """An atomic batch to fill message by message (:class:`BatchPublisher`):
+        ``async with js.batch() as b: await b.add(subject, data)`` commits at
+        the end of the block (``b.ack``); see :meth:`publish_batch`."""
+        return BatchPublisher(self, ack_every, None if timeout is None else check_timeout(timeout))
+
     @property
     def publish_async_pending(self) -> int:
         return len(self._ap.futures) if self._ap is not None else 0
@@ -398,29 +417,13 @@ class JetStream:
         missed one: ErrNoHeartbeat to ``error_cb``).  ErrInvalidArg when the
         consumer to bind is a pull consumer."""
         from tclnats_py.aio.jetstream.push import PushSubscription
-        if cb is not None and not callable(cb):
-            raise make_error("ErrInvalidArg", f"Invalid callback {cb!r}")
-        if error_cb is not None and not callable(error_cb):
-            raise make_error("ErrInvalidArg", f"Invalid error callback {error_cb!r}")
+        check_push_args(cb, error_cb, consumer, deliver_subject, deliver_group, flow_control, idle_heartbeat,
+                        config, kw)
         if consumer is not None:
-            if deliver_subject or deliver_group or flow_control or idle_heartbeat is not None or config or kw:
-                raise make_error("ErrInvalidArg", "binding to an existing consumer takes no consumer configuration")
-            info = await self.consumer_info(stream, consumer)
-            if not info["config"].get("deliver_subject"):
-                raise make_error("ErrInvalidArg", f"Consumer {stream}/{consumer} is a pull consumer: use "
-                                                  "stream.consumer(...).fetch/consume")
+            info = bindable(await self.consumer_info(stream, consumer), stream, consumer)
         else:
-            if flow_control and not idle_heartbeat:
-                raise make_error("ErrInvalidArg", "flow_control needs idle_heartbeat (the server requires both)")
-            cfg = _merge(ConsumerConfig, config, kw)
-            over: dict = {"deliver_subject": deliver_subject or cfg.deliver_subject or self.client.new_inbox()}
-            if deliver_group is not None:
-                over["deliver_group"] = deliver_group
-            if flow_control:
-                over["flow_control"] = True
-            if idle_heartbeat is not None:
-                over["idle_heartbeat"] = check_timeout(idle_heartbeat, what="idle_heartbeat")
-            cfg = cfg.replace(**over)
+            cfg = push_config(self.client.new_inbox, deliver_subject, deliver_group, flow_control, idle_heartbeat,
+                              config, kw)
             info = (await self._consumer_request(stream, "create", cfg, {})).info
         ps = PushSubscription(self, info, cb, error_cb)
         await ps._start()
@@ -498,20 +501,14 @@ class JetStream:
         """A bucket gathering other buckets (maybe across domains; origins from
         tclnats_py.aio.kv.kv_origin(...)); read-only unless ``writable``."""
         from tclnats_py.aio.kv import KeyValue as KeyValue
-        if not origins:
-            raise make_error("ErrInvalidArg", "List of KV origins is required")
-        if "mirror_name" in config or "mirror_domain" in config:
-            raise make_error("ErrInvalidArg", "-mirror_name and -mirror_domain are not allowed")
-        return cast("KeyValue", await KeyValue.create_bucket(self, bucket, origins=list(origins),
-                                                            writable=bool(writable), **config))
+        opts = aggregate_options(writable, origins, dict(config))
+        return cast("KeyValue", await KeyValue.create_bucket(self, bucket, **opts))
 
     async def create_kv_mirror(self, name: str, origin: dict[str, Any], **config: Unpack[KeyValueFields]) -> None:
         """A read-only copy of one bucket (serves direct gets); not bindable,
         deleted with delete_stream(name)."""
         from tclnats_py.aio.kv import KeyValue as KeyValue
-        if "mirror_name" in config or "mirror_domain" in config:
-            raise make_error("ErrInvalidArg", "-mirror_name and -mirror_domain are not allowed")
-        await KeyValue.create_bucket(self, name, mirror_origin=origin, **config)
+        await KeyValue.create_bucket(self, name, mirror_origin=origin, **mirror_options(dict(config)))
 
     async def key_value(self, bucket: str) -> "KeyValue":
         """Bind the existing bucket ``bucket`` (:class:`tclnats_py.aio.kv.KeyValue`); ErrBucketNotFound."""

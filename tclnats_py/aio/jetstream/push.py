@@ -19,46 +19,32 @@ import inspect
 from typing import TYPE_CHECKING, Any, Callable
 
 from tclnats_py.errors import NatsError, make_error
-from tclnats_py.engine.js.events import Delivered, event_table
-from tclnats_py.engine.js.push import PushState
 from tclnats_py.aio.jetstream.message import JsMsg
+from tclnats_py.jsface.push import PushBase
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.client import Subscription
     from tclnats_py.engine.connection import Msg
     from tclnats_py.aio.jetstream.context import JetStream
     from tclnats_py.jsface.info import ConsumerInfo
-    from tclnats_py.engine.js.events import FlowReply, Stop, Warn
+    from tclnats_py.engine.js.events import Stop, Warn
 
 __all__ = ["PushSubscription"]
 
 
-class PushSubscription:
+class PushSubscription(PushBase):
     """A subscription to a push consumer's deliver subject: ``async for msg
     in sub`` / ``await sub.next_msg(timeout)`` (JsMsg), or a callback given
     to :meth:`JetStream.push_subscribe`."""
 
+    msg_class = JsMsg
+
     def __init__(self, js: JetStream, info: ConsumerInfo, cb: Callable[[JsMsg], Any] | None,
                  error_cb: Callable[[Exception], Any] | None):
-        cfg = info["config"]
-        self.js = js
-        self.info = info
-        self.stream: str = info["stream_name"]
-        self.name: str = info["name"]
-        self.deliver_subject: str = cfg["deliver_subject"]
-        self.deliver_group: str | None = cfg.get("deliver_group") or None
-        hb = cfg.get("idle_heartbeat") or 0
-        self.state = PushState(self.stream, self.name, int(hb / 1_000_000) if hb else None)
-        self._dispatch = event_table(self, PushState.EVENTS, "_", inline=(Delivered,))  # see _events
-        self._cb = cb
-        self._error_cb = error_cb
+        super().__init__(js, info, cb, error_cb)
         self._sub: Subscription | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._queue: asyncio.Queue | None = None if cb is not None else asyncio.Queue()
-        self.stopped: NatsError | None = None
-
-    def __repr__(self) -> str:
-        return f"<PushSubscription {self.stream}/{self.name} on {self.deliver_subject}>"
 
     async def _start(self) -> None:
         client = self.js.client
@@ -81,22 +67,7 @@ class PushSubscription:
     def _report(self, err: Exception) -> None:
         self.js.client._report(err, error_cb=self._error_cb)
 
-    def _events(self, events: list) -> list:
-        """Carry out the engine's events; the messages for the user (each
-        Delivered, made here: the per-message event, without a handler call)."""
-        on = self._dispatch
-        out = []
-        for ev in events:
-            if ev.__class__ is Delivered:
-                out.append(JsMsg(self.js, ev.msg))
-            else:
-                on[ev.__class__](ev)
-        return out
-
     # -- the engine's events (see engine/js/push.py)
-    def _on_flow_reply(self, ev: FlowReply) -> None:
-        self.js.client.publish(ev.subject, b"")
-
     def _on_warn(self, ev: Warn) -> None:
         self._report(ev.error)
 
@@ -123,11 +94,6 @@ class PushSubscription:
             self._queue.put_nowait(None)
 
     # ------------------------------------------------------------ API
-    @property
-    def delivered(self) -> int:
-        """Messages delivered to this subscription (flow control and heartbeats not counted)."""
-        return self.state.delivered
-
     async def next_msg(self, timeout: float | None = 30.0) -> JsMsg:
         """The next message; ErrTimeout after ``timeout`` seconds (None: wait
         forever); ErrConsumerDeleted (or the error that ended it) after the end."""

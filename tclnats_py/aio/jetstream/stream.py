@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any
 
-from tclnats_py.engine.js.direct import DirectBatch
+from tclnats_py.jsface.direct import batch_get, last_msgs_get
 from tclnats_py.aio.jetstream.direct import DirectGet
 
 if TYPE_CHECKING:  # names used in annotations only
@@ -120,8 +120,7 @@ class Stream:
         ``start_time``, on ``subject`` (wildcards allowed) when given, at most
         ``max_bytes`` in all: ``async for m in stream.get_batch(100, seq=7)``
         (ADR-31; the stream needs ``allow_direct``, nats-server 2.11)."""
-        return DirectGet(self.js, DirectBatch(self.name, batch=max_msgs, seq=seq, next_by_subj=subject,
-                                              start_time=start_time, max_bytes=max_bytes))
+        return DirectGet(self.js, batch_get(self.name, max_msgs, seq, subject, start_time, max_bytes))
 
     def get_last_msgs_for(self, subjects: list[str] | str, up_to_seq: int | None = None,
                           up_to_time: datetime.datetime | str | None = None,
@@ -130,8 +129,7 @@ class Stream:
         allowed), as the stream stood at ``up_to_seq`` or ``up_to_time``
         when given, at most ``batch`` of them: an async iterator in stream
         order (ADR-31 multi_last; ``allow_direct``, nats-server 2.11)."""
-        return DirectGet(self.js, DirectBatch(self.name, multi_last=subjects, up_to_seq=up_to_seq,
-                                              up_to_time=up_to_time, batch=batch))
+        return DirectGet(self.js, last_msgs_get(self.name, subjects, up_to_seq, up_to_time, batch))
 
     async def delete_msg(self, seq: int, erase: bool = False) -> bool:
         """Delete message ``seq`` (``erase``: overwrite it too); True."""

@@ -11,14 +11,16 @@
     ctx = cons.consume(handle)                          # a thread calls handle(msg); ctx.stop()
     for msg in cons.messages(): ...                     # the same as an iterator
     for msg in js.ordered_consumer("ORDERS"): ...       # ADR-17, repairs itself
+    sub = js.push_subscribe("ORDERS", handle, durable_name="AUDIT")   # a push consumer; sub.unsubscribe()
     kv = js.create_key_value("SETTINGS")                # tclnats_py.sync.kv
     obs = js.create_object_store("FILES")               # tclnats_py.sync.objectstore
 
 The protocol work is the engine's (``tclnats_py.engine.js``); the values
 (:class:`StreamInfo`, :class:`PubAck`, :class:`StreamConfig` ...) are the
 asyncio face's, from :mod:`tclnats_py.jsface`.  One file per concept:
-``context`` (JetStream), ``stream``, ``consumer``, ``pull`` (consume,
-messages), ``ordered``, ``message`` (JsMsg), ``publish`` (publish_async).
+``context`` (JetStream), ``batch`` (BatchPublisher), ``stream``, ``consumer``, ``pull`` (consume,
+messages), ``ordered``, ``message`` (JsMsg), ``publish`` (publish_async), ``counter`` (Counter),
+``direct`` (DirectGet: batch and multi-last direct gets), ``push`` (PushSubscription).
 Units: seconds.  Errors: the shared codes (ErrStreamNotFound,
 ErrConsumerNotFound, ErrMsgNotFound, ErrWrongLastSequence, ErrNoResponders,
 ErrTimeout ...).
@@ -30,19 +32,24 @@ from typing import Any
 
 from tclnats_py.engine.js.api import StoredMsg
 from tclnats_py.jsface.config import ConsumerConfig, StreamConfig
-from tclnats_py.jsface.info import (AccountInfo, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse, Info,
+from tclnats_py.jsface.info import (AccountInfo, BatchAck, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse, Info,
                                     PubAck, StreamInfo, StreamState)
+from tclnats_py.sync.jetstream.batch import BatchPublisher
 from tclnats_py.sync.jetstream.consumer import Consumer
 from tclnats_py.sync.jetstream.context import JetStream
+from tclnats_py.sync.jetstream.counter import Counter
+from tclnats_py.sync.jetstream.direct import DirectGet
 from tclnats_py.sync.jetstream.message import JsMsg, MsgMetadata, SequencePair
 from tclnats_py.sync.jetstream.ordered import OrderedConsumer
 from tclnats_py.sync.jetstream.pull import ConsumeContext, MessagesContext
+from tclnats_py.sync.jetstream.push import PushSubscription
 from tclnats_py.sync.jetstream.stream import Stream
 
 __all__ = ["new", "JetStream", "Stream", "Consumer", "JsMsg", "MsgMetadata", "SequencePair", "StoredMsg", "Info",
            "StreamInfo", "StreamState", "ConsumerInfo", "PubAck", "AccountInfo", "ConsumerPauseResponse",
            "ConsumerResetResponse", "StreamConfig", "ConsumerConfig", "ConsumeContext", "MessagesContext",
-           "OrderedConsumer"]
+           "OrderedConsumer", "BatchAck", "BatchPublisher", "Counter", "DirectGet",
+           "PushSubscription"]
 
 
 def new(client: Any, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,

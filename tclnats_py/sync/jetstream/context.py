@@ -5,41 +5,45 @@ from __future__ import annotations
 import datetime
 import threading
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, Generator
+from typing import TYPE_CHECKING, Any, Callable, Generator
 
 from tclnats_py.errors import NatsError, make_error
-from tclnats_py.engine.headers import Headers
-from tclnats_py.engine.validate import _to_bytes, check_int, check_timeout
+from tclnats_py.engine.validate import _to_bytes, check_headers, check_int, check_timeout
 from tclnats_py.engine.js import consumer_admin as _admin
+from tclnats_py.engine.js import counter as _counter
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js import objstore as _obj
 from tclnats_py.engine.js.api import Batch, JsApi, Publish, Request, advance
+from tclnats_py.engine.js import schedule as _schedule
+from tclnats_py.engine.js.batch import publish_batch
 from tclnats_py.engine.js.api_level import require_level
-from tclnats_py.engine.js.priority import consumer_create
+from tclnats_py.engine.js.priority import consumer_create, consumer_unpin
 from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast
 from tclnats_py.jsface.config import ConsumerConfig, StreamConfig, consumer_body, stream_body
-from tclnats_py.jsface.info import (AccountInfo, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse, Info,
+from tclnats_py.jsface.info import (AccountInfo, BatchAck, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse, Info,
                                     PubAck, StreamInfo)
+from tclnats_py.jsface.kv import aggregate_options, bucket_options, mirror_options
 from tclnats_py.jsface.publish import publish_options
+from tclnats_py.jsface.push import bindable, check_push_args, push_config
 from tclnats_py.jsface.pull import ordered_state
+from tclnats_py.jsface.message import stored_msg as _face_headers
+from tclnats_py.sync.jetstream.batch import BatchPublisher
 from tclnats_py.sync.jetstream.consumer import Consumer
+from tclnats_py.sync.jetstream.counter import Counter
 from tclnats_py.sync.jetstream.ordered import OrderedConsumer
 from tclnats_py.sync.jetstream.publish import AsyncPub, Retired
+from tclnats_py.sync.jetstream.push import PushSubscription
 from tclnats_py.sync.jetstream.stream import Stream
 
 if TYPE_CHECKING:  # names used in annotations only
     from typing_extensions import Unpack
     from tclnats_py.engine.connection import Msg
     from tclnats_py.engine.js.api import StoredMsg
+    from tclnats_py.sync.jetstream.message import JsMsg
     from tclnats_py.jsface.config import ConsumerFields, KeyValueFields, StreamFields
     from tclnats_py.sync.kv import KeyValue
     from tclnats_py.sync.objectstore import ObjectStore
 
-
-def _face_headers(m: StoredMsg) -> StoredMsg:
-    if m.headers and type(m.headers) is dict:
-        m.headers = Headers(m.headers)
-    return m
 
 
 class JetStream:
@@ -161,6 +165,12 @@ class JetStream:
         """The :class:`Stream` ``name`` (its info fetched now); ErrStreamNotFound."""
         return Stream(self, name, self.stream_info(name))
 
+    def counter(self, stream: str) -> Counter:
+        """The :class:`Counter` of ``stream`` (ADR-49; the stream needs
+        ``allow_msg_counter``); ErrStreamNotFound, ErrServerTooOld."""
+        self._run(require_level(self.jsapi, _counter.FEATURE))
+        return Counter(self, stream, self.stream_info(stream))
+
     def stream_info(self, name: str, subjects_filter: str | None = None,
                     deleted_details: bool | None = None) -> StreamInfo:
         """The stream's info (config and state); ErrStreamNotFound."""
@@ -254,6 +264,35 @@ class JetStream:
             except Retired:  # it went idle and ended just now: the next one takes the publish
                 continue
 
+    def publish_schedule(self, subject: str, data: bytes | str = b"", headers: Any = None, *, target: str,
+                         at: datetime.datetime | str | None = None,
+                         every: float | datetime.timedelta | str | None = None, cron: str | None = None,
+                         time_zone: str | None = None, ttl: str | int | None = None, source: str | None = None,
+                         timeout: float | None = None) -> PubAck:
+        """Store a message schedule (ADR-51) on ``subject`` that publishes to
+        ``target`` ``at`` a time, ``every`` so many seconds or on a ``cron``
+        spec; the asyncio face's :meth:`~tclnats_py.aio.jetstream.JetStream.publish_schedule`
+        (same arguments, checks and errors) without ``await``."""
+        check_timeout(timeout)
+        check_headers(headers)
+        hdrs, features = _schedule.schedule_headers(subject, headers, target=target, at=at, every=every, cron=cron,
+                                                    time_zone=time_zone, ttl=ttl, source=source)
+        ms = None if timeout is None else int(timeout * 1000)
+        return PubAck(self._run(_schedule.publish_schedule(self.jsapi, subject, _to_bytes(data), hdrs, features, ms)))
+
+    def publish_batch(self, msgs: Any, *, ack_every: int = 0, timeout: float | None = None) -> BatchAck:
+        """Publish ``msgs``, each ``(subject, data)`` or ``(subject, data,
+        headers)``, as one atomic batch (ADR-50): all stored, or none; its
+        :class:`BatchAck`.  The asyncio face's
+        :meth:`~tclnats_py.aio.jetstream.JetStream.publish_batch` without ``await``."""
+        ms = None if timeout is None else int(check_timeout(timeout) * 1000)
+        return BatchAck(self._run(publish_batch(self.jsapi, msgs, ack_every, ms)))
+
+    def batch(self, *, ack_every: int = 0, timeout: float | None = None) -> BatchPublisher:
+        """An atomic batch to fill message by message: ``with js.batch() as b:
+        b.add(subject, data)`` commits at the end of the block (``b.ack``)."""
+        return BatchPublisher(self, ack_every, None if timeout is None else check_timeout(timeout))
+
     def publish_async_complete(self, timeout: float | None = None) -> None:
         """Wait until every async publish so far has its ack (or error);
         ErrTimeout after ``timeout`` seconds (None: no limit)."""
@@ -299,6 +338,31 @@ class JetStream:
         """Create the consumer, or update it when it exists."""
         return self._consumer_request(stream, None, config, kw)
 
+    def push_subscribe(self, stream: str, cb: Callable[[JsMsg], Any] | None = None, *, consumer: str | None = None,
+                       deliver_subject: str | None = None, deliver_group: str | None = None,
+                       flow_control: bool = False, idle_heartbeat: float | None = None,
+                       error_cb: Callable[[Exception], Any] | None = None,
+                       config: ConsumerConfig | dict[str, Any] | None = None, **kw: Any) -> PushSubscription:
+        """Receive from a push consumer of ``stream`` (older servers' and
+        apps' kind; new code: pull consumers): bind to the existing
+        ``consumer``, or create one (``deliver_subject``, default a new
+        inbox; ``deliver_group``; ``flow_control`` with ``idle_heartbeat``
+        seconds; other ConsumerConfig fields in ``config``/``kw``).  A thread
+        of the subscription calls ``cb(msg)``, else read it with ``for`` or
+        ``next_msg``; see :class:`~tclnats_py.sync.jetstream.push.PushSubscription`.
+        ErrInvalidArg when the consumer to bind is a pull consumer."""
+        check_push_args(cb, error_cb, consumer, deliver_subject, deliver_group, flow_control, idle_heartbeat,
+                        config, kw)
+        if consumer is not None:
+            info = bindable(self.consumer_info(stream, consumer), stream, consumer)
+        else:
+            cfg = push_config(self.client.new_inbox, deliver_subject, deliver_group, flow_control, idle_heartbeat,
+                              config, kw)
+            info = self._consumer_request(stream, "create", cfg, {}).info
+        ps = PushSubscription(self, info, cb, error_cb)
+        ps._start()
+        return ps
+
     def consumer(self, stream: str, name: str) -> Consumer:
         """The pull :class:`Consumer` ``name`` of ``stream`` (its info fetched now); ErrConsumerNotFound."""
         return Consumer(self, stream, name, self.consumer_info(stream, name))
@@ -327,6 +391,11 @@ class JetStream:
     def resume_consumer(self, stream: str, consumer: str) -> ConsumerPauseResponse:
         """Let a paused consumer deliver again now (nats-server 2.11+)."""
         return ConsumerPauseResponse(self._run(_admin.resume_consumer(self.jsapi, stream, consumer)))
+
+    def unpin_consumer(self, stream: str, consumer: str, group: str) -> bool:
+        """Take the pin of priority group ``group`` of a pinned_client
+        consumer from the client holding it (ADR-42); True."""
+        return self._run(consumer_unpin(self.jsapi, stream, consumer, group))
 
     def reset_consumer(self, stream: str, consumer: str, seq: int | None = None) -> ConsumerResetResponse:
         """Clear the consumer's pending and redelivered state (ADR-60, nats-server 2.14+)."""
@@ -358,6 +427,23 @@ class JetStream:
         """Change a bucket's settings; see :meth:`create_key_value`."""
         from tclnats_py.sync.kv import KeyValue
         return KeyValue.create_bucket(self, bucket, update=True, **config)
+
+    def create_kv_aggregate(self, bucket: str, writable: bool, origins: list[dict[str, Any]],
+                            **config: Unpack[KeyValueFields]) -> KeyValue:
+        """A bucket gathering other buckets (maybe across domains; origins from
+        :func:`tclnats_py.sync.kv.kv_origin`); read-only unless ``writable``."""
+        from tclnats_py.sync.kv import KeyValue
+        return KeyValue.create_bucket(self, bucket, **aggregate_options(writable, origins, dict(config)))
+
+    def create_kv_mirror(self, name: str, origin: dict[str, Any], **config: Unpack[KeyValueFields]) -> None:
+        """A read-only copy of one bucket (serves direct gets); not bindable,
+        deleted with delete_stream(name)."""
+        self._run(_kv.create_bucket(self.jsapi, name, mirror_origin=origin,
+                                    **bucket_options(**mirror_options(dict(config)))))
+
+    def empty_key_value(self, bucket: str) -> int:
+        """Purge every key of the bucket; the number of messages removed."""
+        return self._run(_kv.empty_bucket(self.jsapi, bucket))
 
     def key_value(self, bucket: str) -> KeyValue:
         """Bind the existing bucket ``bucket``; ErrBucketNotFound."""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import TYPE_CHECKING, Any
 
+from tclnats_py.jsface.direct import batch_get, last_msgs_get
+from tclnats_py.sync.jetstream.direct import DirectGet
+
 if TYPE_CHECKING:  # names used in annotations only
-    import datetime
     from typing_extensions import Unpack
     from tclnats_py.engine.js.api import StoredMsg
     from tclnats_py.jsface.config import ConsumerConfig, ConsumerFields, StreamConfig, StreamFields
@@ -107,6 +110,27 @@ class Stream:
         """The last message stored on ``subject``; ErrMsgNotFound."""
         return self.get_msg(last_by_subj=subject)
 
+    def get_batch(self, max_msgs: int, seq: int | None = None, subject: str | None = None,
+                  start_time: datetime.datetime | str | None = None, max_bytes: int | None = None) -> DirectGet:
+        """A batch direct get (ADR-31; ``allow_direct``, nats-server 2.11+):
+        ``for m in stream.get_batch(100, seq=7)`` reads at most ``max_msgs``
+        messages (and ``max_bytes``) from sequence ``seq`` (default 1) or
+        from ``start_time``, only those on ``subject`` (a wildcard may do) if given."""
+        return DirectGet(self.js, batch_get(self.name, max_msgs, seq, subject, start_time, max_bytes))
+
+    def get_last_msgs_for(self, subjects: list[str] | str, up_to_seq: int | None = None,
+                          up_to_time: datetime.datetime | str | None = None,
+                          batch: int | None = None) -> DirectGet:
+        """A multi-last direct get (ADR-31; ``allow_direct``, nats-server
+        2.11+): for each subject that ``subjects`` match (wildcards may do),
+        its last message, in stream order, at most ``batch`` of them; at
+        the stream's state of ``up_to_seq`` or ``up_to_time`` if given."""
+        return DirectGet(self.js, last_msgs_get(self.name, subjects, up_to_seq, up_to_time, batch))
+
     def delete_msg(self, seq: int, erase: bool = False) -> bool:
         """Delete message ``seq`` (``erase``: overwrite it too); True."""
         return self.js.delete_msg(self.name, seq, erase)
+
+    def secure_delete_msg(self, seq: int) -> bool:
+        """Delete and overwrite message ``seq``; True."""
+        return self.js.delete_msg(self.name, seq, erase=True)

@@ -24,6 +24,7 @@ from tclnats_py.engine.options import to_bool
 from tclnats_py.engine.js import config as _cfg
 from tclnats_py.engine.js import counter as _counter
 from tclnats_py.engine.js import schedule as _schedule
+from tclnats_py.engine.js.batch import publish_batch
 from tclnats_py.engine.js.direct import check as check_direct
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js import objstore as _obj
@@ -38,7 +39,7 @@ from tclnats_py.engine.js.priority import PRIORITY_SPEC, PullGroup, consumer_cre
 from tclnats_py.engine.js.pull import Fetch
 from tclnats_py.tclface.commands import tcl_commands
 from tclnats_py.tclface.values import tcl_value
-from tclnats_py.tclface.js.convert import (_DELETE_MSG_OPTIONS, _FETCH_OPTIONS, _GET_OPTIONS, _KV_OPTIONS,
+from tclnats_py.tclface.js.convert import (_BATCH_OPTIONS, _DELETE_MSG_OPTIONS, _FETCH_OPTIONS, _GET_OPTIONS, _KV_OPTIONS,
                                            _NAK_OPTIONS, _NAMES_OPTIONS, _OBJ_OPTIONS, _ORDERED_OPTIONS,
                                            _PAUSE_OPTIONS, _PUBLISH_OPTIONS, _PURGE_OPTIONS, _RESET_OPTIONS,
                                            _SCHEDULE_OPTIONS, TclArgs,
@@ -472,6 +473,23 @@ class JetStream:
             time_zone=o.get("time_zone"), ttl=o.get("ttl"), source=o.get("source"), unit="ms")
         return self.run(_schedule.publish_schedule(self.api, subject, self.conn.payload_bytes(data), headers,
                                                    features, o.get("timeout")))
+
+    def c_publish_batch(self, msgs, *args):
+        """``$js publish_batch {{subject data ?headers?} ...} ?-timeout ms?
+        ?-ack_every n?``: the messages as one atomic batch (ADR-50), all
+        stored or none; a dict ``stream seq batch_id batch_size`` (``seq``:
+        the last message's)."""
+        given = self.args.pairs(args)
+        _timeout_option(given, "timeout")
+        o = _cfg.build(_BATCH_OPTIONS, self.args.options(_BATCH_OPTIONS, args, given=given))
+        items = []
+        for m in self.tk.splitlist(msgs):
+            parts = self.tk.splitlist(m)
+            if len(parts) not in (2, 3):
+                raise make_error("ErrInvalidArg", f"Invalid batch message {m}: {{subject data ?headers?}} expected")
+            item = (str(parts[0]), self.conn.payload_bytes(parts[1]))
+            items.append(item + (self.conn.headers_from_tcl(parts[2]),) if len(parts) == 3 else item)
+        return self.run(publish_batch(self.api, items, o.get("ack_every", 0), o.get("timeout")))
 
     # -------------------------------------------------------- acks
     def _ack(self, msg, payload: bytes):

@@ -181,6 +181,8 @@ _PUBLISH_OPTIONS = (("timeout", "pos_int", None), ("callback", "valid_str", None
 _SCHEDULE_OPTIONS = (("target", "valid_str", None), ("at", "valid_str", None), ("every", "str", None),
                      ("cron", "str", None), ("time_zone", "str", None), ("ttl", "str", None),
                      ("source", "valid_str", None), ("timeout", "pos_int", None))
+# publish_batch (ADR-50): each wait for the server's word, and every n-th message waiting for it
+_BATCH_OPTIONS = (("timeout", "pos_int", None), ("ack_every", "pos_int", 0))
 _NAK_OPTIONS = (("delay", "pos_int", None),)
 _PAUSE_OPTIONS = (("pause_until", "valid_str", None),)
 _RESET_OPTIONS = (("seq", "pos_int", None),)

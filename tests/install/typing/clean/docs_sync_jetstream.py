@@ -84,6 +84,32 @@ def key_value() -> None:
                 print("watched", entry.key, entry.value)
 
 
+def server_2_11_reads() -> None:
+    import tclnats_py.sync
+
+    with tclnats_py.sync.connect("nats://localhost:4222") as nc:
+        js = nc.jetstream()
+        js.create_stream("HITS", subjects=["hits.>"], storage="memory", allow_msg_counter=True, allow_direct=True)
+        hits = js.counter("HITS")                                 # ADR-49 counters, nats-server 2.12+
+        hits.add("hits.home", 3)                                  # its new value; any size, negative to subtract
+        hits.add("hits.about", 1)
+        counts = hits.get_many(["hits.home", "hits.about"])       # hits.get(subject) for one
+
+        log = js.create_stream("LOG", subjects=["log.*"], storage="memory", allow_direct=True)
+        for i in range(6):
+            js.publish(f"log.{i % 2}", b"%d" % i)
+        batch = [m.seq for m in log.get_batch(3, seq=2)]          # ADR-31 batch direct get: an iterator
+        last = [m.data for m in log.get_last_msgs_for("log.*")]   # the last message of each subject
+        kv = js.create_key_value("PREFS", storage="memory")
+        kv.put("lang", b"en")
+        found = sorted(kv.get_many(["lang", "unset"]))            # key -> KvEntry of those with a value
+
+        jobs = log.create_consumer(durable_name="JOBS", priority_policy="pinned_client", priority_groups=["work"])
+        got = jobs.fetch(2, max_wait=1.0, group="work")           # this consumer object is pinned now
+        js.unpin_consumer("LOG", "JOBS", "work")                  # another puller may take the pin
+        print("hits", counts["hits.home"], "batch", batch, "last", last, "found", found, "jobs", len(got))
+
+
 def object_store() -> None:
     import io, tclnats_py.sync
 
