@@ -295,10 +295,12 @@ def parse_conn(opts: dict) -> ConnSettings:
     if not servers or not str(servers).strip():
         raise make_error("ErrInvalidArg", "option 'servers' is required (a NATS URL, or several separated by commas)")
     servers = [s.strip() for s in str(servers).split(",") if s.strip()]
+    from tclnats_py.engine.pool import DEFAULT_PORTS
     for s in servers:
         scheme = s.split("://", 1)[0] if "://" in s else "nats"
-        if scheme not in ("nats", "tls"):
-            raise make_error("ErrInvalidArg", f"option servers: {redact_url(s)!r} is not a nats:// or tls:// URL")
+        if scheme not in DEFAULT_PORTS:
+            raise make_error("ErrInvalidArg", f"option servers: {redact_url(s)!r} is not a NATS URL "
+                             f"({', '.join(k + '://' for k in DEFAULT_PORTS)})")
     for name in ("creds", "tlsca", "tlscert", "tlskey"):
         path = opts.get(name)
         if path and not os.path.isfile(path):

@@ -382,13 +382,19 @@ class Driver:
             wait = deadline - now
             if wait <= 0:
                 raise make_error("ErrTimeout", f"Timeout waiting for the server {self.server}")
+        eng = self.engine
+        data = eng.unwrap(data)  # over a WebSocket: the NATS bytes of the frames
+        if eng.has_effects:  # a control frame answered, or a bad frame / the server's close failed it
+            self._run()
+            if self._sock is None:
+                raise make_error("ErrConnectionClosed", f"the server {self.server} closed the connection")
         buf = self._raw + data if self._raw else data
         self._raw = buf
         self._raw = buf[scan(buf):]
 
     def feed(self, data: bytes) -> None:
         """Hand the engine bytes a raw scanner left to it (whole frames)."""
-        self.engine.receive_data(data)
+        self.engine.receive_data(data, framed=False)
         self._run()
 
     def end_raw(self) -> None:
@@ -397,7 +403,7 @@ class Driver:
         rest, self._raw = self._raw, None
         held, self._held = self._held, set()
         if rest:
-            self.engine.receive_data(rest)
+            self.engine.receive_data(rest, framed=False)
         for key in held:
             self.engine.timer_fired(key)
         self._run()
@@ -440,7 +446,8 @@ class Driver:
         eng.set_credentials(read_credentials(eng.options))
         server = e.server
         try:
-            sock = socket.create_connection((server.host, server.port), eng.options.connect_timeout / 1000 or None)
+            # (a WebSocket server behind an HTTP proxy: the proxy's address)
+            sock = socket.create_connection(eng.open_address(server), eng.options.connect_timeout / 1000 or None)
         except Exception as exc:  # OSError mostly; UnicodeError/ValueError for a bad host name
             eng.socket_failed(getattr(exc, "strerror", None) or str(exc) or type(exc).__name__,
                               unresolved=isinstance(exc, socket.gaierror))
