@@ -88,7 +88,8 @@ def stream_stored(cluster, stream: str) -> int:
 
 
 def make_stream(cluster, stream: str, subjects: list, replicas: int = 3, **cfg) -> None:
-    """A new file stream (an old one of that name deleted), led and current."""
+    """A new file stream (an old one of that name deleted), led and current;
+    ``cluster`` is a NatsCluster, or anything with its ``js_api`` for R1."""
     cluster.js_api(f"STREAM.DELETE.{stream}", timeout=5)
     body = {"name": stream, "subjects": subjects, "num_replicas": replicas, "storage": "file", **cfg}
     deadline = time.monotonic() + 30
@@ -100,7 +101,8 @@ def make_stream(cluster, stream: str, subjects: list, replicas: int = 3, **cfg) 
         if time.monotonic() > deadline or r["error"].get("err_code") != 10005:
             raise RuntimeError(f"STREAM.CREATE {stream}: {r['error']}")
         time.sleep(0.2)
-    cluster.wait_stream_current(stream, timeout=30)
+    if replicas > 1:
+        cluster.wait_stream_current(stream, timeout=30)
 
 
 async def read_payloads(urls, stream: str, n: int) -> Counter:
