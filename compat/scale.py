@@ -238,8 +238,7 @@ def throughput(spark_cluster, targets, n, partitions, executors) -> tuple[list, 
         ceiling[name] = round(sp.raw_fetch(t.urls[0], "SCALE_R", n))
         print(f"  raw-socket fetch ceiling, {name}: {ceiling[name]:,} msg/s", flush=True)
     for ex in executors:
-        spark = sp.session(spark_cluster.url, f"tclnats-scale-{ex}", executors=ex,
-                           **{"spark.ui.showConsoleProgress": "false"})
+        spark = sp.session(spark_cluster.url, f"tclnats-scale-{ex}", executors=ex)
         try:
             sp.wait_executors(spark, ex)
             for name, t, replicas in targets:
@@ -261,9 +260,17 @@ def throughput(spark_cluster, targets, n, partitions, executors) -> tuple[list, 
 
 # ------------------------------------------------------------------ the run
 
+class Printed(list):
+    """The faults' results, each printed as it is added."""
+
+    def append(self, item) -> None:
+        print_fault(*item)
+        super().append(item)
+
+
 def run_faults(args, wanted, cluster, spark_cluster, folder) -> list:
-    """One round of the faults in ``wanted``: [(name, counts)]."""
-    out = []
+    """One round of the faults in ``wanted``: [(name, counts)], each printed when done."""
+    out = Printed()
     if "aio" in wanted:
         out.append(("asyncio face: publish with msg ids, leader killed", nf.fault_aio_publish(
             cluster, args.publishes, args.kills)))
@@ -274,8 +281,7 @@ def run_faults(args, wanted, cluster, spark_cluster, folder) -> list:
         out.append(("KV put/get/watch across a leader kill", nf.fault_kv(cluster, args.kv)))
     if "batch" in wanted or "streaming" in wanted:
         if "batch" in wanted:
-            spark = sp.session(spark_cluster.url, "tclnats-scale-batch", executors=2,
-                               **{"spark.ui.showConsoleProgress": "false"})
+            spark = sp.session(spark_cluster.url, "tclnats-scale-batch", executors=2)
             try:
                 sp.wait_executors(spark, 2)
                 out.append(("Spark batch read, stream leader killed", fault_batch(cluster, spark, args.messages)))
@@ -332,9 +338,7 @@ def main(argv=None) -> int:
                 print(f"\n== round {r + 1} of {args.rounds}", flush=True)
                 with NatsCluster(3, jetstream=True) as cluster:
                     results = run_faults(args, wanted, cluster, spark_cluster, folder)
-                for name, counts in results:
-                    print_fault(name, counts)
-                    failed += not counts.get("ok")
+                failed += sum(not counts.get("ok") for _, counts in results)
                 doc["rounds"].append(dict(results))
         if "throughput" in parts:
             print("\n== throughput", flush=True)

@@ -155,7 +155,8 @@ def session(master: str, app: str, executors: int = 2, **conf):
 
     import tclnats_py.spark.datasource as tspark
     b = (SparkSession.builder.master(master).appName(app).config("spark.ui.enabled", "false")
-         .config("spark.sql.shuffle.partitions", "2").config("spark.driver.bindAddress", "127.0.0.1")
+         .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.driver.bindAddress", "127.0.0.1")
          .config("spark.driver.host", "127.0.0.1").config("spark.executor.cores", "1")
          .config("spark.cores.max", str(executors)).config("spark.executor.memory", "768m")
          .config("spark.pyspark.python", sys.executable)
