@@ -243,7 +243,9 @@ def throughput(spark_cluster, targets, n, partitions, executors) -> tuple[list, 
             sp.wait_executors(spark, ex)
             for name, t, replicas in targets:
                 servers = ",".join(t.urls)
-                _read_rate(spark, servers, "SCALE_R", n, max(partitions))  # warm: JIT, Python workers
+                # warm: the JIT, a Python worker per task slot, the sink's imports
+                _read_rate(spark, servers, "SCALE_R", n, max(partitions))
+                _write_rate(spark, t, replicas, servers, max(1000, n // 10), max(partitions))
                 for p in partitions:
                     row = {"target": name, "executors": ex, "partitions": p,
                            "read": round(_read_rate(spark, servers, "SCALE_R", n, p)),
