@@ -12,7 +12,9 @@ message (nothing lost, nothing twice):
 - ``aio``, ``tcl`` (and ``sync`` once ``tclnats_py.sync.connect`` exists):
   a face publishing ``--publishes`` JetStream messages with message ids while
   the stream's leader is killed 5 times (retrying a failed publish with the
-  same id); the stream read back;
+  same id); the stream read back; ``aio_async`` the same with the asyncio
+  face's publish_async, 500 acks in flight when a leader dies, every future
+  ended by an ack or an error;
 - ``kv``: ``--kv`` puts with a watcher on another connection across a leader kill;
 - ``batch``: a Spark batch read of ``--messages`` while the stream's leader is
   killed; the read completes or fails with an error, and a retry counts exactly;
@@ -46,7 +48,7 @@ from tclnats_py.compat import scale_faults as nf
 from tclnats_py.compat import scale_spark as sp
 from tclnats_py.testing.server import NatsCluster, NatsServer, _raw_request
 
-FAULTS = ["aio", "tcl", "sync", "kv", "batch", "streaming"]
+FAULTS = ["aio", "aio_async", "tcl", "sync", "kv", "batch", "streaming"]
 
 
 def _parse(argv):
@@ -276,6 +278,9 @@ def run_faults(args, wanted, cluster, spark_cluster, folder) -> list:
     if "aio" in wanted:
         out.append(("asyncio face: publish with msg ids, leader killed", nf.fault_aio_publish(
             cluster, args.publishes, args.kills)))
+    if "aio_async" in wanted:
+        out.append(("asyncio face: publish_async (500 in flight) with msg ids, leader killed",
+                    nf.fault_aio_publish_async(cluster, args.publishes, args.kills)))
     if "tcl" in wanted:
         out.append(("Tcl face (stock tclsh): publish with msg ids, leader killed", nf.fault_tcl_publish(
             cluster, args.publishes, args.kills)))

@@ -175,6 +175,64 @@ def fault_aio_publish(cluster, n: int, kills: int) -> dict:
     return _publish_result(cluster, "SCALE_AIO", n, out, killer)
 
 
+async def _aio_publish_async(urls, subject: str, n: int, killer: LeaderKiller, window: int = 500) -> dict:
+    """Windows of ``window`` publish_async calls with message ids, a leader
+    killed with a window's acks in flight; every future must end (an ack or
+    an error) within three ack timeouts; the failed ones go again in a later
+    window."""
+    import tclnats_py
+    c = await tclnats_py.connect(urls, max_reconnect_attempts=-1, reconnect_time_wait=0.1)
+    js = c.jetstream(timeout=ACK_TIMEOUT)
+    errors: Counter = Counter()
+    hung = acked = 0
+    todo = list(range(n))
+    marks = killer.marks(n)
+    sent = 0
+    try:
+        while todo:
+            batch, todo = todo[:window], todo[window:]
+            futs = []
+            for i in batch:
+                try:
+                    futs.append((i, await js.publish_async(subject, b"%d" % i, msg_id=f"m{i}")))
+                except tclnats_py.NatsError as e:
+                    errors["at publish: " + type(e).__name__] += 1
+                    todo.append(i)
+            sent += len(batch)
+            if marks and sent >= marks[0]:
+                marks.pop(0)  # the leader dies with this window's acks in flight
+                await asyncio.to_thread(killer.kill)
+            done, pending = await asyncio.wait([f for _, f in futs], timeout=ACK_TIMEOUT * 3)
+            hung += len(pending)
+            for i, f in futs:
+                if f in pending:
+                    f.cancel()
+                    todo.append(i)
+                elif f.exception() is not None:
+                    errors[type(f.exception()).__name__] += 1
+                    todo.append(i)
+                else:
+                    acked += 1
+            if errors and todo:
+                await asyncio.sleep(0.05)
+    finally:
+        await c.close()
+    return {"acked": acked, "given_up": 0, "hung_futures": hung, "errors": dict(errors)}
+
+
+def fault_aio_publish_async(cluster, n: int, kills: int) -> dict:
+    """The asyncio face's publish_async (windows of 500 in flight) with ids through ``kills`` leader kills."""
+    make_stream(cluster, "SCALE_AIOA", ["scale.aioa"])
+    killer = LeaderKiller(cluster, "SCALE_AIOA", kills)
+    t = time.monotonic()
+    out = asyncio.run(_aio_publish_async(cluster.urls, "scale.aioa", n, killer))
+    out["seconds"] = round(time.monotonic() - t, 1)
+    killer.finish()
+    out = _publish_result(cluster, "SCALE_AIOA", n, out, killer)
+    out["ok"] = out["ok"] and out["hung_futures"] == 0
+    return out
+
+
 def _publish_result(cluster, stream, n, out, killer) -> dict:
     cluster.wait_stream_current(stream, timeout=60)
     out.update(exact(asyncio.run(read_payloads(cluster.urls, stream, n)), n))
