@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.fault, pytest.mark.spark]
 
 def test_short_form_counts_exact_and_table_written(tmp_path):
     out, svg = tmp_path / "scale.json", tmp_path / "scale.svg"
-    rc = scale.main(["--messages", "20000", "--publishes", "3000", "--kv", "2000", "--stream-messages", "10000",
+    rc = scale.main(["--messages", "20000", "--publishes", "3000", "--kv", "2000", "--stream-messages", "6000",
                      "--throughput-messages", "20000", "--partitions", "1,2", "--executors", "1,2",
                      "--rounds", "1", "--json", str(out), "--plot", str(svg)])
     doc = json.loads(out.read_text())
