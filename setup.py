@@ -187,8 +187,8 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     license="Apache-2.0",
-    packages=["tclnats_py", "tclnats_py.engine", "tclnats_py.engine.js", "tclnats_py.aio", "tclnats_py.aio.jetstream", "tclnats_py.tclface", "tclnats_py.tclface.js",
-              "tclnats_py.spark", "tclnats_py.sync", "tclnats_py.testing", "tclnats_py.tcl", "tclnats_py.compat",
+    packages=["tclnats_py", "tclnats_py.engine", "tclnats_py.engine.js", "tclnats_py.aio", "tclnats_py.aio.jetstream", "tclnats_py.jsface", "tclnats_py.tclface", "tclnats_py.tclface.js",
+              "tclnats_py.spark", "tclnats_py.sync", "tclnats_py.sync.jetstream", "tclnats_py.testing", "tclnats_py.tcl", "tclnats_py.compat",
               "tclnats_py.natspy", "tclnats_py.natspy.aio", "tclnats_py.natspy.js", "tclnats_py.natspy.micro"],
     # the Tcl sources (tcl/) and the conformance and benchmark tools (compat/)
     # live at the top of the repository and ship inside the package as

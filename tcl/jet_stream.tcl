@@ -164,6 +164,8 @@ oo::class create ::nats::jet_stream {
     method reset_consumer {stream consumer args} { my Call reset_consumer $stream $consumer {*}$args }
     method stream_msg_get {stream args} { my Call stream_msg_get $stream {*}$args }
     method stream_direct_get {stream args} { my Call stream_direct_get $stream {*}$args }
+    method publish_schedule {subject message args} { my Call publish_schedule $subject $message {*}$args }
+    method publish_batch {msgs args} { my Call publish_batch $msgs {*}$args }
     method counter_add {stream subject delta} { my Call counter_add $stream $subject $delta }
     method counter_get {stream subject} { my Call counter_get $stream $subject }
     method stream_msg_delete {stream args} { my Call stream_msg_delete $stream {*}$args }

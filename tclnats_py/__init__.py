@@ -1,7 +1,8 @@
 """tclnats_py: one NATS client engine, served to Python (asyncio) and Tcl.
 
 The asyncio face: ``await tclnats_py.connect(...)`` (see tclnats_py.aio.client),
-``client.jetstream()`` (tclnats_py.aio.jetstream, kv, objectstore).  The Tcl face:
+``client.jetstream()`` (tclnats_py.aio.jetstream, kv, objectstore); the same API
+without ``await``, shared by threads: ``tclnats_py.sync.connect(...)``.  The Tcl face:
 ``tclnats-tclsh`` or ``tclnats_py.tclface.bridge.install(tkinter.Tcl())`` give
 ``package require nats``.  Errors are classes named by code (ErrTimeout ...).
 """

@@ -50,7 +50,7 @@ from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.options import Options
 from tclnats_py.engine.headers import Headers
 from tclnats_py.aio.effects import ClientEffects, _Gather
-from tclnats_py.aio.options import translate
+from tclnats_py.pyface import ClientState
 from tclnats_py.aio.subscription import _EAGER, ClientMsg, Subscription
 from tclnats_py.aio.transport import _READY, _WRITE_CHUNK, _Deferred
 from tclnats_py.aio import spin as _spin
@@ -80,23 +80,13 @@ ErrorHandler = Callable[[Exception], Any]
 DEFAULT_SERVER = "nats://localhost:4222"
 
 
-def _seconds_delay(fn):
-    """A reconnect_delay function (server dict -> seconds) as the engine's (-> ms)."""
-    def delay(server: dict) -> int:
-        v = fn(server)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v <= 86400):
-            raise make_error("ErrInvalidArg", f"reconnect_delay returned {v!r}: seconds (0 to 86400) expected")
-        return int(round(v * 1000))
-    return delay
-
-
 def _check_msg(msg) -> Msg:
     if not isinstance(msg, Msg):
         raise make_error("ErrInvalidArg", f"A message expected, not {type(msg).__name__}")
     return msg
 
 
-class Client(ClientEffects):
+class Client(ClientEffects, ClientState):
     """One NATS connection: the engine driven by an asyncio loop.
 
     ``Client(servers, **options)`` then ``await client.connect()``, or
@@ -106,26 +96,10 @@ class Client(ClientEffects):
     def __init__(self, servers: str | Sequence[str] | None = None, **options: Unpack[ConnectOptions]) -> None:
         self._engine = Engine(Options(), clock=lambda: int(time.time() * 1000), lang="python",
                               version=_version())
-        # the user's hooks (plain or coroutine functions), set by _configure
-        self._error_cb: Any = None
-        self._status_cb: Any = None
-        self._disconnected_cb: Any = None
-        self._reconnected_cb: Any = None
-        self._closed_cb: Any = None
-        self._discovered_server_cb: Any = None
-        self._lame_duck_mode_cb: Any = None
-        self._signature_cb: Any = None
-        self._user_jwt_cb: Any = None
+        self._init_options()  # the user's hooks and TLS options (ClientState), set by _configure
         self._allow_reconnect = True
-        self._drain_timeout = 10.0
         self._spin_time = _spin.default()  # (TCLNATS_SPIN_US) before the options, which may set it
         self._spin_sel: _spin.SpinningSelector | None = None
-        self._known_servers: set = set()
-        self._ldm = False
-        self._tls: ssl.SSLContext | None = None
-        self._tls_opts: dict[str, Any] = {"tls_ca": None, "tls_cert": None, "tls_key": None, "tls_hostname": None,
-                          "tls_verify": True}
-        self._ssl_ctx: ssl.SSLContext | None = None
         # set by connect(); the methods that need it before then go through _need_loop()
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self._transport: Any = None  # the asyncio transport of the current attempt
@@ -148,116 +122,18 @@ class Client(ClientEffects):
         self._status_waiters: list = []
         self._tasks: set = set()
         self._open_task: asyncio.Task | None = None
-        self._prev_status = CLOSED
         self._engine.msg_class = type("Msg", (ClientMsg,), {"__slots__": (), "_client": self})
         self._engine.headers_class = Headers  # msg.headers["K"] is the first value; get_all("K") every one
         self._engine.deliver_batches = True  # a read's messages for a subscription in one effect (_run)
         self._effects = effect_table(self)  # effect class -> self.on_<effect> (ClientEffects)
         self._configure(servers, options)
 
-    def _configure(self, servers: str | Sequence[str] | None, options: Mapping[str, Any]) -> None:
-        """Apply ``connect``'s keyword arguments (see tclnats_py.aio.options):
-        everything is checked before anything is applied."""
-        eng = self._engine
-        opts = dict(options)
-        servers = opts.pop("servers", servers)
-        engine_opts, driver = translate(opts)
-        if engine_opts:
-            eng.options.update(engine_opts)  # checks (raises) before it assigns
-        for k, v in driver.items():
-            if k == "reconnect_delay":
-                eng.reconnect_delay = None if v is None else _seconds_delay(v)
-            elif k == "reconnect_delay_ms":
-                eng.reconnect_delay = v
-            elif k == "tls":
-                self._tls = v
-                self._ssl_ctx = None
-            elif k == "tls_handshake_first":
-                eng.tls_first = v
-            elif k.startswith("tls_"):
-                self._tls_opts[k] = v
-                self._ssl_ctx = None
-            elif k == "inbox_prefix":
-                eng.inbox_prefix = v
-            elif k == "retry_on_failed_connect":
-                eng.retry_on_failed_connect = v
-            else:
-                setattr(self, "_" + k, v)
-        if "signature_cb" in driver or "user_jwt_cb" in driver:
-            eng.auth_cb = self._jwt_auth if self._signature_cb is not None else None
-        if servers:
-            eng.configure_servers([servers] if isinstance(servers, str) else list(servers))
-
-    def _jwt_auth(self, nonce: str | None) -> dict:
-        """CONNECT's jwt and sig from user_jwt_cb and signature_cb (nats-py's pair)."""
-        jwt = self._user_jwt_cb()
-        p = {"jwt": jwt.decode() if isinstance(jwt, (bytes, bytearray)) else str(jwt)}
-        if nonce:
-            sig = self._signature_cb(nonce)
-            p["sig"] = sig.decode() if isinstance(sig, (bytes, bytearray)) else str(sig)
-        return p
-
-    # ------------------------------------------------------------ properties
-    @property
-    def status(self) -> str:
-        """"connecting", "connected", "reconnecting" or "closed" (nats-tcl's statuses)."""
-        return self._engine.status
-
-    @property
-    def is_connected(self) -> bool:
-        return self._engine.status == CONNECTED
-
-    @property
-    def is_reconnecting(self) -> bool:
-        return self._engine.status == RECONNECTING
-
-    @property
-    def is_closed(self) -> bool:
-        return self._engine.status == CLOSED
-
+    # ------------------------------------------------------------ properties (the rest: ClientState)
     @property
     def engine(self) -> Engine:
         """The sans-IO engine this client drives (its public interface is
         what this face's JetStream, KV and Object Store modules use)."""
         return self._engine
-
-    @property
-    def last_error(self) -> NatsError | None:
-        """The last asynchronous error; None when connected again or closed on purpose."""
-        return self._engine.last_error
-
-    @property
-    def server_info(self) -> dict[str, Any]:
-        return dict(self._engine.server_info)
-
-    @property
-    def current_server(self) -> tuple[str, int] | None:
-        s = self._engine.pool.current
-        return (s.host, s.port) if s else None
-
-    @property
-    def all_servers(self) -> list[dict[str, Any]]:
-        return [s.as_dict() for s in self._engine.pool.servers]
-
-    @property
-    def stats(self) -> dict[str, int]:
-        return dict(self._engine.stats)
-
-    @property
-    def max_payload(self) -> int:
-        return self._engine.server_info.get("max_payload", 1048576)
-
-    @property
-    def options(self) -> Options:
-        return self._engine.options
-
-    @property
-    def pending_data_size(self) -> int:
-        return self._engine.pending_bytes
-
-    def new_inbox(self) -> str:
-        """A new unique inbox subject (``inbox_prefix``, default ``_INBOX``, then a NUID)."""
-        return self._engine.new_inbox()
 
     def jetstream(self, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0, *,
                   publish_async_max_pending: int | None = None,

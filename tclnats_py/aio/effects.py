@@ -92,6 +92,8 @@ class ClientEffects(ClientIO):
     _closed_cb: Any
     _discovered_server_cb: Any
     _lame_duck_mode_cb: Any
+    _status_hooks: Callable[[str], list[tuple[Any, tuple]]]   # ClientState's
+    _info_hooks: Callable[[dict], list[Any]]
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         """Run ``coro`` as a task of this client (see Client.spawn)."""
@@ -264,7 +266,6 @@ class ClientEffects(ClientIO):
 
     def on_status_changed(self, e: StatusChanged) -> None:
         status = e.status
-        prev, self._prev_status = self._prev_status, status
         if status == RECONNECTING and not self._allow_reconnect:
             # allow_reconnect=False (nats-py): a lost connection closes the client
             self._engine.disconnect()
@@ -272,28 +273,12 @@ class ClientEffects(ClientIO):
         for w in waiters:
             if not w.done():
                 w.set_result(status)
-        if self._status_cb is not None:
-            _call_user(self, self._status_cb, status)
-        if prev == CONNECTED and self._disconnected_cb is not None:
-            _call_user(self, self._disconnected_cb)
-        if status == CONNECTED and prev == RECONNECTING and self._reconnected_cb is not None:
-            _call_user(self, self._reconnected_cb)
-        if status == CLOSED and self._closed_cb is not None:
-            _call_user(self, self._closed_cb)
+        for hook, args in self._status_hooks(status):
+            _call_user(self, hook, *args)
 
     def _info_callbacks(self, info: dict) -> None:
-        """nats-py's discovered_server_cb (a server joined the pool, learnt
-        from an INFO after the first) and lame_duck_mode_cb (the server said
-        ``ldm``)."""
-        known = {(s.host, s.port) for s in self._engine.pool.servers}
-        new = known - self._known_servers
-        first = not self._known_servers
-        self._known_servers |= known
-        if new and not first and self._discovered_server_cb is not None:
-            _call_user(self, self._discovered_server_cb)
-        if info.get("ldm") and not self._ldm and self._lame_duck_mode_cb is not None:
-            _call_user(self, self._lame_duck_mode_cb)
-        self._ldm = bool(info.get("ldm"))
+        for hook in self._info_hooks(info):
+            _call_user(self, hook)
 
 
     def _awaiting_reply(self) -> bool:

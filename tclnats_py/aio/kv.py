@@ -21,9 +21,6 @@ ErrInvalidArg (bad key or bucket name), ErrTimeout.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import datetime
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from tclnats_py.errors import ErrKeyExists, ErrWrongLastSequence, NatsError, make_error
@@ -32,7 +29,9 @@ from tclnats_py.engine.js.events import event_table
 from tclnats_py.engine.js.api_level import FEATURES, server_level
 from tclnats_py.aio.jetstream.direct import DirectGet
 from tclnats_py.engine.js.publish import ttl_from_seconds
-from tclnats_py.engine.validate import check_seconds, check_timeout
+from tclnats_py.engine.validate import check_timeout
+from tclnats_py.jsface.kv import KvEntry, KvStatus, bucket_options, kv_status, watch_consumer_options
+from tclnats_py.jsface.kv import entry as _entry
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.jetstream.context import JetStream
@@ -42,58 +41,6 @@ if TYPE_CHECKING:  # names used in annotations only
 __all__ = ["KeyValue", "KvEntry", "KvStatus", "KvWatcher", "kv_origin"]
 
 kv_origin = _kv.make_origin
-
-
-class KvEntry(_kv.Entry):
-    """A KV entry; ``created`` is ms since the epoch."""
-
-    __slots__ = ()
-
-    @property
-    def created_at(self) -> datetime.datetime:
-        return datetime.datetime.fromtimestamp(self.created / 1000, datetime.timezone.utc)
-
-
-def _entry(e: _kv.Entry) -> KvEntry:
-    return KvEntry(e.bucket, e.key, e.value, e.revision, e.created, e.operation, e.delta, e.reason)
-
-
-@dataclass
-class KvStatus:
-    """KvAPI.md "Bucket status" (ttl in seconds, 0 = forever; limit_marker_ttl
-    in seconds, 0 = no limit markers, ADR-48)."""
-    bucket: str
-    values: int
-    history: int
-    ttl: float
-    bytes: int
-    is_compressed: bool
-    mirror_name: str | None = None
-    mirror_domain: str | None = None
-    backing_store: str = "JetStream"
-    stream_config: dict[str, Any] = field(default_factory=dict)
-    stream_state: dict[str, Any] = field(default_factory=dict)
-    limit_marker_ttl: float = 0
-
-    @property
-    def metadata(self) -> dict[str, str]:
-        return self.stream_config.get("metadata") or {}
-
-    def as_dict(self) -> dict[str, Any]:
-        """The fields as a plain dict (ttl in seconds; stream_config and stream_state the JSON)."""
-        return dataclasses.asdict(self)
-
-
-def _bucket_options(ttl=None, replicas=None, compression=None, limit_marker_ttl=None, **config) -> dict:
-    if ttl is not None:
-        config["ttl_ms"] = int(round(check_seconds("ttl", ttl) * 1000))
-    if limit_marker_ttl is not None:
-        config["limit_marker_ttl_ms"] = int(round(check_seconds("limit_marker_ttl", limit_marker_ttl) * 1000))
-    if replicas is not None:
-        config["num_replicas"] = replicas
-    if compression is not None:
-        config["compression"] = ("s2" if compression else "none") if isinstance(compression, bool) else compression
-    return config
 
 
 class KeyValue:
@@ -113,7 +60,7 @@ class KeyValue:
     async def create_bucket(cls, js: JetStream, bucket: str, *, update: bool = False,
                             **config: Any) -> "KeyValue | None":
         """Create (``update``: change) a bucket; see JetStream.create_key_value."""
-        b = await js._run(_kv.create_bucket(js.jsapi, bucket, update=update, **_bucket_options(**config)))
+        b = await js._run(_kv.create_bucket(js.jsapi, bucket, update=update, **bucket_options(**config)))
         return cls(js, b) if b is not None else None
 
     @classmethod
@@ -172,11 +119,7 @@ class KeyValue:
 
     async def status(self) -> KvStatus:
         """The bucket's status (:class:`KvStatus`: values, history, ttl, bytes ...)."""
-        st = await self.js._run(self._b.status())
-        ttl = st["ttl"] / 1e9 if st["ttl"] and st["ttl"] > 0 else 0
-        return KvStatus(st["bucket"], st["values"], st["history"], ttl, st["bytes"], st["is_compressed"],
-                        st.get("mirror_name"), st.get("mirror_domain"), stream_config=st["stream_config"],
-                        stream_state=st["stream_state"], limit_marker_ttl=st.get("limit_marker_ttl", 0) / 1e9)
+        return kv_status(await self.js._run(self._b.status()))
 
     # ------------------------------------------------------------ writes
     async def put(self, key: str, value: bytes | str) -> int:
@@ -319,13 +262,7 @@ class KvWatcher:
             raise make_error("ErrConsumerStopped", f"The watcher of bucket {self.kv.bucket} has stopped") from None
 
     async def _start(self):
-        js = self.kv.js
-        opts = dict(self._opts)
-        hb = opts.pop("idle_heartbeat_ms", 5000)
-        self.consumer = js.ordered_consumer(self.kv.stream, opts.pop("filter_subject", None),
-                                            opts.pop("deliver_policy"), opts.pop("headers_only"), hb / 1000,
-                                            description=opts.pop("description", None),
-                                            filter_subjects=opts.pop("filter_subjects", None))
+        self.consumer = self.kv.js.ordered_consumer(self.kv.stream, **watch_consumer_options(self._opts))
         try:
             await self.consumer.start()
         except NatsError as e:

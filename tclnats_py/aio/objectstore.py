@@ -19,7 +19,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import os
-from typing import TYPE_CHECKING, Any, AsyncIterable, AsyncIterator, Iterable, Protocol, Union
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.client import HeadersArg
@@ -32,79 +32,12 @@ from tclnats_py.engine.js import objstore as _obj
 from tclnats_py.engine.js.events import event_table
 from tclnats_py.engine.js.publish import parse_ack
 from tclnats_py.engine.nuid import next_token
-from tclnats_py.engine.validate import check_headers, check_int, check_seconds, check_str
-from tclnats_py.aio.jetstream.info import Reply, StreamInfo
+from tclnats_py.engine.validate import check_headers, check_str
+from tclnats_py.jsface.info import StreamInfo
+from tclnats_py.jsface.objectstore import (WINDOW, ObjectData, ObjectInfo, ObjectStoreStatus, bucket_options, check_data,
+                                           check_metadata, parts, to_part)
 
 __all__ = ["ObjectStore", "ObjectInfo", "ObjectStoreStatus", "ObjectWatcher", "ObjectData"]
-
-
-class _Reader(Protocol):
-    """A file or a stream: ``read(size)`` gives the next part (bytes or str; awaitable or not), empty at the end."""
-
-    def read(self, size: int, /) -> Any: ...
-
-
-_Part = Union[bytes, bytearray, memoryview, str]
-#: what ``ObjectStore.put`` stores: bytes-like, str (UTF-8), a file, or an (async) iterable of parts
-ObjectData = Union[_Part, _Reader, Iterable[_Part], AsyncIterable[_Part]]
-
-_WINDOW = 64  # chunk publishes in flight during a put
-
-
-class ObjectInfo(Reply):
-    """An object's info: name, bucket, nuid, size (bytes), chunks, digest
-    ("SHA-256=..."), mtime (RFC 3339), description, headers (lists of values,
-    as stored), metadata, options, deleted; the whole JSON stays readable
-    (``info["name"]``, ``as_dict()``)."""
-    __slots__ = ("name", "bucket", "nuid", "size", "chunks", "digest", "mtime", "description", "headers",
-                 "metadata", "options", "deleted")
-    name: str
-    bucket: str
-    nuid: str
-    size: int
-    chunks: int
-    digest: str | None
-    mtime: str | None
-    description: str | None
-    headers: dict[str, list[str]] | None
-    metadata: dict[str, str] | None
-    options: dict[str, Any] | None
-    deleted: bool
-    _fields = (("name", ""), ("bucket", ""), ("nuid", ""), ("size", 0), ("chunks", 0), ("digest", None),
-               ("mtime", None), ("description", None), ("headers", None), ("metadata", None), ("options", None),
-               ("deleted", False))
-    _convert = {"deleted": bool}
-
-    @property
-    def link(self) -> dict[str, str] | None:
-        """The link's target (``{"bucket": ..., "name": ...}``; no name: the whole bucket), None for an object."""
-        return _obj.link_of(self)
-
-    @property
-    def is_link(self) -> bool:
-        return bool(_obj.link_of(self))
-
-
-class ObjectStoreStatus(Reply):
-    """ADR-20 status of an object store: ``ttl`` in ns (0: forever), ``size``
-    in bytes; ``stream_info`` the stream's :class:`StreamInfo`."""
-    __slots__ = ("bucket", "description", "ttl", "storage", "replicas", "sealed", "size", "backing_store",
-                 "is_compressed", "metadata", "stream_info")
-    bucket: str
-    description: str
-    ttl: int
-    storage: str
-    replicas: int
-    sealed: bool
-    size: int
-    backing_store: str
-    is_compressed: bool
-    metadata: dict[str, str]
-    stream_info: StreamInfo
-    _fields = (("bucket", ""), ("description", ""), ("ttl", 0), ("storage", "file"), ("replicas", 1),
-               ("sealed", False), ("size", 0), ("backing_store", "JetStream"), ("is_compressed", False),
-               ("metadata", None), ("stream_info", None))
-    _convert = {"metadata": lambda v: dict(v or {}), "stream_info": StreamInfo}
 
 
 class ObjectStore:
@@ -124,15 +57,8 @@ class ObjectStore:
     async def create_bucket(cls, js: JetStream, bucket: str, *, description=None, ttl: float | None = None, max_bytes=None,
                             storage: str = "file", replicas: int = 1, compression: bool = False, metadata=None,
                             placement=None) -> "ObjectStore":
-        check_str("description", description)
-        check_seconds("ttl", ttl)
-        check_int("max_bytes", max_bytes, -1, allow_none=True)
-        if replicas.__class__ is not int:  # the count itself: engine.js.config.check_replicas (0..5)
-            check_int("replicas", replicas)
-        _check_metadata(metadata)
-        info = await js._run(_obj.create_bucket(
-            js.jsapi, bucket, description=description, ttl_ns=int(ttl * 1e9) if ttl else None, max_bytes=max_bytes,
-            storage=storage, num_replicas=replicas, compression=compression, metadata=metadata, placement=placement))
+        info = await js._run(_obj.create_bucket(js.jsapi, bucket, **bucket_options(
+            description, ttl, max_bytes, storage, replicas, compression, metadata, placement)))
         return cls(js, bucket, info)
 
     @classmethod
@@ -228,10 +154,10 @@ class ObjectStore:
                   chunk_size: int = _obj.DEFAULT_CHUNK_SIZE) -> ObjectInfo:
         """Store an object: chunks first (acknowledged), then its info; the
         chunks of a previous version are purged afterwards."""
-        _check_data(data)
+        check_data(data)
         check_str("description", description)
         check_headers(headers)
-        _check_metadata(metadata)
+        check_metadata(metadata)
         put = _obj.Put(self.bucket, name, next_token(), chunk_size=chunk_size, description=description,
                        headers=headers, metadata=metadata)
         try:
@@ -250,7 +176,7 @@ class ObjectStore:
             async for part in _parts(data, chunk_size):
                 for chunk in put.feed(part):
                     inflight.append(await js.publish_async(put.chunk_subject, chunk))
-                    await settle(_WINDOW)
+                    await settle(WINDOW)
             for chunk in put.finish():
                 inflight.append(await js.publish_async(put.chunk_subject, chunk))
             await settle(0)
@@ -297,7 +223,7 @@ class ObjectStore:
         """Rename an object or change its description, headers, metadata."""
         check_str("description", description)
         check_headers(headers)
-        _check_metadata(metadata)
+        check_metadata(metadata)
         return ObjectInfo(await self.js._run(_obj.update_meta(
             self.js.jsapi, self.bucket, name, new_name=new_name, description=description, headers=headers,
             metadata=metadata, direct=self._direct)))
@@ -358,43 +284,9 @@ class ObjectWatcher:
     aclose = stop
 
 
-def _check_metadata(metadata) -> None:
-    if metadata is None:
-        return
-    if not isinstance(metadata, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                                 for k, v in metadata.items()):
-        raise make_error("ErrInvalidArg", f"Invalid metadata {metadata!r}: a dict of str to str expected")
-
-
-def _check_data(data) -> None:
-    """What put() can read: bytes-like, str, a file, an (async) iterable of bytes/str parts."""
-    if isinstance(data, (str, bytes, bytearray, memoryview)) or hasattr(data, "read") or hasattr(data, "__aiter__"):
-        return
-    if isinstance(data, (list, tuple)):
-        if all(isinstance(p, (str, bytes, bytearray, memoryview)) for p in data):
-            return
-    elif hasattr(data, "__iter__") and not isinstance(data, dict):
-        return  # parts are checked as they come
-    raise make_error("ErrInvalidArg", f"Invalid object data of type {type(data).__name__}")
-
-
-def _part(part) -> bytes:
-    if isinstance(part, str):
-        return part.encode()
-    if isinstance(part, (bytes, bytearray, memoryview)):
-        return bytes(part)
-    raise make_error("ErrInvalidArg", f"Invalid part of object data of type {type(part).__name__}")
-
-
-async def _parts(data, size):
-    """The object's bytes in pieces, from bytes, str, a file, or a (async) iterable."""
-    if isinstance(data, str):
-        data = data.encode()
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        mv = memoryview(data)
-        for i in range(0, len(mv), size):
-            yield bytes(mv[i:i + size])
-        return
+async def _parts(data: Any, size: int) -> AsyncIterator[bytes]:
+    """The object's bytes in pieces, from bytes, str, a file (its ``read``
+    awaitable or not), or a (async) iterable."""
     if hasattr(data, "read"):
         while True:
             part = data.read(size)
@@ -402,11 +294,10 @@ async def _parts(data, size):
                 part = await part
             if not part:
                 return
-            yield _part(part)
+            yield to_part(part)
     if hasattr(data, "__aiter__"):
         async for part in data:
-            yield _part(part)
+            yield to_part(part)
         return
-    for part in data:
-        yield _part(part)
-
+    for part in parts(data, size):
+        yield part

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # names used in annotations only
     import ssl
 
 __all__ = ["SECONDS", "ALIASES", "NEGATED", "CALLBACKS", "DRIVER", "TABLE", "Option", "ConnectOptions", "translate",
-           "known_names", "markdown_table"]
+           "known_names", "markdown_table", "seconds_delay", "tls_context"]
 
 #: time options in seconds: name -> (engine option or None for the driver's
 #: own, default seconds, plausible ceiling in seconds)
@@ -350,6 +350,29 @@ def translate(options: dict) -> tuple[dict, dict]:
                           or p.startswith(".") or p.endswith(".") or ".." in p):
         raise _bad(f"Invalid value for inbox_prefix: {p!r} (a subject without wildcards expected)")
     return engine, driver
+
+
+def seconds_delay(fn: Callable[[dict], float]) -> Callable[[dict], int]:
+    """A reconnect_delay function (server dict -> seconds) as the engine's (-> ms)."""
+    def delay(server: dict) -> int:
+        v = fn(server)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v <= 86400):
+            raise make_error("ErrInvalidArg", f"reconnect_delay returned {v!r}: seconds (0 to 86400) expected")
+        return int(round(v * 1000))
+    return delay
+
+
+def tls_context(o: dict) -> "ssl.SSLContext":
+    """The context of the options ``tls_ca``, ``tls_cert``, ``tls_key`` and
+    ``tls_verify`` (``o``: those names -> values)."""
+    import ssl
+    ctx = ssl.create_default_context(cafile=o["tls_ca"])
+    if not o["tls_verify"]:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if o["tls_cert"]:
+        ctx.load_cert_chain(o["tls_cert"], o["tls_key"])
+    return ctx
 
 
 def markdown_table() -> str:

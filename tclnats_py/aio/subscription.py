@@ -18,6 +18,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
+from tclnats_py.pyface import SubscriptionState
 from tclnats_py.engine.connection import CLOSED, Msg
 from tclnats_py.engine.connection import Subscription as _EngineSub
 from tclnats_py.engine.headers import Headers
@@ -173,7 +174,7 @@ class _Resume:
                     return stop.value
 
 
-class Subscription:
+class Subscription(SubscriptionState):
     """A subscription: messages go to its callback, or are read with
     ``await sub.next_msg(timeout)`` / ``async for msg in sub``.
 
@@ -208,40 +209,7 @@ class Subscription:
         self.delivered = 0
         self.report_each_drop = False  # True: ErrSlowConsumer for every dropped message
 
-    def __repr__(self) -> str:
-        return f"<Subscription sid={self.sid} subject={self.subject!r} queue={self.queue!r}>"
-
-    # ---------------------------------------------------------------- state
-    @property
-    def sid(self) -> int:
-        return self._engine_sub.sid
-
-    @property
-    def max_msgs(self) -> int:
-        return self._engine_sub.max_msgs
-
-    @property
-    def received(self) -> int:
-        """Messages the engine received for this subscription (delivered or dropped)."""
-        return self._engine_sub.received
-
-    @property
-    def pending_msgs(self) -> int:
-        return len(self._pending)
-
-    @property
-    def pending_bytes(self) -> int:
-        return self._pending_bytes
-
-    @property
-    def is_active(self) -> bool:
-        return not self._closed
-
-    @property
-    def interest_ended(self) -> bool:
-        """True once the engine ended this subscription's interest (it was
-        unsubscribed, or reached its ``max_msgs``); queued messages may remain."""
-        return self._engine_sub.closed
+    # ---------------------------------------------------------------- state (the rest: SubscriptionState)
 
     @property
     def callback(self):

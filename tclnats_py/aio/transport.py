@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from tclnats_py.credentials import read_credentials
 from tclnats_py.engine.connection import CONNECTED
@@ -197,6 +197,7 @@ class ClientIO:
     _tls: ssl.SSLContext | None
     _tls_opts: dict[str, Any]
     _ssl_ctx: ssl.SSLContext | None
+    _ssl_context: Callable[[], ssl.SSLContext]   # ClientState's
 
     if TYPE_CHECKING:  # (ClientEffects's, its subclass)
         def _run(self, writing: bool = False) -> None: ...
@@ -303,20 +304,6 @@ class ClientIO:
                     self._run()
             # on success _Protocol.connection_made has told the engine
         self._open_task = self._loop.create_task(go())
-
-    def _ssl_context(self) -> ssl.SSLContext:
-        if self._tls is not None:
-            return self._tls
-        if self._ssl_ctx is None:
-            o = self._tls_opts
-            ctx = ssl.create_default_context(cafile=o["tls_ca"])
-            if not o["tls_verify"]:
-                ctx.check_hostname = False
-                ctx.verify_mode = ssl.CERT_NONE
-            if o["tls_cert"]:
-                ctx.load_cert_chain(o["tls_cert"], o["tls_key"])
-            self._ssl_ctx = ctx
-        return self._ssl_ctx
 
     async def _start_tls(self, server, attempt: int) -> None:
         transport = self._transport

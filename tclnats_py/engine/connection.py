@@ -105,7 +105,7 @@ class Engine(Registry):
         self._rng = rng or random.Random()
         self.pool = ServerPool(self._rng)
         # a driver-supplied function server_dict -> ms, for -custom_reconnect_delay
-        self.reconnect_delay = None
+        self.reconnect_delay: Callable[[dict], int] | None = None
         # a driver-supplied function nonce -> CONNECT's auth fields (jwt, sig),
         # for nats-py's user_jwt_cb/signature_cb; it wins over the options
         self.auth_cb: Callable[[str | None], dict] | None = None

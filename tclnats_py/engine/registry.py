@@ -219,6 +219,17 @@ class Registry(Outbound):
             self._fx.append(_tuple_new(StartTimer, (req, timeout)))  # StartTimer(req, timeout), no Python __new__
         return req
 
+    def repeat_request(self, rid: int, subject: str, payload: bytes) -> None:
+        """Send the next step of a gathering request: ``payload`` to
+        ``subject`` with the request's own inbox as the reply (a JetStream
+        pull sent again), its timeout counted anew from now."""
+        req = self.requests.get(rid)
+        if req is None or req.done or req.sub is None:
+            raise make_error("ErrInvalidArg", f"Invalid request ID {rid}")
+        self.publish(subject, payload, req.reply, None, True, False)
+        if req.timeout:
+            self._fx.append(StartTimer(req, req.timeout))  # the driver replaces the running timer
+
     def cancel_request(self, rid: int) -> None:
         req = self.requests.get(rid)
         if req is None:

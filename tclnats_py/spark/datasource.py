@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # names used in annotations only
 
 from tclnats_py.spark import options as O
 # what was defined here before it moved to the modules of each part: importable from here as before
-from tclnats_py.spark.kv import _collect, _kv_connect, _KvReader  # noqa: F401
+from tclnats_py.spark.kv import _kv_connect, _KvReader  # noqa: F401
 from tclnats_py.spark.read import (_UNREACHABLE, _arrow_batches, _BatchReader, _description, _meta,
                                    _min_partitions, _ReadConfig, _SeqRange, _stream_name, _stream_state,
                                    _unreachable)  # noqa: F401

@@ -35,7 +35,8 @@ _READ_COMMON = ("stream", "subject", "decode", "minpartitions", "partitions", "f
 KNOWN_READ = CONN_OPTIONS + _READ_COMMON + ("startseq", "endseq", "starttime", "endtime")
 KNOWN_STREAM = CONN_OPTIONS + _READ_COMMON + ("startingoffsets", "maxoffsetspertrigger", "maxmessagespertrigger",
                                               "minoffsetspertrigger", "maxtriggerdelay")
-KNOWN_WRITE = CONN_OPTIONS + ("subject", "writeid", "msgidcolumn", "checkpointlocation", "path")
+KNOWN_WRITE = CONN_OPTIONS + ("subject", "writeid", "msgidcolumn", "checkpointlocation", "path", "atomic",
+                              "atomicbatchsize")
 KNOWN_KV = CONN_OPTIONS + ("bucket", "history")
 
 # camel-case spelling of each option, for messages
@@ -44,7 +45,7 @@ _SPELLING = {o.lower(): o for o in (
     "connectTimeoutMs requestTimeoutMs domain apiPrefix stream subject decode minPartitions partitions "
     "failOnDataLoss fetchOffset.numRetries fetchOffset.retryIntervalMs startSeq endSeq startTime endTime "
     "startingOffsets maxOffsetsPerTrigger maxMessagesPerTrigger minOffsetsPerTrigger maxTriggerDelay "
-    "writeId msgIdColumn checkpointLocation path bucket history").split()}
+    "writeId msgIdColumn checkpointLocation path atomic atomicBatchSize bucket history").split()}
 
 
 def spelling(name: str) -> str:
@@ -100,8 +101,8 @@ def _case_note(*shown: str) -> str:
 
 _INTS = {"minpartitions": 1, "partitions": 1, "startseq": 1, "endseq": 0, "maxoffsetspertrigger": 1,
          "maxmessagespertrigger": 1, "minoffsetspertrigger": 1, "fetchoffset.numretries": 0,
-         "fetchoffset.retryintervalms": 0, "connecttimeoutms": 1, "requesttimeoutms": 1}
-_BOOLS = ("decode", "failondataloss", "tls", "tlsverify", "history")
+         "fetchoffset.retryintervalms": 0, "connecttimeoutms": 1, "requesttimeoutms": 1, "atomicbatchsize": 1}
+_BOOLS = ("decode", "failondataloss", "tls", "tlsverify", "history", "atomic")
 
 
 def check_values(opts: dict) -> None:
@@ -245,7 +246,8 @@ class ConnSettings:
         return ctx
 
     def connect_kwargs(self) -> dict:
-        """Keyword arguments of ``tclnats_py.connect`` (the asyncio face: the writer and the KV reader).
+        """Keyword arguments of ``tclnats_py.sync.connect`` (the blocking face, which takes the asyncio
+        face's options from the same table: the writer and the KV reader).
 
         Times are milliseconds here (the engine's table); the face takes them
         under its ``*_ms`` names where it has them, else (before those names)

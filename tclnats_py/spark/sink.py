@@ -2,13 +2,14 @@
 each with a ``Nats-Msg-Id`` that makes a retried task's messages duplicates
 the stream drops, and a re-run micro-batch (planned in the checkpoint, not
 committed) that first reads which of its rows an interrupted run wrote
-(``_unfinished_batches``, ``_Resume``).  Where the rows go is checked on the
-driver at save()/start() (``_check_target``).
+(``_unfinished_batches``, ``_Resume``).  With the option ``atomic`` each
+task writes its partition as atomic batches (ADR-50, ``_publish_batch``), so
+a task that dies mid-partition leaves only whole batches.  Where the rows go
+is checked on the driver at save()/start() (``_check_target``, ``_atomic_size``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import json
 import logging
@@ -18,6 +19,9 @@ from typing import Optional
 
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 
+from tclnats_py.engine.js import batch as _batch
+from tclnats_py.engine.js.api_level import require_level
+from tclnats_py.engine.js.publish import MSG_ID
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.spark import options as O
 from tclnats_py.spark.read import _meta, _unreachable
@@ -185,10 +189,10 @@ class _Resume:
         self.by_subject = {}
         self.by_stream = {}
 
-    async def written(self, subject):
+    def written(self, subject):
         ids = self.by_subject.get(subject)
         if ids is None:
-            ids = await asyncio.to_thread(self._look, subject)
+            ids = self._look(subject)
             self.by_subject[subject] = ids
         return ids
 
@@ -231,16 +235,77 @@ class _Resume:
         return ids
 
 
-def _write_rows(settings, opts, columns, rows, id_base, where, resume=None):
+def _atomic_size(opts, settings, check_server: bool) -> int:
+    """Rows per atomic batch with the option ``atomic`` true (``atomicBatchSize``,
+    default the server's default limit, 1000), else 0: the plain write.  On the
+    driver at save() / start() (``check_server``): the server must take atomic
+    batches (nats-server 2.12, asked once: ErrServerTooOld), and the streams of
+    a literal ``subject`` option must have ``allow_atomic``."""
+    if not O.opt_bool(opts, "atomic", False):
+        if opts.get("atomicbatchsize") is not None:
+            raise make_error("ErrInvalidArg", "option atomicBatchSize is for atomic writes: give atomic=true too")
+        return 0
+    size = O.opt_int(opts, "atomicbatchsize", _batch.DEFAULT_LIMITS["max_msgs"], 1)
+    if not check_server:
+        return size
+    subject = opts.get("subject")
+    try:
+        with _meta(settings) as m:
+            m.call(require_level(m.api, _batch.FEATURE))
+            streams = m.call(m.api.stream_names(str(subject))) if subject else []
+            off = [s for s in streams if not m.stream_info(s)["config"].get("allow_atomic")]
+    except NatsError as e:
+        if e.code not in _NOT_ALLOWED_TO_ASK:
+            raise
+        log.warning("option atomic: the server's API level or the target streams could not be read (%s: %s): "
+                    "not checked before the write", e.code, e)
+        return size
+    if off:
+        raise make_error("ErrInvalidArg", f"option atomic: stream {off[0]} (of subject {subject!r}) does not take "
+                         f"atomic batches: update it with allow_atomic true, or write with atomic=false")
+    return size
+
+
+def _publish_batch(js, pending, counts, where):
+    """Publish ``pending`` (subject, data, headers, row) as one atomic batch.
+
+    A batch refused for a duplicate Nats-Msg-Id holds rows an earlier try of
+    this task stored (Spark may end a failing task's input early, so its
+    last batch can be shorter than the retry's): it is split in halves, each
+    published again as an atomic batch, down to single rows, so the rows
+    stored already are refused alone and every other row is stored once,
+    inside an atomic batch."""
+    first, last = pending[0][3], pending[-1][3]
+    try:
+        ack = js.publish_batch([m[:3] for m in pending])
+    except NatsError as e:
+        if e.code == "ErrNoResponders":
+            raise make_error("ErrNoResponders", f"no stream captures a subject of rows {first}..{last} of "
+                             f"{where} (an atomic batch got no responders): create a stream with that subject, "
+                             f"or correct the subject") from None
+        if e.details.get("err_code") != _batch.ERR_DUPLICATE_MSG_ID:
+            raise make_error(e.code, f"publishing rows {first}..{last} of {where} as an atomic batch: {e}") from None
+        if len(pending) == 1:
+            counts[0] += 1
+            counts[1] += 1  # in the stream already
+            return
+        half = len(pending) // 2
+        _publish_batch(js, pending[:half], counts, where)
+        _publish_batch(js, pending[half:], counts, where)
+    else:
+        counts[0] += ack.batch_size
+
+
+def _write_rows(settings, opts, columns, rows, id_base, where, resume=None, atomic=0):
     subject_opt = opts.get("subject")
     msg_id_col = opts.get("msgidcolumn")
     if msg_id_col and msg_id_col not in columns:
         raise make_error("ErrInvalidArg", f"option msgIdColumn: no column {msg_id_col!r} (columns: {columns})")
 
-    async def settle(futs, counts):
+    def settle(futs, counts):
         for subject, i, f in futs:
             try:
-                ack = await f
+                ack = f.result()  # within the publish's own deadline (the JetStream timeout)
             except NatsError as e:
                 if e.code == "ErrNoResponders":
                     raise make_error("ErrNoResponders", f"no stream captures subject {subject!r} (row {i} of "
@@ -251,43 +316,58 @@ def _write_rows(settings, opts, columns, rows, id_base, where, resume=None):
             counts[1] += bool(ack.get("duplicate"))
         futs.clear()
 
-    async def go():
-        import tclnats_py
+    c, js = _js_connect(settings)
+    counts = [0, 0]  # published, duplicates
+    skipped = 0
+    try:
+        futs = []
+        pending = [] if atomic else None  # the rows of the atomic batch being made
+        for i, row in enumerate(rows):
+            d = row.asDict() if hasattr(row, "asDict") else dict(zip(columns, row))
+            subject = subject_opt or d.get("subject")  # the option wins, as Kafka's topic
+            if not subject:
+                raise make_error("ErrBadSubject", f"row {i} of {where} has no subject (its column subject "
+                                 f"is {d.get('subject')!r}): give every row a subject, or the option subject")
+            msg_id = str(d[msg_id_col]) if msg_id_col else f"{id_base}-{i}"
+            if resume is not None and msg_id in resume.written(subject):
+                skipped += 1
+                continue
+            data = d.get("data")
+            if data is None:
+                data = d.get("value", b"")
+            if isinstance(data, str):
+                data = data.encode()
+            headers = d.get("headers") or None
+            if headers:
+                headers = {k: list(v) if isinstance(v, (list, tuple)) else [str(v)] for k, v in headers.items()}
+            if pending is not None:
+                pending.append((subject, bytes(data), dict(headers or {}, **{MSG_ID: [msg_id]}), i))
+                if len(pending) >= atomic:
+                    _publish_batch(js, pending, counts, where)
+                    pending.clear()
+                continue
+            futs.append((subject, i, js.publish_async(subject, bytes(data), headers, msg_id=msg_id)))
+            if len(futs) >= 512:
+                settle(futs, counts)
+        if pending:
+            _publish_batch(js, pending, counts, where)
+        settle(futs, counts)
+    finally:
         try:
-            c = await tclnats_py.connect(settings.servers, **settings.connect_kwargs())
-        except NatsError as e:
-            raise _unreachable(settings, e) from None
-        js = c.jetstream(domain=settings.domain, api_prefix=settings.api_prefix)
-        counts = [0, 0]  # published, duplicates
-        skipped = 0
-        try:
-            futs = []
-            for i, row in enumerate(rows):
-                d = row.asDict() if hasattr(row, "asDict") else dict(zip(columns, row))
-                subject = subject_opt or d.get("subject")  # the option wins, as Kafka's topic
-                if not subject:
-                    raise make_error("ErrBadSubject", f"row {i} of {where} has no subject (its column subject "
-                                     f"is {d.get('subject')!r}): give every row a subject, or the option subject")
-                msg_id = str(d[msg_id_col]) if msg_id_col else f"{id_base}-{i}"
-                if resume is not None and msg_id in await resume.written(subject):
-                    skipped += 1
-                    continue
-                data = d.get("data")
-                if data is None:
-                    data = d.get("value", b"")
-                if isinstance(data, str):
-                    data = data.encode()
-                headers = d.get("headers") or None
-                if headers:
-                    headers = {k: list(v) if isinstance(v, (list, tuple)) else [str(v)] for k, v in headers.items()}
-                futs.append((subject, i, await js.publish_async(subject, bytes(data), headers, msg_id=msg_id)))
-                if len(futs) >= 512:
-                    await settle(futs, counts)
-            await settle(futs, counts)
+            js.close()
         finally:
-            await c.close()
-        return _Commit(counts[0], counts[1], skipped)
-    return asyncio.run(go())
+            c.close()
+    return _Commit(counts[0], counts[1], skipped)
+
+
+def _js_connect(settings):
+    """A blocking client (tclnats_py.sync) of the task's servers and its JetStream context."""
+    import tclnats_py.sync
+    try:
+        c = tclnats_py.sync.connect(settings.servers, **settings.connect_kwargs())
+    except NatsError as e:
+        raise _unreachable(settings, e) from None
+    return c, c.jetstream(domain=settings.domain, api_prefix=settings.api_prefix)
 
 
 def _task_ids():
@@ -304,13 +384,14 @@ class _Writer(_Shipped, DataSourceWriter):
         self.settings = O.parse_conn(opts)
         self.columns = [f.name for f in schema.fields]
         _check_target(opts, schema, self.settings)
+        self.atomic = _atomic_size(opts, self.settings, True)
         # given (an idempotent re-run), or new for this write: two writes never share ids
         self.write_id = opts.get("writeid") or uuid.uuid4().hex
 
     def write(self, iterator):
         partition, _, _ = _task_ids()
         return _write_rows(self.settings, self.opts, self.columns, iterator, f"{self.write_id}-{partition}",
-                           f"partition {partition}")
+                           f"partition {partition}", atomic=self.atomic)
 
 
 class _StreamWriter(_Shipped, DataSourceStreamWriter):
@@ -320,7 +401,9 @@ class _StreamWriter(_Shipped, DataSourceStreamWriter):
         self.columns = [f.name for f in schema.fields]
         self.write_id = opts.get("writeid")
         self.unfinished = None
-        if not _in_commit_runner():  # at start(): the checks, and the batches run again
+        at_start = not _in_commit_runner()
+        self.atomic = _atomic_size(opts, self.settings, at_start)
+        if at_start:  # the checks, and the batches run again
             _check_target(opts, schema, self.settings)
             self.unfinished = _unfinished_batches(opts.get("checkpointlocation"))
 
@@ -338,7 +421,7 @@ class _StreamWriter(_Shipped, DataSourceStreamWriter):
             resume = _Resume(self.settings, u["batches"][int(batch)] - _RESUME_MARGIN_MS, prefix,
                              self.opts.get("subject") or None, where)
         return _write_rows(self.settings, self.opts, self.columns, iterator, f"{base}-{batch}-{partition}", where,
-                           resume)
+                           resume, self.atomic)
 
     def commit(self, messages, batchId):
         done = [m for m in messages if isinstance(m, _Commit)]

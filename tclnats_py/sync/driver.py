@@ -50,7 +50,7 @@ if TYPE_CHECKING:
                                            InfoReceived, Log, Open, PingDone, RequestDone, StartTimer, StartTls,
                                            StatusChanged, SubGone, SubsCleared)
 
-__all__ = ["Driver", "Subscription", "DEFAULT_SERVER"]
+__all__ = ["Driver", "Subscription", "DEFAULT_SERVER", "request_error"]
 
 DEFAULT_SERVER = "nats://localhost:4222"
 
@@ -63,6 +63,17 @@ _RECV = 1 << 20
 _MIN_WAIT = 0.0005
 # async errors kept for the requests waiting meanwhile (see Driver.request)
 _KEEP_ERRORS = 16
+
+
+def request_error(outcome: str, subject: str) -> NatsError:
+    """The error of a request that ended with ``outcome`` (RequestDone's) other than "msg"."""
+    if outcome == "no_responders":
+        return make_error("ErrNoResponders", f"No responders available for request to {subject}")
+    if outcome == "timeout":
+        return make_error("ErrTimeout", f"Request to {subject} timed out")
+    if outcome == "lost":  # nats-tcl: the connection is lost for good -> the request timed out
+        return make_error("ErrTimeout", "Connection lost")
+    return make_error("ErrConnectionClosed", "Connection closed")
 
 
 def _now_ms() -> int:
@@ -237,13 +248,7 @@ class Driver:
         outcome = box[0]
         if outcome == "msg":
             return req.msg
-        if outcome == "no_responders":
-            raise make_error("ErrNoResponders", f"No responders available for request to {subject}")
-        if outcome == "timeout":
-            raise make_error("ErrTimeout", f"Request to {subject} timed out")
-        if outcome == "lost":  # nats-tcl: the connection is lost for good -> the request timed out
-            raise make_error("ErrTimeout", "Connection lost")
-        raise make_error("ErrConnectionClosed", "Connection closed")
+        raise request_error(outcome, subject)
 
     def _refused(self, subject: str) -> NatsError | None:
         """The permissions error of a publish to ``subject`` (the server's

@@ -164,6 +164,24 @@ def test_a_gathering_request_reports_each_reply_then_ends():
     assert fx[-1] == RequestDone(q, "msg") and [m.data for m in q.msgs] == [b"a", b"b"]
 
 
+def test_a_gathering_request_sends_its_next_step_to_its_own_inbox_with_its_timeout_anew():
+    r = registry()
+    q = r.request("$JS.API.CONSUMER.MSG.NEXT.S.C", b'{"batch":1,"id":"p1"}', timeout=100, max_msgs=2)
+    sent(r)
+    status = "NATS/1.0 423 Nats-Pin-Id mismatch\r\n\r\n"
+    feed(r, f"HMSG {q.reply} {q.sub.sid} {len(status)} {len(status)}\r\n{status}\r\n".encode())
+    r.take()
+    r.repeat_request(q.id, q.subject, b'{"batch":1}')
+    assert r.take() == [FLUSH, StartTimer(q, 100)] and not q.done
+    assert sent(r) == f'PUB {q.subject} {q.reply} 11\r\n{{"batch":1}}\r\n'.encode()
+    feed(r, f"MSG {q.reply} {q.sub.sid} 1\r\nm\r\n".encode())
+    assert r.take()[-1] == RequestDone(q, "msg") and [m.data for m in q.msgs][-1] == b"m"
+    for rid in (q.id, 999):
+        with pytest.raises(NatsError) as ei:
+            r.repeat_request(rid, q.subject, b"{}")
+        assert ei.value.code == "ErrInvalidArg"
+
+
 def test_a_request_timeout_drops_its_inbox_and_a_ping_timeout_fails_it():
     r = registry()
     q = r.request("svc", b"", timeout=100, max_msgs=5)

@@ -17,6 +17,7 @@ import pytest
 import tclnats_py
 from tclnats_py.aio import kv, objectstore
 from tclnats_py.aio import jetstream as js
+from tclnats_py import sync
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -38,7 +39,8 @@ def test_mypy_runs_clean():
 def _public_methods():
     for cls in (tclnats_py.Client, tclnats_py.Subscription, tclnats_py.Headers, js.JetStream, js.Stream,
                 js.Consumer, js.JsMsg, js.ConsumeContext, js.MessagesContext, js.OrderedConsumer,
-                js.PushSubscription, kv.KeyValue, kv.KvWatcher, objectstore.ObjectStore):
+                js.PushSubscription, kv.KeyValue, kv.KvWatcher, objectstore.ObjectStore, sync.Client,
+                sync.Subscription, sync.SyncMsg):
         for name, fn in vars(cls).items():
             if name.startswith("_") or not inspect.isfunction(fn):
                 continue

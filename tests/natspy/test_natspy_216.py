@@ -92,6 +92,31 @@ def test_name_comparison_reports_what_is_lacking():
     assert natspy_names.compare(theirs, theirs) == []
 
 
+def _need_nats_py_216():
+    """Skip unless the nats-py installed beside us is the version this surface serves."""
+    pytest.importorskip("nats", reason="nats-py is not installed")
+    from importlib.metadata import version
+    if version("nats-py") != natspy_names.VERSION:
+        pytest.skip(f"nats-py {version('nats-py')} installed, not {natspy_names.VERSION}")
+
+
+@pytest.mark.unit
+def test_stream_metadata_check_as_nats_py():
+    """StreamConfig.as_dict refuses a metadata that is set and not a dict with
+    nats-py 2.16.0's ValueError and text; an empty one of another type passes."""
+    _need_nats_py_216()
+    import nats.js.api as theirs_api
+
+    def outcome(module, metadata):
+        try:
+            return module.StreamConfig(name="M", metadata=metadata).as_dict().get("metadata")
+        except ValueError as e:
+            return f"ValueError: {e}"
+    for metadata in (["hello", "world"], "text", [], "", None, {"foo": "bar"}):
+        assert outcome(api, metadata) == outcome(theirs_api, metadata), metadata
+    assert outcome(api, ["a"]) == "ValueError: nats: invalid metadata format"
+
+
 # ---------------------------------------------------------------- against nats-server
 def test_subject_validation_and_header_names(js_server):
     async def go():
@@ -121,7 +146,7 @@ def test_subject_validation_and_header_names(js_server):
         js = nc.jetstream()
         with pytest.raises(errors.BadHeaderError):
             await js.publish("hdr.a", b"x", headers={"a:b": "v"})
-        with pytest.raises(errors.Error, match="no ssl context"):
+        with pytest.raises(errors.Error, match="^nats: no ssl context provided$"):
             nc.options["tls"] = None
             nc.ssl_context
         del nc.options["tls"]
@@ -284,7 +309,30 @@ async def main(url):
     await attempt("publish reply", nc.publish("ok", b"x", reply="r r"))
     for h in ({"  AAA AAA  ": "v"}, {" K ": " v\\r\\nw "}, {"": "x"}, {"a:b": "v"}, {"K\\u00e9": "v"}):
         await attempt("headers " + repr(h), nc.publish("hh", b"x", headers=h))
+    # which check comes first: the subject's, then the payload's size, the header names last
+    big = b"x" * (nc.max_payload + 1)
+    await attempt("big, bad header", nc.publish("hh", big, headers={"a b": "v"}))
+    await attempt("big, bad subject", nc.publish("a b", big))
+    await attempt("request big, bad header", nc.request("hh", big, headers={"a b": "v"}))
     await nc.close()
+    await attempt("closed: publish bad subject", nc.publish("a b", b"x"))
+    await attempt("closed: request bad subject", nc.request("a b", b"x"))
+    await attempt("closed: subscribe bad subject", nc.subscribe("a..b"))
+    await attempt("closed: bad header", nc.publish("hh", b"x", headers={"a b": "v"}))
+    await attempt("closed: request bad header", nc.request("hh", b"x", headers={"a b": "v"}))
+
+    loose = await nats.connect(url, skip_subject_validation=True)
+    await attempt("unchecked publish ''", loose.publish("", b"x"))
+    await attempt("unchecked publish 'a b'", loose.publish("a b", b"x"))
+    await attempt("unchecked subscribe ''", loose.subscribe(""))
+    await attempt("unchecked subscribe 'a.b*'", loose.subscribe("a.b*"))
+    await attempt("unchecked request ''", loose.request("", b"x"))
+    await attempt("unchecked big ''", loose.publish("", big))
+    await attempt("unchecked big, bad header", loose.publish("hh", big, headers={"a b": "v"}))
+    await attempt("unchecked bad header", loose.publish("hh", b"x", headers={"a b": "v"}))
+    await loose.close()
+    await attempt("unchecked closed: publish ''", loose.publish("", b"x"))
+    await attempt("unchecked closed: publish 'a b'", loose.publish("a b", b"x"))
 
 asyncio.run(main(sys.argv[1]))
 """
@@ -292,11 +340,10 @@ asyncio.run(main(sys.argv[1]))
 
 def test_subject_and_header_checks_as_nats_py(nats_server, tmp_path):
     """What nats-py 2.16.0 refuses (subjects, queues, replies, header names),
-    ours refuses with the same class, and what it sends, ours sends."""
-    pytest.importorskip("nats", reason="nats-py is not installed")
-    from importlib.metadata import version
-    if version("nats-py") != natspy_names.VERSION:
-        pytest.skip(f"nats-py {version('nats-py')} installed, not {natspy_names.VERSION}")
+    ours refuses with the same class, checked in the same order (before or
+    after the connection's state and the payload's size), with and without
+    skip_subject_validation; and what it sends, ours sends."""
+    _need_nats_py_216()
     prog = tmp_path / "checks.py"
     prog.write_text(_SUBJECTS_AND_HEADERS)
     theirs = subprocess.run([sys.executable, str(prog), nats_server.url], capture_output=True, text=True, timeout=60)

@@ -175,6 +175,26 @@ def test_pub_sub_headers_and_requests(nats_server):
     asyncio.run(main())
 
 
+def test_rtt_under_uvloop_is_a_positive_time(nats_server):
+    """uvloop's loop.time() counts whole milliseconds: a loopback round trip
+    read with it is 0.0 (nats-py 2.16.0 returns that); ours is the time taken."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def main():
+        nc = await natspy.connect(nats_server.url)
+        rtts = [await nc.rtt() for _ in range(20)]
+        await nc.close()
+        with pytest.raises(nerr.ConnectionClosedError):
+            await nc.rtt()
+        return rtts
+    loop = uvloop.new_event_loop()
+    try:
+        rtts = loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert all(0 < t < 2 for t in rtts), rtts
+
+
 def test_iterator_with_a_message_limit(nats_server):
     async def main():
         nc = await natspy.connect(nats_server.url)

@@ -49,3 +49,19 @@ def test_runner_on_the_fixture(tmp_path):
     assert rep["served_private"] == {"sample_suite.py": {"test_served_private_attribute": ["_server_pool"]}}
     assert "sample_suite.py::test_only_on_the_original: passed -> failed" in out
     assert "private-attribute tests: 1 of 5" in out
+    # each side names the package it loaded: the stand-in's nats, this tree's tclnats_py
+    ours_pkg = str(ROOT / "tclnats_py" / "__init__.py")
+    assert rep["imports"] == {"natspy": str(FIXTURE / "nats" / "src" / "nats" / "__init__.py"), "tclnats": ours_pkg}
+    assert f"side tclnats imports {ours_pkg}" in out
+
+
+def test_natspy_side_on_the_installed_nats_py(tmp_path):
+    """--natspy-installed: the natspy side imports the nats-py installed for
+    this Python, not the checkout's src/ (none installed: the import fails)."""
+    root = FIXTURE / "nats"
+    theirs = subprocess.run([sys.executable, "-c", "import nats; print(nats.__file__)"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+    installed = theirs.stdout.strip() if theirs.returncode == 0 else None
+    got = R.imported_from("natspy", root, tmp_path, installed=True)
+    assert got == installed if installed else got.startswith("import failed: ")
+    assert R.imported_from("natspy", root, tmp_path) == str(root / "src" / "nats" / "__init__.py")

@@ -217,35 +217,6 @@ def test_tls_and_auth_in_the_reader(tls_certs, tmp_path):
             list(read_columns(parse_conn({"servers": srv.url, "tlsca": tls_certs["ca"]}), "SR10", 1, 1, retries=0))
 
 
-def test_collect_keeps_its_loop_running_while_the_consumer_waits():
-    # the KV reader's bridge from an async generator: a full queue must not block the loop
-    pytest.importorskip("pyspark")
-    import time
-    from tclnats_py.spark.datasource import _collect
-    ticks = []
-    closed = []
-
-    async def gen():
-        async def ticker():
-            while True:
-                ticks.append(1)
-                await asyncio.sleep(0.01)
-        t = asyncio.ensure_future(ticker())
-        try:
-            for i in range(100):
-                yield i
-        finally:
-            t.cancel()
-            closed.append(True)
-    it = _collect(gen, buffer=1)
-    assert next(it) == 0
-    n = len(ticks)
-    time.sleep(0.3)
-    assert len(ticks) > n + 10  # the loop ran on while its queue was full
-    it.close()  # ended early: the producer is cancelled and its finally runs
-    assert closed == [True]
-
-
 def test_connect_timeout_reaches_the_reader():
     import socket
     import time

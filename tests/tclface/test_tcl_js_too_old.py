@@ -1,4 +1,4 @@
-"""The Tcl face's counters and batch direct gets against nats-server 2.10
+"""The Tcl face's counters, batch direct gets and atomic batches against nats-server 2.10
 (no JetStream API level): ErrServerTooOld before any request of theirs;
 KV get_many reads key by key there.
 (tests/tcl runs its tcltest files against 2.15.1 only, so this one runs a
@@ -31,6 +31,8 @@ puts "RESULT add [code {$js counter_add OLDT oldt.a 1}]"
 puts "RESULT get [code {$js counter_get OLDT oldt.a}]"
 puts "RESULT batch [code {$js stream_direct_get OLDT -batch 2}]"
 puts "RESULT multi [code {$js stream_direct_get OLDT -multi_last oldt.a}]"
+puts "RESULT atomic [code {$js publish_batch {{oldt.a x} {oldt.b y}}}]"
+puts "RESULT count [dict get [$js stream_info OLDT] state messages]"
 puts "RESULT single [dict get [$js stream_direct_get OLDT -last_by_subj oldt.a] seq]"
 set kv [$js create_kv_bucket OLDKV]
 $kv put a 1
@@ -41,7 +43,7 @@ $conn destroy
 """
 
 
-@pytest.mark.feature("counters", "direct_batch", "api_level")
+@pytest.mark.feature("counters", "direct_batch", "atomic_batch", "api_level")
 def test_counters_and_batch_gets_refused_by_a_2_10_server(old_js_server, tmp_path):
     exe = shutil.which("tclnats-tclsh")
     cmd = [exe] if exe else [sys.executable, "-m", "tclnats_py.tclface.tclsh"]
@@ -51,7 +53,8 @@ def test_counters_and_batch_gets_refused_by_a_2_10_server(old_js_server, tmp_pat
                        check=False)
     assert p.returncode == 0, p.stdout + p.stderr
     out = dict(line.split(" ", 2)[1:] for line in p.stdout.splitlines() if line.startswith("RESULT "))
-    for key, version in (("add", "2.12"), ("get", "2.12"), ("batch", "2.11"), ("multi", "2.11")):
+    for key, version in (("add", "2.12"), ("get", "2.12"), ("batch", "2.11"), ("multi", "2.11"), ("atomic", "2.12")):
         assert out[key].startswith("ErrServerTooOld: ") and version in out[key], out
+    assert out["count"] == "1"  # nothing of the atomic batch was sent
     assert out["single"] == "1"
     assert out["kv"] == "a 1"  # KV get_many falls back to one get per key

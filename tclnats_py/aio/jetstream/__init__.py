@@ -4,6 +4,7 @@
     stream = await js.create_stream("ORDERS", subjects=["orders.*"], max_age=3600)
     ack = await js.publish("orders.new", b"apple", msg_id="o-1", expected_stream="ORDERS")
     fut = await js.publish_async("orders.new", b"pear"); await js.publish_async_complete()
+    ack = await js.publish_batch([("orders.1", b"a"), ("orders.2", b"b")])   # atomic (ADR-50): all or none
     cons = await stream.create_consumer(durable_name="PACKER", ack_wait=30)
     for msg in await cons.fetch(10, max_wait=1.0):      # waits up to max_wait (30 s default) for 10
         await msg.ack_sync()
@@ -20,7 +21,7 @@ the thing.  The protocol work is done by ``tclnats_py.engine.js`` (shared with t
 Tcl face); this package only awaits its steps on a :class:`tclnats_py.Client`,
 one file per concept: ``context`` (JetStream), ``stream``, ``consumer``,
 ``pull`` (consume/messages), ``ordered``, ``message`` (JsMsg), ``publish``
-(publish_async), ``config`` (typed configs) and ``info`` (replies).
+(publish_async), ``batch`` (atomic batches), ``config`` (typed configs) and ``info`` (replies).
 
 Units: durations are seconds (floats) in this face (configs, ``expires``,
 ``nak(delay)``, timeouts), nanoseconds on the wire.  Replies are typed
@@ -43,14 +44,15 @@ from tclnats_py.engine.js.api import StoredMsg  # noqa: F401
 from tclnats_py.errors import (ErrBadRequest, ErrConsumerDeleted, ErrConsumerNotActive,  # noqa: F401
                                ErrJetStreamNotEnabled, ErrJetStreamNotEnabledForAccount, ErrNoHeartbeat,
                                ErrNotJSMessage, ErrNotPullConsumer)
-from tclnats_py.aio.jetstream.info import (AccountInfo, ClusterInfo, ConsumerInfo, Info, PeerInfo,  # noqa: F401
-                                           PubAck, Reply, SequenceInfo, StreamInfo, StreamSourceInfo, StreamState,
+from tclnats_py.jsface.info import (AccountInfo, BatchAck, ClusterInfo, ConsumerInfo, Info,  # noqa: F401
+                                           PeerInfo, PubAck, Reply, SequenceInfo, StreamInfo, StreamSourceInfo, StreamState,
                                            ConsumerPauseResponse, ConsumerResetResponse)
-from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig  # noqa: F401
+from tclnats_py.jsface.config import ConsumerConfig, StreamConfig  # noqa: F401
 from tclnats_py.aio.jetstream.message import JsMsg, MsgMetadata, SequencePair  # noqa: F401
 from tclnats_py.aio.jetstream.context import JetStream  # noqa: F401
 from tclnats_py.aio.jetstream.stream import Stream  # noqa: F401
 from tclnats_py.aio.jetstream.counter import Counter  # noqa: F401
+from tclnats_py.aio.jetstream.batch import BatchPublisher  # noqa: F401
 from tclnats_py.aio.jetstream.direct import DirectGet  # noqa: F401
 from tclnats_py.aio.jetstream.consumer import Consumer  # noqa: F401
 from tclnats_py.aio.jetstream.pull import ConsumeContext, MessagesContext  # noqa: F401
@@ -59,7 +61,7 @@ from tclnats_py.aio.jetstream.push import PushSubscription  # noqa: F401
 
 __all__ = ["new", "JetStream", "Stream", "Counter", "DirectGet", "Consumer", "JsMsg", "MsgMetadata", "SequencePair", "StoredMsg", "Info",
            "Reply", "StreamInfo", "StreamState", "ClusterInfo", "PeerInfo", "StreamSourceInfo", "ConsumerInfo",
-           "SequenceInfo", "PubAck", "ConsumerPauseResponse", "ConsumerResetResponse",
+           "SequenceInfo", "PubAck", "BatchAck", "BatchPublisher", "ConsumerPauseResponse", "ConsumerResetResponse",
            "AccountInfo", "StreamConfig", "ConsumerConfig", "ConsumeContext", "MessagesContext", "OrderedConsumer",
            "PushSubscription",
            "stream_source", "subject_transform", "republish"]

@@ -10,20 +10,17 @@ from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.validate import check_int, check_timeout
 from tclnats_py.engine.js.events import Pull
 from tclnats_py.engine.js.priority import PullGroup, consumer_unpin
-from tclnats_py.engine.js.pull import Consume, Fetch
+from tclnats_py.jsface.pull import DEFAULT_FETCH_WAIT, consume_state, fetch_state, fetch_wait, pull_group
 from tclnats_py.aio.jetstream.message import JsMsg
 from tclnats_py.aio.jetstream.pull import ConsumeContext, MessagesContext
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.client import ErrorHandler
-    from tclnats_py.aio.jetstream.config import ConsumerConfig
+    from tclnats_py.jsface.config import ConsumerConfig
     from tclnats_py.aio.jetstream.context import JetStream
-    from tclnats_py.aio.jetstream.info import ConsumerInfo
+    from tclnats_py.jsface.info import ConsumerInfo
 
 
-#: how long :meth:`Consumer.fetch` and :meth:`Consumer.next` wait by
-#: default, in seconds (nats.go jetstream's DefaultMaxWait for Fetch/Next)
-DEFAULT_FETCH_WAIT = 30.0
 
 
 class Consumer:
@@ -47,12 +44,7 @@ class Consumer:
 
     def _group(self, group: str | None, min_pending: int | None, min_ack_pending: int | None,
                priority: int | None) -> PullGroup | None:
-        if group is None:
-            if min_pending is not None or min_ack_pending is not None or priority is not None:
-                raise make_error("ErrInvalidArg", "min_pending, min_ack_pending and priority need a group")
-            return None
-        return PullGroup(group, min_pending=min_pending, min_ack_pending=min_ack_pending, priority=priority,
-                         pins=self.pins)
+        return pull_group(group, min_pending, min_ack_pending, priority, self.pins)
 
     async def unpin(self, group: str) -> bool:
         """Take the pin of ``group`` from the client that holds it (ADR-42); the
@@ -98,30 +90,15 @@ class Consumer:
         ErrStreamNotFound); ErrConsumerDeleted etc. when the pull ended with
         that and brought nothing.  ``group`` ...: see the class (priority groups).
         """
-        if expires is not None:
-            if max_wait is not None:
-                raise make_error("ErrInvalidArg", "max_wait and expires both given (expires is its older name)")
-            max_wait = expires
-        if max_wait is None and not no_wait:
-            max_wait = DEFAULT_FETCH_WAIT
+        max_wait = fetch_wait(max_wait, expires, no_wait)
         return await self._fetch(batch, max_wait, max_bytes=max_bytes, heartbeat=heartbeat, no_wait=no_wait,
                                  group=self._group(group, min_pending, min_ack_pending, priority))
 
     async def _fetch(self, batch: int, expires: float | None, *, max_bytes: int | None = None,
                      heartbeat: float | None = None, no_wait: bool | None = None,
                      group: PullGroup | None = None) -> list[JsMsg]:
-        check_int("batch", batch, 1)
-        check_int("max_bytes", max_bytes, 1, allow_none=True)
-        expires = check_timeout(expires, what="expires")
-        heartbeat = check_timeout(heartbeat, what="heartbeat")
-        if expires is None:
-            f = Fetch(batch, max_bytes=max_bytes, js_timeout_ms=int(self.js.timeout * 1000), group=group,
-                      repull=True)
-        else:
-            exp = max(1, int(expires * 1000))
-            hb = int(heartbeat * 1000) if heartbeat else None
-            f = Fetch(batch, timeout_ms=exp + max(200, exp // 10), expires_ms=exp, max_bytes=max_bytes,
-                      idle_heartbeat_ms=hb, no_wait=no_wait, group=group, repull=True)
+        f = fetch_state(batch, expires, self.js.timeout, max_bytes=max_bytes, heartbeat=heartbeat, no_wait=no_wait,
+                        group=group)
         client = self.js.client
         loop = asyncio.get_running_loop()
         inbox = client.new_inbox()
@@ -202,20 +179,6 @@ class Consumer:
             raise make_error("ErrTimeout", f"No message from consumer {self.stream}/{self.name}")
         return msgs[0]
 
-    def _consume_state(self, max_messages, max_bytes, threshold_messages, threshold_bytes, expires, heartbeat,
-                       group: PullGroup | None):
-        check_int("max_messages", max_messages, 1, allow_none=True)
-        check_int("max_bytes", max_bytes, 1, allow_none=True)
-        check_int("threshold_messages", threshold_messages, 0, allow_none=True)
-        check_int("threshold_bytes", threshold_bytes, 0, allow_none=True)
-        if expires is None:
-            raise make_error("ErrBadTimeout", "Invalid expires None")
-        expires = check_timeout(expires, what="expires")
-        heartbeat = check_timeout(heartbeat, what="heartbeat")
-        return Consume(max_messages, max_bytes, expires_ms=int(expires * 1000),
-                       idle_heartbeat_ms=int(heartbeat * 1000) if heartbeat else None,
-                       threshold_messages=threshold_messages, threshold_bytes=threshold_bytes, group=group)
-
     def consume(self, cb: Callable[[JsMsg], Any], *, max_messages: int | None = None, max_bytes: int | None = None,
                 threshold_messages: int | None = None, threshold_bytes: int | None = None, expires: float = 30.0,
                 heartbeat: float | None = None, error_cb: ErrorHandler | None = None, batch: int | None = None,
@@ -237,7 +200,7 @@ class Consumer:
             raise make_error("ErrInvalidArg", f"Invalid callback {cb!r}")
         if error_cb is not None and not callable(error_cb):
             raise make_error("ErrInvalidArg", f"Invalid error callback {error_cb!r}")
-        state = self._consume_state(max_messages if max_messages is not None else batch, max_bytes,
+        state = consume_state(max_messages if max_messages is not None else batch, max_bytes,
                                     threshold_messages if threshold_messages is not None else threshold,
                                     threshold_bytes, expires, heartbeat,
                                     self._group(group, min_pending, min_ack_pending, priority))
@@ -253,7 +216,7 @@ class Consumer:
         """``async for msg in consumer.messages(): ...`` — the consume
         algorithm as an iterator (messages are counted as taken when the
         iterator hands them out).  ``await it.stop()`` ends it."""
-        state = self._consume_state(max_messages if max_messages is not None else batch, max_bytes,
+        state = consume_state(max_messages if max_messages is not None else batch, max_bytes,
                                     threshold_messages, threshold_bytes, expires, heartbeat,
                                     self._group(group, min_pending, min_ack_pending, priority))
         return MessagesContext(self, state)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generator, cast
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generator, Iterable, cast
 
 import asyncio
 import datetime
@@ -10,27 +10,31 @@ import datetime
 from tclnats_py.engine.connection import Msg
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.headers import Headers
-from tclnats_py.engine.validate import _to_bytes, check_int, check_timeout
-from tclnats_py.engine.js import ordered as _ordered
+from tclnats_py.engine.validate import _to_bytes, check_headers, check_int, check_timeout
 from tclnats_py.engine.js.api import Batch, JsApi, Publish, Request, advance, api_call
 from tclnats_py.engine.js import counter as _counter
+from tclnats_py.engine.js import schedule as _schedule
+from tclnats_py.engine.js.batch import publish_batch
 from tclnats_py.engine.js.api_level import require_level
 from tclnats_py.engine.js.priority import consumer_create
-from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast, publish_headers
-from tclnats_py.aio.jetstream.info import (AccountInfo, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse,
+from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast
+from tclnats_py.jsface.info import (AccountInfo, BatchAck, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse,
                                            Info, PubAck, StreamInfo)
 from tclnats_py.engine.js import consumer_admin as _admin
-from tclnats_py.aio.jetstream.config import ConsumerConfig, StreamConfig, _merge
-from tclnats_py.aio.jetstream.publish import _AsyncPub, _check_publish
+from tclnats_py.jsface.config import ConsumerConfig, StreamConfig, _merge, consumer_body, stream_body
+from tclnats_py.aio.jetstream.publish import _AsyncPub
+from tclnats_py.jsface.publish import publish_options
+from tclnats_py.jsface.pull import ordered_state
 from tclnats_py.aio.jetstream.stream import Stream
 from tclnats_py.aio.jetstream.counter import Counter
+from tclnats_py.aio.jetstream.batch import BatchPublisher
 from tclnats_py.aio.jetstream.consumer import Consumer
 from tclnats_py.aio.jetstream.ordered import OrderedConsumer
 from tclnats_py.aio.jetstream.message import JsMsg
 
 if TYPE_CHECKING:  # names used in annotations only
     from typing_extensions import Unpack
-    from tclnats_py.aio.jetstream.config import ConsumerFields, KeyValueFields, StreamFields
+    from tclnats_py.jsface.config import ConsumerFields, KeyValueFields, StreamFields
     from tclnats_py.aio.client import Client, ClientMsg, ErrorHandler, HeadersArg, Payload, Subscription
     from tclnats_py.aio.jetstream.pull import ConsumeContext  # noqa: F401
     from tclnats_py.aio.kv import KeyValue
@@ -126,20 +130,11 @@ class JetStream:
         return AccountInfo(await self._run(self.jsapi.account_info()))
 
     # ------------------------------------------------------------ streams
-    def _stream_body(self, name, config, kw) -> dict:
-        if isinstance(name, StreamConfig):
-            name, config = name.name, name
-        cfg = _merge(StreamConfig, config, kw)
-        if name is None:
-            name = cfg.name
-        cfg = cfg.replace(name=name)
-        return cfg.to_api()
-
     async def create_stream(self, name: str, config: StreamConfig | dict[str, Any] | None = None,
                             **kw: Unpack[StreamFields]) -> "Stream":
         """Create a stream from a StreamConfig and/or keyword fields
         (``create_stream("S", subjects=["s.*"], max_age=60)``)."""
-        info = StreamInfo(await self._run(self.jsapi.stream_create(self._stream_body(name, config, kw))))
+        info = StreamInfo(await self._run(self.jsapi.stream_create(stream_body(name, config, kw))))
         return Stream(self, info["config"]["name"], info)
 
     async def update_stream(self, name: str, config: StreamConfig | dict[str, Any] | None = None,
@@ -148,14 +143,14 @@ class JetStream:
         config with those fields changed."""
         if config is None and not isinstance(name, StreamConfig):
             config = (await self.stream_info(name)).config
-        info = StreamInfo(await self._run(self.jsapi.stream_update(self._stream_body(name, config, kw))))
+        info = StreamInfo(await self._run(self.jsapi.stream_update(stream_body(name, config, kw))))
         return Stream(self, info["config"]["name"], info)
 
     async def create_or_update_stream(self, name: str, config: StreamConfig | dict[str, Any] | None = None,
                                       **kw: Unpack[StreamFields]) -> "Stream":
         """Create the stream, or update it when it exists; see :meth:`create_stream`."""
         try:
-            body = self._stream_body(name, config, kw)
+            body = stream_body(name, config, kw)
             info = StreamInfo(await self._run(self.jsapi.stream_update(body)))
         except NatsError as e:
             if e.code != "ErrStreamNotFound":
@@ -231,26 +226,15 @@ class JetStream:
                 and expected_last_subject_seq_subject is None):
             hdrs = None  # nothing to check but the subject, which request() checks
         else:
-            _check_publish(self.client, subject, headers, msg_id, expected_stream, expected_last_seq,
-                           expected_last_subject_seq, expected_last_msg_id)
-            hdrs = publish_headers(headers, msg_id=msg_id, expected_stream=expected_stream,
-                                   expected_last_seq=expected_last_seq,
-                                   expected_last_subject_seq=expected_last_subject_seq,
-                                   expected_last_msg_id=expected_last_msg_id, ttl=ttl,
-                                   expected_last_subject_seq_subject=expected_last_subject_seq_subject)
-            if ttl is not None:
-                await self._run(require_level(self.jsapi, "msg_ttl"))
-            if expected_last_subject_seq_subject is not None:
-                await self._run(require_level(self.jsapi, "expected_last_subject_seq_subject"))
+            hdrs, features = publish_options(
+                self.client.engine, subject, headers, msg_id=msg_id, expected_stream=expected_stream,
+                expected_last_seq=expected_last_seq, expected_last_subject_seq=expected_last_subject_seq,
+                expected_last_msg_id=expected_last_msg_id, ttl=ttl,
+                expected_last_subject_seq_subject=expected_last_subject_seq_subject)
+            for feature in features:
+                await self._run(require_level(self.jsapi, feature))
         msg = await self.client.request(subject, data, timeout=timeout or self.timeout, headers=hdrs)
         return PubAck(parse_ack_fast(msg))
-
-    async def _newer_publish(self, kw: dict[str, Any]) -> None:
-        """The level checks of publish options newer than nats-server 2.10."""
-        if kw.get("ttl") is not None:
-            await self._run(require_level(self.jsapi, "msg_ttl"))
-        if kw.get("expected_last_subject_seq_subject") is not None:
-            await self._run(require_level(self.jsapi, "expected_last_subject_seq_subject"))
 
     async def publish_msg(self, msg: Msg, **kw: Any) -> PubAck:
         """Publish a :class:`Msg` to its stream (subject, data, headers); see :meth:`publish`."""
@@ -276,10 +260,9 @@ class JetStream:
         client = self.client
         eng = client.engine
         if headers is not None or kw:
-            _check_publish(client, subject, headers, **kw)
-            hdrs = publish_headers(headers, **kw)
-            if "ttl" in kw or "expected_last_subject_seq_subject" in kw:
-                await self._newer_publish(kw)
+            hdrs, features = publish_options(eng, subject, headers, **kw)
+            for feature in features:
+                await self._run(require_level(self.jsapi, feature))
         else:
             if subject.__class__ is not str or not eng.check_subject(subject):
                 raise make_error("ErrBadSubject", f"Invalid subject {subject}")
@@ -292,6 +275,32 @@ class JetStream:
             if ap.sub.closed:  # the connection closed meanwhile
                 ap = self._ap = _AsyncPub(self, ap)
         return ap.add(subject, data, hdrs, timeout, stall)
+
+    async def publish_schedule(self, subject: str, data: Payload = b"", headers: HeadersArg = None, *, target: str,
+                               at: datetime.datetime | str | None = None,
+                               every: float | datetime.timedelta | str | None = None, cron: str | None = None,
+                               time_zone: str | None = None, ttl: str | int | None = None,
+                               source: str | None = None, timeout: float | None = None) -> PubAck:
+        """Store a message schedule (ADR-51) on ``subject``, its own subject in
+        a stream with ``allow_msg_schedules``: the stream publishes ``data``
+        (and ``headers``) to ``target``, a subject of the same stream, ``at``
+        a time (a datetime, or RFC 3339 text), ``every`` so many seconds (1 or
+        more; a timedelta or a Go duration such as ``"5m"``), or on a ``cron``
+        spec (six fields, seconds first, or ``"@hourly"`` ...; in
+        ``time_zone``, an IANA name, UTC by default).  ``ttl``: the TTL of
+        each message produced (seconds or a Go duration; the stream needs
+        ``allow_msg_ttl``); ``source``: publish the last message of that
+        subject instead.  Publishing to ``subject`` again replaces the
+        schedule; ``purge_stream(stream, filter=subject)`` cancels it.
+        ErrInvalidArg/ErrBadSubject for what the client can check;
+        ErrServerTooOld (``at``: nats-server 2.12; the rest: 2.14)."""
+        check_timeout(timeout)
+        check_headers(headers)
+        hdrs, features = _schedule.schedule_headers(subject, headers, target=target, at=at, every=every, cron=cron,
+                                                    time_zone=time_zone, ttl=ttl, source=source)
+        ms = None if timeout is None else int(timeout * 1000)
+        return PubAck(await self._run(_schedule.publish_schedule(self.jsapi, subject, _to_bytes(data), hdrs,
+                                                                 features, ms)))
 
     async def publish_async_complete(self, timeout: float | None = None) -> None:
         """Wait until every async publish so far has its ack (or error)."""
@@ -306,13 +315,33 @@ class JetStream:
                 if w in ap.idle_waiters:
                     ap.idle_waiters.remove(w)
 
+    async def publish_batch(self, msgs: Iterable[tuple[Any, ...]], *, ack_every: int = 0,
+                            timeout: float | None = None) -> BatchAck:
+        """Publish ``msgs``, each ``(subject, data)`` or ``(subject, data,
+        headers)``, as one atomic batch (ADR-50; a stream with
+        ``allow_atomic``, nats-server 2.12): all are stored, or none.  Its
+        :class:`BatchAck` (``batch_id``, ``batch_size``, ``stream``, ``seq`` of
+        the last).  Every message is checked before the first is sent; the
+        server's refusal raises its error with what it means (ErrJSResponse,
+        ``details["err_code"]``); ErrServerTooOld before 2.12.  ``ack_every``
+        n: every n-th message waits for the server's word, so a long batch
+        fails early; ``timeout`` (seconds) bounds each wait."""
+        ms = None if timeout is None else int(check_timeout(timeout) * 1000)
+        return BatchAck(await self._run(publish_batch(self.jsapi, msgs, ack_every, ms)))
+
+    def batch(self, *, ack_every: int = 0, timeout: float | None = None) -> BatchPublisher:
+        """An atomic batch to fill message by message (:class:`BatchPublisher`):
+        ``async with js.batch() as b: await b.add(subject, data)`` commits at
+        the end of the block (``b.ack``); see :meth:`publish_batch`."""
+        return BatchPublisher(self, ack_every, None if timeout is None else check_timeout(timeout))
+
     @property
     def publish_async_pending(self) -> int:
         return len(self._ap.futures) if self._ap is not None else 0
 
     # ------------------------------------------------------------ consumers
     async def _consumer_request(self, stream, action, config, kw) -> "Consumer":
-        cfg = _merge(ConsumerConfig, config, kw).to_api()
+        cfg = consumer_body(config, kw)
         req = self.jsapi.consumer_create_request(stream, cfg, action, server_version=self._server_version,
                                                  wildcard_filter_token=False)
         info = ConsumerInfo(await self._run(consumer_create(self.jsapi, req, cfg)))
@@ -466,17 +495,10 @@ class JetStream:
         then ``next()`` / ``consume(cb)``; ``await oc.stop()`` ends it.
         ``retry``: seconds between attempts to recreate it; the server drops
         a consumer nobody reads after ``inactive_threshold`` seconds."""
-        idle_heartbeat = check_timeout(idle_heartbeat, 5.0, what="idle_heartbeat")
-        retry = check_timeout(retry, 1.0, what="retry")
-        inactive_threshold = check_timeout(inactive_threshold, 2.0, what="inactive_threshold")
-        if filter_subject is not None and not self.client.engine.check_subject(filter_subject, wildcard=True):
-            raise make_error("ErrBadSubject", f"Invalid subject {filter_subject}")
-        check_int("opt_start_seq", opt_start_seq, 1, allow_none=True)
-        state = _ordered.OrderedConsumer(
-            stream, filter_subject=filter_subject, filter_subjects=filter_subjects, deliver_policy=deliver_policy,
-            opt_start_seq=opt_start_seq, opt_start_time=opt_start_time, headers_only=headers_only,
-            idle_heartbeat_ms=max(1, int(idle_heartbeat * 1000)), description=description,
-            retry_ms=max(1, int(retry * 1000)), inactive_threshold_ms=max(1, int(inactive_threshold * 1000)))
+        state = ordered_state(self.client.engine, stream, filter_subject, deliver_policy, headers_only,
+                              idle_heartbeat, description=description, filter_subjects=filter_subjects,
+                              opt_start_seq=opt_start_seq, opt_start_time=opt_start_time, retry=retry,
+                              inactive_threshold=inactive_threshold)
         return OrderedConsumer(self, state)
 
     # ------------------------------------------------------------ Key-Value

@@ -8,7 +8,7 @@ from tclnats_py.engine.js import counter as _counter
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.jetstream.context import JetStream
-    from tclnats_py.aio.jetstream.info import StreamInfo
+    from tclnats_py.jsface.info import StreamInfo
 
 
 class Counter:

@@ -10,7 +10,7 @@ import inspect
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.js.api import api_call
 from tclnats_py.engine.js.events import Delivered, FlowReply, Reset, Retry, Stop, UnknownEvent, event_table
-from tclnats_py.aio.jetstream.info import ConsumerInfo
+from tclnats_py.jsface.info import ConsumerInfo
 from tclnats_py.aio.jetstream.message import JsMsg
 
 if TYPE_CHECKING:  # names used in annotations only

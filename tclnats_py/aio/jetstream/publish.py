@@ -7,10 +7,9 @@ from typing import TYPE_CHECKING
 import asyncio
 
 from tclnats_py.errors import NatsError, make_error
-from tclnats_py.engine.validate import check_headers, check_int, check_str
 from tclnats_py.engine.js.publish import AsyncPublisher
 from tclnats_py.engine.protocol import encode_pub
-from tclnats_py.aio.jetstream.info import PubAck
+from tclnats_py.jsface.info import PubAck
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.jetstream.context import JetStream
@@ -144,23 +143,3 @@ class _AsyncPub:
             self.timer = None
         for fut in self.core.fail_all(err):
             self._finish(fut, None, err)
-
-
-def _check_publish(client, subject, headers, msg_id=None, expected_stream=None, expected_last_seq=None,
-                   expected_last_subject_seq=None, expected_last_msg_id=None, ttl=None,
-                   expected_last_subject_seq_subject=None) -> None:
-    """The arguments of a JetStream publish, checked before anything is sent."""
-    if not client.engine.check_subject(subject):
-        raise make_error("ErrBadSubject", f"Invalid subject {subject}")
-    check_headers(headers)
-    for name, v in (("msg_id", msg_id), ("expected_last_msg_id", expected_last_msg_id)):
-        check_str(name, v, allow_empty=False)
-    if expected_stream is not None:
-        _check_name("stream", expected_stream)
-    check_int("expected_last_seq", expected_last_seq, allow_none=True)
-    check_int("expected_last_subject_seq", expected_last_subject_seq, allow_none=True)
-
-
-def _check_name(what: str, name) -> None:
-    from tclnats_py.engine.js.api import check_name
-    check_name(what, name)

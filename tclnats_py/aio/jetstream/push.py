@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.client import Subscription
     from tclnats_py.engine.connection import Msg
     from tclnats_py.aio.jetstream.context import JetStream
-    from tclnats_py.aio.jetstream.info import ConsumerInfo
+    from tclnats_py.jsface.info import ConsumerInfo
     from tclnats_py.engine.js.events import FlowReply, Stop, Warn
 
 __all__ = ["PushSubscription"]

@@ -11,10 +11,10 @@ from tclnats_py.aio.jetstream.direct import DirectGet
 if TYPE_CHECKING:  # names used in annotations only
     import datetime
     from typing_extensions import Unpack
-    from tclnats_py.aio.jetstream.config import ConsumerConfig, ConsumerFields, StreamConfig, StreamFields
+    from tclnats_py.jsface.config import ConsumerConfig, ConsumerFields, StreamConfig, StreamFields
     from tclnats_py.aio.jetstream.consumer import Consumer
     from tclnats_py.aio.jetstream.context import JetStream
-    from tclnats_py.aio.jetstream.info import ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse, StreamInfo
+    from tclnats_py.jsface.info import ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse, StreamInfo
     from tclnats_py.aio.jetstream.ordered import OrderedConsumer
     from tclnats_py.engine.js.api import StoredMsg
 

@@ -21,6 +21,7 @@ Modules
 ``events``    the events the state machines answer with, and
               :func:`~events.event_table`, a face's dispatch of them
 ``counter``   counters (ADR-49): add, get, get_many of a stream's counters
+``schedule``  message schedules (ADR-51): the schedule's headers, its checks, the publish
 ``direct``    :class:`~direct.DirectBatch`: batch and multi-last direct gets (ADR-31)
 ``kv``        Key-Value (ADR-8): buckets, entries, operations, watcher
 ``objstore``  Object Store (ADR-20): chunking, digests, infos, watcher

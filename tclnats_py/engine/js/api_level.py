@@ -63,6 +63,8 @@ FEATURES: dict[str, tuple[int, str]] = {
     "schedules": (2, "2.12"),
     "schedules_every_cron": (4, "2.14"),
     "schedule_time_zone": (4, "2.14"),
+    # ADR-51: Nats-Schedule-Source (a subject's last message published on the schedule)
+    "schedule_source": (4, "2.14"),
     # ADR-56: stream persist_mode async
     "async_persist": (2, "2.12"),
     # consumer ack_policy flow_control

@@ -22,7 +22,7 @@ from tclnats_py.engine.subjects import valid_wildcard_subject
 __all__ = ["publish_headers", "parse_ack", "ack_error_dict", "publish", "AsyncPublisher", "stalled", "STALL_WAIT_MS",
            "MSG_ID", "EXPECTED_STREAM", "EXPECTED_LAST_SEQ", "EXPECTED_LAST_SUBJECT_SEQ", "EXPECTED_LAST_MSG_ID",
            "MSG_TTL", "ROLLUP", "EXPECTED_LAST_SUBJECT_SEQ_SUBJECT", "BATCH_ID", "BATCH_SEQUENCE", "BATCH_COMMIT",
-           "SCHEDULE_HEADERS", "ttl_from_ms", "ttl_from_seconds"]
+           "SCHEDULE_HEADERS", "SCHEDULER", "ttl_from_ms", "ttl_from_seconds"]
 
 MSG_ID = "Nats-Msg-Id"
 EXPECTED_STREAM = "Nats-Expected-Stream"
@@ -41,6 +41,7 @@ BATCH_ID, BATCH_SEQUENCE, BATCH_COMMIT = (f"Nats-Batch-{part}" for part in ("Id"
 # the server marks what it produced with "Nats-Scheduler"
 SCHEDULE_HEADERS = {part: "Nats-Schedule" + part
                     for part in ("", "-Next", "-Target", "-Source", "-TTL", "-Time-Zone", "-Rollup")}
+SCHEDULER = "Nats-Scheduler"
 
 
 def _bad_ttl(v):

@@ -16,6 +16,7 @@ import inspect
 import logging
 import re
 import ssl
+import time
 from collections import UserString
 from dataclasses import dataclass
 from pathlib import Path
@@ -656,7 +657,7 @@ class Client:
             return ssl.create_default_context()
         given = self.options["tls"]
         if given is None:
-            raise errors.Error("nats: no ssl context: connect was given tls=None")
+            raise errors.Error("nats: no ssl context provided")
         return given
 
     ssl_context = property(_tls_context, doc="""The TLS context of the connection: connect's ``tls``,
@@ -754,29 +755,31 @@ class Client:
         impl = self._need_impl()
         if impl.is_closed:
             raise errors.ConnectionClosedError()
-        loop = asyncio.get_running_loop()
-        start = loop.time()
+        # the clock asyncio's own loop keeps; uvloop's loop.time() counts
+        # whole milliseconds, so a round trip under one would read as 0.0
+        start = time.monotonic()
         try:
             await impl.flush(timeout)
         except NatsError as e:
             raise errors.translate(e) from e
-        return loop.time() - start
+        return time.monotonic() - start
 
     # ------------------------------------------------------------ messages
     async def publish(self, subject: str, payload: bytes = b"", reply: str = "",
                       headers: Optional[Dict[str, Any]] = None) -> None:
-        """Publish ``payload`` (bytes) to ``subject``; the engine checks the
-        rest (closed, max_payload, buffer bounds)."""
+        """Publish ``payload`` (bytes) to ``subject``; the subject is checked
+        first, the engine checks the rest (closed, max_payload, buffer bounds,
+        an empty subject when the check is off)."""
+        if self._check_subjects and (not subject or subject not in _CLEAN and not _clean_subject(subject)
+                                     or reply and _BLANKS(reply)):
+            raise errors.BadSubjectError()
         impl = self._impl
         if impl is None:
             raise errors.ConnectionClosedError()
         if self._draining == 6:  # DRAINING_PUBS
             raise errors.ConnectionDrainingError()
-        if not subject or self._check_subjects and (
-                subject not in _CLEAN and not _clean_subject(subject) or reply and _BLANKS(reply)):
-            raise errors.BadSubjectError()
         if headers is not None:
-            headers = headers_arg(headers)
+            headers = self._headers_to_send(impl, payload, headers)
         try:
             await impl.publish(subject, payload, reply or None, headers)
         except NatsError as e:
@@ -784,6 +787,16 @@ class Client:
         self._out_bytes += len(payload)
         if self._small_pending and impl.pending_data_size > self._pending_size and impl.is_connected:
             impl.write_pending()  # nats-py's forced flush past pending_size
+
+    def _headers_to_send(self, impl, payload: bytes, headers: Dict[str, Any]) -> Dict[str, Any]:
+        """``headers`` as nats-py sends them (headers_arg), looked at as
+        nats-py does, last: a closed connection or a payload over
+        max_payload is the error before a bad header name."""
+        if impl.is_closed:
+            raise errors.ConnectionClosedError()
+        if len(payload) > self.max_payload:
+            raise errors.MaxPayloadError()
+        return headers_arg(headers)
 
     async def subscribe(self, subject: str, queue: str = "", cb=None, future: Optional[asyncio.Future] = None,
                         max_msgs: int = 0, pending_msgs_limit: int = DEFAULT_SUB_PENDING_MSGS_LIMIT,
@@ -822,15 +835,15 @@ class Client:
     async def request(self, subject: str, payload: bytes = b"", timeout: float = 0.5, old_style: bool = False,
                       headers: Optional[Dict[str, Any]] = None) -> Msg:
         """A request; nats.errors.TimeoutError, NoRespondersError."""
+        if self._check_subjects and (not subject or _BLANKS(subject)):
+            raise errors.BadSubjectError()
         impl = self._impl
         if impl is None or impl.is_closed:
             raise errors.ConnectionClosedError()
         if self._draining == 6:  # DRAINING_PUBS
             raise errors.ConnectionDrainingError()
-        if self._check_subjects and (not subject or _BLANKS(subject)):
-            raise errors.BadSubjectError()
         if headers is not None:
-            headers = headers_arg(headers)
+            headers = self._headers_to_send(impl, payload, headers)
         try:
             if old_style:
                 msgs = await impl.request_many(subject, payload, 1, timeout, headers)

@@ -68,7 +68,7 @@ class Header(str, Enum):
     SCHEDULE_TARGET = _pub.SCHEDULE_HEADERS["-Target"]
     SCHEDULE_TIME_ZONE = _pub.SCHEDULE_HEADERS["-Time-Zone"]
     SCHEDULE_TTL = _pub.SCHEDULE_HEADERS["-TTL"]
-    SCHEDULER = _pub.SCHEDULE_HEADERS[""] + "r"
+    SCHEDULER = _pub.SCHEDULER
     STATUS = "Status"
 
 
@@ -426,8 +426,8 @@ class StreamConfig(Base):
     def as_dict(self) -> dict[str, Any]:
         if self.compression is not None and self.compression not in ("none", "s2"):
             raise ValueError(f"nats: invalid store compression type: {self.compression}")
-        if self.metadata is not None and not isinstance(self.metadata, dict):
-            raise ValueError("nats: metadata must be a dict of strings")
+        if self.metadata and not isinstance(self.metadata, dict):
+            raise ValueError("nats: invalid metadata format")
         out = super().as_dict()
         # the server takes 0 for this one as a value, not as "unset": send it only when positive
         if not (self.subject_delete_marker_ttl and self.subject_delete_marker_ttl > 0):

@@ -23,6 +23,8 @@ from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.options import to_bool
 from tclnats_py.engine.js import config as _cfg
 from tclnats_py.engine.js import counter as _counter
+from tclnats_py.engine.js import schedule as _schedule
+from tclnats_py.engine.js.batch import publish_batch
 from tclnats_py.engine.js.direct import check as check_direct
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js import objstore as _obj
@@ -37,9 +39,10 @@ from tclnats_py.engine.js.priority import PRIORITY_SPEC, PullGroup, consumer_cre
 from tclnats_py.engine.js.pull import Fetch
 from tclnats_py.tclface.commands import tcl_commands
 from tclnats_py.tclface.values import tcl_value
-from tclnats_py.tclface.js.convert import (_DELETE_MSG_OPTIONS, _FETCH_OPTIONS, _GET_OPTIONS, _KV_OPTIONS,
+from tclnats_py.tclface.js.convert import (_BATCH_OPTIONS, _DELETE_MSG_OPTIONS, _FETCH_OPTIONS, _GET_OPTIONS, _KV_OPTIONS,
                                            _NAK_OPTIONS, _NAMES_OPTIONS, _OBJ_OPTIONS, _ORDERED_OPTIONS,
-                                           _PAUSE_OPTIONS, _PUBLISH_OPTIONS, _PURGE_OPTIONS, _RESET_OPTIONS, TclArgs,
+                                           _PAUSE_OPTIONS, _PUBLISH_OPTIONS, _PURGE_OPTIONS, _RESET_OPTIONS,
+                                           _SCHEDULE_OPTIONS, TclArgs,
                                            _consumer_reply, _option_subject, _pause_until, _stream_reply,
                                            _timeout_option)
 from tclnats_py.engine.js import consumer_admin as _admin
@@ -458,6 +461,36 @@ class JetStream:
                                       expected_last_subject_seq_subject=o.get("expected_last_subject_seq_subject"))
         return self.publish_request(subject, data, headers, o.get("timeout", self.timeout), o.get("callback"))
 
+    def c_publish_schedule(self, subject, data, *args):
+        """``$js publish_schedule subject data -target t (-at iso | -every ms |
+        -cron spec) ?-time_zone tz? ?-ttl ms? ?-source subject? ?-timeout ms?``:
+        store a message schedule (ADR-51); its PubAck."""
+        given = self.args.pairs(args)
+        _timeout_option(given, "timeout")
+        o = _cfg.build(_SCHEDULE_OPTIONS, given)
+        headers, features = _schedule.schedule_headers(
+            subject, target=o.get("target"), at=o.get("at"), every=o.get("every"), cron=o.get("cron"),
+            time_zone=o.get("time_zone"), ttl=o.get("ttl"), source=o.get("source"), unit="ms")
+        return self.run(_schedule.publish_schedule(self.api, subject, self.conn.payload_bytes(data), headers,
+                                                   features, o.get("timeout")))
+
+    def c_publish_batch(self, msgs, *args):
+        """``$js publish_batch {{subject data ?headers?} ...} ?-timeout ms?
+        ?-ack_every n?``: the messages as one atomic batch (ADR-50), all
+        stored or none; a dict ``stream seq batch_id batch_size`` (``seq``:
+        the last message's)."""
+        given = self.args.pairs(args)
+        _timeout_option(given, "timeout")
+        o = _cfg.build(_BATCH_OPTIONS, self.args.options(_BATCH_OPTIONS, args, given=given))
+        items = []
+        for m in self.tk.splitlist(msgs):
+            parts = self.tk.splitlist(m)
+            if len(parts) not in (2, 3):
+                raise make_error("ErrInvalidArg", f"Invalid batch message {m}: {{subject data ?headers?}} expected")
+            item = (str(parts[0]), self.conn.payload_bytes(parts[1]))
+            items.append(item + (self.conn.headers_from_tcl(parts[2]),) if len(parts) == 3 else item)
+        return self.run(publish_batch(self.api, items, o.get("ack_every", 0), o.get("timeout")))
+
     # -------------------------------------------------------- acks
     def _ack(self, msg, payload: bytes):
         self.conn.engine.publish(self.conn.dict_from_tcl(msg).get("reply", ""), payload)
@@ -489,13 +522,17 @@ class JetStream:
         _timeout_option(given, "expires")
         o = _cfg.build(_FETCH_OPTIONS, given)
         subject = self.api.next_subject(check_name("stream", stream), check_name("consumer", consumer))
+        group = self._pull_group(stream, consumer, o)
         fetch = Fetch(o["batch_size"], timeout_ms=o.get("timeout"), expires_ms=o.get("expires"),
-                      js_timeout_ms=self.timeout, group=self._pull_group(stream, consumer, o))
+                      js_timeout_ms=self.timeout, group=group, repull=True)
         if self.trace:
             self._log("debug", f">>> {subject} {fetch.body.decode()}")
         pull = PullRequest(self.conn, fetch, o.get("callback"), self.fetch_closed_returns)
         pull.owner = self.pulls
-        rid = self.conn.start_request(subject, fetch.body, fetch.timeout_ms, pull.finish, max_msgs=fetch.batch,
+        # the request's inbox takes -batch_size messages, and one more for the
+        # 423 of a stale pin, after which the fetch pulls again unpinned
+        rid = self.conn.start_request(subject, fetch.body, fetch.timeout_ms, pull.finish,
+                                      max_msgs=fetch.batch + (1 if group is not None and group.pin is not None else 0),
                                       gather=pull)
         pull.rid = rid
         if pull.callback is not None and not pull.done:
@@ -503,9 +540,8 @@ class JetStream:
         return rid
 
     def _pull_group(self, stream, consumer, o):
-        """The fetch's priority group (ADR-42), or None.  A stale pin ends the
-        fetch by its 423 status (the request's inbox takes ``-batch_size``
-        messages only), and the next fetch goes unpinned."""
+        """The fetch's priority group (ADR-42), or None.  A stale pin (the
+        server's 423) is forgotten and the fetch pulls again unpinned."""
         if "group" not in o:
             if any(k in o for k in ("min_pending", "min_ack_pending", "priority")):
                 raise make_error("ErrInvalidArg", "-min_pending, -min_ack_pending and -priority need -group")

@@ -177,6 +177,12 @@ _DELETE_MSG_OPTIONS = (("no_erase", "bool", True), ("seq", "pos_int", None))
 _PUBLISH_OPTIONS = (("timeout", "pos_int", None), ("callback", "valid_str", None), ("stream", "valid_str", None),
                     ("ttl", "str", None), ("expected_last_subject_seq", "pos_int", None),
                     ("expected_last_subject_seq_subject", "valid_str", None))
+# publish_schedule (ADR-51): -every and -ttl in ms (or a Go duration), -at RFC 3339
+_SCHEDULE_OPTIONS = (("target", "valid_str", None), ("at", "valid_str", None), ("every", "str", None),
+                     ("cron", "str", None), ("time_zone", "str", None), ("ttl", "str", None),
+                     ("source", "valid_str", None), ("timeout", "pos_int", None))
+# publish_batch (ADR-50): each wait for the server's word, and every n-th message waiting for it
+_BATCH_OPTIONS = (("timeout", "pos_int", None), ("ack_every", "pos_int", 0))
 _NAK_OPTIONS = (("delay", "pos_int", None),)
 _PAUSE_OPTIONS = (("pause_until", "valid_str", None),)
 _RESET_OPTIONS = (("seq", "pos_int", None),)

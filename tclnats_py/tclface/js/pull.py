@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tclnats_py.errors import NatsError
-from tclnats_py.engine.js.events import Delivered, Ended, Heartbeat, event_table
+from tclnats_py.engine.js.events import Delivered, Ended, Heartbeat, Pull, event_table
 from tclnats_py.engine.js.pull import Fetch
 
 __all__ = ["PullRequest"]
@@ -60,6 +60,14 @@ class PullRequest:
             self.conn._log("debug", f"{self._kind()} pull request {req.id} got status message {status.status}")
         if self.callback:
             out.extend((2, self.callback, 1, self.conn.msg_dict(status) if status is not None else "", ""))
+
+    def on_pull(self, ev: Pull, req, out) -> None:
+        """The pin this fetch sent went stale (a 423): the same pull again,
+        unpinned, to the same inbox, its timeout counted anew (unless the
+        request ended meanwhile: the fetch then ends with what it has)."""
+        if not req.done:
+            self.conn.engine.repeat_request(req.id, req.subject, ev.body)
+            self.conn.run()
 
     def on_heartbeat(self, ev: Heartbeat, req, out) -> None:
         """Nothing to do: a Tcl fetch keeps no heartbeat clock (it asks for

@@ -9,6 +9,7 @@ other line gets one (the setup lines are correct code).  Not run.
 from __future__ import annotations
 
 import tclnats_py
+from tclnats_py import sync
 from tclnats_py.aio.jetstream import ConsumerInfo, JetStream, PubAck, StreamInfo
 from tclnats_py.aio.kv import KeyValue, KvEntry
 from tclnats_py.aio.objectstore import ObjectInfo, ObjectStore
@@ -50,3 +51,14 @@ async def must_fail(url: str, nc: tclnats_py.Client, js: JetStream, kv: KeyValue
     nc.jetstream(publish_async_max_pendin=5)  # must fail: mypy[call-arg] pyright[reportCallIssue]
     await obs.put("name", 123)  # must fail: mypy[arg-type] pyright[reportArgumentType]
     print(text, blob, seq)
+
+
+def must_fail_sync(url: str, snc: sync.Client, ssub: sync.Subscription) -> None:
+    sync.connect(url, conect_timeout=2)  # must fail: mypy[call-arg] pyright[reportCallIssue]
+    sync.connect(url, connect_timeout="2")  # must fail: mypy[arg-type] pyright[reportArgumentType]
+    snc.request("svc", 1)  # must fail: mypy[arg-type] pyright[reportArgumentType]
+    snc.subscribe("s", cb=lambda: None)  # must fail: mypy[arg-type] pyright[reportArgumentType]
+    text: str = ssub.next_msg(1).data  # must fail: mypy[assignment] pyright[reportAssignmentType]
+    reply = snc.request("svc", b"x")
+    snc.publish(reply.reply, b"answer")  # must fail: mypy[arg-type] pyright[reportArgumentType]
+    print(text)

@@ -1,0 +1,497 @@
+"""The blocking client: the engine for programs that are not asyncio.
+
+    from tclnats_py import sync
+
+    with sync.connect("nats://localhost:4222", name="app") as nc:
+        sub = nc.subscribe("greet.*")                   # or cb=..., queue=..., max_msgs=...
+        nc.publish("greet.py", b"hello", headers={"K": ["v1", "v2"]})
+        msg = sub.next_msg(timeout=1)                   # or: for msg in sub
+        reply = nc.request("time.now", b"", timeout=1)  # ErrTimeout, ErrNoResponders
+
+The options, their names and units are the asyncio face's (one table:
+:mod:`tclnats_py.aio.options`, times in seconds, ``*_ms`` for milliseconds),
+the errors its classes (``tclnats_py.ErrTimeout`` is a ``TimeoutError``), the
+method names its own without ``await``.  Every method may be called from any
+thread; how the threads share the connection is :mod:`tclnats_py.sync.threads`.
+Callbacks (message callbacks, ``error_cb``, ``status_cb``,
+``disconnected_cb`` ...) run on one thread the client owns, in order, never
+while the client's lock is held; a callback may call the client.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import logging
+import ssl
+import sys
+import threading
+import time
+from time import monotonic as _monotonic
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
+
+from tclnats_py.pyface import ClientState
+from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine, Msg, Request
+from tclnats_py.engine.headers import Headers
+from tclnats_py.engine.options import Options
+from tclnats_py.engine.protocol import pub_frame as _pub_frame, pub_head as _pub_head
+from tclnats_py.engine.validate import _to_bytes, check_headers, check_int, check_timeout
+from tclnats_py.errors import NatsError, make_error
+from tclnats_py.sync.driver import DEFAULT_SERVER, request_error
+from tclnats_py.sync.subscription import Subscription, SyncMsg
+from tclnats_py.sync.threads import SPARSE, WRITE_CHUNK, Dispatcher, SyncIO, after_fork_hook
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+    from tclnats_py.sync.jetstream import JetStream
+    from tclnats_py.aio.options import ConnectOptions
+
+__all__ = ["Client", "Subscription", "SyncMsg", "connect", "DEFAULT_SERVER", "Payload", "HeadersArg"]
+
+#: a message body: bytes-like, str (sent as UTF-8) or None (empty)
+Payload = Union[bytes, bytearray, memoryview, str, None]
+#: headers to publish: name -> value or list of values (str or bytes); a received Headers too
+HeadersArg = Optional[Mapping[str, Union[str, bytes, Sequence[Union[str, bytes]]]]]
+
+_log = logging.getLogger("tclnats_py")
+_ids = itertools.count(1)
+# every client not closed yet: closed at interpreter exit, forgotten in a forked child
+_live: "weakref.WeakSet[Client]" = weakref.WeakSet()
+#: how long close() waits for the client's threads to end (seconds)
+JOIN_TIMEOUT = 5.0
+
+
+class _Gather(list):
+    """Handler of a request_many: its outcome (the list) and the replies so far."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.msgs: list = []
+
+
+class Client(ClientState):
+    """One NATS connection shared by any number of threads.
+
+    ``tclnats_py.sync.connect(servers, **options)``, or ``Client(servers,
+    **options).connect()``, or ``with Client(...) as nc``."""
+
+    def __init__(self, servers: str | Sequence[str] | None = None, **options: Unpack[ConnectOptions]) -> None:
+        n = next(_ids)
+        self._callbacks = Dispatcher(f"tclnats-sync-hooks-{n}", self._hook_failed_any)
+        self._io = io = SyncIO(Options(), f"tclnats-sync-{n}", self._callbacks, self._on_status, self._on_error,
+                               tls=self._ssl_context, lang="python", version=_version())
+        self._engine = eng = io.engine
+        eng.msg_class = type("Msg", (SyncMsg,), {"__slots__": (), "_client": self})
+        eng.headers_class = Headers
+        eng.deliver_batches = True
+        io.info_hook = self._on_info
+        self._init_options()  # the user's hooks and TLS options (ClientState), set by _configure
+        self._spin_time = 0.0
+        # subject -> protocol.pub_head(subject, size) once the engine accepted it (publish's fast path)
+        self._pub_heads: dict[str, tuple[bytes, int, bytes]] = {}
+        self._pub_max = 0  # the server's max_payload (0 until its INFO): the fast path's bound
+        self._configure(servers, options)
+
+    def _driver_option(self, key: str, value: Any) -> bool:
+        if key == "tls_hostname":
+            self._io.tls_hostname = value
+        elif key == "allow_reconnect":
+            self._io.allow_reconnect = value
+        else:
+            return False
+        return True
+
+    @property
+    def _state_lock(self) -> threading.Lock:  # type: ignore[override]
+        return self._io.lock
+
+    # ------------------------------------------------------------ properties (the rest: ClientState)
+    @property
+    def engine(self) -> Engine:
+        """The sans-IO engine this client drives; call it only holding :attr:`lock`."""
+        return self._engine
+
+    @property
+    def lock(self) -> threading.Lock:
+        """The lock around the engine (for faces built on this one)."""
+        return self._io.lock
+
+    def jetstream(self, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0, *,
+                  publish_async_max_pending: int | None = None,
+                  publish_async_stall_wait: float | None = None) -> JetStream:
+        """The JetStream context (:mod:`tclnats_py.sync.jetstream`; KV and Object
+        Store from there): ``timeout`` (seconds) bounds each API call;
+        ``publish_async_max_pending`` (default 4000) acks in flight, then
+        ``publish_async`` waits up to ``publish_async_stall_wait`` (default 0.2 s) for room."""
+        from tclnats_py.sync.jetstream import JetStream
+        kw: dict[str, Any] = {}
+        if publish_async_max_pending is not None:
+            kw["publish_async_max_pending"] = publish_async_max_pending
+        if publish_async_stall_wait is not None:
+            kw["publish_async_stall_wait"] = publish_async_stall_wait
+        return JetStream(self, domain, api_prefix, timeout, **kw)
+
+    # ------------------------------------------------------------ connection
+    def connect(self, servers: str | Sequence[str] | None = None, **options: Unpack[ConnectOptions]) -> "Client":
+        """Connect: every server of the pool is tried once; raises the error
+        of the only server, or ErrNoServers.  With ``retry_on_failed_connect``
+        each server is retried as when reconnecting.  A no-op unless closed."""
+        io = self._io
+        eng = self._engine
+        with io.lock:
+            if eng.status != CLOSED:
+                return self
+            self._configure(servers, options)
+            if not eng.pool.servers:
+                eng.configure_servers(list(eng.options.servers) or [DEFAULT_SERVER])
+            if self._callbacks.stopped:  # closed before: a new hooks thread
+                self._callbacks = io.dispatcher = Dispatcher(self._callbacks.name, self._hook_failed_any)
+            io.stopping = False
+            eng.connect()
+            io._run()
+            try:
+                io.wait(lambda: eng.status == CONNECTED or eng.status == CLOSED)
+            except NatsError:
+                pass  # closed for good with nothing left to wait for: the error below
+            ok = eng.status == CONNECTED
+            err = eng.last_error
+        if not ok:
+            self._stop_threads()
+            if err is not None and len(eng.options.servers) <= 1:
+                raise make_error(err.code, str(err))
+            raise make_error("ErrNoServers", "No servers available for connection"
+                             + (f" (last error: {err})" if err is not None else ""))
+        io.start()
+        _live.add(self)
+        return self
+
+    def close(self) -> None:
+        """Write what is buffered, close the socket; waiting requests fail
+        with ErrConnectionClosed, subscriptions end (what callback
+        subscriptions had queued is still handed to their callbacks).  From
+        any thread, a callback's too; the client's threads end (joined unless
+        called from one of them)."""
+        io = self._io
+        with io.lock:
+            self._engine.disconnect()
+            io._run()
+            io._timers.clear()
+            io._armed.clear()
+            io.cond.notify_all()
+        self._stop_threads()
+        _live.discard(self)
+
+    def _stop_threads(self) -> None:
+        self._io.stop(JOIN_TIMEOUT)
+        self._callbacks.stop(JOIN_TIMEOUT)
+
+    def __enter__(self) -> "Client":
+        if self._engine.status == CLOSED:
+            self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Drain every subscription (UNSUB, handle what is on its way, let
+        the callbacks finish), flush the publishes and close; ``timeout`` in
+        seconds (None: the drain_timeout option)."""
+        timeout = check_timeout(timeout, self._drain_timeout)
+        if self._engine.status == CLOSED:
+            return
+        with self._io.lock:
+            subs = [s for s in self._io._subs.values() if not s._engine_sub.closed]
+        self._drain_subs(subs, timeout)
+        self.close()
+
+    def _drain_subs(self, subs: list[Subscription], timeout: float) -> None:
+        io = self._io
+        eng = self._engine
+        deadline = time.monotonic() + timeout
+        with io.lock:
+            for s in subs:
+                if not s._engine_sub.closed:
+                    eng.drain(s.sid)
+            io._run()
+        if self.is_connected:
+            try:
+                self.flush(timeout)
+            except NatsError as e:
+                _log.debug("drain: the flush failed: %s", e)
+        with io.lock:
+            for s in subs:
+                if not s._engine_sub.closed and eng.status != CLOSED:
+                    eng.unsubscribe(s.sid)
+                s._end()
+            io._run()
+            io.cond.notify_all()
+        if any(s._cb is not None for s in subs) and threading.current_thread() is not io.keeper:
+            # everything has arrived (the flush): what is left is the callbacks' work
+            with io.lock:
+                while not all(s._idle for s in subs):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    io.cond.wait(left)
+
+    def flush(self, timeout: float = 10.0) -> None:
+        """Write what is queued and wait for the server's PONG to a PING:
+        everything published before has reached the server.  ErrTimeout,
+        ErrConnectionClosed."""
+        if timeout is None:
+            raise make_error("ErrBadTimeout", "Invalid timeout None")
+        timeout = check_timeout(timeout)
+        io = self._io
+        box: list = []
+        with io.lock:
+            self._engine.ping(max(1, int(timeout * 1000)), handler=box)
+            io._run(True)
+            io.write_now()
+            io.wait(lambda: bool(box))
+        if box[0] is False:
+            raise make_error("ErrTimeout", f"Flush timeout: no PONG within {timeout:g} s")
+        if box[0] is None:
+            raise make_error("ErrConnectionClosed", "Connection closed")
+
+    def ping(self, timeout: float = 10.0) -> bool:
+        """True, ErrTimeout, or ErrConnectionClosed (nats-tcl's ping)."""
+        self.flush(timeout)
+        return True
+
+    # ------------------------------------------------------------ messages
+    def publish(self, subject: str, data: Payload = b"", reply: str | None = None,
+                headers: HeadersArg = None) -> None:
+        """Queue a message (bytes or str); it leaves with the next write (the
+        client's thread writes what publishes queued, a request or flush
+        writes at once).  While the socket does not take the data, a
+        publisher past 64 KiB queued waits for it (up to flush_timeout);
+        while not connected, past ``reconnect_buf_size`` (``pending_size``)
+        bytes, ErrReconnectBufExceeded refuses the message."""
+        io = self._io
+        eng = self._engine
+        if headers is None:
+            # a subject the engine accepted before (and, compiled, a plain
+            # reply), a bytes payload within max_payload: framed without
+            # the engine's checks and formatting, as the asyncio face does
+            frame = (_pub_frame(self._pub_heads, subject, data, self._pub_max) if reply is None else
+                     _pub_frame(self._pub_heads, subject, data, self._pub_max, reply,
+                                eng.options.check_subjects))
+            if frame is not None:
+                with io.lock:
+                    if eng.publish_frame(frame, WRITE_CHUNK):
+                        self._published(io, eng)
+                return
+        if data.__class__ is not bytes:
+            data = _to_bytes(data)
+        if headers is not None:
+            check_headers(headers)
+        with io.lock:
+            eng.publish(subject, data, reply, headers)
+            if reply is None and headers is None and subject.__class__ is str:
+                heads = self._pub_heads
+                if len(heads) >= 4096:
+                    heads.clear()
+                heads[subject] = _pub_head(subject, len(data))
+            self._published(io, eng)
+
+    def _published(self, io: SyncIO, eng: Engine) -> None:
+        """After a publish (lock held): the first message after a write
+        leaves at once, a burst is the keeper's to write, and a publisher
+        that finds WRITE_CHUNK bytes queued writes them itself."""
+        if eng._fx:
+                # the first message after a write: alone (a reply, an event)
+            # it leaves now; in a burst the keeper writes the rest in one go
+            now = _monotonic()
+            if now - io.last_write > SPARSE:
+                io.last_write = now
+                io._run(True)
+                io.write_now()
+            else:
+                io._run()
+        elif eng._out_size >= WRITE_CHUNK:
+            io.write_now()
+
+    def publish_msg(self, msg: Msg) -> None:
+        """Publish a :class:`Msg` (its subject, data, reply and headers)."""
+        _check_msg(msg)
+        self.publish(msg.subject, msg.data, msg.reply, msg.headers)
+
+    def subscribe(self, subject: str, queue: str | None = None, cb: Callable[[SyncMsg], object] | None = None,
+                  max_msgs: int = 0, pending_msgs_limit: int | None = None,
+                  pending_bytes_limit: int | None = None) -> Subscription:
+        """Subscribe to ``subject`` (wildcards allowed), in queue group ``queue``.
+
+        With ``cb`` each message goes to it, in order, on the client's
+        keeper thread (between its reads); its exceptions go to error_cb, else the logger.
+        Without ``cb`` read with ``sub.next_msg(timeout)`` or ``for msg in
+        sub``.  ``max_msgs``: unsubscribe after that many.  The pending
+        limits bound the local queue (past them: dropped, ErrSlowConsumer)."""
+        eng = self._engine
+        if not eng.check_subject(subject, wildcard=True) or (eng.options.check_subjects and ">." in subject):
+            raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+        if queue is not None and queue != "" and not eng.check_subject(queue, queue=True):
+            raise make_error("ErrBadQueueName", f"Invalid queue {queue}")
+        check_int("max_msgs", max_msgs)
+        check_int("pending_msgs_limit", pending_msgs_limit, -1, allow_none=True)
+        check_int("pending_bytes_limit", pending_bytes_limit, -1, allow_none=True)
+        if cb is not None and not callable(cb):
+            raise make_error("ErrInvalidArg", f"Invalid callback {cb!r}")
+        o = eng.options
+        sub = Subscription(self, subject, queue or "", cb,
+                           o.pending_msgs_limit if pending_msgs_limit is None else pending_msgs_limit,
+                           o.pending_bytes_limit if pending_bytes_limit is None else pending_bytes_limit)
+        io = self._io
+        with io.lock:
+            sub._engine_sub = eng.subscribe(subject, queue or "", max_msgs, handler=sub)
+            io._subs[sub.sid] = sub
+            if cb is not None:
+                io.passive += 1
+                io._wake()  # the keeper reads from now on, callers or not
+            io._run()
+        return sub
+
+    def _timeout_ms(self, timeout: float | None) -> int:
+        if timeout is None:
+            return self._engine.options.request_timeout
+        timeout = check_timeout(timeout)
+        return max(1, int(timeout * 1000)) if timeout else 0
+
+    def request(self, subject: str, data: Payload = b"", timeout: float | None = None,
+                headers: HeadersArg = None, *, check_subject: bool = True) -> SyncMsg:
+        """The first reply to a message on ``subject`` (shared inbox), within
+        ``timeout`` seconds (None: the request_timeout option).  ErrTimeout,
+        ErrNoResponders, ErrConnectionClosed.  ``check_subject=False`` sends a
+        subject with wildcard tokens as it is."""
+        ms = self._timeout_ms(timeout)
+        if data.__class__ is not bytes:
+            data = _to_bytes(data)
+        if headers is not None:
+            check_headers(headers)
+        io = self._io
+        eng = self._engine
+        box: list = []
+        with io.lock:
+            if check_subject and not eng.check_subject(subject):
+                raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+            req = eng.request(subject, data, ms, headers, None, box, check_subject=False)
+            io._run(True)
+            io.write_now()
+            self._await(req, lambda: bool(box))
+            outcome = box[0]
+        if outcome == "msg":
+            return req.msg
+        raise request_error(outcome, subject)
+
+    def _await(self, req: Request, done: Callable[[], bool]) -> None:
+        """Wait (lock held) for the end of ``req``; a KeyboardInterrupt
+        meanwhile (or any exception) cancels it in the engine."""
+        try:
+            self._io.wait(done)
+        except BaseException:
+            if not req.done and req.id in self._engine.requests:
+                self._engine.cancel_request(req.id)
+                self._io._run()
+            raise
+
+    def request_msg(self, msg: Msg, timeout: float | None = None) -> SyncMsg:
+        """Send a :class:`Msg` as a request; see :meth:`request`."""
+        _check_msg(msg)
+        return self.request(msg.subject, msg.data, timeout, msg.headers)
+
+    def request_many(self, subject: str, data: Payload = b"", max_msgs: int = 1, timeout: float | None = None,
+                     headers: HeadersArg = None) -> list[SyncMsg]:
+        """Old-style request (an inbox of its own) gathering up to ``max_msgs``
+        replies until the timeout; ErrTimeout only when none came."""
+        ms = self._timeout_ms(timeout)
+        check_int("max_msgs", max_msgs, 1)
+        eng = self._engine
+        if not eng.check_subject(subject):
+            raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+        if headers is not None:
+            check_headers(headers)
+        payload = _to_bytes(data)
+        io = self._io
+        gather = _Gather()
+        with io.lock:
+            req = eng.request(subject, payload, ms, headers, max_msgs, gather)
+            io._run(True)
+            io.write_now()
+            self._await(req, lambda: bool(gather))
+        outcome = gather[0]
+        if outcome == "msg" or (outcome == "timeout" and gather.msgs):
+            return list(gather.msgs)
+        raise request_error(outcome, subject)
+
+    # ------------------------------------------------------------ callbacks (queued, never run under the lock)
+    def _report(self, err: Exception) -> None:
+        """An asynchronous error for error_cb; without one, logged at ERROR."""
+        if self._error_cb is not None:
+            self._callbacks.put(self._error_cb, err)
+        else:
+            _log.error("%s: %s", getattr(err, "code", type(err).__name__), err)
+
+    def _hook_failed(self, fn: Any, err: BaseException, what: str | None = None) -> None:
+        """A user's callback raised: to error_cb (unless it is error_cb), else logged with its traceback."""
+        cb = self._error_cb
+        if cb is not None and fn is not cb:
+            self._callbacks.put(cb, err)
+            return
+        _log.error("Exception in %s %s", what or "callback", getattr(fn, "__qualname__", fn), exc_info=err)
+
+    def _hook_failed_any(self, fn: Any, err: BaseException) -> None:
+        self._hook_failed(fn, err)
+
+    def _on_error(self, err: Exception) -> None:
+        if self._error_cb is not None:  # (the engine logged it already)
+            self._callbacks.put(self._error_cb, err)
+
+    def _on_status(self, status: str) -> None:
+        for hook, args in self._status_hooks(status):
+            self._callbacks.put(hook, *args)
+
+    def _on_info(self, info: dict) -> None:
+        mp = info.get("max_payload")
+        self._pub_max = mp if isinstance(mp, int) else sys.maxsize
+        if self._discovered_server_cb is not None or self._lame_duck_mode_cb is not None:
+            for hook in self._info_hooks(info):
+                self._callbacks.put(hook)
+
+    def _after_fork(self) -> None:
+        """In a forked child: this client is closed there (see the guide's "Fork")."""
+        self._callbacks = Dispatcher(self._callbacks.name, self._hook_failed_any)
+        self._callbacks.stopped = True
+        self._io.dispatcher = self._callbacks
+        self._io.forget_after_fork()
+
+
+def _check_msg(msg: object) -> Msg:
+    if not isinstance(msg, Msg):
+        raise make_error("ErrInvalidArg", f"A message expected, not {type(msg).__name__}")
+    return msg
+
+
+def _version() -> str:
+    from tclnats_py import __version__
+    return __version__
+
+
+def connect(servers: str | Sequence[str] = DEFAULT_SERVER, **options: Unpack[ConnectOptions]) -> Client:
+    """Create a :class:`Client` and connect it; the options are the asyncio
+    face's (:class:`tclnats_py.aio.options.ConnectOptions`: nats-py's names,
+    times in seconds, ``*_ms`` for milliseconds)."""
+    return Client(servers, **options).connect()
+
+
+@atexit.register
+def _close_all() -> None:
+    """At interpreter exit: every client still open is closed (bounded waits)."""
+    for c in list(_live):
+        try:
+            c.close()
+        except Exception as e:  # exiting anyway: say what failed
+            _log.warning("closing %r at exit: %s", c, e)
+
+
+after_fork_hook(lambda: list(_live))

@@ -1,0 +1,468 @@
+"""The blocking driver shared by threads: the engine behind one lock.
+
+:class:`SyncIO` is :class:`~tclnats_py.sync.driver.Driver` made safe for
+many threads, the I/O half of :class:`tclnats_py.sync.Client`:
+
+* one lock (``lock``) around the engine and this object's state; every
+  engine call and every effect is carried out holding it;
+* reading is *leader/follower*: a thread that waits for something (a reply,
+  a message, a PONG) reads the socket itself when nobody else does, with the
+  lock released while it is in ``select``/``recv``; the others wait on a
+  condition the reader notifies after each read it handed to the engine.  A
+  lone caller's round trip therefore costs no thread switch;
+* a *keeper* thread per connection reads when no caller does (a caller read
+  within the last ``KEEPER_IDLE`` seconds keeps it out, so a loop of
+  requests is not interrupted), fires the engine's timers (keep-alive PINGs,
+  reconnect waits, request timeouts), writes what publishes queued (one
+  write per batch: a ``Flush`` effect wakes it through a socket pair) and
+  carries out reconnects (``Open`` effects, under the lock);
+* callbacks never run while the lock is held.  Message callbacks run on the
+  keeper, between its reads (the lock released meanwhile): a responder's
+  message is read, handed to its callback and answered by one thread, with no
+  thread switch; a callback subscription keeps the keeper reading at once
+  whenever no caller reads.  The hooks (error_cb, status_cb,
+  disconnected_cb ...) are queued on a :class:`Dispatcher`, a second thread,
+  started at the first of them, that calls them in order.
+
+Writes happen holding the lock, with the socket's timeout at
+``flush_timeout``: a writer that fills the socket waits for it (the
+backpressure of the other faces), and the engine refuses publishes past
+``reconnect_buf_size`` while not connected.  A TLS socket is read and written
+under a second lock (OpenSSL's objects take one thread at a time).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import socket
+import ssl
+import threading
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable
+
+from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING
+from tclnats_py.engine.driver import effect_table, unknown_effect
+from tclnats_py.sync.driver import _RECV, Driver
+from tclnats_py.errors import make_error
+
+if TYPE_CHECKING:
+    from tclnats_py.engine.effects import (Deliver, DeliverMany, ErrorChanged, Flush, InfoReceived, Open, RequestReply, StartTls,
+                                           StatusChanged, SubGone, SubsCleared)
+    from tclnats_py.engine.options import Options
+
+__all__ = ["SyncIO", "Dispatcher", "KEEPER_IDLE", "WRITE_CHUNK", "SPARSE"]
+
+_log = logging.getLogger("tclnats_py.sync")
+
+#: how long after a caller's read the keeper stays out of the socket (seconds)
+KEEPER_IDLE = 0.05
+#: queued bytes past which a publisher writes them itself instead of leaving them to the keeper
+WRITE_CHUNK = 64 * 1024
+#: a publish this long (seconds) after the last one written at once is written at once too
+SPARSE = 0.0002
+_STOP = object()
+
+
+class Dispatcher:
+    """One thread that calls the functions it is given, in order: where a
+    client's hooks (error_cb, status_cb ...) run, away from the engine's
+    lock.  Started at the first call; their exceptions go to ``report(fn, exc)``."""
+
+    def __init__(self, name: str, report: Callable[[Any, BaseException], None]):
+        self.name = name
+        self.report = report
+        self.queue: deque = deque()
+        self.cv = threading.Condition(threading.Lock())
+        self.thread: threading.Thread | None = None
+        self.stopped = False
+
+    def put(self, fn: Callable[..., object], *args: Any) -> None:
+        with self.cv:
+            if self.stopped:
+                _log.debug("%s: %r comes after the client closed: not called", self.name, fn)
+                return
+            self.queue.append((fn, args))
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+                self.thread.start()
+            self.cv.notify()
+
+    def _loop(self) -> None:
+        q = self.queue
+        cv = self.cv
+        while True:
+            with cv:
+                while not q:
+                    cv.wait()
+                fn, args = q.popleft()
+            if fn is _STOP:
+                return
+            try:
+                fn(*args)
+            except Exception as e:  # a user's callback failed: reported, the thread goes on
+                self.report(fn, e)
+
+    def stop(self, timeout: float) -> None:
+        """Call what is queued, then end the thread (joined unless it is the caller's)."""
+        with self.cv:
+            if self.stopped:
+                return
+            self.stopped = True
+            t = self.thread
+            if t is None:
+                return
+            self.queue.append((_STOP, ()))
+            self.cv.notify()
+        if threading.current_thread() is not t:
+            t.join(timeout)
+
+
+class SyncIO(Driver):
+    """The engine, its socket and its timers, shared by threads (see the module)."""
+
+    def __init__(self, options: Options, name: str, dispatcher: Dispatcher,
+                 status_hook: Callable[[str], None], error_hook: Callable[[Exception], None], **kw: Any):
+        super().__init__(options, **kw)
+        self._table = effect_table(self, on_pong_received=self._nothing_to_do)
+        self.status_hook = status_hook  # called with the lock held: they queue user callbacks only
+        self.error_hook = error_hook
+        self.info_hook: Callable[[dict], None] | None = None
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)   # callers waiting for something
+        self.kcond = threading.Condition(self.lock)  # the keeper, waiting for work
+        self.dispatcher = dispatcher
+        self.name = name
+        #: True: waiting callers read the socket themselves (leader/follower);
+        #: False: only the keeper reads (a reader thread; measured in the docs)
+        self.callers_read = True
+        self.leading = False           # a thread is reading (lock released meanwhile)
+        self.last_lead = 0.0           # when a caller last read
+        self.last_write = 0.0          # when a publish last wrote at once (Client.publish)
+        self.passive = 0               # callback subscriptions: the keeper must read at once
+        self.ready: deque = deque()    # callback subscriptions with messages for the keeper to hand out
+        self.keeper: threading.Thread | None = None
+        self.stopping = False
+        self._selecting = False        # the keeper waits in select (a wake byte reaches it)
+        self._woken = False            # a wake byte is on its way
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._io: threading.Lock | None = None  # TLS: reads and writes one at a time
+        self._subs: dict[int, Any] = {}   # sid -> the client's Subscription
+
+    # ------------------------------------------------------------ threads
+    def start(self) -> None:
+        """Start the keeper thread (unless it runs)."""
+        if self.keeper is None or not self.keeper.is_alive():
+            if self._wake_r.fileno() == -1:  # closed by the stop() of an earlier connection
+                self._wake_r, self._wake_w = socket.socketpair()
+                self._wake_r.setblocking(False)
+            self.stopping = False
+            self.keeper = threading.Thread(target=self._keep, name=self.name, daemon=True)
+            self.keeper.start()
+
+    def stop(self, timeout: float) -> None:
+        """End the keeper (call with the lock released; the engine closed)."""
+        with self.lock:
+            self.stopping = True
+            self._wake()
+            self.cond.notify_all()
+        k = self.keeper
+        if k is not None and threading.current_thread() is not k:
+            k.join(timeout)
+            if not k.is_alive():
+                self._wake_r.close()
+                self._wake_w.close()
+
+    def _wake(self) -> None:
+        """Get the keeper to look at its work (lock held)."""
+        if self._selecting:
+            if not self._woken:
+                self._woken = True
+                try:
+                    self._wake_w.send(b"!")
+                except OSError as e:  # closed by stop(): the keeper is ending anyway
+                    _log.debug("wake: %s", e)
+        else:
+            self.kcond.notify()
+
+    def _keep(self) -> None:
+        """The keeper's loop: timers, queued writes, and reading when no caller reads."""
+        eng = self.engine
+        with self.lock:
+            while not self.stopping:
+                if self.ready:
+                    self.ready.popleft()._run_callbacks()
+                    continue
+                if self._flush:
+                    self.write_now()
+                now = time.monotonic()
+                if self._fire_due(now):
+                    continue
+                left = self._until(now, None)
+                if self._sock is None and eng.status == CLOSED and not self._armed:
+                    return
+                if self._sock is None or self.leading:
+                    # (a caller's read may end without a word to the keeper)
+                    self.kcond.wait(KEEPER_IDLE if left is None else min(left, KEEPER_IDLE))
+                    continue
+                quiet = now - self.last_lead
+                if self.callers_read and not self.passive and quiet < KEEPER_IDLE:
+                    self.kcond.wait(KEEPER_IDLE - quiet if left is None else min(left, KEEPER_IDLE - quiet))
+                    continue
+                self._lead(left, True)
+                if eng.status == CLOSED and self._sock is None and not self._armed:
+                    break  # closed for good (allow_reconnect False, attempts spent): nothing to keep
+            while self.ready:  # what came before the end still goes to the callbacks
+                self.ready.popleft()._run_callbacks()
+
+    def schedule(self, sub: Any) -> None:
+        """``sub`` has messages for its callback (lock held): the keeper hands them out."""
+        self.ready.append(sub)
+        if threading.current_thread() is not self.keeper:
+            self._wake()
+
+    # ------------------------------------------------------------ reading
+    def _lead(self, timeout: float | None, keeper: bool = False) -> None:
+        """Read once, the lock released meanwhile (held on entry and exit),
+        and hand what came to the engine; wake every waiting caller after."""
+        sock = self._sock
+        assert sock is not None
+        self.leading = True
+        self._selecting = keeper
+        self.lock.release()
+        try:
+            data, err = self._read(sock, timeout, keeper)
+        except BaseException:  # KeyboardInterrupt in select: another thread reads from now on
+            self.lock.acquire()
+            self.leading = self._selecting = False
+            self.cond.notify_all()
+            raise
+        self.lock.acquire()
+        self.leading = self._selecting = False
+        if keeper:
+            if self._woken:
+                self._woken = False
+                self._drain_wake()
+        else:
+            self.last_lead = time.monotonic()
+        if sock is self._sock:
+            if data:
+                self.engine.receive_data(data)
+                self._run()
+            elif data is not None or err is not None:
+                self._lost(err)
+        self.cond.notify_all()
+        if self.passive and not keeper:
+            self.kcond.notify()  # callback subscriptions: the keeper reads on at once
+
+    def _read(self, sock: socket.socket, timeout: float | None, keeper: bool) -> tuple[bytes | None, str | None]:
+        """(bytes read, None); (None, None) when nothing came in time (or the
+        keeper was woken); (b"", None) at the end of the stream; (None,
+        reason) when the socket failed."""
+        io = self._io
+        try:
+            if io is None or not sock.pending():  # type: ignore[attr-defined]  # (an SSLSocket)
+                fds = [sock, self._wake_r] if keeper else [sock]
+                r, _, _ = select.select(fds, [], [], timeout)
+                if sock not in r:
+                    return None, None
+            if io is None:
+                return sock.recv(_RECV), None
+            with io:
+                return sock.recv(_RECV), None
+        except ssl.SSLWantReadError:
+            return None, None
+        except (OSError, ValueError) as e:  # ValueError: select() on a socket closed meanwhile
+            return None, str(e) or type(e).__name__
+
+    def _drain_wake(self) -> None:
+        try:
+            self._wake_r.recv(64)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            _log.debug("wake drain: %s", e)
+
+    def _fire_due(self, now: float) -> bool:
+        fired = super()._fire_due(now)
+        if fired:
+            self.cond.notify_all()  # a request's timeout, a PING's: what a waiting caller may wait for
+        return fired
+
+    def wait(self, done: Callable[[], bool], timeout: float | None = None) -> bool:
+        """With the lock held: carry on (reading when nobody does, firing
+        due timers) until ``done()`` (True) or ``timeout`` seconds (False).
+        ErrConnectionClosed when the client is closed and ``done()`` can no
+        longer become true."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not done():
+            now = time.monotonic()
+            if self._fire_due(now):
+                continue
+            if deadline is not None and now >= deadline:
+                return False
+            left = self._until(now, deadline)
+            if self.callers_read and not self.leading and self._sock is not None:
+                self._lead(left)
+            elif self._sock is None and self.engine.status == CLOSED and not self._armed:
+                raise make_error("ErrConnectionClosed", "No connection to NATS server")
+            else:
+                self.cond.wait(left)
+        return True
+
+    # ------------------------------------------------------------ writing
+    def _run(self, writing: bool = False) -> None:
+        """Carry out the engine's effects (lock held); handshake traffic is
+        written at once, user traffic by the keeper or :meth:`write_now`
+        (``writing``: the caller calls it next, no Flush for the keeper)."""
+        eng = self.engine
+        table = self._table
+        while True:
+            fx = eng.take(writing)
+            for f in fx:
+                try:
+                    handler = table[f.__class__]
+                except KeyError:
+                    unknown_effect(f)
+                handler(f)
+            if self._sock is not None and eng.status != CONNECTED and eng.want_write:
+                self._write(eng.data_to_send())
+            elif not eng.has_effects:
+                return
+
+    def on_flush(self, e: Flush) -> None:
+        if not self._flush:
+            self._flush = True
+            self._wake()
+
+    def write_now(self) -> None:
+        """Write everything queued (lock held)."""
+        self._flush = False
+        eng = self.engine
+        while self._sock is not None and eng.want_write:
+            self._write(eng.data_to_send(1 << 20))
+            if eng.has_effects:
+                self._run()
+
+    def _write(self, data: bytes) -> None:
+        sock = self._sock
+        assert sock is not None
+        try:
+            if self._io is None:
+                sock.sendall(data)
+            else:
+                with self._io:
+                    sock.sendall(data)
+        except OSError as e:  # socket.timeout (flush_timeout) too
+            self.engine.write_failed(str(e) or type(e).__name__)
+            self._run()
+
+    # ------------------------------------------------------------ the socket
+    def _settle(self) -> None:
+        """The socket's one timeout from now on: writes wait ``flush_timeout``
+        (reads wait in select)."""
+        sock = self._sock
+        if sock is not None:
+            sock.settimeout(self.engine.options.flush_timeout / 1000 or None)
+            self._sock_timeout = sock.gettimeout()
+
+    def on_open(self, e: Open) -> None:
+        self._io = None
+        super().on_open(e)
+        self._settle()
+        self._wake()
+        self.cond.notify_all()
+
+    def on_start_tls(self, e: StartTls) -> None:
+        super().on_start_tls(e)
+        if isinstance(self._sock, ssl.SSLSocket):
+            self._io = threading.Lock()
+            self._settle()
+
+    def on_close(self, e: object) -> None:
+        sock = self._sock
+        if sock is not None:
+            data = self.engine.data_to_send()
+            self._sock = None
+            try:
+                if data:
+                    sock.sendall(data)
+            except OSError as exc:  # the peer is gone: nothing more to tell it
+                _log.debug("the last write to %s failed: %s", self.server, exc)
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # a reader in select() sees it
+            except OSError as exc:
+                _log.debug("shutdown: %s", exc)
+            sock.close()
+        self._flush = False
+        self._raw = None
+        self.cond.notify_all()
+
+    # ------------------------------------------------------------ what callers and callbacks hear
+    def on_info_received(self, e: InfoReceived) -> None:
+        self.info = e.info
+        if self.info_hook is not None:
+            self.info_hook(e.info)
+
+    def on_status_changed(self, e: StatusChanged) -> None:
+        if e.status == RECONNECTING and not self.allow_reconnect:
+            self.engine.disconnect()
+        self.status_hook(e.status)
+        self.cond.notify_all()
+
+    def on_error_changed(self, e: ErrorChanged) -> None:
+        if e.error is None:
+            return
+        self.errors.append(e.error)
+        self.error_hook(e.error)
+
+    def on_deliver(self, e: Deliver) -> None:
+        e.sub.handler._deliver((e.msg,))
+
+    def on_deliver_many(self, e: DeliverMany) -> None:
+        e.sub.handler._deliver(e.msgs)
+
+    def on_sub_gone(self, e: SubGone) -> None:
+        sub = self._subs.pop(e.sid, None)
+        if sub is not None:
+            sub._end()
+
+    def on_subs_cleared(self, e: object) -> None:
+        subs = list(self._subs.values())
+        self._subs.clear()
+        for sub in subs:
+            sub._end()
+
+    def on_request_reply(self, e: RequestReply) -> None:
+        e.req.handler.msgs.append(e.msg)
+
+    def forget_after_fork(self) -> None:
+        """In a forked child: new locks, the inherited socket closed here
+        only (not shut down: it is the parent's connection too), no thread,
+        the engine closed without a word to the server."""
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        self.kcond = threading.Condition(self.lock)
+        self.keeper = None
+        self.stopping = True
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()
+        self.engine.disconnect()
+        self.engine.take()
+        self.engine.data_to_send()
+        for s in (self._wake_r, self._wake_w):
+            s.close()
+
+
+def after_fork_hook(register: Callable[[], list]) -> None:
+    """Register (once per process) what a forked child does with the
+    clients ``register()`` lists: each is closed there (SyncIO.forget_after_fork)."""
+    def child() -> None:
+        for c in register():
+            c._after_fork()
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=child)
