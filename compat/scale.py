@@ -9,8 +9,8 @@ R3 streams, nodes killed under it, and what each executor and partition adds.
 The faults (``--faults``, all by default), each with an exact count of every
 message (nothing lost, nothing twice):
 
-- ``aio``, ``tcl`` (and ``sync`` once ``tclnats_py.sync.connect`` exists):
-  a face publishing ``--publishes`` JetStream messages with message ids while
+- ``aio``, ``tcl``, ``sync`` (the blocking face; skipped on a tclnats_py
+  without ``tclnats_py.sync.connect``): a face publishing ``--publishes`` JetStream messages with message ids while
   the stream's leader is killed 5 times (retrying a failed publish with the
   same id); the stream read back; ``aio_async`` the same with the asyncio
   face's publish_async, 500 acks in flight when a leader dies, every future
@@ -284,6 +284,9 @@ def run_faults(args, wanted, cluster, spark_cluster, folder) -> list:
     if "tcl" in wanted:
         out.append(("Tcl face (stock tclsh): publish with msg ids, leader killed", nf.fault_tcl_publish(
             cluster, args.publishes, args.kills)))
+    if "sync" in wanted and nf.sync_face_available():
+        out.append(("sync face: publish with msg ids, leader killed", nf.fault_sync_publish(
+            cluster, args.publishes, args.kills)))
     if "kv" in wanted:
         out.append(("KV put/get/watch across a leader kill", nf.fault_kv(cluster, args.kv)))
     if "batch" in wanted or "streaming" in wanted:
@@ -338,7 +341,7 @@ def main(argv=None) -> int:
             spark_cluster.start()
             print(f"Spark standalone: master {spark_cluster.url}, 2 workers (spark-class)", flush=True)
         if "faults" in parts:
-            if "sync" in wanted:
+            if "sync" in wanted and not nf.sync_face_available():
                 print("sync face: skipped (this tclnats_py.sync has no connect: the blocking face is not "
                       "there yet)", flush=True)
             for r in range(args.rounds):

@@ -323,11 +323,47 @@ def fault_tcl_publish(cluster, n: int, kills: int) -> dict:
 # ------------------------------------------------------------------ the blocking face
 
 def sync_face_available() -> bool:
+    """``tclnats_py.sync.connect`` exists (the blocking face)."""
     try:
         import tclnats_py.sync as sync
     except ImportError:
         return False
     return callable(getattr(sync, "connect", None))
+
+
+def fault_sync_publish(cluster, n: int, kills: int) -> dict:
+    """The blocking face publishing ``n`` messages with ids through ``kills`` leader kills."""
+    import tclnats_py
+    from tclnats_py import sync
+    make_stream(cluster, "SCALE_SYNC", ["scale.sync"])
+    killer = LeaderKiller(cluster, "SCALE_SYNC", kills)
+    marks = set(killer.marks(n))
+    errors: Counter = Counter()
+    acked = given_up = 0
+    t = time.monotonic()
+    nc = sync.connect(cluster.urls, max_reconnect_attempts=-1, reconnect_time_wait=0.1)
+    try:
+        js = nc.jetstream()
+        for i in range(n):
+            if i in marks:
+                killer.kill()
+            start = time.monotonic()
+            while True:
+                try:
+                    js.publish("scale.sync", b"%d" % i, msg_id=f"m{i}", timeout=ACK_TIMEOUT)
+                    acked += 1
+                    break
+                except tclnats_py.NatsError as e:
+                    errors[type(e).__name__] += 1
+                    if time.monotonic() - start > GIVE_UP:
+                        given_up += 1
+                        break
+                    time.sleep(0.05)
+    finally:
+        nc.close()
+    out = {"acked": acked, "given_up": given_up, "errors": dict(errors), "seconds": round(time.monotonic() - t, 1)}
+    killer.finish()
+    return _publish_result(cluster, "SCALE_SYNC", n, out, killer)
 
 
 # ------------------------------------------------------------------ Key-Value

@@ -18,11 +18,9 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 
@@ -60,9 +58,8 @@ class SparkStandalone:
         return f"spark://127.0.0.1:{self.port}"
 
     def _env(self) -> dict:
-        env = dict(os.environ, SPARK_HOME=self.home, SPARK_LOCAL_IP="127.0.0.1",
-                   SPARK_WORKER_DIR=os.path.join(self.tmp, "work"), PYSPARK_PYTHON=sys.executable)
-        return env
+        return dict(os.environ, SPARK_HOME=self.home, SPARK_LOCAL_IP="127.0.0.1",
+                    SPARK_WORKER_DIR=os.path.join(self.tmp, "work"), PYSPARK_PYTHON=sys.executable)
 
     def _spawn(self, name: str, args: list) -> subprocess.Popen:
         log = open(os.path.join(self.tmp, f"{name}.log"), "ab")  # noqa: SIM115  (the child keeps it)
@@ -262,18 +259,6 @@ def start_driver(master, servers, src, out_subject, ckpt, mode, per_trigger, log
                                 env=dict(os.environ, PYTHONPATH=package_root()))
     finally:
         log.close()
-
-
-def port_open(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.2)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def in_thread(fn, *args) -> threading.Thread:
-    t = threading.Thread(target=fn, args=args, daemon=True)
-    t.start()
-    return t
 
 
 if __name__ == "__main__":
