@@ -46,7 +46,7 @@ import time
 
 from tclnats_py.compat import scale_faults as nf
 from tclnats_py.compat import scale_spark as sp
-from tclnats_py.testing.server import NatsCluster, NatsServer, _raw_request
+from tclnats_py.testing.server import NatsCluster, NatsServer, raw_request
 
 FAULTS = ["aio", "aio_async", "tcl", "sync", "kv", "batch", "streaming"]
 
@@ -224,7 +224,7 @@ class Single:
 
     def js_api(self, subject: str, body: dict | bytes = b"", timeout: float = 2.0) -> dict:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        return _raw_request(self.server, f"$JS.API.{subject}", data, timeout)
+        return raw_request(self.server, f"$JS.API.{subject}", data, timeout)
 
     def stream_info(self, stream: str, timeout: float = 2.0) -> dict:
         return self.js_api(f"STREAM.INFO.{stream}", timeout=timeout)

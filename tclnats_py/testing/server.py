@@ -13,6 +13,7 @@ API::
 
     find_nats_server() -> str
     free_port(host="127.0.0.1") -> int
+    raw_request(server, subject, body, timeout) -> dict   (a JSON reply read on a raw socket)
     NatsServer(port=None, host="127.0.0.1", jetstream=False, store_dir=None, config=None,
                args=(), name=None, domain=None, tls=False, monitor=False)
         .start(timeout=10) .stop(timeout=5) .kill() .restart(timeout=10) .lame_duck()
@@ -21,7 +22,8 @@ API::
     NatsCluster(size=3, jetstream=False, name="tclnats", config=None, monitor=None)
         .start(timeout=20) .stop() .kill(i) .stop_server(i) .restart(i) .lame_duck(i)
         .wait_routes(timeout) .meta_leader() .js_api(subject, body) .stream_info(stream)
-        .stream_leader(stream) .wait_stream_current(stream, timeout) .kill_stream_leader(stream)
+        .stream_leader(stream) .stream_leader_of(info) .wait_stream_current(stream, timeout)
+        .kill_stream_leader(stream)
         .servers .urls .store_dirs
 """
 
@@ -43,7 +45,7 @@ import threading
 import time
 import weakref
 
-__all__ = ["NatsCluster", "NatsServer", "ServerStartError", "find_nats_server", "free_port", "main"]
+__all__ = ["NatsCluster", "NatsServer", "ServerStartError", "find_nats_server", "free_port", "main", "raw_request"]
 
 _live: weakref.WeakSet[NatsServer] = weakref.WeakSet()
 
@@ -97,7 +99,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def _raw_request(server, subject: str, body: bytes, timeout: float) -> dict:
+def raw_request(server, subject: str, body: bytes, timeout: float) -> dict:
     """One request on a raw socket to ``server`` (a NatsServer), its JSON
     reply as a dict; OSError/TimeoutError when none comes, a 503 (no
     responders) as ``{"error": {"code": 503}}``."""
@@ -591,7 +593,7 @@ class NatsCluster:
         for s in self.servers:
             if s.is_running:
                 try:
-                    return _raw_request(s, f"{DEFAULT_API_PREFIX}.{subject}", data, timeout)
+                    return raw_request(s, f"{DEFAULT_API_PREFIX}.{subject}", data, timeout)
                 except (OSError, ValueError) as e:
                     last = e
         raise ConnectionError(f"no running server answered $JS.API.{subject}: {last}")

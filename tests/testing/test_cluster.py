@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tclnats_py.testing.server import NatsCluster, NatsServer, _raw_request
+from tclnats_py.testing.server import NatsCluster, NatsServer, raw_request
 
 pytestmark = pytest.mark.slow
 
@@ -88,9 +88,9 @@ def test_lame_duck_hands_the_leadership_over(cluster):
     cluster.wait_stream_current("FX", timeout=30)
 
 
-def test_raw_request_answers_and_says_no_responders(cluster):
+def testraw_request_answers_and_says_no_responders(cluster):
     with NatsServer() as srv:
-        assert _raw_request(srv, "$JS.API.INFO", b"", 2) == {"error": {"code": 503, "description": "no responders"}}
+        assert raw_request(srv, "$JS.API.INFO", b"", 2) == {"error": {"code": 503, "description": "no responders"}}
     assert cluster.stream_leader("NOPE") is None
     assert cluster.stream_info("NOPE")["error"]["err_code"] == 10059
     assert cluster.js_api("INFO")["type"] == "io.nats.jetstream.api.v1.account_info_response"
