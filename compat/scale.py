@@ -14,7 +14,8 @@ message (nothing lost, nothing twice):
   the stream's leader is killed 5 times (retrying a failed publish with the
   same id); the stream read back; ``aio_async`` the same with the asyncio
   face's publish_async, 500 acks in flight when a leader dies, every future
-  ended by an ack or an error;
+  ended by an ack or an error; ``tcl_async`` the Tcl face's ``publish_msg
+  -callback`` in the same way, every callback called;
 - ``kv``: ``--kv`` puts with a watcher on another connection across a leader kill;
 - ``batch``: a Spark batch read of ``--messages`` while the stream's leader is
   killed; the read completes or fails with an error, and a retry counts exactly;
@@ -48,7 +49,7 @@ from tclnats_py.compat import scale_faults as nf
 from tclnats_py.compat import scale_spark as sp
 from tclnats_py.testing.server import NatsCluster, NatsServer, raw_request
 
-FAULTS = ["aio", "aio_async", "tcl", "sync", "kv", "batch", "streaming"]
+FAULTS = ["aio", "aio_async", "tcl", "tcl_async", "sync", "kv", "batch", "streaming"]
 
 
 def _parse(argv):
@@ -284,6 +285,9 @@ def run_faults(args, wanted, cluster, spark_cluster, folder) -> list:
     if "tcl" in wanted:
         out.append(("Tcl face (stock tclsh): publish with msg ids, leader killed", nf.fault_tcl_publish(
             cluster, args.publishes, args.kills)))
+    if "tcl_async" in wanted:
+        out.append(("Tcl face (stock tclsh): publish -callback (500 in flight) with msg ids, leader killed",
+                    nf.fault_tcl_publish_async(cluster, args.publishes, args.kills)))
     if "sync" in wanted and nf.sync_face_available():
         out.append(("sync face: publish with msg ids, leader killed", nf.fault_sync_publish(
             cluster, args.publishes, args.kills)))

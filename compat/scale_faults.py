@@ -282,18 +282,97 @@ $conn destroy
 """
 
 
-def fault_tcl_publish(cluster, n: int, kills: int) -> dict:
+TCL_ASYNC_PUBLISHER = r"""
+package require nats
+lassign $argv servers subject n ack_ms give_up_ms marks
+set conn [nats::connection new scale]
+$conn configure -servers [split $servers ,] -max_reconnect_attempts -1 -reconnect_time_wait 100
+$conn connect
+set js [$conn jet_stream]
+set acked 0
+set hung 0
+array set errors {}
+proc ended {i timedOut ack err} {
+    global left todo acked errors
+    if {$timedOut} {
+        set code ErrTimeout
+    } elseif {$err ne ""} {
+        set code [expr {[dict exists $err code] ? "code[dict get $err code]" : "error"}]
+    } else {
+        incr acked
+        set code ""
+    }
+    if {$code ne ""} {
+        if {[info exists errors($code)]} { incr errors($code) } else { set errors($code) 1 }
+        lappend todo $i
+    }
+    dict unset left $i
+    if {[dict size $left] == 0} { set ::window_done 1 }
+}
+set todo {}
+for {set i 0} {$i < $n} {incr i} { lappend todo $i }
+set sent 0
+while {[llength $todo]} {
+    set batch [lrange $todo 0 499]
+    set todo [lrange $todo 500 end]
+    set left [dict create]
+    foreach i $batch { dict set left $i 1 }
+    foreach i $batch {
+        set msg [nats::msg create $subject -data $i]
+        nats::header set msg Nats-Msg-Id m$i
+        try {
+            $js publish_msg $msg -timeout $ack_ms -callback [list ended $i]
+        } trap {NATS} {m opts} {
+            set code "at_publish:[lindex [dict get $opts -errorcode] 1]"
+            if {[info exists errors($code)]} { incr errors($code) } else { set errors($code) 1 }
+            lappend todo $i
+            dict unset left $i
+        }
+    }
+    incr sent [llength $batch]
+    if {[llength $marks] && $sent >= [lindex $marks 0]} {
+        set marks [lrange $marks 1 end]
+        # the leader dies with this window's acks in flight
+        puts "MARK $sent"
+        flush stdout
+        gets stdin
+    }
+    if {[dict size $left]} {
+        set guard [after [expr {$ack_ms * 3}] {set ::window_done 0}]
+        set ::window_done ""
+        vwait ::window_done
+        after cancel $guard
+        if {!$::window_done} {
+            incr hung [dict size $left]
+            lappend todo {*}[dict keys $left]
+        }
+    }
+    if {[array size errors]} { after 50 }
+}
+puts "RESULT acked $acked given_up 0 hung $hung errors {[array get errors]}"
+$conn destroy
+"""
+
+
+def fault_tcl_publish_async(cluster, n: int, kills: int) -> dict:
+    """The Tcl face's asynchronous publish (``-callback``, windows of 500)
+    with ids through ``kills`` leader kills: every callback must come."""
+    return fault_tcl_publish(cluster, n, kills, script=TCL_ASYNC_PUBLISHER, stream="SCALE_TCLA")
+
+
+def fault_tcl_publish(cluster, n: int, kills: int, script: str = TCL_PUBLISHER, stream: str = "SCALE_TCL") -> dict:
     """nats-tcl 3.2.1's API under stock tclsh (tclnats-tclsh) publishing ``n``
     messages with ids through ``kills`` leader kills."""
-    make_stream(cluster, "SCALE_TCL", ["scale.tcl"])
+    subject = stream.lower().replace("_", ".")
+    make_stream(cluster, stream, [subject])
     folder = tempfile.mkdtemp(prefix="tclnats-scale-")
-    script = os.path.join(folder, "publish.tcl")
-    with open(script, "w") as f:
-        f.write(TCL_PUBLISHER)
+    path = os.path.join(folder, "publish.tcl")
+    with open(path, "w") as f:
+        f.write(script)
     launcher = shutil.which("tclnats-tclsh")
     cmd = ([launcher] if launcher else [sys.executable, "-m", "tclnats_py.tclface.tclsh"]) + [
-        script, ",".join(cluster.urls), "scale.tcl", str(n), str(int(ACK_TIMEOUT * 1000)), str(int(GIVE_UP * 1000))]
-    killer = LeaderKiller(cluster, "SCALE_TCL", kills)
+        path, ",".join(cluster.urls), subject, str(n), str(int(ACK_TIMEOUT * 1000)), str(int(GIVE_UP * 1000))]
+    killer = LeaderKiller(cluster, stream, kills)
     cmd.append(" ".join(map(str, killer.marks(n))))
     t = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -312,12 +391,15 @@ def fault_tcl_publish(cluster, n: int, kills: int) -> dict:
     shutil.rmtree(folder, ignore_errors=True)
     if proc.returncode != 0 or not result:
         raise RuntimeError(f"the Tcl publisher failed (rc={proc.returncode}): {err[-2000:]}")
-    fields = result.split(" ", 5)  # acked N given_up M errors {CODE COUNT ...}
-    errs = fields[5].strip("{}").split()
-    out = {"acked": int(fields[1]), "given_up": int(fields[3]),
-           "errors": {errs[i]: int(errs[i + 1]) for i in range(0, len(errs), 2)},
-           "seconds": round(time.monotonic() - t, 1)}
-    return _publish_result(cluster, "SCALE_TCL", n, out, killer)
+    head, _, errs = result.partition(" errors ")  # acked N given_up M [hung H] errors {CODE COUNT ...}
+    fields = head.split()
+    out: dict = {fields[i]: int(fields[i + 1]) for i in range(0, len(fields), 2)}
+    words = errs.strip()[1:-1].split()  # a Tcl list: code count code count ...
+    out["errors"] = {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
+    out["seconds"] = round(time.monotonic() - t, 1)
+    out = _publish_result(cluster, stream, n, out, killer)
+    out["ok"] = out["ok"] and not out.get("hung")
+    return out
 
 
 # ------------------------------------------------------------------ the blocking face
