@@ -596,7 +596,7 @@ class NatsCluster:
                     return raw_request(s, f"{DEFAULT_API_PREFIX}.{subject}", data, timeout)
                 except (OSError, ValueError) as e:
                     last = e
-        raise ConnectionError(f"no running server answered $JS.API.{subject}: {last}")
+        raise ConnectionError(f"no running server answered {DEFAULT_API_PREFIX}.{subject}: {last}")
 
     def stream_info(self, stream: str, timeout: float = 2.0) -> dict:
         """``$JS.API.STREAM.INFO.<stream>``'s reply (with ``cluster``: leader, replicas)."""
