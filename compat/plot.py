@@ -2,6 +2,7 @@
 
     python -m tclnats_py.compat.plot [--tcl bench.json] [--py bench_py.json] [--mem bench_memory.json] -o ratios.png
     python -m tclnats_py.compat.plot --faces --tcl run1.json run2.json --py run1.json ... --machine TEXT -o speed.svg
+    python -m tclnats_py.compat.plot --scale scale.json -o scale.svg
 
 Reads the JSON files written by ``tclnats_py.compat.bench --json``, ``tclnats_py.compat.bench_py
 --json`` and ``tclnats_py.compat.bench_memory --json`` (any of them; several runs of one
@@ -11,6 +12,11 @@ The default chart draws one bar per figure: tclnats_py's rate divided by its
 peer's (the original nats-tcl for Tcl figures, nats-py for Python ones; for
 memory, the peer's peak RSS divided by ours), on a log scale, with a line at
 1.0 (as fast as the peer).
+
+``--scale`` draws the JSON of ``tclnats_py.compat.scale``: the Spark source's
+read and the sink's write throughput against partitions, a line per NATS
+target (one server, the 3-node cluster) and executor count, with the raw
+JetStream fetch ceiling of each target measured in the same run dashed.
 
 ``--faces`` draws one panel per face instead: each workload's throughput for
 tclnats_py, its peer (nats-tcl 3.2.1 or nats-py), the nats-py API on
@@ -130,6 +136,41 @@ def draw_faces(plt, panels, machine, output):
     save(plt, fig, output)
 
 
+def draw_scale(plt, doc, machine, output):
+    """Two panels (read, write): messages per second against partitions, a
+    line per (target, executors); the raw fetch ceiling of each target dashed
+    on the read panel."""
+    rows = doc.get("throughput") or []
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), squeeze=False)
+    styles = {1: "-o", 2: "-s"}
+    colors = {"single": "#1f77b4", "cluster": "#d62728"}
+    for ax, kind in zip(axes[0], ("read", "write")):
+        for target in ("single", "cluster"):
+            for ex in sorted({r["executors"] for r in rows}):
+                pts = sorted((r["partitions"], r[kind]) for r in rows
+                             if r["target"] == target and r["executors"] == ex and r.get(kind))
+                if pts:
+                    ax.plot([p for p, _ in pts], [v for _, v in pts], styles.get(ex, "-^"),
+                            color=colors.get(target), label=f"{target}, {ex} executor{'s' * (ex > 1)}")
+            ceiling = (doc.get("ceiling") or {}).get(target)
+            if kind == "read" and ceiling:
+                ax.axhline(ceiling, color=colors.get(target), linestyle="--", linewidth=0.8,
+                           label=f"{target}: raw-socket fetch ceiling")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted({r["partitions"] for r in rows}) or [1])
+        ax.get_xaxis().set_major_formatter(plt.matplotlib.ticker.ScalarFormatter())
+        ax.set_xlabel("partitions", fontsize=8)
+        ax.set_ylabel("messages per second", fontsize=8)
+        ax.set_title(f"Spark {'source: batch read' if kind == 'read' else 'sink: batch write'}", fontsize=10,
+                     loc="left")
+        ax.grid(linewidth=0.4, alpha=0.5)
+        ax.legend(fontsize=7)
+    fig.text(0.01, 0.005, f"{doc.get('messages', '?')} messages per figure" + (f"; {machine}" if machine else ""),
+             fontsize=7, ha="left", va="bottom", wrap=True)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    save(plt, fig, output)
+
+
 def save(plt, fig, output):
     """PNG at 120 dpi; SVG with text kept as text and no date (reproducible)."""
     if output.endswith(".svg"):
@@ -154,10 +195,13 @@ def main(argv=None) -> int:
     ap.add_argument("--py", nargs="+", help="bench_py --json files (the ratio chart takes the first)")
     ap.add_argument("--mem", nargs="+", help="bench_memory --json file")
     ap.add_argument("--faces", action="store_true", help="one panel per face: throughput of every client")
+    ap.add_argument("--scale", help="a tclnats_py.compat.scale --json file: Spark throughput on a cluster")
     ap.add_argument("--machine", help="the machine, for the caption of --faces")
     ap.add_argument("-o", "--output", default="ratios.png")
     args = ap.parse_args(argv)
     loaded = {key: _load(getattr(args, key)) for key in ("tcl", "py", "mem")}
+    if args.scale:
+        return plot_scale(_load([args.scale])[0], args.machine, args.output)
     if args.faces:
         panels = faces(loaded["tcl"], loaded["py"])
         rows = [r for face in panels.values() for r in face]
@@ -194,6 +238,23 @@ def main(argv=None) -> int:
     fig.tight_layout()
     save(plt, fig, args.output)
     print(f"tclnats_py.compat.plot: wrote {args.output} ({len(rows)} figures)")
+    return 0
+
+
+def plot_scale(doc, machine, output) -> int:
+    """Draw a tclnats_py.compat.scale JSON document to ``output``."""
+    if not doc.get("throughput"):
+        sys.stderr.write("tclnats_py.compat.plot: the scale JSON has no throughput figures\n")
+        return 2
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.stderr.write("tclnats_py.compat.plot needs matplotlib: pip install matplotlib (or the compat extra)\n")
+        return 2
+    draw_scale(plt, doc, machine_of([doc], machine), output)
+    print(f"tclnats_py.compat.plot: wrote {output} ({len(doc['throughput'])} figures)")
     return 0
 
 

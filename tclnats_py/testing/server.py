@@ -13,15 +13,18 @@ API::
 
     find_nats_server() -> str
     free_port(host="127.0.0.1") -> int
+    raw_request(server, subject, body, timeout) -> dict   (a JSON reply read on a raw socket)
     NatsServer(port=None, host="127.0.0.1", jetstream=False, store_dir=None, config=None,
                args=(), name=None, domain=None, tls=False, monitor=False)
         .start(timeout=10) .stop(timeout=5) .kill() .restart(timeout=10) .lame_duck()
         .cleanup() .info() .varz(endpoint="varz") .log_tail(lines=20)
         .url .port .host .is_running .pid .log_path .store_dir .monitor_url
     NatsCluster(size=3, jetstream=False, name="tclnats", config=None, monitor=None)
-        .start(timeout=20) .stop() .kill(i) .stop_server(i) .restart(i) .wait_routes(timeout)
-        .meta_leader()
-        .servers .urls
+        .start(timeout=20) .stop() .kill(i) .stop_server(i) .restart(i) .lame_duck(i)
+        .wait_routes(timeout) .meta_leader() .js_api(subject, body) .stream_info(stream)
+        .stream_leader(stream) .stream_leader_of(info) .wait_stream_current(stream, timeout)
+        .kill_stream_leader(stream)
+        .servers .urls .store_dirs
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ import threading
 import time
 import weakref
 
-__all__ = ["NatsCluster", "NatsServer", "ServerStartError", "find_nats_server", "free_port", "main"]
+__all__ = ["NatsCluster", "NatsServer", "ServerStartError", "find_nats_server", "free_port", "main", "raw_request"]
 
 _live: weakref.WeakSet[NatsServer] = weakref.WeakSet()
 
@@ -94,6 +97,35 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def raw_request(server, subject: str, body: bytes, timeout: float) -> dict:
+    """One request on a raw socket to ``server`` (a NatsServer), its JSON
+    reply as a dict; OSError/TimeoutError when none comes, a 503 (no
+    responders) as ``{"error": {"code": 503}}``."""
+    deadline = time.monotonic() + timeout
+    with socket.create_connection((server.host, server.port), timeout=timeout) as s:
+        if _read_info(s, deadline) is None:
+            raise ConnectionError(f"no INFO from {server.url}")
+        s.sendall(b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,'
+                  b'"protocol":1}\r\nSUB _TCLNATS_REQ 1\r\n'
+                  + f"PUB {subject} _TCLNATS_REQ {len(body)}\r\n".encode() + body + b"\r\n")
+        buf = b""
+        while True:
+            s.settimeout(max(0.01, deadline - time.monotonic()))
+            chunk = s.recv(65536)
+            if not chunk:
+                raise ConnectionError(f"{server.url} closed the connection")
+            buf += chunk
+            m = re.search(rb"(H?)MSG _TCLNATS_REQ 1 (?:(\d+) )?(\d+)\r\n", buf)
+            if m is None:
+                continue
+            total = int(m.group(3))
+            if len(buf) < m.end() + total + 2:
+                continue
+            if m.group(1):
+                return {"error": {"code": 503, "description": "no responders"}}
+            return json.loads(buf[m.end():m.end() + total])
 
 
 def _read_info(sock: socket.socket, deadline: float) -> dict | None:
@@ -440,7 +472,10 @@ class NatsCluster:
     """``size`` servers routed to each other (cluster ``name``), optionally
     with JetStream (each server its own store, names ``n0`` .. ``nN-1``).
 
-    ``config`` is extra configuration text given to every server.
+    ``config`` is extra configuration text given to every server.  With
+    JetStream, streams are best made with ``num_replicas=3`` (R3): then
+    :meth:`stream_leader` names the node to kill and
+    :meth:`wait_stream_current` waits until the stream is whole again.
     """
 
     def __init__(self, size: int = 3, jetstream: bool = False, name: str = "tclnats",
@@ -470,6 +505,11 @@ class NatsCluster:
     @property
     def urls(self) -> list[str]:
         return [s.url for s in self.servers]
+
+    @property
+    def store_dirs(self) -> list[str]:
+        """Each server's own JetStream store (distinct folders, in its temp folder)."""
+        return [s.store_dir for s in self.servers]
 
     def start(self, timeout: float = 20.0) -> NatsCluster:
         """Start every server, then wait until all routes are up (each server's
@@ -546,6 +586,89 @@ class NatsCluster:
     def kill(self, i: int) -> None:
         """SIGKILL server ``i``."""
         self.servers[i].kill()
+
+    def lame_duck(self, i: int, wait: bool = True, timeout: float = 60.0) -> None:
+        """Put server ``i`` in lame duck mode: it stops accepting clients, hands
+        its JetStream leaderships to other nodes, closes its clients over
+        ``lame_duck_duration`` (nats-server's minimum is 30 s) and exits.
+        ``wait`` waits up to ``timeout`` seconds for that exit; without it,
+        :meth:`kill` ends the node early (a rolling restart that does not wait)."""
+        srv = self.servers[i]
+        proc = srv.proc
+        if proc is None or proc.poll() is not None:
+            return
+        srv.lame_duck()
+        if not wait:
+            return
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"server {srv.name} still running {timeout:g}s after lame duck mode:\n"
+                               + srv.log_tail(8)) from None
+        with srv._lock:
+            if srv.proc is proc:
+                srv.proc = None
+
+    def js_api(self, subject: str, body: dict | bytes = b"", timeout: float = 2.0) -> dict:
+        """A ``$JS.API.<subject>`` request to the first running server that
+        answers, its JSON reply (errors included, as the server sent them)."""
+        from tclnats_py.engine.js.api import DEFAULT_API_PREFIX
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        last: Exception | None = None
+        for s in self.servers:
+            if s.is_running:
+                try:
+                    return raw_request(s, f"{DEFAULT_API_PREFIX}.{subject}", data, timeout)
+                except (OSError, ValueError) as e:
+                    last = e
+        raise ConnectionError(f"no running server answered {DEFAULT_API_PREFIX}.{subject}: {last}")
+
+    def stream_info(self, stream: str, timeout: float = 2.0) -> dict:
+        """``$JS.API.STREAM.INFO.<stream>``'s reply (with ``cluster``: leader, replicas)."""
+        return self.js_api(f"STREAM.INFO.{stream}", timeout=timeout)
+
+    def stream_leader(self, stream: str, timeout: float = 2.0) -> int | None:
+        """Index of the server that leads ``stream`` (None while it has no leader)."""
+        try:
+            info = self.stream_info(stream, timeout)
+        except (OSError, ValueError):
+            return None
+        return self.stream_leader_of(info)
+
+    def kill_stream_leader(self, stream: str, timeout: float = 30.0) -> int:
+        """SIGKILL the node that leads ``stream`` (once it has one and its
+        replicas are current); returns its index, for :meth:`restart`."""
+        leader = self.wait_stream_current(stream, timeout)
+        self.kill(leader)
+        return leader
+
+    def wait_stream_current(self, stream: str, timeout: float = 30.0, replicas: int | None = None) -> int:
+        """Wait until ``stream`` has a leader and every replica is current
+        (``replicas`` - 1 followers, all current, none offline; ``replicas``
+        defaults to the stream's ``num_replicas``).  Returns the leader's index;
+        raises TimeoutError naming what was last seen."""
+        deadline = time.monotonic() + timeout
+        seen: object = None
+        while True:
+            try:
+                info = self.stream_info(stream, timeout=2.0)
+                seen = info.get("cluster") or info.get("error")
+                leader = self.stream_leader_of(info)
+                want = (replicas or (info.get("config") or {}).get("num_replicas") or 1) - 1
+                peers = (info.get("cluster") or {}).get("replicas") or []
+                if (leader is not None and len(peers) == want
+                        and all(p.get("current") and not p.get("offline") for p in peers)):
+                    return leader
+            except (OSError, ValueError) as e:
+                seen = e
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"stream {stream} not led and current in {timeout:g}s: {seen}")
+            time.sleep(0.1)
+
+    def stream_leader_of(self, info: dict) -> int | None:
+        """Index of the leader named in a STREAM.INFO reply."""
+        leader = (info.get("cluster") or {}).get("leader")
+        return {s.name: i for i, s in enumerate(self.servers)}.get(leader)
 
     def stop_server(self, i: int) -> None:
         """Stop server ``i`` cleanly."""

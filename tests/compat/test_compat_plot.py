@@ -59,3 +59,18 @@ def test_faces_svg_is_reproducible_and_carries_the_caption(tmp_path):
         outs.append(out.read_text())
     assert outs[0] == outs[1]
     assert "a test box" in outs[0] and "nats-tcl 3.2.1" in outs[0] and "raw-socket ceiling" in outs[0]
+
+
+def test_scale_json_is_drawn_with_its_ceilings(tmp_path):
+    pytest.importorskip("matplotlib")
+    rows = [{"target": t, "executors": e, "partitions": p, "read": 1000 * p * e, "write": 500 * p,
+             "read_vs_ceiling": 0.5} for t in ("single", "cluster") for e in (1, 2) for p in (1, 2, 4, 8)]
+    src = tmp_path / "scale.json"
+    src.write_text(json.dumps({"throughput": rows, "ceiling": {"single": 9000, "cluster": 7000},
+                               "messages": 1000, "machine": "test machine"}))
+    out = tmp_path / "scale.svg"
+    assert plot.main(["--scale", str(src), "-o", str(out)]) == 0
+    svg = out.read_text()
+    assert "raw-socket fetch ceiling" in svg and "cluster, 2 executors" in svg and "test machine" in svg
+    src.write_text(json.dumps({"throughput": []}))
+    assert plot.main(["--scale", str(src), "-o", str(out)]) == 2
