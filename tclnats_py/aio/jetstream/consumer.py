@@ -116,19 +116,20 @@ class Consumer:
         heartbeat = check_timeout(heartbeat, what="heartbeat")
         if expires is None:
             f = Fetch(batch, max_bytes=max_bytes, js_timeout_ms=int(self.js.timeout * 1000), group=group,
-                      repull=True)
+                      repull=True, deliver=False)
         else:
             exp = max(1, int(expires * 1000))
             hb = int(heartbeat * 1000) if heartbeat else None
             f = Fetch(batch, timeout_ms=exp + max(200, exp // 10), expires_ms=exp, max_bytes=max_bytes,
-                      idle_heartbeat_ms=hb, no_wait=no_wait, group=group, repull=True)
+                      idle_heartbeat_ms=hb, no_wait=no_wait, group=group, repull=True, deliver=False)
         client = self.js.client
         loop = asyncio.get_running_loop()
         inbox = client.new_inbox()
         sub = await client.subscribe(inbox)
         # a synchronous fetch: its outcome is f.result(), from the state the
-        # Fetch keeps (f.done, its messages); the events its calls return
-        # are for an asynchronous fetch's callback (the Tcl face's)
+        # Fetch keeps (f.done, its messages); deliver=False: its messages
+        # make no Delivered events (those are for an asynchronous fetch's
+        # callback, the Tcl face's)
         try:
             client.publish(self.next_subject, f.body, reply=inbox)
             deadline = loop.time() + f.timeout_ms / 1000

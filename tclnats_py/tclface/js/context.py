@@ -490,7 +490,8 @@ class JetStream:
         o = _cfg.build(_FETCH_OPTIONS, given)
         subject = self.api.next_subject(check_name("stream", stream), check_name("consumer", consumer))
         fetch = Fetch(o["batch_size"], timeout_ms=o.get("timeout"), expires_ms=o.get("expires"),
-                      js_timeout_ms=self.timeout, group=self._pull_group(stream, consumer, o))
+                      js_timeout_ms=self.timeout, group=self._pull_group(stream, consumer, o),
+                      deliver=bool(o.get("callback")))
         if self.trace:
             self._log("debug", f">>> {subject} {fetch.body.decode()}")
         pull = PullRequest(self.conn, fetch, o.get("callback"), self.fetch_closed_returns)
