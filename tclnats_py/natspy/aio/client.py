@@ -48,9 +48,12 @@ _log = logging.getLogger("nats.aio.client")
 # nats-py 2.16's client-side subject check (off with skip_subject_validation):
 # no blank, tab, CR or LF anywhere (they would end or split the protocol line)
 _BLANKS = re.compile(r"[ \t\r\n]").search
-# the publish subjects found clean (a publish looks a subject up here first);
-# emptied when it grows past _CLEAN_MAX
+# the publish subjects found good (a publish looks its subject up in its
+# client's set first): _CLEAN for the clients that check subjects (no blank,
+# tab, CR or LF), _GIVEN for those that do not (not empty); each emptied when
+# it grows past _CLEAN_MAX
 _CLEAN: set = set()
+_GIVEN: set = set()
 _CLEAN_MAX = 10_000
 
 DEFAULT_INBOX_PREFIX = b"_INBOX"
@@ -113,13 +116,15 @@ PROVIDED_PRIVATE = frozenset({
 })
 
 
-def _clean_subject(subject: str) -> bool:
-    """No blank, tab, CR or LF in ``subject`` (remembered in _CLEAN when so)."""
-    if _BLANKS(subject):
+def _publish_subject_ok(client: "Client", subject: str) -> bool:
+    """``client`` may publish to ``subject``: not empty and, when it checks
+    subjects, no blank, tab, CR or LF (remembered in its set when so)."""
+    if not subject or client._check_subjects and _BLANKS(subject):
         return False
-    if len(_CLEAN) >= _CLEAN_MAX:
-        _CLEAN.clear()
-    _CLEAN.add(subject)
+    known = client._pub_known
+    if len(known) >= _CLEAN_MAX:
+        known.clear()
+    known.add(subject)
     return True
 
 
@@ -215,6 +220,7 @@ class Client:
         self._nuid = NUID()
         self.options: Dict[str, Any] = {}
         self._check_subjects = True  # not skip_subject_validation
+        self._pub_known = _CLEAN  # _GIVEN when not _check_subjects
         self._stats_base = {"in_msgs": 0, "out_msgs": 0, "in_bytes": 0, "out_bytes": 0, "reconnects": 0,
                             "errors_received": 0}
 
@@ -276,6 +282,7 @@ class Client:
             inbox_prefix = given["inbox_prefix"] = bytes(inbox_prefix).decode()
         self._inbox_text = inbox_prefix
         self._check_subjects = not skip_subject_validation
+        self._pub_known = _CLEAN if self._check_subjects else _GIVEN
         self._drain_timeout = drain_timeout
         self._pending_size = pending_size
         # the face writes every 256 KiB by itself: a forced write matters below that
@@ -772,8 +779,8 @@ class Client:
             raise errors.ConnectionClosedError()
         if self._draining == 6:  # DRAINING_PUBS
             raise errors.ConnectionDrainingError()
-        if not subject or self._check_subjects and (
-                subject not in _CLEAN and not _clean_subject(subject) or reply and _BLANKS(reply)):
+        if subject not in self._pub_known and not _publish_subject_ok(self, subject) or (
+                reply and self._check_subjects and _BLANKS(reply)):
             raise errors.BadSubjectError()
         if headers is not None:
             headers = headers_arg(headers)
