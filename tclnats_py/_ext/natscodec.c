@@ -67,7 +67,7 @@ parse_dec(const unsigned char *p, size_t len)
 }
 
 /* the MSG/HMSG frame whose control line is buf[pos:pos+len) */
-static int
+static NATSCODEC_HOT int
 scan_msg(const unsigned char *buf, size_t pos, size_t len, size_t n, long long max_size,
          natscodec_frame *fr)
 {
@@ -126,7 +126,7 @@ scan_msg(const unsigned char *buf, size_t pos, size_t len, size_t n, long long m
     return NATSCODEC_MSG;
 }
 
-NATSCODEC_API int
+NATSCODEC_API NATSCODEC_HOT int
 natscodec_scan(const unsigned char *buf, size_t pos, size_t n, long long max_size,
                natscodec_frame *fr)
 {
