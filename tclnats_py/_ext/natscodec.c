@@ -67,7 +67,7 @@ parse_dec(const unsigned char *p, size_t len)
 }
 
 /* the MSG/HMSG frame whose control line is buf[pos:pos+len) */
-static int
+static NATSCODEC_HOT int
 scan_msg(const unsigned char *buf, size_t pos, size_t len, size_t n, long long max_size,
          natscodec_frame *fr)
 {
@@ -126,7 +126,7 @@ scan_msg(const unsigned char *buf, size_t pos, size_t len, size_t n, long long m
     return NATSCODEC_MSG;
 }
 
-NATSCODEC_API int
+NATSCODEC_API NATSCODEC_HOT int
 natscodec_scan(const unsigned char *buf, size_t pos, size_t n, long long max_size,
                natscodec_frame *fr)
 {
@@ -160,30 +160,31 @@ natscodec_scan(const unsigned char *buf, size_t pos, size_t n, long long max_siz
     return NATSCODEC_OTHER;
 }
 
-/* decimal digits of v (>= 0) at out; returns their count */
-static int
-put_dec(char *out, long long v)
-{
-    char tmp[24];
-    int n = 0, i;
-    do {
-        tmp[n++] = (char)('0' + (int)(v % 10));
-        v /= 10;
-    } while (v > 0);
-    for (i = 0; i < n; i++)
-        out[i] = tmp[n - 1 - i];
-    return n;
-}
+/* 10, 100 ... 10^18 */
+static const long long pow10_above[18] = {
+    10LL, 100LL, 1000LL, 10000LL, 100000LL, 1000000LL, 10000000LL, 100000000LL, 1000000000LL,
+    10000000000LL, 100000000000LL, 1000000000000LL, 10000000000000LL, 100000000000000LL,
+    1000000000000000LL, 10000000000000000LL, 100000000000000000LL, 1000000000000000000LL
+};
 
+/* how many decimal digits v (>= 0) has */
 static size_t
 dec_len(long long v)
 {
     size_t n = 1;
-    while (v >= 10) {
-        v /= 10;
+    while (n <= 18 && v >= pow10_above[n - 1])
         n++;
-    }
     return n;
+}
+
+/* the n = dec_len(v) decimal digits of v (>= 0) at out, last digit first */
+static void
+put_dec(unsigned char *out, long long v, size_t n)
+{
+    do {
+        out[--n] = (unsigned char)('0' + (int)(v % 10));
+        v /= 10;
+    } while (n > 0);
 }
 
 NATSCODEC_API size_t
@@ -203,6 +204,7 @@ pub_line(unsigned char *out, const char *subject, size_t subject_len,
          const char *reply, size_t reply_len, long long hsize, long long size)
 {
     unsigned char *w = out;
+    size_t d;
     if (hsize >= 0) {
         memcpy(w, "HPUB ", 5);
         w += 5;
@@ -219,10 +221,14 @@ pub_line(unsigned char *out, const char *subject, size_t subject_len,
     }
     *w++ = ' ';
     if (hsize >= 0) {
-        w += put_dec((char *)w, hsize);
+        d = dec_len(hsize);
+        put_dec(w, hsize, d);
+        w += d;
         *w++ = ' ';
     }
-    w += put_dec((char *)w, size);
+    d = dec_len(size);
+    put_dec(w, size, d);
+    w += d;
     *w++ = '\r';
     *w++ = '\n';
     return w;

@@ -23,6 +23,11 @@
 #ifndef NATSCODEC_API
 #define NATSCODEC_API
 #endif
+/* the scanner's per-frame functions; a file that includes the codec may
+ * define it to force them inline into its loop */
+#ifndef NATSCODEC_HOT
+#define NATSCODEC_HOT
+#endif
 
 /* what natscodec_scan found at pos */
 enum natscodec_kind {

@@ -47,19 +47,21 @@ def fetch_wait(max_wait: float | None, expires: float | None, no_wait: bool | No
 
 def fetch_state(batch: int, expires: float | None, js_timeout: float, *, max_bytes: int | None = None,
                 heartbeat: float | None = None, no_wait: bool | None = None,
-                group: PullGroup | None = None) -> Fetch:
+                group: PullGroup | None = None, deliver: bool = True) -> Fetch:
     """One fetch's state machine: waiting ``expires`` seconds, or (None) a
-    no-wait pull bounded by the context's ``js_timeout``."""
+    no-wait pull bounded by the context's ``js_timeout``; ``deliver`` False:
+    no Delivered event per message, the face takes them from its result."""
     check_int("batch", batch, 1)
     check_int("max_bytes", max_bytes, 1, allow_none=True)
     expires = check_timeout(expires, what="expires")
     heartbeat = check_timeout(heartbeat, what="heartbeat")
     if expires is None:
-        return Fetch(batch, max_bytes=max_bytes, js_timeout_ms=int(js_timeout * 1000), group=group, repull=True)
+        return Fetch(batch, max_bytes=max_bytes, js_timeout_ms=int(js_timeout * 1000), group=group, repull=True,
+                     deliver=deliver)
     exp = max(1, int(expires * 1000))
     hb = int(heartbeat * 1000) if heartbeat else None
     return Fetch(batch, timeout_ms=exp + max(200, exp // 10), expires_ms=exp, max_bytes=max_bytes,
-                 idle_heartbeat_ms=hb, no_wait=no_wait, group=group, repull=True)
+                 idle_heartbeat_ms=hb, no_wait=no_wait, group=group, repull=True, deliver=deliver)
 
 
 def consume_state(max_messages: int | None, max_bytes: int | None, threshold_messages: int | None,

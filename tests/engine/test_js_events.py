@@ -166,6 +166,20 @@ def test_the_tcl_faces_fetch_table_refuses_an_unknown_event():
     from tclnats_py.tclface.js import PullRequest
     f = pull.Fetch(2, timeout_ms=1000)
     pr = PullRequest(None, f, None)
-    assert set(pr._dispatch) == set(pull.Fetch.EVENTS)
+    assert set(pr._dispatch) | {E.Delivered} == set(pull.Fetch.EVENTS)
     with pytest.raises(E.UnknownEvent):
         pr._dispatch[E.Pull](E.Pull(b"{}"), None, [])
+    with pytest.raises(E.UnknownEvent):  # on_msg hands it to the callback itself
+        pr._dispatch[E.Delivered]
+
+
+def test_a_fetch_without_deliver_makes_no_delivered_events_and_the_same_result():
+    msgs = [js_msg(1, 1), js_msg(2, 2)]
+    quiet, told = pull.Fetch(3, timeout_ms=1000, deliver=False), pull.Fetch(3, timeout_ms=1000)
+    feed = [*msgs, status(100, "Idle Heartbeat"), status(408, "Request Timeout")]
+    quiet_out = [ev for m in feed for ev in quiet.on_msg(m)]
+    told_out = [ev for m in feed for ev in told.on_msg(m)]
+    assert [ev for ev in told_out if ev.__class__ is not E.Delivered] == quiet_out
+    assert [ev.msg for ev in told_out if ev.__class__ is E.Delivered] == msgs
+    assert quiet_out == [E.HEARTBEAT, E.Ended(feed[-1])]
+    assert quiet.result() == told.result() == msgs and quiet.outcome == told.outcome == "status"

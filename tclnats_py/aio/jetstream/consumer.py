@@ -98,14 +98,15 @@ class Consumer:
                      heartbeat: float | None = None, no_wait: bool | None = None,
                      group: PullGroup | None = None) -> list[JsMsg]:
         f = fetch_state(batch, expires, self.js.timeout, max_bytes=max_bytes, heartbeat=heartbeat, no_wait=no_wait,
-                        group=group)
+                        group=group, deliver=False)
         client = self.js.client
         loop = asyncio.get_running_loop()
         inbox = client.new_inbox()
         sub = await client.subscribe(inbox)
         # a synchronous fetch: its outcome is f.result(), from the state the
-        # Fetch keeps (f.done, its messages); the events its calls return
-        # are for an asynchronous fetch's callback (the Tcl face's)
+        # Fetch keeps (f.done, its messages); deliver=False: its messages
+        # make no Delivered events (those are for an asynchronous fetch's
+        # callback, the Tcl face's)
         try:
             client.publish(self.next_subject, f.body, reply=inbox)
             deadline = loop.time() + f.timeout_ms / 1000

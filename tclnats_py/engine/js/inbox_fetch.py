@@ -134,20 +134,22 @@ class _Fetch:
 
     def gather(self) -> Generator[Any, Any, None]:
         """The rest of a request's answer: until the batch is full, the request ends or time is up."""
-        while len(self.msgs) < self.batch:
-            m, _ = yield NextMsg(self.deadline)
+        # the loop of every message: locals, and sort() only for a status
+        msgs, batch, step = self.msgs, self.batch, NextMsg(self.deadline)
+        while len(msgs) < batch:
+            m, _ = yield step
             if m is None:
                 return
-            kind = self.sort(m)
-            if kind == "msg":
-                self.msgs.append(m)
-            elif kind == "ended":
+            if classify(m) == "msg":
+                msgs.append(m)
+            elif self.sort(m) == "ended":
                 return
 
     def now(self, timeout: Optional[float]) -> Generator[Any, Any, Optional[float]]:
         """A no_wait request for what is there now (without expires when
-        queued messages are in hand); its answer gathered.  Returns the
-        driver's clock after the first answer, or None when time ran out."""
+        queued messages are in hand) and its first answer (kept when it is a
+        message: the caller gathers the rest).  Returns the driver's clock
+        after that answer, or None when time ran out."""
         msgs = self.msgs
         yield self.request(self.batch - len(msgs), None if msgs else timeout, no_wait=True)
         m, now = yield NextMsg(self.deadline)
@@ -157,13 +159,12 @@ class _Fetch:
             raise self.timed_out()
         if self.sort(m) == "msg":
             msgs.append(m)
-            yield from self.gather()
         return now
 
     def wait(self, now: float) -> Generator[Any, Any, None]:
         """Nothing now: one request that waits for the time left, until a
-        message came and the ones after it followed (a status ending an
-        earlier request on this inbox is skipped)."""
+        message came (a status ending an earlier request on this inbox is
+        skipped); the caller gathers the ones after it."""
         left = None if self.deadline is None else self.deadline - now
         if left is not None and left <= EXPIRES_MARGIN_NS / 1e9:
             raise self.timed_out()
@@ -174,7 +175,6 @@ class _Fetch:
                 raise self.timed_out()
             if self.sort(m) == "msg":
                 self.msgs.append(m)
-        yield from self.gather()
 
 
 def inbox_fetch(next_subject: str, inbox: str, batch: int, timeout: Optional[float], heartbeat: Optional[float],
@@ -190,8 +190,13 @@ def inbox_fetch(next_subject: str, inbox: str, batch: int, timeout: Optional[flo
     yield from f.take_queued()
     if batch == 1:
         return f.msgs if f.msgs else (yield from f.first(timeout))
+    # (the steps gather() yields, one per message, come straight from here)
+    queued = len(f.msgs)
     now = yield from f.now(timeout)
+    if len(f.msgs) > queued:  # the first answer was a message: the rest of the request's
+        yield from f.gather()
     if f.msgs or now is None:
         return f.msgs
     yield from f.wait(now)
+    yield from f.gather()
     return f.msgs

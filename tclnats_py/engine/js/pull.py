@@ -155,6 +155,11 @@ class Fetch:
     user closed the connection, nats-tcl invokes no callback at all; a sync
     fetch asks :meth:`result` (with ``closed``/``lost``) for its outcome.
 
+    ``deliver=False`` is for a synchronous fetch, whose caller takes the
+    messages from :meth:`result` at the end: a message then makes no
+    ``Delivered`` event (the other events stay), so the per-message call
+    builds no event at all.
+
     ``group`` (:class:`~tclnats_py.engine.js.priority.PullGroup`) puts the
     priority-group fields in the request and keeps the pin its messages
     carry.  A 423 (the pin sent is stale) forgets the pin; with ``repull`` the
@@ -167,8 +172,10 @@ class Fetch:
 
     def __init__(self, batch: int = 1, *, timeout_ms: int | None = None, expires_ms: int | None = None,
                  max_bytes: int | None = None, idle_heartbeat_ms: int | None = None, js_timeout_ms: int = 5000,
-                 no_wait: bool | None = None, group: PullGroup | None = None, repull: bool = False):
+                 no_wait: bool | None = None, group: PullGroup | None = None, repull: bool = False,
+                 deliver: bool = True):
         self.batch = _pos("batch_size", batch)
+        self.deliver = deliver
         self.group = group
         self.repull = repull and group is not None
         if self.repull:
@@ -221,7 +228,7 @@ class Fetch:
             self.bytes += msg_size(msg)
             if len(self.messages) >= self.batch or (self.max_bytes and self.bytes >= self.max_bytes):
                 self.outcome = "complete"
-            return [make(Delivered, (msg, None))]
+            return [make(Delivered, (msg, None))] if self.deliver else []
         if kind in ("heartbeat", "flow_control"):
             return [HEARTBEAT]
         if kind == "no_responders":

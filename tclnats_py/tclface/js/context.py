@@ -524,7 +524,7 @@ class JetStream:
         subject = self.api.next_subject(check_name("stream", stream), check_name("consumer", consumer))
         group = self._pull_group(stream, consumer, o)
         fetch = Fetch(o["batch_size"], timeout_ms=o.get("timeout"), expires_ms=o.get("expires"),
-                      js_timeout_ms=self.timeout, group=group, repull=True)
+                      js_timeout_ms=self.timeout, group=group, repull=True, deliver=bool(o.get("callback")))
         if self.trace:
             self._log("debug", f">>> {subject} {fetch.body.decode()}")
         pull = PullRequest(self.conn, fetch, o.get("callback"), self.fetch_closed_returns)

@@ -23,7 +23,9 @@ class PullRequest:
         self.done = False       # set by the connection when the request is over
         self.owner = None
         self.tcl_obj = None
-        self._dispatch = event_table(self, fetch.EVENTS)  # handlers take (event, req, out)
+        # handlers take (event, req, out); on_msg hands a Delivered (one per
+        # message of an asynchronous fetch) to the callback itself
+        self._dispatch = event_table(self, fetch.EVENTS, inline=(Delivered,))
 
     def ended(self):
         """The pull is over: its fetch ID object goes away."""
@@ -43,17 +45,16 @@ class PullRequest:
         """One message of the pull; True when the pull is over."""
         on = self._dispatch
         for ev in self.fetch.on_msg(msg):
-            on[ev.__class__](ev, req, out)
+            if ev.__class__ is Delivered:  # only with a callback (the Fetch's deliver)
+                out.extend((2, self.callback, 0, self.conn.msg_dict(ev.msg), ""))
+            else:
+                on[ev.__class__](ev, req, out)
         if self.fetch.done:
             self.ended()
             return True
         return False
 
     # -- the Fetch's events: callbacks of an asynchronous fetch, put in ``out``
-    def on_delivered(self, ev: Delivered, req, out) -> None:
-        if self.callback:
-            out.extend((2, self.callback, 0, self.conn.msg_dict(ev.msg), ""))
-
     def on_ended(self, ev: Ended, req, out) -> None:
         status = ev.status
         if status is not None:

@@ -1,0 +1,330 @@
+"""Instructions per message of two installs of tclnats_py, counted by
+callgrind: a benchmark that other processes on the machine do not disturb.
+
+    python -m tclnats_py.compat.instr_ab --old /tmp/venv-old/bin/python \\
+        [--new python3 --new-path /work/wt/perf] [--counts 2000 10000] [SCENARIO ...]
+
+Each scenario is one hot path of compat/bench.py or compat/bench_py.py (the
+asyncio face's publish and delivery, natspy's, the Tcl face's, a JetStream
+fetch, the parser fed in memory), run for two message counts in a fresh
+process under ``valgrind --tool=callgrind``; the difference of the two
+totals over the difference of the counts is the cost of one message, start-up
+and connection excluded.  Only the client process is counted (the
+nats-server, started once here, runs outside valgrind).  The Tcl scenarios
+run stock tclsh with the install's Tcl folder on TCLLIBPATH, as
+tclnats-tclsh does.  The printed ratio is new over old: below 1 the new
+install does less work per message.
+
+Each scenario runs once outside valgrind first, so that compiling byte
+code (a fresh checkout's first import) is not counted; PYTHONHASHSEED is
+fixed.  The spin before a wait (TCLNATS_SPIN_US) polls for a time, not a number of
+times, so it is set to 0 on both sides unless ``--spin`` is given.  An
+interpreter that is not the one tclnats_py was installed into takes the
+package from ``--old-path`` / ``--new-path`` (PYTHONPATH); every process
+runs in an empty temporary folder, so the current one is not imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+_PY_HEAD = """\
+import asyncio, sys
+N, URL = int(sys.argv[1]), sys.argv[2]
+PAYLOAD = b"x" * 128
+"""
+
+# each Python scenario: the body of ``async def main()`` (N, URL, PAYLOAD defined)
+_PY = {
+    "aio_publish": """\
+import tclnats_py
+a = await tclnats_py.connect(URL)
+publish = a.publish
+for _ in range(N):
+    await publish("ia.pub", PAYLOAD)
+await a.flush()
+await a.close()
+""",
+    "aio_deliver": """\
+import tclnats_py
+a = await tclnats_py.connect(URL)
+b = await tclnats_py.connect(URL)
+done = asyncio.get_running_loop().create_future()
+got = 0
+async def on_msg(msg):
+    nonlocal got
+    got += 1
+    if got == N:
+        done.set_result(None)
+await b.subscribe("ia.deliver", cb=on_msg)
+await b.flush()
+publish = a.publish
+for _ in range(N):
+    await publish("ia.deliver", PAYLOAD)
+await a.flush()
+await asyncio.wait_for(done, 600)
+await a.close()
+await b.close()
+""",
+    "natspy_publish": """\
+from tclnats_py import natspy
+a = await natspy.connect(URL)
+publish = a.publish
+for _ in range(N):
+    await publish("ia.pub", PAYLOAD)
+await a.flush()
+await a.close()
+""",
+    "natspy_deliver": """\
+from tclnats_py import natspy
+a = await natspy.connect(URL)
+b = await natspy.connect(URL)
+done = asyncio.get_running_loop().create_future()
+got = 0
+async def on_msg(msg):
+    nonlocal got
+    got += 1
+    if got == N:
+        done.set_result(None)
+await b.subscribe("ia.deliver", cb=on_msg)
+await b.flush()
+await b.flush()
+publish = a.publish
+for _ in range(N):
+    await publish("ia.deliver", PAYLOAD)
+await a.flush()
+await asyncio.wait_for(done, 600)
+await a.close()
+await b.close()
+""",
+    "aio_fetch": """\
+import tclnats_py
+a = await tclnats_py.connect(URL)
+js = a.jetstream()
+stream = "IA_" + str(N)
+try:
+    await js.delete_stream(stream)
+except Exception:
+    pass
+await js.create_stream(stream, subjects=["iaf." + str(N)], storage="memory")
+for _ in range(N):
+    await a.publish("iaf." + str(N), PAYLOAD)
+await a.flush()
+cons = await js.create_consumer(stream, durable_name="PULL", ack_policy="none")
+got = 0
+while got < N:
+    got += len(await cons.fetch(500, max_wait=60))
+await js.delete_stream(stream)
+await a.close()
+""",
+    "natspy_fetch": """\
+from tclnats_py import natspy
+from tclnats_py.natspy.js import api
+a = await natspy.connect(URL)
+js = a.jetstream()
+stream = "IN_" + str(N)
+try:
+    await js.delete_stream(stream)
+except Exception:
+    pass
+await js.add_stream(name=stream, subjects=["inf." + str(N)], storage=api.StorageType.MEMORY)
+for _ in range(N):
+    await a.publish("inf." + str(N), PAYLOAD)
+await a.flush()
+psub = await js.pull_subscribe("inf." + str(N), durable="PULL", stream=stream,
+                               config=api.ConsumerConfig(ack_policy=api.AckPolicy.NONE))
+got = 0
+while got < N:
+    got += len(await psub.fetch(500, timeout=60))
+await js.delete_stream(stream)
+await a.close()
+""",
+}
+
+# in-memory scenarios: a whole program (N defined; no server)
+_PY_OFFLINE = {
+    "parser_feed": """\
+import sys
+from tclnats_py.engine.protocol import Parser
+N = int(sys.argv[1])
+frame = b"MSG ia.deliver 1 128\\r\\n" + b"x" * 128 + b"\\r\\n"
+data = frame * N
+p = Parser()
+for i in range(0, len(data), 65536):
+    p.feed(data[i:i + 65536])
+""",
+}
+
+_TCL_HEAD = """\
+package require nats
+lassign $argv N url
+set payload [string repeat x 128]
+set c [nats::connection new ia]
+$c configure -servers $url
+$c connect
+"""
+
+_TCL = {
+    "tcl_publish": """\
+for {set i 0} {$i < $N} {incr i} {
+    $c publish ia.pub $payload
+}
+$c ping -timeout 600000
+""",
+    "tcl_deliver": """\
+set s [nats::connection new ias]
+$s configure -servers $url
+$s connect
+set ::received 0
+proc on_msg {subject msg reply} {
+    if {[incr ::received] == $::N} {
+        set ::all_received 1
+    }
+}
+$s subscribe ia.deliver -callback on_msg
+$s ping
+for {set i 0} {$i < $N} {incr i} {
+    $c publish ia.deliver $payload
+}
+vwait ::all_received
+$s destroy
+""",
+    "tcl_fetch": """\
+set js [$c jet_stream -timeout 5000]
+set stream IT_$N
+catch {$js delete_stream $stream}
+$js add_stream $stream -subjects [list itf.$N] -storage memory
+for {set i 0} {$i < $N} {incr i} {
+    $c publish itf.$N $payload
+}
+$c ping
+$js add_pull_consumer $stream PULL -ack_policy none
+set got 0
+while {$got < $N} {
+    incr got [llength [$js fetch $stream PULL -batch_size 500 -timeout 60000]]
+}
+$js delete_stream $stream
+""",
+}
+
+SCENARIOS = [*_PY, *_PY_OFFLINE, *_TCL]
+
+
+def _program(name: str) -> tuple[str, str]:
+    """(language, source) of a scenario."""
+    if name in _PY:
+        body = "".join("    " + line + "\n" for line in _PY[name].splitlines())
+        return "py", f"{_PY_HEAD}async def main():\n{body}asyncio.run(main())\n"
+    if name in _PY_OFFLINE:
+        return "py", _PY_OFFLINE[name]
+    return "tcl", _TCL_HEAD + _TCL[name] + "$c destroy\nexit 0\n"
+
+
+def _side_env(python: str, path: str | None, spin: bool) -> dict:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    if path:
+        env["PYTHONPATH"] = path
+    if not spin:
+        env["TCLNATS_SPIN_US"] = "0"
+    env["PYTHONHASHSEED"] = "0"  # the same dict and set layouts in every run
+    return env
+
+
+def _tcl_command(python: str, env: dict, cwd: str) -> tuple[list[str], dict]:
+    """stock tclsh with this install's Tcl folder on TCLLIBPATH (tcl_env)."""
+    probe = ("import json; from tclnats_py.tclface.tclsh import tcl_env, find_tclsh; "
+             "print(json.dumps([find_tclsh(), tcl_env()]))")
+    out = subprocess.run([python, "-c", probe], env=env, cwd=cwd, capture_output=True, text=True, check=True)
+    tclsh, tenv = json.loads(out.stdout)
+    return [tclsh], tenv
+
+
+def _instructions(cmd: list[str], env: dict, cwd: str) -> int:
+    """The client's total instruction count under callgrind."""
+    out = os.path.join(cwd, "callgrind.out")
+    run = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *cmd],
+                         env=env, cwd=cwd, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {run.returncode}\n{run.stderr[-2000:]}")
+    with open(out) as f:
+        for line in f:
+            m = re.match(r"(?:summary|totals):\s+(\d+)", line)
+            if m:
+                total = int(m.group(1))
+    os.unlink(out)
+    return total
+
+
+def _interpreter(python: str, env: dict, cwd: str) -> str:
+    """The interpreter's own executable: valgrind follows no launcher script
+    (a pyenv shim) into the program it starts."""
+    out = subprocess.run([python, "-c", "import sys; print(sys.executable)"], env=env, cwd=cwd,
+                         capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def per_message(name: str, python: str, path: str | None, counts: tuple[int, int], url: str,
+                spin: bool = False) -> float:
+    """Instructions per message of scenario ``name`` for one install."""
+    lang, source = _program(name)
+    with tempfile.TemporaryDirectory(prefix="instr_ab.") as cwd:
+        env = _side_env(python, path, spin)
+        python = _interpreter(python, env, cwd)
+        script = os.path.join(cwd, "scenario." + lang)
+        with open(script, "w") as f:
+            f.write(source)
+        head, env = _tcl_command(python, env, cwd) if lang == "tcl" else ([python], env)
+        # once outside valgrind first: byte code compiled and cached before counting
+        subprocess.run([*head, script, str(counts[0]), url], env=env, cwd=cwd, check=True,
+                       capture_output=True)
+        low, high = (_instructions([*head, script, str(n), url], env, cwd) for n in counts)
+    return (high - low) / (counts[1] - counts[0])
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="instr_ab", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--old", required=True, help="the old install's python")
+    ap.add_argument("--old-path", help="PYTHONPATH for the old side")
+    ap.add_argument("--new", default=sys.executable, help="the new install's python (default: this one)")
+    ap.add_argument("--new-path", help="PYTHONPATH for the new side")
+    ap.add_argument("--counts", type=int, nargs=2, default=(2000, 10000), metavar=("LOW", "HIGH"))
+    ap.add_argument("--spin", action="store_true", help="keep the spin before a wait (TCLNATS_SPIN_US)")
+    ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("scenario", nargs="*", help=f"default: all of {', '.join(SCENARIOS)}")
+    args = ap.parse_args(argv)
+    unknown = set(args.scenario) - set(SCENARIOS)
+    if unknown:
+        ap.error(f"unknown scenario {', '.join(sorted(unknown))}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    if not shutil.which("valgrind"):
+        print("instr_ab: valgrind not found", file=sys.stderr)
+        return 2
+    from tclnats_py.testing.server import NatsServer
+    rows = []
+    with NatsServer(jetstream=True) as server:
+        print(f"{'scenario':<16} {'old instr/msg':>14} {'new instr/msg':>14} {'new/old':>8}", flush=True)
+        for name in args.scenario or SCENARIOS:
+            old = per_message(name, args.old, args.old_path, args.counts, server.url, args.spin)
+            new = per_message(name, args.new, args.new_path, args.counts, server.url, args.spin)
+            rows.append({"scenario": name, "old": old, "new": new, "new_over_old": new / old})
+            print(f"{name:<16} {old:>14.0f} {new:>14.0f} {new / old:>8.3f}", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"counts": list(args.counts), "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
