@@ -49,12 +49,10 @@ _log = logging.getLogger("nats.aio.client")
 # nats-py 2.16's client-side subject check (off with skip_subject_validation):
 # no blank, tab, CR or LF anywhere (they would end or split the protocol line)
 _BLANKS = re.compile(r"[ \t\r\n]").search
-# the publish subjects found good (a publish looks its subject up in its
-# client's set first): _CLEAN for the clients that check subjects (no blank,
-# tab, CR or LF), _GIVEN for those that do not (not empty); each emptied when
-# it grows past _CLEAN_MAX
+# the publish subjects found good (no blank, tab, CR or LF; not empty): a
+# publish of a client that checks subjects looks its subject up here first;
+# emptied when it grows past _CLEAN_MAX
 _CLEAN: set = set()
-_GIVEN: set = set()
 _CLEAN_MAX = 10_000
 
 DEFAULT_INBOX_PREFIX = b"_INBOX"
@@ -117,15 +115,14 @@ PROVIDED_PRIVATE = frozenset({
 })
 
 
-def _publish_subject_ok(client: "Client", subject: str) -> bool:
-    """``client`` may publish to ``subject``: not empty and, when it checks
-    subjects, no blank, tab, CR or LF (remembered in its set when so)."""
-    if not subject or client._check_subjects and _BLANKS(subject):
+def _publish_subject_ok(subject: str) -> bool:
+    """nats-py 2.16's check of a publish subject: not empty, no blank, tab,
+    CR or LF (remembered in _CLEAN when so)."""
+    if not subject or _BLANKS(subject):
         return False
-    known = client._pub_known
-    if len(known) >= _CLEAN_MAX:
-        known.clear()
-    known.add(subject)
+    if len(_CLEAN) >= _CLEAN_MAX:
+        _CLEAN.clear()
+    _CLEAN.add(subject)
     return True
 
 
@@ -221,7 +218,6 @@ class Client:
         self._nuid = NUID()
         self.options: Dict[str, Any] = {}
         self._check_subjects = True  # not skip_subject_validation
-        self._pub_known = _CLEAN  # _GIVEN when not _check_subjects
         self._stats_base = {"in_msgs": 0, "out_msgs": 0, "in_bytes": 0, "out_bytes": 0, "reconnects": 0,
                             "errors_received": 0}
 
@@ -281,7 +277,6 @@ class Client:
             inbox_prefix = given["inbox_prefix"] = bytes(inbox_prefix).decode()
         self._inbox_text = inbox_prefix
         self._check_subjects = not skip_subject_validation
-        self._pub_known = _CLEAN if self._check_subjects else _GIVEN
         self._drain_timeout = drain_timeout
         self._pending_size = pending_size
         # the face writes every 256 KiB by itself: a forced write matters below that
@@ -785,8 +780,7 @@ class Client:
         """Publish ``payload`` (bytes) to ``subject``; the subject is checked
         first, the engine checks the rest (closed, max_payload, buffer bounds,
         an empty subject when the check is off)."""
-        known = self._pub_known
-        if self._check_subjects and (subject not in known and not _publish_subject_ok(self, subject)
+        if self._check_subjects and (subject not in _CLEAN and not _publish_subject_ok(subject)
                                      or reply and _BLANKS(reply)):
             raise errors.BadSubjectError()
         impl = self._impl
@@ -794,8 +788,6 @@ class Client:
             raise errors.ConnectionClosedError()
         if self._draining == 6:  # DRAINING_PUBS
             raise errors.ConnectionDrainingError()
-        if not self._check_subjects and subject not in known and not _publish_subject_ok(self, subject):
-            raise errors.BadSubjectError()  # (without the check only an empty subject, after the state's errors)
         if headers is not None:
             headers = self._headers_to_send(impl, payload, headers)
         try:
