@@ -10,6 +10,12 @@ by the same rules (a test feeds both the same frames, good and bad) fused
 with the ack subject split of :mod:`tclnats_py.engine.js.meta` into one pass
 over the bytes, about half the work per message of parsing into frames and
 then taking the columns from them.  Sans-IO like the rest of the engine.
+
+:func:`scan_direct` does the same for the replies of a batch direct get
+(ADR-31, ``engine.js.direct``): messages without a reply subject whose
+coordinates are ``Nats-*`` headers the server appends after the message's
+own, then one status (204 "EOB", or 404 when nothing matched).  The time is
+the server's RFC 3339 text (``Columns.ts_iso``), which Arrow parses.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from tclnats_py.engine.js.meta import ACK_PREFIX, seq_time_pending
 from tclnats_py.engine.protocol import compiled
 from tclnats_py.errors import make_error
 
-__all__ = ["Columns", "scan_deliveries", "PING_EVENT", "LAST_EVENT"]
+__all__ = ["Columns", "scan_deliveries", "scan_direct", "PING_EVENT", "LAST_EVENT"]
 
 # events of scan_deliveries besides pull statuses (Msg)
 PING_EVENT, LAST_EVENT = "ping", "last"
@@ -35,10 +41,11 @@ class Columns:
     int() does), seq as an int64 array, headers as (row, dict) pairs (most rows
     have none)."""
 
-    __slots__ = ("subject", "data", "headers", "seq", "ts_ns", "n", "received")
+    __slots__ = ("subject", "data", "headers", "seq", "ts_ns", "n", "received", "ts_key")
 
-    def __init__(self):
+    def __init__(self, ts_key: str = "ts_ns"):
         self.received = 0  # over all batches
+        self.ts_key = ts_key  # the time column's name in take(): "ts_iso" for direct get replies
         self._new()
 
     def _new(self):
@@ -48,7 +55,7 @@ class Columns:
 
     def take(self) -> dict:
         out = {"subject": self.subject, "data": self.data, "headers": self.headers, "seq": self.seq,
-               "ts_ns": self.ts_ns}
+               self.ts_key: self.ts_ns}
         self._new()
         return out
 
@@ -216,3 +223,99 @@ def _other_ack(reply: bytes, subject: bytes) -> tuple:
     """(seq, time, pending) digits of an ack subject not of the v1 form, by js.meta."""
     return tuple(x.encode() for x in seq_time_pending(reply.decode("utf-8", "replace"),
                                                         subject.decode("utf-8", "replace")))
+
+
+# the headers the server appends to a direct get reply, in its order (nats-server stream.go)
+_DIRECT_TAIL = (b"Nats-Stream: ", b"Nats-Subject: ", b"Nats-Sequence: ", b"Nats-Time-Stamp: ")
+_DIRECT_DROP = ("Nats-Stream", "Nats-Subject", "Nats-Sequence", "Nats-Time-Stamp", "Nats-Num-Pending",
+                "Nats-Last-Sequence")
+_VERSION_LEN = len(b"NATS/1.0")
+
+
+def scan_direct(buf: bytes, cols: Columns, last: int, sid: bytes):
+    """Take the complete frames at the start of ``buf`` (the replies of a
+    batch direct get on subscription ``sid``, PING): messages go into
+    ``cols`` (``ts_ns`` holding the RFC 3339 time text); returns (bytes used,
+    events) as :func:`scan_deliveries` does: ``"ping"``, ``"last"`` (a
+    message at or past ``last``, or the last one matching: the rest of
+    ``buf`` is not looked at) or a status Msg (the batch's end, or an error,
+    for ``DirectBatch.on_msg``).  Framing by the rules of ``protocol.Parser``."""
+    events: list = []
+    n = len(buf)
+    pos = 0
+    row = cols.n
+    add_subject, add_data, add_seq, add_ts = cols.subject.append, cols.data.append, cols.seq.append, cols.ts_ns.append
+    try:
+        while pos < n:
+            eol = buf.find(b"\n", pos)
+            if eol < 0:
+                if n - pos > _MAX_CONTROL_LINE:
+                    raise make_error("ErrServer", "Maximum control line exceeded")
+                break
+            args = buf[pos:eol].split()
+            op = args[0] if args else b""
+            if op != b"MSG" and op != b"HMSG":
+                _other_line(buf[pos:eol].rstrip(b"\r"), events)
+                pos = eol + 1
+                continue
+            subj, fsid, _, hsize, size = _msg_fields(op, args, buf[pos:eol])
+            start = eol + 1
+            end = start + int(size)
+            if hsize > end - start:
+                raise make_error("ErrProtocol", f"Invalid sizes in {buf[pos:eol][:200]!r}")
+            if end + 2 > n:
+                break
+            if buf[end] != 13 or buf[end + 1] != 10:
+                raise make_error("ErrProtocol", "Message payload not terminated by CRLF")
+            pos = end + 2
+            if fsid != sid:
+                continue  # a late reply of an API request
+            block = buf[start:start + hsize]
+            if not hsize or block[_VERSION_LEN:_VERSION_LEN + 1] == b" ":  # a status: the batch's end, or an error
+                hdr = parse_headers(block) if hsize else None
+                events.append(Msg(subj.decode("utf-8", "replace"), buf[start + hsize:end], None, hdr, int(fsid)))
+                continue
+            subject, seq, ts, pending, hdrs = _direct_headers(block)
+            if seq > last:
+                events.append(LAST_EVENT)
+                break
+            add_subject(subject)
+            add_data(buf[start + hsize:end])
+            if hdrs:
+                cols.headers.append((row, hdrs))
+            add_seq(seq)
+            add_ts(ts)
+            row += 1
+            if seq == last or pending == 0:  # the range's end, or nothing more matches
+                events.append(LAST_EVENT)
+                break
+    except ValueError as e:  # a number that is not one
+        raise make_error("ErrProtocol", f"Invalid protocol near {buf[pos:pos + 200]!r}: {e}") from None
+    cols.received += row - cols.n
+    cols.n = row
+    return pos, events
+
+
+def _direct_headers(block: bytes) -> tuple:
+    """(subject bytes, seq, RFC 3339 time bytes, pending or None, the
+    message's own headers or None) of a direct get reply's header block."""
+    at = block.rfind(b"\r\nNats-Stream: ")
+    tail = block[at + 2:].split(b"\r\n") if at >= 0 else ()
+    if len(tail) >= 4 and all(t.startswith(p) for t, p in zip(tail, _DIRECT_TAIL)):
+        subject = tail[1][len(_DIRECT_TAIL[1]):]
+        seq = int(tail[2][len(_DIRECT_TAIL[2]):])
+        ts = tail[3][len(_DIRECT_TAIL[3]):]
+        pending = None
+        if len(tail) > 4 and tail[4].startswith(b"Nats-Num-Pending: "):
+            pending = int(tail[4][18:])
+        own = parse_headers(block[:at] + b"\r\n\r\n") if at > _VERSION_LEN else None
+        return subject, seq, ts, pending, own or None
+    # not in the server's usual order: the whole block by the engine's parser
+    h = parse_headers(block)
+    subject = (h.get("Nats-Subject") or [""])[0].encode()
+    seq = int((h.get("Nats-Sequence") or ["0"])[0])
+    ts = (h.get("Nats-Time-Stamp") or [""])[0].encode()
+    np = h.get("Nats-Num-Pending")
+    for k in _DIRECT_DROP:
+        h.pop(k, None)
+    return subject, seq, ts, int(np[0]) if np else None, h or None
