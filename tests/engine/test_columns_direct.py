@@ -3,7 +3,21 @@
 import pytest
 
 import tclnats_py
+from tclnats_py.engine.js import columns as C
 from tclnats_py.engine.js.columns import LAST_EVENT, PING_EVENT, Columns, scan_direct
+
+_COMPILED = C._scan_direct_columns
+
+
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def scanner(request, monkeypatch):
+    """Each test with the accelerator's scanner (where built) and with the Python reference alone."""
+    if request.param == "compiled":
+        if _COMPILED is None:
+            pytest.skip("the accelerator is not built")
+    else:
+        monkeypatch.setattr(C, "_scan_direct_columns", None)
+    return request.param
 
 
 def _reply(seq, subject=b"s.a", data=b"x", own=b"", pending=None, ts=b"2026-01-02T03:04:05.123456789Z", sid=b"7"):
