@@ -487,7 +487,10 @@ class _Direct:
                 before = cols.received
                 while not (get.done or self.done):
                     c.read_raw(self.scan, timeout)
-                if cols.received == before:
+                if cols.received == before and not self.done:
+                    if get.num_pending:  # never silently short: a batch with nothing in it yet more to come
+                        raise make_error("ErrJSResponse", f"direct get on stream {self.stream} from sequence "
+                                         f"{self.nxt} sent no message but {get.num_pending} pending")
                     self.done = True  # nothing more matches from nxt on (404, or an empty batch)
                 if cols.n:
                     self.nxt = cols.seq[-1] + 1

@@ -156,3 +156,16 @@ def test_a_server_too_old_for_batch_gets(spark, old_js_server):
     text = str(e.value)
     assert "ErrServerTooOld" in text or "needs nats-server 2.11" in text, text[:2000]
     assert "readMode=direct" in text, text[:2000]
+
+
+@pytest.mark.feature("direct_batch")
+def test_auto_reads_a_replicated_stream_through_a_consumer(spark):
+    from tclnats_py.testing.server import NatsCluster
+    with NatsCluster(3, jetstream=True) as cluster:
+        url = ",".join(cluster.urls)
+        fill(cluster.urls[0], "SDR7", n=300, deleted=(4, 200), allow_direct=True, num_replicas=3)
+        gets = DirectGets(cluster.urls[0], "SDR7")
+        auto = rows(read(spark, url, "SDR7", "auto"))
+        assert gets.count() == 0  # a follower answering a direct get may lag behind the leader
+        assert len(auto) == 298
+        assert rows(read(spark, url, "SDR7", "direct")) == auto
