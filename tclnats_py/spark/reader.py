@@ -459,9 +459,9 @@ def _read_direct_once(settings, api, stream, first, last, filter_subject, batch,
 
 
 class _Direct:
-    """A range read by batch direct gets, one outstanding: each from the
-    sequence after the last one read, for at most what the range can still
-    hold, its replies scanned from the driver's raw bytes."""
+    """A range read by batch direct gets: each from the sequence after the
+    last one read, for at most what the range can still hold, sent as the one
+    before it ends, its replies scanned from the driver's raw bytes."""
 
     def __init__(self, c: Driver, api, stream, first, last, filter_subject, batch):
         self.c, self.stream, self.last, self.filter = c, stream, last, filter_subject
@@ -473,6 +473,12 @@ class _Direct:
         self.get: DirectBatch | None = None
         self.done = False
 
+    def ask(self, inbox: str) -> DirectBatch:
+        get = self.get = DirectBatch(self.stream, batch=min(self.batch, self.last - self.nxt + 1), seq=self.nxt,
+                                     next_by_subj=self.filter)
+        self.c.publish(self.subject, get.body, inbox)
+        return get
+
     def run(self):
         c, cols = self.c, self.cols
         inbox = c.engine.new_inbox()
@@ -480,10 +486,8 @@ class _Direct:
         self.sid = b"%d" % sub.sid
         timeout = max(15.0, c.engine.options.request_timeout / 1000)
         try:
-            while not self.done and self.nxt <= self.last:
-                get = self.get = DirectBatch(self.stream, batch=min(self.batch, self.last - self.nxt + 1),
-                                             seq=self.nxt, next_by_subj=self.filter)
-                c.publish(self.subject, get.body, inbox)
+            get: DirectBatch | None = self.ask(inbox)
+            while get is not None:
                 before = cols.received
                 while not (get.done or self.done):
                     c.read_raw(self.scan, timeout)
@@ -494,6 +498,10 @@ class _Direct:
                     self.done = True  # nothing more matches from nxt on (404, or an empty batch)
                 if cols.n:
                     self.nxt = cols.seq[-1] + 1
+                # the next get goes out before this batch is handed on: the
+                # server sends it while the caller converts this one
+                get = self.ask(inbox) if not self.done and self.nxt <= self.last else None
+                if cols.n:
                     yield cols.take()
         finally:
             if not c.is_closed:
