@@ -249,8 +249,9 @@ def _baselines(url, count, repeat, cpu, modes) -> dict:
 
 def _spark_figures(spark, url, parts, actions, repeat, cpu, modes) -> tuple:
     """((rows, rate) of the session's first query, [(mode, partitions,
-    action, rows, rate)] of the others).  The modes alternate within each
-    (partitions, action) so that neither has the warmer JVM."""
+    action, rows, rate)] of the others).  The modes take turns at going first
+    within each (partitions, action), run after run, so that with --repeat 2
+    or more neither always has the warmer JVM."""
     from pyspark.sql import functions as F
     results = []
 
@@ -266,9 +267,9 @@ def _spark_figures(spark, url, parts, actions, repeat, cpu, modes) -> tuple:
     t = time.perf_counter()
     n = cpu.phase("Spark count, 2 partitions, 1st query", lambda: reader(2).load().count())
     cold = (n, n / (time.perf_counter() - t))
-    for p in [p for p in parts for _ in range(repeat)]:
+    for i, p in enumerate(p for p in parts for _ in range(repeat)):
         for action in actions:
-            for mode in modes:
+            for mode in (modes if i % 2 == 0 else modes[::-1]):
                 if action == "count":
                     run = lambda p=p, mode=mode: reader(p, mode).load().count()  # noqa: E731
                 else:

@@ -682,6 +682,65 @@ direct_line(const unsigned char **p, const unsigned char *end, const char *name,
 
 #define DIRECT_HEAD "NATS/1.0\r\nNats-Stream: "
 
+/* the seq of a plain direct get reply (v, vl: the values of its Nats-* lines
+ * in the server's order, the fifth Num-Pending when *has_pending); -1: not one */
+static long long
+direct_reply(const unsigned char *buf, const natscodec_frame *fr, const unsigned char **v, size_t *vl,
+             int *has_pending)
+{
+    const unsigned char *h = buf + fr->payload, *hend;
+    if (fr->reply_len != 0 || fr->hsize < (long long)(sizeof DIRECT_HEAD - 1))
+        return -1;
+    hend = h + fr->hsize;
+    if (memcmp(h, DIRECT_HEAD, sizeof DIRECT_HEAD - 1) != 0)
+        return -1;
+    h += 10;   /* past "NATS/1.0\r\n" */
+    if (!direct_line(&h, hend, "Nats-Stream: ", 13, &v[0], &vl[0])
+        || !direct_line(&h, hend, "Nats-Subject: ", 14, &v[1], &vl[1])
+        || !direct_line(&h, hend, "Nats-Sequence: ", 15, &v[2], &vl[2])
+        || !direct_line(&h, hend, "Nats-Time-Stamp: ", 17, &v[3], &vl[3]))
+        return -1;
+    *has_pending = direct_line(&h, hend, "Nats-Num-Pending: ", 18, &v[4], &vl[4]);
+    return parse_dec(v[2], vl[2]);
+}
+
+/* a direct get reply's subject, data and time into the lists; -1 error */
+static int
+add_direct(PyObject *const *lists, const unsigned char *buf, const natscodec_frame *fr,
+           const unsigned char **v, const size_t *vl)
+{
+    PyObject *o[3];
+    int k, rc = 0;
+    o[0] = PyBytes_FromStringAndSize((const char *)v[1], (Py_ssize_t)vl[1]);
+    o[1] = PyBytes_FromStringAndSize((const char *)buf + fr->payload + fr->hsize, (Py_ssize_t)(fr->size - fr->hsize));
+    o[2] = PyBytes_FromStringAndSize((const char *)v[3], (Py_ssize_t)vl[3]);
+    for (k = 0; k < 3; k++) {
+        if (o[k] == NULL || (rc == 0 && PyList_Append(lists[k], o[k]) < 0))
+            rc = -1;
+    }
+    for (k = 0; k < 3; k++)
+        Py_XDECREF(o[k]);
+    return rc;
+}
+
+/* seq appended to the growing array *out; -1: no memory */
+static int
+push_seq(long long **out, Py_ssize_t *nseq, Py_ssize_t *cap, long long seq)
+{
+    if (*nseq == *cap) {
+        long long *grown;
+        Py_ssize_t c = *cap ? *cap * 2 : 256;
+        if ((grown = PyMem_Realloc(*out, (size_t)c * sizeof **out)) == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *out = grown;
+        *cap = c;
+    }
+    (*out)[(*nseq)++] = seq;
+    return 0;
+}
+
 static PyObject *
 scan_direct_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -689,17 +748,12 @@ scan_direct_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *seqs = NULL, *result = NULL;
     long long *out = NULL, last;
     Py_ssize_t pos, nseq = 0, cap = 0;
-    int done = 0, overflow = 0, k;
-    if (nargs != 10) {
+    int done = 0, overflow = 0;
+    if (nargs != 10 || !PyList_CheckExact(args[2]) || !PyList_CheckExact(args[3]) || !PyList_CheckExact(args[4])
+        || !PyList_CheckExact(args[5])) {
         PyErr_SetString(PyExc_TypeError, "scan_direct_columns(buf, pos, subjects, datas, ts, events, last, sid, "
-                        "ping_event, last_event)");
+                        "ping_event, last_event): subjects, datas, ts and events are lists");
         return NULL;
-    }
-    for (k = 2; k < 6; k++) {
-        if (!PyList_CheckExact(args[k])) {
-            PyErr_SetString(PyExc_TypeError, "scan_direct_columns: subjects, datas, ts and events are lists");
-            return NULL;
-        }
     }
     if ((pos = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred())
         return NULL;
@@ -718,7 +772,7 @@ scan_direct_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t n = view.len;
     while (pos >= 0 && pos < n && !done) {
         natscodec_frame fr;
-        const unsigned char *h, *hend, *v[5] = {NULL, NULL, NULL, NULL, NULL};
+        const unsigned char *v[5] = {NULL, NULL, NULL, NULL, NULL};
         size_t vl[5] = {0, 0, 0, 0, 0};
         long long seq;
         int has_pending;
@@ -739,20 +793,8 @@ scan_direct_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             pos = (Py_ssize_t)fr.next;     /* a late reply of an API request */
             continue;
         }
-        if (fr.reply_len != 0 || fr.hsize < (long long)(sizeof DIRECT_HEAD - 1))
+        if ((seq = direct_reply(buf, &fr, v, vl, &has_pending)) < 0)
             break;
-        h = buf + fr.payload;
-        hend = h + fr.hsize;
-        if (memcmp(h, DIRECT_HEAD, sizeof DIRECT_HEAD - 1) != 0)
-            break;
-        h += 10;   /* past "NATS/1.0\r\n" */
-        if (!direct_line(&h, hend, "Nats-Stream: ", 13, &v[0], &vl[0])
-            || !direct_line(&h, hend, "Nats-Subject: ", 14, &v[1], &vl[1])
-            || !direct_line(&h, hend, "Nats-Sequence: ", 15, &v[2], &vl[2])
-            || !direct_line(&h, hend, "Nats-Time-Stamp: ", 17, &v[3], &vl[3])
-            || (seq = parse_dec(v[2], vl[2])) < 0)
-            break;
-        has_pending = direct_line(&h, hend, "Nats-Num-Pending: ", 18, &v[4], &vl[4]);
         pos = (Py_ssize_t)fr.next;
         if (seq > last) {
             if (PyList_Append(args[5], args[9]) < 0)
@@ -760,31 +802,10 @@ scan_direct_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             done = 1;
             break;
         }
-        {
-            PyObject *o[3];
-            int rc = 0;
-            o[0] = PyBytes_FromStringAndSize((const char *)v[1], (Py_ssize_t)vl[1]);
-            o[1] = PyBytes_FromStringAndSize((const char *)hend, (Py_ssize_t)(fr.size - fr.hsize));
-            o[2] = PyBytes_FromStringAndSize((const char *)v[3], (Py_ssize_t)vl[3]);
-            for (k = 0; k < 3; k++) {
-                if (o[k] == NULL || (rc == 0 && PyList_Append(args[2 + k], o[k]) < 0))
-                    rc = -1;
-            }
-            for (k = 0; k < 3; k++)
-                Py_XDECREF(o[k]);
-            if (rc < 0)
-                goto error;
-        }
-        if (nseq == cap) {
-            long long *grown;
-            cap = cap ? cap * 2 : 256;
-            if ((grown = PyMem_Realloc(out, (size_t)cap * sizeof *out)) == NULL) {
-                PyErr_NoMemory();
-                goto error;
-            }
-            out = grown;
-        }
-        out[nseq++] = seq;
+        if (add_direct(args + 2, buf, &fr, v, vl) < 0)
+            goto error;
+        if (push_seq(&out, &nseq, &cap, seq) < 0)
+            goto error;
         if (seq == last || (has_pending && vl[4] == 1 && v[4][0] == '0')) {
             if (PyList_Append(args[5], args[9]) < 0)
                 goto error;
