@@ -3,9 +3,15 @@ source on local[2], against one process reading the same stream with a pull
 fetch loop, in the same run: nats-py's (``pull_subscribe(...).fetch(1000)``)
 and tclnats_py's asyncio face's (``consumer.fetch(1000)``), each timed as often
 as each Spark figure (ratios against their best runs); plus the streaming
-micro-batch time.
+micro-batch time.  Each Spark figure is taken in each of the source's read
+modes (``--modes``: readMode consumer, an ephemeral pull consumer per task,
+and direct, batch direct gets of ADR-31; the stream has allow_direct), and
+beside the fetch loops stand single-process loops of batch direct gets: the
+asyncio face's ``stream.get_batch(5000, seq=...)`` and the Spark reader's
+own code in each mode.
 
     python -m tclnats_py.compat.bench_spark [--count 1000000] [--partitions 2,4] [--action count,sum]
+                                            [--modes consumer,direct]
     python -m tclnats_py.compat.bench_spark --faults [--kills 3] [--fault-count 200000]
 
 Actions timed on the Spark side (each a full read of the stream, from planning
@@ -41,7 +47,7 @@ async def _fill(url, n):
     import tclnats_py
     c = await tclnats_py.connect(url)
     js = c.jetstream()
-    await js.create_stream("BENCH_SPARK", subjects=["bs.*"], storage="memory")
+    await js.create_stream("BENCH_SPARK", subjects=["bs.*"], storage="memory", allow_direct=True)
     payload = b"x" * 128
     for i in range(0, n, 5000):
         for _ in range(min(5000, n - i)):
@@ -87,6 +93,25 @@ async def _natspy_fetch_all(url, n):
     dt = time.perf_counter() - t
     await psub.unsubscribe()
     await nc.close()
+    return got, dt
+
+
+async def _direct_get_all(url, n, batch=5000):
+    """The asyncio face reading the stream by batch direct gets, ``batch`` per request."""
+    import tclnats_py
+    c = await tclnats_py.connect(url)
+    stream = await c.jetstream().stream("BENCH_SPARK")
+    got, seq = 0, 1
+    t = time.perf_counter()
+    while got < n:
+        before = got
+        async for m in stream.get_batch(min(batch, n - got), seq=seq):
+            got += 1
+            seq = m.seq + 1
+        if got == before:
+            break
+    dt = time.perf_counter() - t
+    await c.close()
     return got, dt
 
 
@@ -172,6 +197,7 @@ def _parse_args(argv):
     ap.add_argument("--count", type=int, default=1_000_000)
     ap.add_argument("--partitions", default="2,4", help="comma-separated partition counts to time")
     ap.add_argument("--action", default="count,sum", help="count and/or sum (see the module doc)")
+    ap.add_argument("--modes", default="consumer,direct", help="the source's readMode values to time")
     ap.add_argument("--no-stream", action="store_true", help="skip the streaming micro-batch figure")
     ap.add_argument("--cpu", action="store_true", help="CPU seconds per process group and phase")
     ap.add_argument("--repeat", type=int, default=2, help="time each (partitions, action) this many times")
@@ -182,10 +208,11 @@ def _parse_args(argv):
     return ap.parse_args(argv)
 
 
-def _baselines(url, count, repeat, cpu) -> dict:
-    """The single-process figures: tclnats_py's and nats-py's fetch loops,
-    each timed ``repeat`` times (ratios are taken against the best run), and
-    the Spark source's own partition reader over the whole stream."""
+def _baselines(url, count, repeat, cpu, modes) -> dict:
+    """The single-process figures: tclnats_py's and nats-py's fetch loops and
+    tclnats_py's batch direct get loop, each timed ``repeat`` times (ratios
+    are taken against the best run), and the Spark source's own partition
+    reader over the whole stream in each read mode."""
     import tclnats_py.spark.datasource as tspark
     fetch_runs = [cpu.phase("single process fetch loop", lambda: asyncio.run(_fetch_all(url, count)))
                   for _ in range(repeat)]
@@ -196,28 +223,41 @@ def _baselines(url, count, repeat, cpu) -> dict:
                        for _ in range(repeat)]
     except ImportError:
         natspy_runs = []
+    direct_runs = [cpu.phase("single process direct get loop", lambda: asyncio.run(_direct_get_all(url, count)))
+                   for _ in range(repeat)]
     # for comparison: one process running the Spark source's own partition
     # reader (blocking socket, Arrow batches) over the whole stream, no Spark
-    t = time.perf_counter()
+    import pyarrow.compute  # noqa: F401  (imported before the first mode's clock starts)
+
     from tclnats_py.spark.options import parse_conn
-    rc = tspark._ReadConfig({"servers": url, "stream": "BENCH_SPARK"}, parse_conn({"servers": url}))
-    raw = cpu.phase("single process, Spark reader code", lambda: sum(
-        b.num_rows for b in tspark._arrow_batches(rc, 1, count)))
-    raw_rate = raw / (time.perf_counter() - t)
+    raw = {}
+    for mode in modes:
+        rc = tspark._ReadConfig({"servers": url, "stream": "BENCH_SPARK", "readmode": mode},
+                                parse_conn({"servers": url}))
+        rc.mode = mode
+        runs = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            n = cpu.phase(f"single process, Spark reader, {mode}", lambda: sum(
+                b.num_rows for b in tspark._arrow_batches(rc, 1, count)))
+            runs.append((n, time.perf_counter() - t))
+        raw[mode] = runs
     return {"fetch_runs": fetch_runs, "got": fetch_runs[0][0], "single": max(g / dt for g, dt in fetch_runs),
             "natspy_runs": natspy_runs, "natspy": max((g / dt for g, dt in natspy_runs), default=0.0),
-            "raw": raw, "raw_rate": raw_rate}
+            "direct_runs": direct_runs, "raw": raw}
 
 
-def _spark_figures(spark, url, parts, actions, repeat, cpu) -> tuple:
-    """((rows, rate) of the session's first query, [(partitions, action,
-    rows, rate)] of the others)."""
+def _spark_figures(spark, url, parts, actions, repeat, cpu, modes) -> tuple:
+    """((rows, rate) of the session's first query, [(mode, partitions,
+    action, rows, rate)] of the others).  The modes take turns at going first
+    within each (partitions, action), run after run, so that with --repeat 2
+    or more neither always has the warmer JVM."""
     from pyspark.sql import functions as F
     results = []
 
-    def reader(p):
+    def reader(p, mode="consumer"):
         return (spark.read.format("jetstream").option("servers", url).option("stream", "BENCH_SPARK")
-                .option("partitions", p))
+                .option("partitions", p).option("readMode", mode))
 
     # the session's first query, timed apart: it also starts the Python
     # workers of both task slots (reused afterwards: Spark's default
@@ -227,25 +267,27 @@ def _spark_figures(spark, url, parts, actions, repeat, cpu) -> tuple:
     t = time.perf_counter()
     n = cpu.phase("Spark count, 2 partitions, 1st query", lambda: reader(2).load().count())
     cold = (n, n / (time.perf_counter() - t))
-    for p in [p for p in parts for _ in range(repeat)]:
+    for i, p in enumerate(p for p in parts for _ in range(repeat)):
         for action in actions:
-            if action == "count":
-                run = lambda p=p: reader(p).load().count()  # noqa: E731
-            else:
-                def run(p=p):
-                    row = reader(p).load().agg(F.count("*").alias("n"), F.sum(F.length("data")).alias("b"),
-                                               F.countDistinct("subject").alias("s")).collect()[0]
-                    return row["n"]
-            t = time.perf_counter()
-            n = cpu.phase(f"Spark {action}, {p} partitions", run)
-            results.append((p, action, n, n / (time.perf_counter() - t)))
+            for mode in (modes if i % 2 == 0 else modes[::-1]):
+                if action == "count":
+                    run = lambda p=p, mode=mode: reader(p, mode).load().count()  # noqa: E731
+                else:
+                    def run(p=p, mode=mode):
+                        row = reader(p, mode).load().agg(F.count("*").alias("n"),
+                                                         F.sum(F.length("data")).alias("b"),
+                                                         F.countDistinct("subject").alias("s")).collect()[0]
+                        return row["n"]
+                t = time.perf_counter()
+                n = cpu.phase(f"Spark {action}, {p} partitions, {mode}", run)
+                results.append((mode, p, action, n, n / (time.perf_counter() - t)))
     return cold, results
 
 
-def _micro_batches(spark, url) -> list:
+def _micro_batches(spark, url, mode="consumer") -> list:
     """The sorted durations (ms) of a streaming query's micro-batches, the first left out."""
     q = (spark.readStream.format("jetstream").option("servers", url).option("stream", "BENCH_SPARK")
-         .option("maxMessagesPerTrigger", 10000).load().writeStream.format("noop")
+         .option("maxMessagesPerTrigger", 10000).option("readMode", mode).load().writeStream.format("noop")
          .trigger(processingTime="0 seconds").start())
     durations: list = []
     deadline = time.time() + 60
@@ -270,14 +312,26 @@ def _report(base: dict, cold, results, ms) -> None:
               + ", ".join(f"{g / dt:,.0f}" for g, dt in natspy_runs) + ")")
     else:
         print(f"{'nats-py pull fetch loop':<34}{'-':>14}  (nats-py is not installed)")
-    for p, action, n, rate in results:
+    direct_runs = base["direct_runs"]
+    print(f"{'tclnats_py asyncio direct get loop':<34}{max(g / dt for g, dt in direct_runs):>12,.0f}/s  "
+          f"({direct_runs[0][0]} messages, get_batch(5000); best of "
+          + ", ".join(f"{g / dt:,.0f}" for g, dt in direct_runs) + ")")
+    best: dict = {}
+    for mode, p, action, n, rate in results:
         vs = f"  vs nats-py {rate / natspy:.2f}x" if natspy else ""
-        print(f"{f'Spark local[2] {action}, {p} parts':<34}{rate:>12,.0f}/s  ({n} rows)  "
+        best[(p, action, mode)] = max(rate, best.get((p, action, mode), 0.0))
+        print(f"{f'Spark local[2] {action}, {p} parts, {mode}':<44}{rate:>12,.0f}/s  ({n} rows)  "
               f"vs asyncio face {rate / single:.2f}x{vs}")
-    print(f"{'single process, Spark reader code':<34}{base['raw_rate']:>12,.0f}/s  ({base['raw']} rows, "
-          "Arrow batches, no Spark)")
-    if ms:
-        print(f"{'streaming micro-batch (10k msgs)':<34}{ms[len(ms) // 2]:>11} ms  (median of {len(ms)})")
+    for (p, action, mode), rate in sorted(best.items()):
+        if mode != "consumer" and (p, action, "consumer") in best:
+            ratio = rate / best[(p, action, "consumer")]
+            print(f"{f'  best {action}, {p} parts: {mode} / consumer':<44}{ratio:>12.2f}x")
+    for mode, runs in base["raw"].items():
+        print(f"{f'single process, Spark reader, {mode}':<44}{max(g / dt for g, dt in runs):>12,.0f}/s  "
+              f"({runs[0][0]} rows, Arrow batches, no Spark; best of "
+              + ", ".join(f"{g / dt:,.0f}" for g, dt in runs) + ")")
+    for mode, m in ms.items():
+        print(f"{f'streaming micro-batch (10k msgs), {mode}':<44}{m[len(m) // 2]:>11} ms  (median of {len(m)})")
 
 
 def main(argv=None) -> int:
@@ -288,6 +342,7 @@ def main(argv=None) -> int:
         return _faults(max(3, args.kills), args.fault_count)
     parts = [int(p) for p in args.partitions.split(",")]
     actions = args.action.split(",")
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     from pyspark.sql import SparkSession
 
     import tclnats_py.spark.datasource as tspark
@@ -297,12 +352,12 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         asyncio.run(_fill(srv.url, args.count))
         print(f"published {args.count} messages in {time.perf_counter() - t:.1f} s", flush=True)
-        base = _baselines(srv.url, args.count, args.repeat, cpu)
+        base = _baselines(srv.url, args.count, args.repeat, cpu, modes)
         spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         tspark.register(spark)
-        cold, results = _spark_figures(spark, srv.url, parts, actions, args.repeat, cpu)
-        ms = [] if args.no_stream else _micro_batches(spark, srv.url)
+        cold, results = _spark_figures(spark, srv.url, parts, actions, args.repeat, cpu, modes)
+        ms = {} if args.no_stream else {mode: _micro_batches(spark, srv.url, mode) for mode in modes}
         spark.stop()
     _report(base, cold, results, ms)
     cpu.report()

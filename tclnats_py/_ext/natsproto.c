@@ -653,6 +653,181 @@ error:
 }
 
 /*
+ * scan_direct_columns(buf, pos, subjects, datas, ts, events, last, sid,
+ * ping_event, last_event) -> (pos, seqs, done): engine/js/columns.py
+ * scan_direct's plain frames, from pos on: a batch direct get reply (HMSG
+ * without reply for sid) whose header block is only the coordinates the
+ * server appends ("NATS/1.0", Nats-Stream, Nats-Subject, Nats-Sequence,
+ * Nats-Time-Stamp, then Nats-Num-Pending if any) appends the subject, the
+ * data and the time text to the lists and the seq to seqs; past last it
+ * appends last_event (not taken), at last or with 0 pending last_event after
+ * taking it; done is then True.  PING, PONG, +OK and other sids as in
+ * scan_columns.  Anything else (a status, a message with headers of its
+ * own, another order, an unusual frame) stops the scan at its start for
+ * columns.py's reference loop.
+ */
+
+/* the value of the header line "name: value\r\n" at *p (advanced past it); 0: not that line */
+static int
+direct_line(const unsigned char **p, const unsigned char *end, const char *name, size_t nlen,
+            const unsigned char **v, size_t *vlen)
+{
+    const unsigned char *q = *p, *cr;
+    if ((size_t)(end - q) < nlen || memcmp(q, name, nlen) != 0)
+        return 0;
+    q += nlen;
+    cr = memchr(q, '\r', (size_t)(end - q));
+    if (cr == NULL || cr + 1 >= end || cr[1] != '\n')
+        return 0;
+    *v = q;
+    *vlen = (size_t)(cr - q);
+    *p = cr + 2;
+    return 1;
+}
+
+#define DIRECT_HEAD "NATS/1.0\r\nNats-Stream: "
+
+/* the seq of a plain direct get reply (v, vl: the values of its Nats-* lines
+ * in the server's order, the fifth Num-Pending when *has_pending); -1: not one */
+static long long
+direct_reply(const unsigned char *buf, const natscodec_frame *fr, const unsigned char **v, size_t *vl,
+             int *has_pending)
+{
+    const unsigned char *h = buf + fr->payload, *hend;
+    if (fr->reply_len != 0 || fr->hsize < (long long)(sizeof DIRECT_HEAD - 1))
+        return -1;
+    hend = h + fr->hsize;
+    if (memcmp(h, DIRECT_HEAD, sizeof DIRECT_HEAD - 1) != 0)
+        return -1;
+    h += 10;   /* past "NATS/1.0\r\n" */
+    if (!direct_line(&h, hend, "Nats-Stream: ", 13, &v[0], &vl[0])
+        || !direct_line(&h, hend, "Nats-Subject: ", 14, &v[1], &vl[1])
+        || !direct_line(&h, hend, "Nats-Sequence: ", 15, &v[2], &vl[2])
+        || !direct_line(&h, hend, "Nats-Time-Stamp: ", 17, &v[3], &vl[3]))
+        return -1;
+    *has_pending = direct_line(&h, hend, "Nats-Num-Pending: ", 18, &v[4], &vl[4]);
+    return parse_dec(v[2], vl[2]);
+}
+
+/* a direct get reply's subject, data and time into the lists; -1 error */
+static int
+add_direct(PyObject *const *lists, const unsigned char *buf, const natscodec_frame *fr,
+           const unsigned char **v, const size_t *vl)
+{
+    PyObject *o[3];
+    int k, rc = 0;
+    o[0] = PyBytes_FromStringAndSize((const char *)v[1], (Py_ssize_t)vl[1]);
+    o[1] = PyBytes_FromStringAndSize((const char *)buf + fr->payload + fr->hsize, (Py_ssize_t)(fr->size - fr->hsize));
+    o[2] = PyBytes_FromStringAndSize((const char *)v[3], (Py_ssize_t)vl[3]);
+    for (k = 0; k < 3; k++) {
+        if (o[k] == NULL || (rc == 0 && PyList_Append(lists[k], o[k]) < 0))
+            rc = -1;
+    }
+    for (k = 0; k < 3; k++)
+        Py_XDECREF(o[k]);
+    return rc;
+}
+
+/* seq appended to the growing array *out; -1: no memory */
+static int
+push_seq(long long **out, Py_ssize_t *nseq, Py_ssize_t *cap, long long seq)
+{
+    if (*nseq == *cap) {
+        long long *grown;
+        Py_ssize_t c = *cap ? *cap * 2 : 256;
+        if ((grown = PyMem_Realloc(*out, (size_t)c * sizeof **out)) == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *out = grown;
+        *cap = c;
+    }
+    (*out)[(*nseq)++] = seq;
+    return 0;
+}
+
+static PyObject *
+scan_direct_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view, sidv;
+    PyObject *seqs = NULL, *result = NULL;
+    long long *out = NULL, last;
+    Py_ssize_t pos, nseq = 0, cap = 0;
+    int done = 0, overflow = 0;
+    if (nargs != 10 || !PyList_CheckExact(args[2]) || !PyList_CheckExact(args[3]) || !PyList_CheckExact(args[4])
+        || !PyList_CheckExact(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "scan_direct_columns(buf, pos, subjects, datas, ts, events, last, sid, "
+                        "ping_event, last_event): subjects, datas, ts and events are lists");
+        return NULL;
+    }
+    if ((pos = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred())
+        return NULL;
+    last = PyLong_AsLongLongAndOverflow(args[6], &overflow);
+    if (last == -1 && PyErr_Occurred())
+        return NULL;
+    if (overflow)
+        last = overflow > 0 ? LLONG_MAX : -1;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[7], &sidv, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    const unsigned char *buf = (const unsigned char *)view.buf;
+    Py_ssize_t n = view.len;
+    while (pos >= 0 && pos < n && !done) {
+        natscodec_frame fr;
+        const unsigned char *v[5] = {NULL, NULL, NULL, NULL, NULL};
+        size_t vl[5] = {0, 0, 0, 0, 0};
+        long long seq;
+        int has_pending;
+        int kind = natscodec_scan(buf, (size_t)pos, (size_t)n, SCAN_MAX_SIZE, &fr);
+        if (kind == NATSCODEC_PING) {
+            if (PyList_Append(args[5], args[8]) < 0)
+                goto error;
+            pos = (Py_ssize_t)fr.next;
+            continue;
+        }
+        if (kind == NATSCODEC_PONG || kind == NATSCODEC_OK) {
+            pos = (Py_ssize_t)fr.next;
+            continue;
+        }
+        if (kind != NATSCODEC_MSG)
+            break;
+        if (fr.sid_len != (size_t)sidv.len || memcmp(buf + fr.sid_at, sidv.buf, fr.sid_len) != 0) {
+            pos = (Py_ssize_t)fr.next;     /* a late reply of an API request */
+            continue;
+        }
+        if ((seq = direct_reply(buf, &fr, v, vl, &has_pending)) < 0)
+            break;
+        pos = (Py_ssize_t)fr.next;
+        if (seq > last) {
+            if (PyList_Append(args[5], args[9]) < 0)
+                goto error;
+            done = 1;
+            break;
+        }
+        if (add_direct(args + 2, buf, &fr, v, vl) < 0)
+            goto error;
+        if (push_seq(&out, &nseq, &cap, seq) < 0)
+            goto error;
+        if (seq == last || (has_pending && vl[4] == 1 && v[4][0] == '0')) {
+            if (PyList_Append(args[5], args[9]) < 0)
+                goto error;
+            done = 1;
+        }
+    }
+    seqs = PyBytes_FromStringAndSize((const char *)out, nseq * (Py_ssize_t)sizeof *out);
+    if (seqs != NULL)
+        result = Py_BuildValue("nNO", pos, seqs, done ? Py_True : Py_False);
+error:
+    PyMem_Free(out);
+    PyBuffer_Release(&sidv);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/*
  * encode_pub(subject, reply, payload[, header]) -> bytes: the frame of
  * protocol.encode_pub (PUB, or HPUB with a header block) made by the shared
  * C framer, the one tclfast.c and pub_frame use; subject and reply (str or
@@ -796,6 +971,9 @@ static PyMethodDef methods[] = {
     {"scan_columns", (PyCFunction)(void (*)(void))scan_columns, METH_FASTCALL,
      "scan_columns(buf, pos, subjects, datas, ts, events, last, sid, ack_prefix, ping_event, last_event)"
      " -> (pos, seqs, done): a pull's plain deliveries into columns (engine/js/columns.py)"},
+    {"scan_direct_columns", (PyCFunction)(void (*)(void))scan_direct_columns, METH_FASTCALL,
+     "scan_direct_columns(buf, pos, subjects, datas, ts, events, last, sid, ping_event, last_event)"
+     " -> (pos, seqs, done): a batch direct get's plain replies into columns (engine/js/columns.py)"},
     {"encode_pub", (PyCFunction)(void (*)(void))encode_pub, METH_FASTCALL,
      "encode_pub(subject, reply, payload[, header]) -> protocol.encode_pub's frame, from the C framer"},
     {"setup", setup, METH_VARARGS, "setup(msg_tag, ping_op, pong_op, ok_op): the Python parser's tag objects"},

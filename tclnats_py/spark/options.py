@@ -23,15 +23,15 @@ from tclnats_py.engine.options import to_bool
 from tclnats_py.engine.validate import duration_ms, int_text
 from tclnats_py.errors import make_error
 
-__all__ = ["ConnSettings", "check_known", "check_values", "opt_bool", "opt_int", "opt_ms", "parse_conn", "redact_url",
-           "KNOWN_READ", "KNOWN_STREAM", "KNOWN_WRITE", "KNOWN_KV", "CONN_OPTIONS"]
+__all__ = ["ConnSettings", "check_known", "check_values", "opt_bool", "opt_int", "opt_ms", "opt_choice", "READ_MODES",
+           "parse_conn", "redact_url", "KNOWN_READ", "KNOWN_STREAM", "KNOWN_WRITE", "KNOWN_KV", "CONN_OPTIONS"]
 
 # connection options of every format (lower-case)
 CONN_OPTIONS = ("servers", "url", "name", "user", "password", "token", "creds", "nkey", "tls", "tlsca",
                 "tlscert", "tlskey", "tlsverify", "tlshostname", "connecttimeoutms", "requesttimeoutms",
                 "domain", "apiprefix")
 _READ_COMMON = ("stream", "subject", "decode", "minpartitions", "partitions", "failondataloss",
-                "fetchoffset.numretries", "fetchoffset.retryintervalms")
+                "fetchoffset.numretries", "fetchoffset.retryintervalms", "readmode")
 KNOWN_READ = CONN_OPTIONS + _READ_COMMON + ("startseq", "endseq", "starttime", "endtime")
 KNOWN_STREAM = CONN_OPTIONS + _READ_COMMON + ("startingoffsets", "maxoffsetspertrigger", "maxmessagespertrigger",
                                               "minoffsetspertrigger", "maxtriggerdelay")
@@ -43,7 +43,7 @@ KNOWN_KV = CONN_OPTIONS + ("bucket", "history")
 _SPELLING = {o.lower(): o for o in (
     "servers url name user password token creds nkey tls tlsCa tlsCert tlsKey tlsVerify tlsHostname "
     "connectTimeoutMs requestTimeoutMs domain apiPrefix stream subject decode minPartitions partitions "
-    "failOnDataLoss fetchOffset.numRetries fetchOffset.retryIntervalMs startSeq endSeq startTime endTime "
+    "failOnDataLoss fetchOffset.numRetries fetchOffset.retryIntervalMs readMode startSeq endSeq startTime endTime "
     "startingOffsets maxOffsetsPerTrigger maxMessagesPerTrigger minOffsetsPerTrigger maxTriggerDelay "
     "writeId msgIdColumn checkpointLocation path atomic atomicBatchSize bucket history").split()}
 
@@ -112,6 +112,21 @@ def check_values(opts: dict) -> None:
     for k in _BOOLS:
         opt_bool(opts, k, False)
     opt_ms(opts, "maxtriggerdelay")
+    opt_choice(opts, "readmode", READ_MODES, READ_MODES[0])
+
+
+#: the source's ways to read a range (readMode): through a consumer, by batch direct gets, or the latter where allowed
+READ_MODES = ("consumer", "direct", "auto")
+
+
+def opt_choice(opts: dict, name: str, choices, default: str) -> str:
+    v = opts.get(name)
+    if v is None or str(v).strip() == "":
+        return default
+    c = str(v).strip().lower()
+    if c not in choices:
+        raise make_error("ErrInvalidArg", f"option {spelling(name)} must be one of {', '.join(choices)}, not {v!r}")
+    return c
 
 
 def opt_bool(opts: dict, name: str, default: bool) -> bool:

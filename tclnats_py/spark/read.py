@@ -66,6 +66,29 @@ class _ReadConfig:
         self.fail_on_data_loss = O.opt_bool(opts, "failondataloss", True)
         self.retries = O.opt_int(opts, "fetchoffset.numretries", DEFAULT_RETRIES, 0)
         self.retry_interval_ms = O.opt_int(opts, "fetchoffset.retryintervalms", DEFAULT_RETRY_INTERVAL_MS, 0)
+        self.read_mode = O.opt_choice(opts, "readmode", O.READ_MODES, O.READ_MODES[0])
+        self.mode = "consumer" if self.read_mode == "consumer" else ""  # how the tasks read: set on the driver
+
+    def resolve_mode(self, m: Meta, info: dict) -> str:
+        """How the tasks read (readMode on the driver, with the stream's
+        ``info``): "direct" asked of a stream or server that cannot is an
+        error; "auto" takes batch direct gets for a stream that allows them
+        on one replica (a follower answering a direct get may lag behind
+        the leader) on a server that has them, else the consumer."""
+        if self.mode:
+            return self.mode
+        from tclnats_py.engine.js.api_level import server_level
+        from tclnats_py.spark.reader import direct_refusal
+        why = direct_refusal(info, m.call(server_level(m.api)))
+        if self.read_mode == "direct":
+            if why:
+                raise make_error(why.code, f"readMode=direct: {why}; read with readMode=consumer or auto")
+            self.mode = "direct"
+        elif why or (info.get("config") or {}).get("num_replicas", 1) > 1:
+            self.mode = "consumer"
+        else:
+            self.mode = "direct"
+        return self.mode
 
     def batches(self, first, last):
         return _arrow_batches(self, first, last)
@@ -111,10 +134,11 @@ def _arrow_batches(rc: _ReadConfig, first, last):
         fields.append(("value", pa.string()))
     schema = pa.schema(fields)
     hdr_type = fields[2][1]
+    ts_ns_type = pa.timestamp("ns", tz="UTC")
     stream_value = pa.scalar(rc.stream, pa.string())
     cols_iter = read_columns(rc.settings, rc.stream, first, last, rc.filter,
                              fail_on_data_loss=rc.fail_on_data_loss, retries=rc.retries,
-                             retry_interval_ms=rc.retry_interval_ms)
+                             retry_interval_ms=rc.retry_interval_ms, mode=rc.mode or "consumer")
     try:
         for cols in cols_iter:
             n = len(cols["seq"])
@@ -127,11 +151,13 @@ def _arrow_batches(rc: _ReadConfig, first, last):
                 headers = pa.array(hdrs, hdr_type)
             else:
                 headers = pa.nulls(n, hdr_type)
-            ts_ns = pa.array(cols["ts_ns"], pa.string()).cast(pa.int64())
+            if "ts_iso" in cols:  # direct gets: RFC 3339 text, to the microsecond as the ns figures are
+                ts = pa.array(cols["ts_iso"], pa.string()).cast(ts_ns_type).cast(fields[5][1], safe=False)
+            else:
+                ts = pc.divide(pa.array(cols["ts_ns"], pa.string()).cast(pa.int64()), 1000).cast(fields[5][1])
             arrays = [pa.array(cols["subject"], pa.string()), pa.array(cols["data"], pa.binary()), headers,
                       pa.repeat(stream_value, n),
-                      pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols["seq"])]),
-                      pc.divide(ts_ns, 1000).cast(fields[5][1])]
+                      pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols["seq"])]), ts]
             if rc.decode:
                 arrays.append(pa.array([d.decode("utf-8", "replace") for d in cols["data"]], pa.string()))
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
@@ -160,7 +186,9 @@ class _BatchReader(_Shipped, DataSourceReader):
 
     def _plan_with(self, m, opts, start, end):
         rc = self.rc
-        state = _stream_state(m, rc.stream)["state"]
+        info = _stream_state(m, rc.stream)
+        rc.resolve_mode(m, info)
+        state = info["state"]
         # first_seq is 0 in a stream that never had a message
         first, last = max(1, state.get("first_seq", 0)), state.get("last_seq", 0)
         if start is not None:

@@ -25,7 +25,12 @@ its own:
 
 It reads through an ephemeral pull consumer (memory state, deleted at the end
 and expiring on the server anyway) and keeps two pull requests outstanding so
-the server is sending the next batch while this one is converted.
+the server is sending the next batch while this one is converted.  Or, with
+``mode="direct"``, by batch direct gets (ADR-31, ``engine.js.direct``: the
+stream needs ``allow_direct``, the server 2.11): no consumer, one request per
+batch from the next sequence (the subject filter as ``next_by_subj``), the
+replies scanned into columns by ``engine.js.columns.scan_direct``; the server
+skips deleted sequences itself.
 
 A range ends at its last sequence, or when the server says nothing more
 matches (a delivery with 0 pending, or a consumer info with num_pending 0
@@ -50,14 +55,16 @@ import time
 
 from tclnats_py.engine.connection import Msg
 from tclnats_py.engine.js.api import JsApi, Request, run_sync
-from tclnats_py.engine.js.columns import LAST_EVENT, PING_EVENT, Columns, scan_deliveries
+from tclnats_py.engine.js.columns import LAST_EVENT, PING_EVENT, Columns, scan_deliveries, scan_direct
+from tclnats_py.engine.js.api_level import too_old
+from tclnats_py.engine.js.direct import DirectBatch
 from tclnats_py.engine.js.pull import classify, pull_request_body, status_error
 from tclnats_py.engine.protocol import PING_BYTES
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.spark.options import ConnSettings
 from tclnats_py.sync.driver import Driver
 
-__all__ = ["Meta", "read_columns", "connect", "DEFAULT_RETRIES", "DEFAULT_RETRY_INTERVAL_MS"]
+__all__ = ["Meta", "read_columns", "direct_refusal", "connect", "DEFAULT_RETRIES", "DEFAULT_RETRY_INTERVAL_MS"]
 
 log = logging.getLogger("tclnats_py.spark")
 
@@ -235,12 +242,16 @@ def data_loss_message(stream, expected, available, what="read"):
 
 def read_columns(settings: ConnSettings, stream: str, first: int, last: int, filter_subject=None, *,
                  batch: int = 5000, fail_on_data_loss: bool = True, retries: int = DEFAULT_RETRIES,
-                 retry_interval_ms: int = DEFAULT_RETRY_INTERVAL_MS, headers_only: bool = False):
+                 retry_interval_ms: int = DEFAULT_RETRY_INTERVAL_MS, headers_only: bool = False,
+                 mode: str = "consumer"):
     """Columns of the messages with first <= seq <= last, a dict per pull
     batch: subject and data (lists of bytes), headers ((row, dict) pairs for
     the rows that have any), seq (int64 array) and ts_ns (list of the digits).
     ``headers_only``: the server sends no data (the sink's look for what an
-    interrupted run wrote reads only the message ids).
+    interrupted run wrote reads only the message ids).  ``mode`` "direct":
+    read by batch direct gets, each dict with ts_iso (the RFC 3339 times as
+    bytes) instead of ts_ns; the caller has checked that the stream and
+    server allow them (``direct_refusal``).
 
     A broken connection is opened again and the read resumes after the last
     sequence handed out (``retries`` times, ``retry_interval_ms`` apart)."""
@@ -250,7 +261,11 @@ def read_columns(settings: ConnSettings, stream: str, first: int, last: int, fil
     nxt = first
     failures = 0
     while nxt <= last:
-        part = _read_once(settings, api, stream, nxt, last, filter_subject, batch, fail_on_data_loss, headers_only)
+        if mode == "direct":
+            part = _read_direct_once(settings, api, stream, nxt, last, filter_subject, batch, fail_on_data_loss)
+        else:
+            part = _read_once(settings, api, stream, nxt, last, filter_subject, batch, fail_on_data_loss,
+                              headers_only)
         try:
             for cols in part:
                 if len(cols["seq"]):
@@ -419,3 +434,93 @@ class _Pull:
             return int(_call(other, self.api.consumer_info(self.stream, self.name)).get("num_pending", 0))
         finally:
             other.close()
+
+
+def direct_refusal(info: dict, level: int) -> NatsError | None:
+    """Why a stream (its info) on a server of JetStream API ``level`` cannot
+    be read by batch direct gets (ErrServerTooOld, ErrInvalidArg), or None
+    when it can."""
+    cfg = info.get("config") or {}
+    if level < 1:
+        return too_old("direct_get_batch", level)
+    if not cfg.get("allow_direct"):
+        return make_error("ErrInvalidArg", f"stream {cfg.get('name', '')} does not allow direct gets "
+                          f"(allow_direct is false)")
+    return None
+
+
+def _read_direct_once(settings, api, stream, first, last, filter_subject, batch, fail_on_data_loss):
+    c = connect(settings)
+    try:
+        if _available(c, api, stream, first, last, fail_on_data_loss):
+            yield from _Direct(c, api, stream, first, last, filter_subject, batch).run()
+    finally:
+        c.close()
+
+
+class _Direct:
+    """A range read by batch direct gets: each from the sequence after the
+    last one read, for at most what the range can still hold, sent as the one
+    before it ends, its replies scanned from the driver's raw bytes."""
+
+    def __init__(self, c: Driver, api, stream, first, last, filter_subject, batch):
+        self.c, self.stream, self.last, self.filter = c, stream, last, filter_subject
+        self.subject = api.subject("DIRECT.GET", stream)
+        self.nxt = first
+        self.batch = batch
+        self.cols = Columns("ts_iso")
+        self.sid = b""
+        self.get: DirectBatch | None = None
+        self.done = False
+
+    def ask(self, inbox: str) -> DirectBatch:
+        get = self.get = DirectBatch(self.stream, batch=min(self.batch, self.last - self.nxt + 1), seq=self.nxt,
+                                     next_by_subj=self.filter)
+        self.c.publish(self.subject, get.body, inbox)
+        return get
+
+    def run(self):
+        c, cols = self.c, self.cols
+        inbox = c.engine.new_inbox()
+        sub = c.subscribe(inbox)
+        self.sid = b"%d" % sub.sid
+        timeout = max(15.0, c.engine.options.request_timeout / 1000)
+        try:
+            get: DirectBatch | None = self.ask(inbox)
+            while get is not None:
+                before = cols.received
+                while not (get.done or self.done):
+                    c.read_raw(self.scan, timeout)
+                if cols.received == before and not self.done:
+                    if get.num_pending:  # never silently short: a batch with nothing in it yet more to come
+                        raise make_error("ErrJSResponse", f"direct get on stream {self.stream} from sequence "
+                                         f"{self.nxt} sent no message but {get.num_pending} pending")
+                    self.done = True  # nothing more matches from nxt on (404, or an empty batch)
+                if cols.n:
+                    self.nxt = cols.seq[-1] + 1
+                # the next get goes out before this batch is handed on: the
+                # server sends it while the caller converts this one
+                get = self.ask(inbox) if not self.done and self.nxt <= self.last else None
+                if cols.n:
+                    yield cols.take()
+        finally:
+            if not c.is_closed:
+                # the rest of a batch that went past the range may follow: stop
+                # it, and the engine parses on from where the scanner stopped
+                c.unsubscribe(sub)
+                c.end_raw()
+
+    def scan(self, buf: bytes) -> int:
+        """``Driver.read_raw``'s scanner: the replies at the start of ``buf``
+        into the columns; the bytes used."""
+        pos, events = scan_direct(buf, self.cols, self.last, self.sid)
+        for ev in events:
+            if ev is PING_EVENT:
+                self.c.feed(PING_BYTES)
+            elif ev is LAST_EVENT:
+                self.done = True
+            elif self.get is not None:
+                self.get.on_msg(ev)  # EOB or 404 ends the get; another status raises its error
+                if self.get.done and self.get.num_pending == 0:
+                    self.done = True
+        return pos

@@ -54,6 +54,8 @@ class _StreamReader(_Shipped, DataSourceStreamReader, SupportsTriggerAvailableNo
         self.last_state = None
         self.last_end = None
         self._state()  # fails here, on the driver, for a bad stream or server
+        if not self.rc.mode:
+            self.rc.ask(lambda m: self.rc.resolve_mode(m, _stream_state(m, self.rc.stream)))
 
     def _state(self):
         self.last_state = self.rc.ask(lambda m: _stream_state(m, self.rc.stream)["state"])
