@@ -129,7 +129,7 @@ def main(argv=None) -> int:
     raw_rounds: list = []
     failures: list = []
     store = tempfile.mkdtemp(prefix="tclnats-ab-")
-    proc, url, monitor = bench.start_server(store)
+    proc, url, monitor, _ws_url = bench.start_server(store)
     try:
         for r in range(max(1, args.rounds)):
             order = ["old", "new"] if r % 2 == 0 else ["new", "old"]

@@ -66,7 +66,7 @@ import subprocess
 import sys
 import time
 
-from tclnats_py.compat import bench_raw, bench_sync
+from tclnats_py.compat import bench_raw
 
 PAYLOAD = b"x" * 128
 # how a workload is run: asyncio.run, or uvloop.run with --uvloop (every side, the children too)
@@ -527,6 +527,7 @@ def _rounds(names: list, url: str, count: int, rounds: int, raw: bool, monitor: 
                 runs[name].append({f: (v, 0.0) for f, v in figs.items()})
             elif name == "sync":
                 received = (lambda n: _received_from(monitor, n)) if monitor else None
+                from tclnats_py.compat import bench_sync  # (a child of bench_ab may be an older install)
                 runs[name].append(bench_sync.workload(url, count, _ROWS or FIGURES, received))
             else:
                 runs[name].append(_RUN(workload(Side(name), url, count, monitor)))
