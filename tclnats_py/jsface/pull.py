@@ -4,18 +4,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from tclnats_py.errors import make_error
+from tclnats_py.errors import NatsError, make_error
+from tclnats_py.engine.connection import CONNECTED
 from tclnats_py.engine.js import ordered as _ordered
 from tclnats_py.engine.js.priority import PullGroup
+from tclnats_py.engine.js.events import Delivered, Pull, Warn, event_table
 from tclnats_py.engine.js.pull import Consume, Fetch
 from tclnats_py.engine.validate import check_int, check_timeout
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.engine.connection import Engine
 
-__all__ = ["DEFAULT_FETCH_WAIT", "pull_group", "fetch_state", "consume_state", "ordered_state"]
+__all__ = ["PullLoop", "DEFAULT_FETCH_WAIT", "pull_group", "fetch_state", "consume_state", "ordered_state"]
 
 #: how long ``Consumer.fetch`` and ``Consumer.next`` wait by default, in
 #: seconds (nats.go jetstream's DefaultMaxWait for Fetch/Next)
@@ -98,3 +100,61 @@ def ordered_state(engine: Engine, stream: str, filter_subject: str | None = None
         opt_start_seq=opt_start_seq, opt_start_time=opt_start_time, headers_only=headers_only,
         idle_heartbeat_ms=max(1, int(idle_heartbeat * 1000)), description=description,
         retry_ms=max(1, int(retry * 1000)), inactive_threshold_ms=max(1, int(inactive_threshold * 1000)))
+
+
+class PullLoop:
+    """What a face's continuous pulls (ConsumeContext, MessagesContext of
+    the asyncio and the blocking face) share over the engine's Consume
+    state machine: the inbox, sending the Pull requests, reconnect
+    detection and what a silence means (Consume.EVENTS: Pull sent here,
+    Delivered handed to the user by each face's loop, Warn and Stop through
+    ``self._dispatch``).  ``consumer`` is the face's Consumer (``js.client``,
+    ``next_subject``); the client's ``publish`` does not wait in either face."""
+
+    def __init__(self, consumer: Any, state: Consume):
+        self.consumer = consumer
+        self.state = state
+        self.client = consumer.js.client
+        self._sub: Any = None  # the inbox subscription, once started
+        self._inbox = ""
+        self._reconnects: int | None = None
+        self.warnings: list = []  # MessagesContext: the Warn events met while iterating
+        self._dispatch = event_table(self, state.EVENTS, "_", inline=(Delivered,))
+
+    def _pulls(self, events: Any) -> list:
+        """Send the pull requests among ``events``; the others are returned
+        (a pull that could not be sent becomes a Warn)."""
+        rest = []
+        for ev in events:
+            if ev.__class__ is Pull:
+                try:
+                    self.client.publish(self.consumer.next_subject, ev.body, reply=self._inbox)
+                except NatsError as e:
+                    rest.append(Warn(e))
+            else:
+                rest.append(ev)
+        return rest
+
+    def _on_pull(self, ev: Pull) -> None:
+        self._pulls((ev,))
+
+    def _reconnected(self) -> bool:
+        """The client reconnected since the last look (the first look: no)."""
+        n = self.client.engine.stats.get("reconnects", 0)
+        if self._reconnects is None:
+            self._reconnects = n
+            return False
+        if n != self._reconnects:
+            self._reconnects = n
+            return True
+        return False
+
+    def _on_silence(self) -> list:
+        """The heartbeat clock ran out: disconnected, reconnected (pull
+        again) or a missed heartbeat; the events to handle."""
+        if self.client.engine.status != CONNECTED:
+            self.state.on_disconnect()
+            return []
+        if self._reconnected() or self.state.paused:
+            return self._pulls(self.state.on_reconnect())
+        return self._pulls(self.state.on_heartbeat_missed())

@@ -8,8 +8,9 @@ import asyncio
 import inspect
 
 from tclnats_py.errors import NatsError
-from tclnats_py.engine.js.events import Delivered, Pull, Warn, event_table
+from tclnats_py.engine.js.events import Delivered, Warn
 from tclnats_py.aio.jetstream.message import JsMsg
+from tclnats_py.jsface.pull import PullLoop
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.jetstream.consumer import Consumer
@@ -17,62 +18,7 @@ if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.engine.js.pull import Consume
 
 
-class _PullLoop:
-    """What ConsumeContext and MessagesContext share: the inbox, the pulls,
-    the heartbeat clock and reconnect detection.  The engine's events
-    (Consume.EVENTS): :meth:`_pulls` sends the Pull requests, each subclass
-    hands Delivered to the user in its loop (the per-message event, without
-    a handler call) and handles the others in ``self._dispatch`` (``_on_warn``,
-    ``_on_stop``)."""
-
-    def __init__(self, consumer: Consumer, state: Consume):
-        self.consumer = consumer
-        self.state = state
-        self.client = consumer.js.client
-        self._sub: Any = None  # the inbox Subscription, once started
-        self._inbox = None
-        self._reconnects: int | None = None
-        self.warnings: list = []  # MessagesContext: the Warn events met while iterating
-        self._dispatch = event_table(self, state.EVENTS, "_", inline=(Delivered,))
-
-    def _pulls(self, events) -> list:
-        """Send the pull requests among ``events``; the others are returned
-        (a pull that could not be sent becomes a Warn)."""
-        rest = []
-        for ev in events:
-            if ev.__class__ is Pull:
-                try:
-                    self.client.publish(self.consumer.next_subject, ev.body, reply=self._inbox)
-                except NatsError as e:
-                    rest.append(Warn(e))
-            else:
-                rest.append(ev)
-        return rest
-
-    def _on_pull(self, ev: Pull) -> None:
-        self._pulls((ev,))
-
-    def _reconnected(self) -> bool:
-        n = self.client.stats.get("reconnects", 0)
-        if self._reconnects is None:
-            self._reconnects = n
-            return False
-        if n != self._reconnects:
-            self._reconnects = n
-            return True
-        return False
-
-    def _on_silence(self) -> list:
-        """The heartbeat clock ran out: reconnected, disconnected or a warning."""
-        if not self.client.is_connected:
-            self.state.on_disconnect()
-            return []
-        if self._reconnected() or self.state.paused:
-            return self._pulls(self.state.on_reconnect())
-        return self._pulls(self.state.on_heartbeat_missed())
-
-
-class ConsumeContext(_PullLoop):
+class ConsumeContext(PullLoop):
     """A running :meth:`Consumer.consume`; ``await ctx.stop()`` ends it."""
 
     def __init__(self, consumer: Consumer, cb, state: Consume, error_cb):
@@ -174,7 +120,7 @@ class ConsumeContext(_PullLoop):
             self.closed.set_result(None)
 
 
-class MessagesContext(_PullLoop):
+class MessagesContext(PullLoop):
     """An async iterator over a consumer's messages (the consume algorithm)."""
 
     def __aiter__(self) -> "MessagesContext":

@@ -8,9 +8,9 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from tclnats_py.errors import NatsError
-from tclnats_py.engine.connection import CONNECTED
-from tclnats_py.engine.js.events import Delivered, Pull, Warn, event_table
+from tclnats_py.engine.js.events import Delivered, Warn
 from tclnats_py.sync.jetstream.message import JsMsg
+from tclnats_py.jsface.pull import PullLoop
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.engine.js.events import Stop
@@ -42,48 +42,8 @@ def unsubscribe_quietly(sub: Any) -> None:
             raise
 
 
-class _PullLoop:
-    """What ConsumeContext and MessagesContext share: the inbox, the pulls,
-    the heartbeat clock and reconnect detection over the engine's Consume
-    state machine (Consume.EVENTS: Pull sent here, Delivered handed to the
-    user by each loop, Warn and Stop through ``self._dispatch``)."""
-
-    def __init__(self, consumer: Consumer, state: Consume):
-        self.consumer = consumer
-        self.state = state
-        self.client = consumer.js.client
-        self._sub: Any = None
-        self._inbox = ""
-        self._reconnects: int | None = None
-        self.warnings: list = []  # MessagesContext: the Warn events met while iterating
-        self._dispatch = event_table(self, state.EVENTS, "_", inline=(Delivered,))
-
-    def _pulls(self, events: list) -> list:
-        """Send the pull requests among ``events``; the others are returned
-        (a pull that could not be sent becomes a Warn)."""
-        rest = []
-        for ev in events:
-            if ev.__class__ is Pull:
-                try:
-                    self.client.publish(self.consumer.next_subject, ev.body, reply=self._inbox)
-                except NatsError as e:
-                    rest.append(Warn(e))
-            else:
-                rest.append(ev)
-        return rest
-
-    def _on_pull(self, ev: Pull) -> None:
-        self._pulls([ev])
-
-    def _reconnected(self) -> bool:
-        n = self.client.engine.stats.get("reconnects", 0)
-        if self._reconnects is None:
-            self._reconnects = n
-            return False
-        if n != self._reconnects:
-            self._reconnects = n
-            return True
-        return False
+class _PullLoop(PullLoop):
+    """The blocking face's part of a continuous pull: the inbox read by the caller's thread."""
 
     def _begin(self) -> list:
         """Subscribe to a new inbox and send the first pulls; the other events."""
@@ -103,12 +63,7 @@ class _PullLoop:
                 return None
             if e.code != "ErrTimeout":
                 raise
-            if self.client.engine.status != CONNECTED:
-                self.state.on_disconnect()
-                return []
-            if self._reconnected() or self.state.paused:
-                return self._pulls(self.state.on_reconnect())
-            return self._pulls(self.state.on_heartbeat_missed())
+            return self._on_silence()
         if msg.status and self._reconnected():
             self._pulls(self.state.on_reconnect())
         return self._pulls(self.state.on_msg(msg))
