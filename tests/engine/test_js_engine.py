@@ -673,3 +673,12 @@ def test_a_per_call_timeout_reaches_every_request_of_an_operation():
     assert isinstance(step, Request) and step.subject == "$JS.API.STREAM.DELETE.ORDERS" and step.timeout == 250
     paged = quick.stream_names()
     assert next(paged).timeout == 250
+
+
+def test_fetch_wait_failed_ends_on_timeouts_and_a_closed_inbox_only():
+    for code, hb, outcome in (("ErrTimeout", True, "no_heartbeat"), ("ErrTimeout", False, "timeout"),
+                              ("ErrBadSubscription", True, "timeout")):
+        f = pull.Fetch(5, timeout_ms=1000, expires_ms=500, idle_heartbeat_ms=100)
+        assert f.on_wait_failed(code, hb) is True and f.done and f.outcome == outcome
+    f = pull.Fetch(5, timeout_ms=1000)
+    assert f.on_wait_failed("ErrConnectionClosed", False) is False and not f.done

@@ -252,6 +252,21 @@ class Fetch:
         self.outcome = "no_heartbeat"
         return [Ended(None)]
 
+    def on_wait_failed(self, code: str, heartbeat_wait: bool) -> bool:
+        """A driver's wait for the next message ended with the error
+        ``code`` (``heartbeat_wait``: it waited only the heartbeat timeout,
+        not the rest of the fetch's time): True when that ends the fetch
+        (ErrTimeout: the time is up or the heartbeats stopped; the inbox
+        subscription ended with the connection: the time is up), False for
+        an error the driver raises."""
+        if code == "ErrTimeout" and heartbeat_wait:
+            self.on_heartbeat_missed()
+        elif code == "ErrTimeout" or code == "ErrBadSubscription":
+            self.on_timeout()
+        else:
+            return False
+        return True
+
     def cancel(self) -> None:
         if not self.done:
             self.outcome = "cancelled"

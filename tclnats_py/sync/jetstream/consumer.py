@@ -142,14 +142,7 @@ class Consumer:
             try:
                 msg = sub.next_msg(wait)
             except NatsError as e:
-                if e.code == "ErrTimeout":
-                    if hb_wait and wait < left:
-                        f.on_heartbeat_missed()
-                    else:
-                        f.on_timeout()
-                    return
-                if e.code == "ErrBadSubscription":  # the connection closed
-                    f.on_timeout()
+                if f.on_wait_failed(e.code, bool(hb_wait) and wait < left):
                     return
                 raise
             for ev in f.on_msg(msg):
