@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tclnats_py.engine.js.batch import AtomicBatch
+from tclnats_py.jsface.batch import BatchBase
 from tclnats_py.aio.jetstream.info import BatchAck
 
 if TYPE_CHECKING:  # names used in annotations only
     from tclnats_py.aio.client import HeadersArg, Payload
-    from tclnats_py.aio.jetstream.context import JetStream
 
 
-class BatchPublisher:
+class BatchPublisher(BatchBase):
     """An atomic batch (``js.batch()``): the messages :meth:`add` gives are
     stored all together at :meth:`commit`, or none of them.  As an async
     context manager it commits when the block ends and discards the batch
@@ -29,29 +28,6 @@ class BatchPublisher:
     too many batches in flight, raise there; ``ack_every`` n waits for
     every n-th one too.  A server before 2.12 raises ErrServerTooOld."""
 
-    def __init__(self, js: JetStream, ack_every: int = 0, timeout: float | None = None):
-        self.js = js
-        self.core = AtomicBatch(js.jsapi, ack_every=ack_every,
-                                timeout=None if timeout is None else int(timeout * 1000))
-        self.ack: BatchAck | None = None
-
-    def __repr__(self):
-        return f"<BatchPublisher {self.core.batch_id} size={self.size}{' closed' if self.is_closed else ''}>"
-
-    @property
-    def batch_id(self) -> str:
-        return self.core.batch_id
-
-    @property
-    def size(self) -> int:
-        """Messages added so far."""
-        return self.core.size
-
-    @property
-    def is_closed(self) -> bool:
-        """Committed or discarded (nothing more can be added)."""
-        return self.core.closed
-
     async def add(self, subject: str, data: Payload = b"", headers: HeadersArg = None) -> None:
         """Add a message to the batch (ErrBadSubject, ErrInvalidArg for the
         batch's own headers or ``Nats-Expected-Last-Msg-Id``)."""
@@ -66,10 +42,6 @@ class BatchPublisher:
         op = self.core.commit(None if subject is None else (subject, data, headers))
         self.ack = BatchAck(await self.js.run(op))
         return self.ack
-
-    def discard(self) -> None:
-        """Give the batch up: nothing of it is stored."""
-        self.core.discard()
 
     async def __aenter__(self) -> "BatchPublisher":
         return self
