@@ -533,6 +533,49 @@ split_ack(const unsigned char *r, size_t len, const char *prefix, size_t plen, a
     return 1;
 }
 
+/* seq appended to the growing array *out; -1: no memory */
+static int
+push_seq(long long **out, Py_ssize_t *nseq, Py_ssize_t *cap, long long seq)
+{
+    if (*nseq == *cap) {
+        long long *grown;
+        Py_ssize_t c = *cap ? *cap * 2 : 256;
+        if ((grown = PyMem_Realloc(*out, (size_t)c * sizeof **out)) == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *out = grown;
+        *cap = c;
+    }
+    (*out)[(*nseq)++] = seq;
+    return 0;
+}
+
+/* The next MSG/HMSG of subscription sid from *pos on (fr holds it, *pos at
+ * its start): 1.  PINGs append ping_event to events; PONG, +OK and other
+ * sids (late replies of API requests) are passed over.  0 when no whole
+ * frame of the subscription follows (*pos at the first byte not taken);
+ * -1 on an error.  What scan_columns and scan_direct_columns share. */
+static NATSCODEC_HOT int
+next_sub_msg(const unsigned char *buf, Py_ssize_t n, Py_ssize_t *pos, const Py_buffer *sid,
+             PyObject *events, PyObject *ping_event, natscodec_frame *fr)
+{
+    while (*pos >= 0 && *pos < n) {
+        int kind = natscodec_scan(buf, (size_t)*pos, (size_t)n, SCAN_MAX_SIZE, fr);
+        if (kind == NATSCODEC_PING) {
+            if (PyList_Append(events, ping_event) < 0)
+                return -1;
+        } else if (kind == NATSCODEC_MSG) {
+            if (fr->sid_len == (size_t)sid->len && memcmp(buf + fr->sid_at, sid->buf, fr->sid_len) == 0)
+                return 1;
+        } else if (kind != NATSCODEC_PONG && kind != NATSCODEC_OK) {
+            return 0;
+        }
+        *pos = (Py_ssize_t)fr->next;
+    }
+    return 0;
+}
+
 /* one delivery into the columns; -1 error */
 static int
 add_delivery(PyObject *const *lists, const unsigned char *buf, const natscodec_frame *fr,
@@ -591,27 +634,15 @@ scan_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     const unsigned char *buf = (const unsigned char *)view.buf;
     Py_ssize_t n = view.len;
-    while (pos >= 0 && pos < n && !done) {
+    while (!done) {
         natscodec_frame fr;
         ack_tokens t;
         long long seq;
-        int kind = natscodec_scan(buf, (size_t)pos, (size_t)n, SCAN_MAX_SIZE, &fr);
-        if (kind == NATSCODEC_PING) {
-            if (PyList_Append(args[5], args[9]) < 0)
-                goto error;
-            pos = (Py_ssize_t)fr.next;
-            continue;
-        }
-        if (kind == NATSCODEC_PONG || kind == NATSCODEC_OK) {
-            pos = (Py_ssize_t)fr.next;
-            continue;
-        }
-        if (kind != NATSCODEC_MSG)
+        int got = next_sub_msg(buf, n, &pos, &sidv, args[5], args[9], &fr);
+        if (got < 0)
+            goto error;
+        if (got == 0)
             break;
-        if (fr.sid_len != (size_t)sidv.len || memcmp(buf + fr.sid_at, sidv.buf, fr.sid_len) != 0) {
-            pos = (Py_ssize_t)fr.next;     /* a late reply of an API request */
-            continue;
-        }
         if (fr.reply_len == 0 || fr.hsize > 0
             || !split_ack(buf + fr.reply, fr.reply_len, (const char *)prefv.buf, (size_t)prefv.len, &t)
             || (seq = parse_dec(t.seq, t.seq_len)) < 0)
@@ -625,16 +656,8 @@ scan_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
         if (add_delivery(args + 2, buf, &fr, &t) < 0)
             goto error;
-        if (nseq == cap) {
-            long long *grown;
-            cap = cap ? cap * 2 : 256;
-            if ((grown = PyMem_Realloc(out, (size_t)cap * sizeof *out)) == NULL) {
-                PyErr_NoMemory();
-                goto error;
-            }
-            out = grown;
-        }
-        out[nseq++] = seq;
+        if (push_seq(&out, &nseq, &cap, seq) < 0)
+            goto error;
         if (seq == last || (t.pending_len == 1 && t.pending[0] == '0')) {
             if (PyList_Append(args[5], args[10]) < 0)
                 goto error;
@@ -728,24 +751,6 @@ add_direct(PyObject *const *lists, const unsigned char *buf, const natscodec_fra
     return rc;
 }
 
-/* seq appended to the growing array *out; -1: no memory */
-static int
-push_seq(long long **out, Py_ssize_t *nseq, Py_ssize_t *cap, long long seq)
-{
-    if (*nseq == *cap) {
-        long long *grown;
-        Py_ssize_t c = *cap ? *cap * 2 : 256;
-        if ((grown = PyMem_Realloc(*out, (size_t)c * sizeof **out)) == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        *out = grown;
-        *cap = c;
-    }
-    (*out)[(*nseq)++] = seq;
-    return 0;
-}
-
 static PyObject *
 scan_direct_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -775,29 +780,17 @@ scan_direct_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     const unsigned char *buf = (const unsigned char *)view.buf;
     Py_ssize_t n = view.len;
-    while (pos >= 0 && pos < n && !done) {
+    while (!done) {
         natscodec_frame fr;
         const unsigned char *v[5] = {NULL, NULL, NULL, NULL, NULL};
         size_t vl[5] = {0, 0, 0, 0, 0};
         long long seq;
         int has_pending;
-        int kind = natscodec_scan(buf, (size_t)pos, (size_t)n, SCAN_MAX_SIZE, &fr);
-        if (kind == NATSCODEC_PING) {
-            if (PyList_Append(args[5], args[8]) < 0)
-                goto error;
-            pos = (Py_ssize_t)fr.next;
-            continue;
-        }
-        if (kind == NATSCODEC_PONG || kind == NATSCODEC_OK) {
-            pos = (Py_ssize_t)fr.next;
-            continue;
-        }
-        if (kind != NATSCODEC_MSG)
+        int got = next_sub_msg(buf, n, &pos, &sidv, args[5], args[8], &fr);
+        if (got < 0)
+            goto error;
+        if (got == 0)
             break;
-        if (fr.sid_len != (size_t)sidv.len || memcmp(buf + fr.sid_at, sidv.buf, fr.sid_len) != 0) {
-            pos = (Py_ssize_t)fr.next;     /* a late reply of an API request */
-            continue;
-        }
         if ((seq = direct_reply(buf, &fr, v, vl, &has_pending)) < 0)
             break;
         pos = (Py_ssize_t)fr.next;
