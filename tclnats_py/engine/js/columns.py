@@ -82,27 +82,32 @@ def scan_deliveries(buf: bytes, cols: Columns, last: int, sid: bytes = b"1"):
     accelerator, its ``scan_columns`` takes the plain deliveries and
     :func:`_scan_py`, the reference, each frame it stops at; without it,
     :func:`_scan_py` takes them all."""
+    return _scan(buf, cols, last, sid, _scan_columns, (_ACK_PREFIX_B, PING_EVENT, LAST_EVENT), _scan_py)
+
+
+def _scan(buf: bytes, cols: Columns, last: int, sid: bytes, fast, fast_tail: tuple, ref) -> tuple:
+    """What scan_deliveries and scan_direct share: the accelerator's
+    ``fast`` (None without it) takes the plain frames, ``ref`` (the Python
+    reference) each frame it stops at, or all of them without it; the rows
+    go into ``cols``.  (bytes used, events)."""
     events: list = []
     row = cols.n
-    fast = _scan_columns
     if fast is None:
-        pos, row, _ = _scan_py(buf, 0, cols, row, last, sid, events, False)
+        pos, row, _ = ref(buf, 0, cols, row, last, sid, events, False)
     else:
         pos, n = 0, len(buf)
         while True:
-            pos, seqs, done = fast(buf, pos, cols.subject, cols.data, cols.ts_ns, events, last, sid,
-                                   _ACK_PREFIX_B, PING_EVENT, LAST_EVENT)
+            pos, seqs, done = fast(buf, pos, cols.subject, cols.data, cols.ts_ns, events, last, sid, *fast_tail)
             if seqs:
                 cols.seq.frombytes(seqs)
                 row += len(seqs) >> 3
             if done or pos >= n:
                 break
-            pos, row, stop = _scan_py(buf, pos, cols, row, last, sid, events, True)
+            pos, row, stop = ref(buf, pos, cols, row, last, sid, events, True)
             if stop:
                 break
-    added = row - cols.n
+    cols.received += row - cols.n
     cols.n = row
-    cols.received += added
     return pos, events
 
 
@@ -243,27 +248,7 @@ def scan_direct(buf: bytes, cols: Columns, last: int, sid: bytes):
     With the accelerator, its ``scan_direct_columns`` takes the replies with
     no headers of their own and :func:`_scan_direct_py`, the reference, each
     frame it stops at."""
-    events: list = []
-    row = cols.n
-    fast = _scan_direct_columns
-    if fast is None:
-        pos, row, _ = _scan_direct_py(buf, 0, cols, row, last, sid, events, False)
-    else:
-        pos, n = 0, len(buf)
-        while True:
-            pos, seqs, done = fast(buf, pos, cols.subject, cols.data, cols.ts_ns, events, last, sid,
-                                   PING_EVENT, LAST_EVENT)
-            if seqs:
-                cols.seq.frombytes(seqs)
-                row += len(seqs) >> 3
-            if done or pos >= n:
-                break
-            pos, row, stop = _scan_direct_py(buf, pos, cols, row, last, sid, events, True)
-            if stop:
-                break
-    cols.received += row - cols.n
-    cols.n = row
-    return pos, events
+    return _scan(buf, cols, last, sid, _scan_direct_columns, (PING_EVENT, LAST_EVENT), _scan_direct_py)
 
 
 def _scan_direct_py(buf: bytes, pos: int, cols: Columns, row: int, last: int, sid: bytes, events: list,
