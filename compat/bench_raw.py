@@ -351,6 +351,27 @@ def js_publish_async(url: str, n: int, tag: str, wait: str = "block", inflight: 
     return r
 
 
+def pull_all(a: "RawConn", nxt: bytes, prefix: bytes, batch: int, total: int) -> int:
+    """Pull ``total`` messages through the consumer whose MSG.NEXT subject is
+    ``nxt``, ``batch`` a pull, replies to inboxes under ``prefix``: how many
+    came (RuntimeError when a pull brings nothing)."""
+    body = json.dumps({"batch": batch, "expires": 2_000_000_000}).encode()
+    got = i = 0
+    while got < total:
+        i += 1
+        a.send(b"PUB %s %s.f%d %d\r\n%s\r\n" % (nxt, prefix, i, len(body), body))
+        n = 0
+        while n < batch and got + n < total:
+            subject, _, _ = a.msg()
+            if subject.startswith(prefix):  # a status (404/408): the batch ended
+                break
+            n += 1
+        got += n
+        if n == 0:
+            raise RuntimeError(f"fetch: a pull brought nothing after {got} of {total} messages")
+    return got
+
+
 def fetch(url: str, total: int, tag: str, wait: str = "block", batch: int = 500) -> float:
     a = RawConn(url, wait)
     prefix = b"_RAWF.%s" % tag.encode()
@@ -366,22 +387,8 @@ def fetch(url: str, total: int, tag: str, wait: str = "block", batch: int = 500)
     if "error" in out:
         raise RuntimeError(f"consumer: {out['error']}")
     nxt = f"$JS.API.CONSUMER.MSG.NEXT.{name}.PULL".encode()
-    body = json.dumps({"batch": batch, "expires": 2_000_000_000}).encode()
-    got = 0
-    i = 0
     t0 = time.perf_counter()
-    while got < total:
-        i += 1
-        a.send(b"PUB %s %s.f%d %d\r\n%s\r\n" % (nxt, prefix, i, len(body), body))
-        n = 0
-        while n < batch and got + n < total:
-            subject, _, _ = a.msg()
-            if subject.startswith(prefix):  # a status (404/408): the batch ended
-                break
-            n += 1
-        got += n
-        if n == 0:
-            raise RuntimeError(f"fetch: a pull brought nothing after {got} of {total} messages")
+    got = pull_all(a, nxt, prefix, batch, total)
     r = _rate(got, t0)
     _api(a, f"$JS.API.STREAM.DELETE.{name}", b"", prefix)
     a.close()

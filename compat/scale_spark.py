@@ -186,7 +186,7 @@ def raw_fetch(url: str, stream: str, total: int, batch: int = 500) -> float:
     """Messages per second of one raw-socket pull consumer reading ``total``
     messages of ``stream`` from its start (compat/bench_raw.py's connection;
     no client library), the ceiling the Spark reads are set against."""
-    from tclnats_py.compat.bench_raw import RawConn, _api, inbox
+    from tclnats_py.compat.bench_raw import RawConn, _api, inbox, pull_all
     a = RawConn(url, "block", name="raw-fetch")
     prefix = b"_RAWSCALE"
     inbox(a, prefix)
@@ -197,21 +197,8 @@ def raw_fetch(url: str, stream: str, total: int, batch: int = 500) -> float:
     if "error" in out:
         raise RuntimeError(f"consumer: {out['error']}")
     nxt = f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}".encode()
-    body = json.dumps({"batch": batch, "expires": 2_000_000_000}).encode()
-    got = i = 0
     t0 = time.perf_counter()
-    while got < total:
-        i += 1
-        a.send(b"PUB %s %s.f%d %d\r\n%s\r\n" % (nxt, prefix, i, len(body), body))
-        n = 0
-        while n < batch and got + n < total:
-            subject, _, _ = a.msg()
-            if subject.startswith(prefix):  # a status (404/408): the batch ended
-                break
-            n += 1
-        got += n
-        if n == 0:
-            raise RuntimeError(f"raw fetch: a pull brought nothing after {got} of {total} messages")
+    got = pull_all(a, nxt, prefix, batch, total)
     rate = got / (time.perf_counter() - t0)
     _api(a, f"$JS.API.CONSUMER.DELETE.{stream}.{durable}", b"", prefix)
     a.close()
