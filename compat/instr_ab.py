@@ -73,37 +73,6 @@ await asyncio.wait_for(done, 600)
 await a.close()
 await b.close()
 """,
-    "natspy_publish": """\
-from tclnats_py import natspy
-a = await natspy.connect(URL)
-publish = a.publish
-for _ in range(N):
-    await publish("ia.pub", PAYLOAD)
-await a.flush()
-await a.close()
-""",
-    "natspy_deliver": """\
-from tclnats_py import natspy
-a = await natspy.connect(URL)
-b = await natspy.connect(URL)
-done = asyncio.get_running_loop().create_future()
-got = 0
-async def on_msg(msg):
-    nonlocal got
-    got += 1
-    if got == N:
-        done.set_result(None)
-await b.subscribe("ia.deliver", cb=on_msg)
-await b.flush()
-await b.flush()
-publish = a.publish
-for _ in range(N):
-    await publish("ia.deliver", PAYLOAD)
-await a.flush()
-await asyncio.wait_for(done, 600)
-await a.close()
-await b.close()
-""",
     "aio_fetch": """\
 import tclnats_py
 a = await tclnats_py.connect(URL)
@@ -147,6 +116,19 @@ await js.delete_stream(stream)
 await a.close()
 """,
 }
+
+
+
+def _as_natspy(body: str) -> str:
+    """An asyncio-face scenario through the nats-py surface (its connect)."""
+    return body.replace("import tclnats_py\n", "from tclnats_py import natspy\n").replace(
+        "tclnats_py.connect(", "natspy.connect(")
+
+
+# the publish and delivery scenarios again through natspy, in the same order
+_PY = {**{k: v for k, v in _PY.items() if k.startswith("aio_") and k != "aio_fetch"},
+       **{"natspy_" + k[4:]: _as_natspy(v) for k, v in _PY.items() if k in ("aio_publish", "aio_deliver")},
+       **{k: v for k, v in _PY.items() if k.endswith("_fetch")}}
 
 # in-memory scenarios: a whole program (N defined; no server)
 _PY_OFFLINE = {
