@@ -14,6 +14,16 @@ The two sides take turns every round, the order swapped each round, and the
 raw-socket ceiling (compat/bench_raw.py) takes its turn with them; each
 figure is the median of the rounds.
 
+A round's two sides run back to back, so each round gives one paired
+new/old ratio per figure; the table's ``new/old`` is the median of those
+paired ratios and ``spread`` their quartiles, which drift of the machine
+between rounds moves far less than the ratio of the two medians.  The
+Python face also reports each side's CPU microseconds per message (the
+client process's ``time.process_time``).  Rounds must last long enough to
+be measured: at the default count a publish figure takes about 0.4 s, a
+request figure (count/50 round trips) about 1.5 s.  An A/A run (the same
+build installed twice, e.g. a copied venv) shows this machine's noise.
+
 Before measuring, each side prints which file ``import tclnats_py`` and
 ``package require nats`` load, and the run stops when a side loads the
 other's copy or another package.  A failed or short figure makes the run
@@ -79,34 +89,65 @@ class Install:
         if r.returncode != 0:
             raise RuntimeError(f"{self.label}: {r.stderr.strip()[-500:]}")
         runs = json.loads(r.stdout.strip().splitlines()[-1])
-        return {f"{side}:{fig}": v[0] for side in PY_SIDES for fig, v in runs[side][0].items()}
+        return {f"{side}:{fig}": (v[0], v[1]) for side in PY_SIDES for fig, v in runs[side][0].items()}
 
 
-def _median_of(rounds: list) -> dict:
+def _median_of(rounds: list, at: int = 0) -> dict:
+    """{figure: median over the rounds} of the figures' element ``at`` (0 the
+    rate, 1 the CPU microseconds per message where the side gives them)."""
     keys = {k for r in rounds for k in r}
-    return {k: statistics.median(r[k] for r in rounds if k in r) for k in keys}
+    return {k: statistics.median(_part(r[k], at) for r in rounds if k in r and _part(r[k], at) is not None)
+            for k in keys if any(k in r and _part(r[k], at) is not None for r in rounds)}
 
 
-def _rows(face: str, names: list, med: dict, raw: dict) -> list:
+def _part(value, at: int):
+    if isinstance(value, (tuple, list)):
+        return value[at] if len(value) > at else None
+    return value if at == 0 else None
+
+
+def _paired(old_rounds: list, new_rounds: list, key: str) -> list:
+    """new/old of ``key``'s rate in each round where both sides gave it."""
+    return [_part(n[key], 0) / _part(o[key], 0) for o, n in zip(old_rounds, new_rounds)
+            if key in o and key in n and _part(o[key], 0)]
+
+
+def _rows(face: str, names: list, runs: dict, raw: dict) -> list:
+    med = {name: _median_of(runs[name]) for name in ("old", "new")}
+    cpu = {name: _median_of(runs[name], 1) for name in ("old", "new")}
     rows = []
     for key in names:
         old, new = med["old"].get(key), med["new"].get(key)
         if old is None and new is None:
             continue
-        ceiling = raw.get(key.split(":")[-1])
+        ratios = _paired(runs["old"], runs["new"], key)
+        q1 = q3 = None
+        if len(ratios) >= 2:
+            q1, _q2, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
         rows.append({"face": face, "figure": key, "old": old, "new": new,
-                     "new_over_old": (new / old) if (old and new) else None, "raw_socket": ceiling})
+                     "new_over_old": statistics.median(ratios) if ratios else None, "q1": q1, "q3": q3,
+                     "cpu_us_old": cpu["old"].get(key), "cpu_us_new": cpu["new"].get(key),
+                     "raw_socket": raw.get(key.split(":")[-1])})
     return rows
 
 
+def _num(v, fmt: str) -> str:
+    return "-" if v is None else format(v, fmt)
+
+
 def _print(rows: list, count: int, rounds: int) -> None:
-    print(f"{'face':<5}{'figure':<30}{'old':>12}{'new':>12}{'new/old':>9}{'raw socket':>12}  "
-          f"(count={count}, median of {rounds} rounds; rates in msg/s, request: req/s)")
+    print(f"{'face':<5}{'figure':<30}{'old':>12}{'new':>12}{'new/old':>9}{'spread':>13}{'cpu us old>new':>16}"
+          f"{'raw socket':>12}  (count={count}, medians of {rounds} rounds; rates in msg/s, request: req/s; "
+          f"new/old: median of the paired ratios, spread: their quartiles)")
     for r in rows:
-        o, n, q, c = r["old"], r["new"], r["new_over_old"], r["raw_socket"]
-        verdict = "" if q is None else ("" if q >= 0.95 else f"  {100 * (1 - q):.1f}% slower")
-        print(f"{r['face']:<5}{r['figure']:<30}{(f'{o:,.0f}' if o else '-'):>12}{(f'{n:,.0f}' if n else '-'):>12}"
-              f"{(f'{q:.3f}' if q else '-'):>9}{(f'{c:,.0f}' if c else '-'):>12}{verdict}")
+        q = r["new_over_old"]
+        verdict = "" if q is None or q >= 0.95 else f"  {100 * (1 - q):.1f}% slower"
+        if verdict and r["q3"] is not None and r["q3"] >= 1.0:
+            verdict += " (spread reaches 1)"
+        spread = "-" if r["q1"] is None else f"{r['q1']:.2f}-{r['q3']:.2f}"
+        cpu = "-" if r["cpu_us_old"] is None else f"{r['cpu_us_old']:.2f}>{_num(r['cpu_us_new'], '.2f')}"
+        print(f"{r['face']:<5}{r['figure']:<30}{_num(r['old'], ',.0f'):>12}{_num(r['new'], ',.0f'):>12}"
+              f"{_num(q, '.3f'):>9}{spread:>13}{cpu:>16}{_num(r['raw_socket'], ',.0f'):>12}{verdict}")
 
 
 def main(argv=None) -> int:
@@ -114,7 +155,7 @@ def main(argv=None) -> int:
     ap.add_argument("--baseline", required=True, help="the python of the environment with the old tclnats_py")
     ap.add_argument("--new", default=sys.executable, help="the python of the environment with the new one")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--count", type=int, default=50000)
+    ap.add_argument("--count", type=int, default=500000)
     ap.add_argument("--face", choices=("tcl", "py", "both"), default="both")
     ap.add_argument("--tclsh", default="/usr/bin/tclsh")
     ap.add_argument("--json")
@@ -144,6 +185,8 @@ def main(argv=None) -> int:
                             got[face][name].append(sides[name].py_round(url, args.count, monitor))
                         except (RuntimeError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
                             failures.append(f"{name} py, round {r + 1}: {type(e).__name__}: {e}")
+                            # an empty round keeps the rounds of the two sides paired
+                            got[face][name].append({})
             figs, _each = bench_raw.ceiling(url, args.count, bench.FIGURES, tag=f"ab{r}")
             raw_rounds.append(figs)
     finally:
@@ -153,10 +196,9 @@ def main(argv=None) -> int:
     raw = _median_of(raw_rounds)
     rows: list = []
     for face in faces:
-        med = {name: _median_of(got[face][name]) for name in ("old", "new")}
-        names = sorted(set(med["old"]) | set(med["new"]),
+        names = sorted({k for name in ("old", "new") for rnd in got[face][name] for k in rnd},
                        key=lambda k: (k.split(":")[0], k.split(":")[-1]))
-        rows += _rows(face, names, med, raw)
+        rows += _rows(face, names, got[face], raw)
     _print(rows, args.count, args.rounds)
     if args.json:
         with open(args.json, "w") as f:

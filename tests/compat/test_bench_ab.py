@@ -1,0 +1,47 @@
+"""compat/bench_ab's arithmetic: paired new/old ratios per round, their
+quartiles, and the CPU column (the runs themselves need two installs and
+are the lead's to make)."""
+
+from tclnats_py.compat import bench_ab
+
+
+def _rounds(pairs):
+    old = [{"py:deliver": (o, 2.0)} if o else {} for o, _n in pairs]
+    new = [{"py:deliver": (n, 1.0)} if n else {} for _o, n in pairs]
+    return {"old": old, "new": new}
+
+
+def test_ratio_is_the_median_of_paired_rounds_not_of_medians():
+    # the machine halves its speed now and then; in most rounds both sides
+    # ran at the same speed, but the slow spells fell on new's turns in two
+    # rounds: the ratio of the medians says 0.5, the paired rounds say 1
+    runs = _rounds([(100.0, 100.0), (100.0, 50.0), (100.0, 50.0), (50.0, 50.0), (50.0, 50.0)])
+    (row,) = bench_ab._rows("py", ["py:deliver"], runs, {"deliver": 900.0})
+    assert row["old"] == 100.0 and row["new"] == 50.0
+    assert row["new_over_old"] == 1.0
+    assert (row["q1"], row["q3"]) == (0.5, 1.0)
+    assert (row["cpu_us_old"], row["cpu_us_new"]) == (2.0, 1.0)
+    assert row["raw_socket"] == 900.0
+
+
+def test_a_failed_round_on_one_side_drops_that_pair_only():
+    runs = _rounds([(100.0, 90.0), (100.0, None), (100.0, 80.0)])
+    (row,) = bench_ab._rows("py", ["py:deliver"], runs, {})
+    assert abs(row["new_over_old"] - 0.85) < 1e-9
+    assert row["q1"] is not None and row["q1"] <= 0.85 <= row["q3"]
+
+
+def test_tcl_figures_are_plain_rates_without_cpu():
+    runs = {"old": [{"tcl:publish": 10.0}, {"tcl:publish": 12.0}], "new": [{"tcl:publish": 11.0}, {"tcl:publish": 12.0}]}
+    (row,) = bench_ab._rows("tcl", ["tcl:publish"], runs, {})
+    assert row["cpu_us_old"] is None and row["cpu_us_new"] is None
+    assert abs(row["new_over_old"] - 1.05) < 1e-9
+
+
+def test_print_marks_a_slower_row_and_says_when_its_spread_reaches_one(capsys):
+    rows = [{"face": "py", "figure": "py:kv_get", "old": 100.0, "new": 90.0, "new_over_old": 0.9, "q1": 0.8,
+             "q3": 1.02, "cpu_us_old": 3.0, "cpu_us_new": 3.1, "raw_socket": None}]
+    bench_ab._print(rows, 1000, 3)
+    out = capsys.readouterr().out
+    assert "10.0% slower (spread reaches 1)" in out
+    assert "0.80-1.02" in out and "3.00>3.10" in out
