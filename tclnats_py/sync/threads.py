@@ -310,6 +310,12 @@ class SyncIO(Driver):
             elif self._sock is None and self.engine.status == CLOSED and not self._armed:
                 raise make_error("ErrConnectionClosed", "No connection to NATS server")
             else:
+                if self._selecting and not self.passive and self.callers_read:
+                    # the keeper reads: it hands the socket over (it stays out
+                    # while a caller read lately), so that the next reply is
+                    # read by the thread that waits for it, not passed on to it
+                    self.last_lead = now
+                    self._wake()
                 self.cond.wait(left)
         return True
 
