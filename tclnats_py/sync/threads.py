@@ -38,6 +38,8 @@ import os
 import select
 import socket
 import ssl
+import struct
+import sys
 import threading
 import time
 from collections import deque
@@ -45,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING
 from tclnats_py.engine.driver import effect_table, unknown_effect
-from tclnats_py.sync.driver import _RECV, Driver
+from tclnats_py.sync.driver import Driver
 from tclnats_py.errors import make_error
 
 if TYPE_CHECKING:
@@ -64,6 +66,14 @@ WRITE_CHUNK = 64 * 1024
 #: a publish this long (seconds) after the last one written at once is written at once too
 SPARSE = 0.0002
 _STOP = object()
+# what one read takes at most: under malloc's mmap threshold (128 KiB), so
+# that a small read costs no mmap/mremap/munmap of its buffer
+_READ = 64 * 1024
+# a plain socket is blocking, its waits bounded by the kernel (SO_SNDTIMEO,
+# SO_RCVTIMEO: a struct timeval of two longs on Linux): a write is one
+# sendto, a caller's read one recvfrom, no poll() before either (Python's
+# own socket timeouts poll first)
+_KERNEL_TIMEOUTS = sys.platform.startswith("linux")
 
 
 class Dispatcher:
@@ -150,6 +160,7 @@ class SyncIO(Driver):
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._io: threading.Lock | None = None  # TLS: reads and writes one at a time
+        self._rcvtimeo: float | None = None  # SO_RCVTIMEO of a plain socket (seconds; None: no limit)
         self._subs: dict[int, Any] = {}   # sid -> the client's Subscription
 
     # ------------------------------------------------------------ threads
@@ -264,19 +275,42 @@ class SyncIO(Driver):
         reason) when the socket failed."""
         io = self._io
         try:
+            if io is None and not keeper and _KERNEL_TIMEOUTS:
+                # a caller reads at once, SO_RCVTIMEO bounding the wait
+                if timeout is None:
+                    if self._rcvtimeo is not None:
+                        self._set_rcvtimeo(sock, None)
+                elif (self._rcvtimeo is None or self._rcvtimeo > timeout
+                        or self._rcvtimeo < timeout * 0.5):
+                    self._set_rcvtimeo(sock, timeout * 0.75)
+                return sock.recv(_READ), None
             if io is None or not sock.pending():  # type: ignore[attr-defined]  # (an SSLSocket)
                 fds = [sock, self._wake_r] if keeper else [sock]
                 r, _, _ = select.select(fds, [], [], timeout)
                 if sock not in r:
                     return None, None
             if io is None:
-                return sock.recv(_RECV), None
+                return sock.recv(_READ), None
             with io:
-                return sock.recv(_RECV), None
-        except ssl.SSLWantReadError:
+                return sock.recv(_READ), None
+        except (BlockingIOError, ssl.SSLWantReadError):  # SO_RCVTIMEO passed; a TLS record not whole yet
             return None, None
         except (OSError, ValueError) as e:  # ValueError: select() on a socket closed meanwhile
             return None, str(e) or type(e).__name__
+
+    def _set_rcvtimeo(self, sock: socket.socket, seconds: float | None) -> None:
+        """SO_RCVTIMEO of a plain blocking socket (the reading thread only):
+        a read waits ``seconds`` at most (None: no limit).  Set with room
+        (3/4 of a caller's wait, kept while it lies within half to all of
+        the next one's), so that a loop of requests sets it once; a read
+        that ends early is read again."""
+        if seconds is None:
+            sec = usec = 0
+        else:
+            sec = int(seconds)
+            usec = max(1, int((seconds - sec) * 1e6)) if sec == 0 else int((seconds - sec) * 1e6)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("@ll", sec, usec))
+        self._rcvtimeo = seconds
 
     def _drain_wake(self) -> None:
         try:
@@ -362,18 +396,28 @@ class SyncIO(Driver):
             else:
                 with self._io:
                     sock.sendall(data)
-        except OSError as e:  # socket.timeout (flush_timeout) too
+        except OSError as e:  # past flush_timeout too (socket.timeout; BlockingIOError from SO_SNDTIMEO)
             self.engine.write_failed(str(e) or type(e).__name__)
             self._run()
 
     # ------------------------------------------------------------ the socket
     def _settle(self) -> None:
-        """The socket's one timeout from now on: writes wait ``flush_timeout``
-        (reads wait in select)."""
+        """The socket's timeouts from now on: writes wait ``flush_timeout``;
+        reads wait in select (the keeper, a TLS socket) or, a caller's of a
+        plain socket on Linux, in recv (see :meth:`_read`)."""
         sock = self._sock
-        if sock is not None:
-            sock.settimeout(self.engine.options.flush_timeout / 1000 or None)
-            self._sock_timeout = sock.gettimeout()
+        if sock is None:
+            return
+        flush = self.engine.options.flush_timeout / 1000 or None
+        if _KERNEL_TIMEOUTS and not isinstance(sock, ssl.SSLSocket):
+            sock.settimeout(None)
+            sec = 0 if flush is None else int(flush)
+            usec = 0 if flush is None else int((flush - sec) * 1e6)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("@ll", sec, usec))
+            self._rcvtimeo = None
+        else:
+            sock.settimeout(flush)
+        self._sock_timeout = sock.gettimeout()
 
     def on_open(self, e: Open) -> None:
         self._io = None
