@@ -149,6 +149,7 @@ class SyncIO(Driver):
         #: False: only the keeper reads (a reader thread; measured in the docs)
         self.callers_read = True
         self.leading = False           # a thread is reading (lock released meanwhile)
+        self.followers = 0             # callers in wait() sleeping on cond while another reads
         self.last_lead = 0.0           # when a caller last read
         self.last_write = 0.0          # when a publish last wrote at once (Client.publish)
         self.passive = 0               # callback subscriptions: the keeper must read at once
@@ -265,7 +266,8 @@ class SyncIO(Driver):
                 self._run()
             elif data is not None or err is not None:
                 self._lost(err)
-        self.cond.notify_all()
+        if self.followers:
+            self.cond.notify_all()
         if self.passive and not keeper:
             self.kcond.notify()  # callback subscriptions: the keeper reads on at once
 
@@ -350,7 +352,11 @@ class SyncIO(Driver):
                     # read by the thread that waits for it, not passed on to it
                     self.last_lead = now
                     self._wake()
-                self.cond.wait(left)
+                self.followers += 1
+                try:
+                    self.cond.wait(left)
+                finally:
+                    self.followers -= 1
         return True
 
     # ------------------------------------------------------------ writing
