@@ -280,7 +280,15 @@ class Client(ClientState):
                                 eng.options.check_subjects))
             if frame is not None:
                 with io.lock:
-                    if eng.publish_frame(frame, WRITE_CHUNK):
+                    if eng._flush_signalled and eng.status == CONNECTED:
+                        # a write is due already (the keeper's or the next
+                        # caller's): Engine.publish_frame's steps inline
+                        eng._out.append(frame)
+                        size = eng._out_size = eng._out_size + len(frame)
+                        eng.stats["out_msgs"] += 1
+                        if size >= WRITE_CHUNK:
+                            io.write_now()
+                    elif eng.publish_frame(frame, WRITE_CHUNK):
                         self._published(io, eng)
                 return
         if data.__class__ is not bytes:

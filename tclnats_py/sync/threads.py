@@ -9,7 +9,9 @@ many threads, the I/O half of :class:`tclnats_py.sync.Client`:
   a message, a PONG) reads the socket itself when nobody else does, with the
   lock released while it is in ``select``/``recv``; the others wait on a
   condition the reader notifies after each read it handed to the engine.  A
-  lone caller's round trip therefore costs no thread switch;
+  lone caller's round trip therefore costs no thread switch (and, a plain
+  socket on Linux, two system calls: see :meth:`SyncIO._read`); a caller
+  that finds the keeper reading has it hand the socket over;
 * a *keeper* thread per connection reads when no caller does (a caller read
   within the last ``KEEPER_IDLE`` seconds keeps it out, so a loop of
   requests is not interrupted), fires the engine's timers (keep-alive PINGs,
@@ -336,7 +338,8 @@ class SyncIO(Driver):
         deadline = None if timeout is None else time.monotonic() + timeout
         while not done():
             now = time.monotonic()
-            if self._fire_due(now):
+            heap = self._timers  # (a new list when on_cancel_timer rebuilt it)
+            if heap and heap[0][0] <= now and self._fire_due(now):
                 continue
             if deadline is not None and now >= deadline:
                 return False
