@@ -330,7 +330,7 @@ class SyncIO(Driver):
             self.cond.notify_all()  # a request's timeout, a PING's: what a waiting caller may wait for
         return fired
 
-    def wait(self, done: Callable[[], bool], timeout: float | None = None) -> bool:
+    def wait(self, done: Callable[[], object], timeout: float | None = None) -> bool:
         """With the lock held: carry on (reading when nobody does, firing
         due timers) until ``done()`` (True) or ``timeout`` seconds (False).
         ErrConnectionClosed when the client is closed and ``done()`` can no
@@ -379,7 +379,7 @@ class SyncIO(Driver):
                 handler(f)
             if self._sock is not None and eng.status != CONNECTED and eng.want_write:
                 self._write(eng.data_to_send())
-            elif not eng.has_effects:
+            elif not eng._fx:  # (has_effects without the property call)
                 return
 
     def on_flush(self, e: Flush) -> None:
@@ -393,7 +393,7 @@ class SyncIO(Driver):
         eng = self.engine
         while self._sock is not None and eng.want_write:
             self._write(eng.data_to_send(1 << 20))
-            if eng.has_effects:
+            if eng._fx:
                 self._run()
 
     def _write(self, data: bytes) -> None:

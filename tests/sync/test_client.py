@@ -115,6 +115,26 @@ def test_bad_arguments(nats_server):
             cbsub.next_msg(0.1)
 
 
+def test_request_refuses_what_its_fast_path_does_not_take(nats_server):
+    """request() takes a plain number of seconds and a subject it checked
+    before without a call: every other timeout and subject still goes
+    through check_timeout and the engine's subject rule."""
+    r = responder(nats_server.url, "fp.echo")
+    try:
+        with sync.connect(nats_server.url) as nc:
+            for i in range(3):  # the later ones: a subject checked before
+                assert nc.request("fp.echo", b"%d" % i, timeout=2).data == b"re:%d" % i
+            assert nc.request("fp.echo", b"int", timeout=2).data == b"re:int"
+            for bad in ("fp.*", "fp.>", "fp echo", "", "fp..echo"):
+                with pytest.raises(tclnats_py.ErrBadSubject):
+                    nc.request(bad, b"", timeout=1)
+            for t in (True, float("nan"), float("inf"), -0.5, "1"):
+                with pytest.raises(tclnats_py.ErrBadTimeout):
+                    nc.request("fp.echo", b"", timeout=t)  # type: ignore[arg-type]
+    finally:
+        r.close()
+
+
 def test_request_reply_no_responders_timeout(nats_server):
     r = responder(nats_server.url, "svc.echo")
     try:
