@@ -25,8 +25,8 @@ runs in a process of its own, started once per round
 MSG with a PUB to its reply subject): the request rows measure the
 requester alone, against a responder that costs every side the same, and
 every reply must equal its request; no side's figure includes a responder
-of its own.  A subprocess side (nats-core, no accel) runs its rounds
-against a responder of its own.
+of its own.  The subprocess sides (nats-core, no accel) talk to one
+responder of the same kind, started once for them.
 
 The two libraries take turns, R rounds (default 3), the order swapped every
 round, and each figure is the median of its rounds: on a small shared machine
@@ -529,17 +529,22 @@ def _child(exe: str, args: list, env_extra: dict | None = None, timeout: float =
 
 
 def _rounds(names: list, url: str, count: int, rounds: int, raw: bool, monitor: str | None = None,
-            ceiling_each: list | None = None) -> dict:
+            ceiling_each: list | None = None, echo: str | None = None) -> dict:
     """Each side's figures for each round, the sides taking turns (order
     rotated every round); ``raw`` adds the raw-socket ceiling (each figure
-    the faster way of waiting; both ways appended to ``ceiling_each``)."""
+    the faster way of waiting; both ways appended to ``ceiling_each``).
+    The request rows talk to the echo responder on ``echo`` (a subprocess
+    side: its parent's), else to one started for each round."""
     runs: dict = {name: [] for name in names}
     if raw:
         runs["raw socket"] = []
     order = list(runs)
     for r in range(max(1, rounds)):
-        with EchoResponder(url) as echo:  # every requester of the round talks to it
+        if echo:
             _round(order, r, url, count, monitor, echo, runs, ceiling_each)
+            continue
+        with EchoResponder(url) as subject:  # every requester of the round talks to it
+            _round(order, r, url, count, monitor, subject, runs, ceiling_each)
     return runs
 
 
@@ -584,6 +589,7 @@ def _parse_args(argv):
     ap.add_argument("--child-rss", help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
     ap.add_argument("--monitor", help=argparse.SUPPRESS)
+    ap.add_argument("--echo", help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
 
@@ -630,8 +636,9 @@ def _measure(args, count: int, py313: str | None, py313_why: str, child_rounds: 
     core: dict | None = None
     pure: dict | None = None
     rss: list = []
-    with NatsServer(jetstream=True, monitor=True, websocket=True) as srv:
-        mon = ["--monitor", srv.monitor_url]
+    with NatsServer(jetstream=True, monitor=True, websocket=True) as srv, EchoResponder(srv.url) as echo:
+        # (the subprocess sides' request rows talk to this responder, the rounds here to one each)
+        mon = ["--monitor", srv.monitor_url, "--echo", echo]
         runs = _rounds(["nats-py", "tclnats_py", "natspy", "sync"], srv.url, count, args.rounds, True, srv.monitor_url,
                        ceiling_each)
         if not args.no_websocket:
@@ -704,7 +711,8 @@ def main(argv=None) -> int:
         loop_rows = []
     loop_args: list = (_use_uvloop() if args.uvloop else []) + loop_rows
     if args.child_sides:
-        print(json.dumps(_rounds(args.child_sides.split(","), args.url, count, args.rounds, False, args.monitor)))
+        print(json.dumps(_rounds(args.child_sides.split(","), args.url, count, args.rounds, False, args.monitor,
+                                 echo=args.echo)))
         return 0
     if args.child_rss:
         print(json.dumps(_peak_rss(args.child_rss, args.url, count)))

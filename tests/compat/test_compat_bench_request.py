@@ -5,6 +5,7 @@ fails the row.  Tiny counts against a real server; no timing is asserted."""
 
 import asyncio
 import os
+import sys
 
 import pytest
 
@@ -109,3 +110,26 @@ def test_a_round_starts_one_responder_for_every_side(nats_server, monkeypatch):
     assert len(started) == 2 and len(set(started)) == 2
     for side in ("tclnats_py", "sync", "raw socket"):
         assert len(runs[side]) == 2 and all(r["request"][0] > 0 for r in runs[side])
+
+
+def test_a_subprocess_side_talks_to_its_parents_responder(nats_server, echo, liar, monkeypatch):
+    subject, proc = echo
+    started = []
+    real = bench_raw.EchoResponder
+
+    class Counted(real):
+        def __enter__(self):
+            started.append(self.subject)
+            return super().__enter__()
+    monkeypatch.setattr(bench_py, "EchoResponder", Counted)
+    monkeypatch.setattr(bench_py, "_ROWS", ["request"])
+    runs = bench_py._rounds(["tclnats_py"], nats_server.url, 100, 2, False, echo=subject)
+    assert not started and [r["request"][0] > 0 for r in runs["tclnats_py"]] == [True, True]
+    # the child process of a run (nats-core's, no accel's): --echo reaches its rounds
+    out = bench_py._child(sys.executable, ["--child-sides", "tclnats_py", "--url", nats_server.url, "--count", "100",
+                                           "--rounds", "1", "--rows", "request", "--echo", subject])
+    assert out["tclnats_py"][0]["request"][0] > 0
+    assert proc.poll() is None
+    with pytest.raises(RuntimeError, match="replies differ from the request"):
+        bench_py._child(sys.executable, ["--child-sides", "tclnats_py", "--url", nats_server.url, "--count", "100",
+                                         "--rounds", "1", "--rows", "request", "--echo", liar])
