@@ -78,6 +78,16 @@ _READ = 64 * 1024
 _KERNEL_TIMEOUTS = sys.platform.startswith("linux")
 
 
+def _timeval(seconds: float | None) -> bytes:
+    """SO_RCVTIMEO's and SO_SNDTIMEO's value for ``seconds`` (None: no
+    limit, which is a zero timeval; a positive wait is never rounded to it)."""
+    if seconds is None:
+        return struct.pack("@ll", 0, 0)
+    sec = int(seconds)
+    usec = int((seconds - sec) * 1e6)
+    return struct.pack("@ll", sec, usec if sec or usec else 1)
+
+
 class Dispatcher:
     """One thread that calls the functions it is given, in order: where a
     client's hooks (error_cb, status_cb ...) run, away from the engine's
@@ -308,12 +318,7 @@ class SyncIO(Driver):
         (3/4 of a caller's wait, kept while it lies within half to all of
         the next one's), so that a loop of requests sets it once; a read
         that ends early is read again."""
-        if seconds is None:
-            sec = usec = 0
-        else:
-            sec = int(seconds)
-            usec = max(1, int((seconds - sec) * 1e6)) if sec == 0 else int((seconds - sec) * 1e6)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("@ll", sec, usec))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(seconds))
         self._rcvtimeo = seconds
 
     def _drain_wake(self) -> None:
@@ -400,14 +405,37 @@ class SyncIO(Driver):
         sock = self._sock
         assert sock is not None
         try:
-            if self._io is None:
-                sock.sendall(data)
-            else:
+            if self._io is not None:
                 with self._io:
                     sock.sendall(data)
+            elif not _KERNEL_TIMEOUTS:
+                sock.sendall(data)
+            else:
+                start = time.monotonic()
+                sent = sock.send(data)  # all of it, unless the socket is full
+                if sent != len(data):
+                    self._send_rest(sock, data, sent, start)
         except OSError as e:  # past flush_timeout too (socket.timeout; BlockingIOError from SO_SNDTIMEO)
             self.engine.write_failed(str(e) or type(e).__name__)
             self._run()
+
+    def _send_rest(self, sock: socket.socket, data: bytes, sent: int, start: float) -> None:
+        """The rest of a write the socket took in part, within flush_timeout
+        of ``start`` in all (as Python's sendall with a timeout): each send's
+        SO_SNDTIMEO is what is left of it.  socket.timeout past it."""
+        flush = self.engine.options.flush_timeout / 1000 or None
+        view = memoryview(data)[sent:]
+        try:
+            while view:
+                if flush is not None:
+                    left = start + flush - time.monotonic()
+                    if left <= 0:
+                        raise socket.timeout(f"timed out: {len(view)} bytes not written")
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(left))
+                view = view[sock.send(view):]
+        finally:
+            if flush is not None and sock.fileno() != -1:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(flush))
 
     # ------------------------------------------------------------ the socket
     def _settle(self) -> None:
@@ -420,9 +448,7 @@ class SyncIO(Driver):
         flush = self.engine.options.flush_timeout / 1000 or None
         if _KERNEL_TIMEOUTS and not isinstance(sock, ssl.SSLSocket):
             sock.settimeout(None)
-            sec = 0 if flush is None else int(flush)
-            usec = 0 if flush is None else int((flush - sec) * 1e6)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("@ll", sec, usec))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(flush))
             self._rcvtimeo = None
         else:
             sock.settimeout(flush)

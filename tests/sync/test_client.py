@@ -378,3 +378,33 @@ def test_a_publisher_waits_for_a_paused_server(fresh_nats_server):
         while got < total:
             sub.next_msg(10)
             got += 1
+
+
+def test_a_write_past_flush_timeout_drops_the_connection(fresh_nats_server):
+    """A server that takes nothing (SIGSTOP) for longer than flush_timeout:
+    the write that waits for it fails, the connection is dropped (the
+    engine reconnects) and the publisher is not held any longer."""
+    import os
+    import signal
+    srv = fresh_nats_server
+    gone = threading.Event()
+    nc = sync.connect(srv.url, flush_timeout=0.5, connect_timeout=0.5, reconnect_time_wait=0.2,
+                      disconnected_cb=gone.set)
+    stopped = []
+
+    def flood():
+        try:
+            for _ in range(40_000):  # 40 MB: more than the socket buffers and the reconnect buffer
+                nc.publish("ft.x", b"x" * 1024)
+        except tclnats_py.NatsError as e:  # the reconnect buffer full while disconnected
+            stopped.append(e)
+    try:
+        os.kill(srv.pid, signal.SIGSTOP)
+        th = threading.Thread(target=flood, daemon=True)
+        th.start()
+        assert gone.wait(20), "the connection was never dropped"
+        th.join(20)
+        assert not th.is_alive(), "the publisher is still held"
+    finally:
+        os.kill(srv.pid, signal.SIGCONT)
+        nc.close()
