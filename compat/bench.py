@@ -30,7 +30,8 @@ Two more columns come from the same run: "raw socket", the ceiling
 (compat/bench_raw.py: protocol bytes framed in advance through plain
 sockets, same workloads, taking its turn with the sides; each figure the
 faster of a reader that sleeps in recv at once and one that polls first, as
-the clients do), with tclnats_py's figure as a percentage of it; and, before
+the clients do; its request row talks to an echo responder in a process of
+its own, bench_raw.EchoResponder), with tclnats_py's figure as a percentage of it; and, before
 the table, the start of ``tclsh`` + ``package require nats`` (wall time,
 median of 7, and the process's RSS after it) for each side, next to a bare
 tclsh, and the same with a first connection object made and destroyed

@@ -4,8 +4,8 @@ server, same run, 128-byte messages.
     python -m tclnats_py.compat.bench_py [--count N] [--rounds R] [--short] [--json out.json] [--uvloop]
 
 Figures: publish (hand COUNT messages to the client, then flush), delivery to a
-callback on a second connection, request round trips to a responder on the
-second connection, the same with up to 256 requests in flight (request_async),
+callback on a second connection, request round trips to an echo responder,
+the same with up to 256 requests in flight (request_async),
 and JetStream publishes through each library's JetStream API: ``js.publish``
 awaited one at a time (js_publish), and ``js.publish_async`` for COUNT
 messages followed by waiting for every ack (js_publish_async; each library
@@ -17,6 +17,16 @@ max(2000, COUNT/5) stored messages in pull requests of 500: nats-py's
 kv_get (sequential ``kv.put`` / ``kv.get`` over 100 keys of a memory
 bucket; nats-core's column through the nats-key-value package when it is
 installed, else the cell says so).
+
+Every requester of a round (nats-py, tclnats_py, natspy, the blocking face,
+the raw-socket ceiling; over WebSocket too) talks to one echo responder that
+runs in a process of its own, started once per round
+(compat/bench_raw.py ``EchoResponder``: a raw blocking socket answering each
+MSG with a PUB to its reply subject): the request rows measure the
+requester alone, against a responder that costs every side the same, and
+every reply must equal its request; no side's figure includes a responder
+of its own.  The subprocess sides (nats-core, no accel) talk to one
+responder of the same kind, started once for them.
 
 The two libraries take turns, R rounds (default 3), the order swapped every
 round, and each figure is the median of its rounds: on a small shared machine
@@ -67,6 +77,11 @@ import sys
 import time
 
 from tclnats_py.compat import bench_raw
+
+try:
+    from tclnats_py.compat.bench_raw import EchoResponder
+except ImportError:  # bench_ab's child on an older install runs this file: its bench_raw is beside it
+    from bench_raw import EchoResponder
 
 PAYLOAD = b"x" * 128
 # how a workload is run: asyncio.run, or uvloop.run with --uvloop (every side, the children too)
@@ -254,17 +269,13 @@ async def _publish_figures(side: Side, a, b, tag: str, pubname: str, count: int,
     out["deliver"] = _figure(count, t, c)
 
 
-async def _request_figures(side: Side, a, b, tag: str, rounds: int, count: int, out: dict) -> None:
+async def _request_figures(side: Side, a, echo: str, rounds: int, count: int, out: dict) -> None:
     """request (``rounds`` one at a time) and request_async (256 in flight),
-    to an echo responder on ``b``."""
-    async def echo(msg):
-        await side.publish(b, msg.reply, msg.data)
-    await side.subscribe(b, f"bp.{tag}.svc", echo)
-    await side.flush(b)
+    to the round's echo responder on ``echo`` (bench_raw.EchoResponder)."""
     wrong = 0
     t, c = time.perf_counter(), time.process_time()
     for _ in range(rounds):
-        if (await side.request(a, f"bp.{tag}.svc", PAYLOAD)).data != PAYLOAD:
+        if (await side.request(a, echo, PAYLOAD)).data != PAYLOAD:
             wrong += 1
     out["request"] = _figure(rounds, t, c)
     _check(not wrong, side, f"request: {wrong} of {rounds} replies differ from the request")
@@ -280,7 +291,7 @@ async def _request_figures(side: Side, a, b, tag: str, rounds: int, count: int, 
     async def worker():
         while left[0] > 0:
             left[0] -= 1
-            if (await side.request(a, f"bp.{tag}.svc", PAYLOAD)).data == PAYLOAD:
+            if (await side.request(a, echo, PAYLOAD)).data == PAYLOAD:
                 answered[0] += 1
     t, c = time.perf_counter(), time.process_time()
     await asyncio.gather(*(worker() for _ in range(256)))
@@ -358,9 +369,11 @@ async def _kv_figures(side: Side, a, js, tag: str, rounds: int, out: dict) -> No
     await side.request(a, f"$JS.API.STREAM.DELETE.KV_{bucket}", b"")
 
 
-async def workload(side: Side, url: str, count: int, monitor: str | None = None) -> dict:
+async def workload(side: Side, url: str, count: int, monitor: str | None = None, echo: str | None = None) -> dict:
     """Each figure of one side; every figure checks its count (the server's
-    count of the published messages when ``monitor`` is its monitoring URL)."""
+    count of the published messages when ``monitor`` is its monitoring URL);
+    the request rows talk to the echo responder on ``echo`` (None: one of
+    this call's own)."""
     out: dict = {}
     tag = side.name.replace("-", "_")
     pubname = f"bp-pub-{tag}-{os.getpid()}-{time.monotonic_ns()}"
@@ -371,7 +384,11 @@ async def workload(side: Side, url: str, count: int, monitor: str | None = None)
         await _publish_figures(side, a, b, tag, pubname, count, monitor, out)
     rounds = max(500, count // 50)
     if "request" in rows or "request_async" in rows:
-        await _request_figures(side, a, b, tag, rounds, count, out)
+        if echo:
+            await _request_figures(side, a, echo, rounds, count, out)
+        else:
+            with EchoResponder(url) as subject:
+                await _request_figures(side, a, subject, rounds, count, out)
     if any(r in rows for r in FIGURES[4:]):
         await _js_workload(side, a, tag, rounds, count, out)
     for task in getattr(side, "tasks", ()):
@@ -402,15 +419,16 @@ FIGURES = ["publish", "deliver", "request", "request_async", "js_publish", "js_p
 WS_FIGURES = ["publish", "deliver", "request"]
 
 
-async def core_workload(side: Side, url: str, count: int, monitor: str | None = None) -> dict:
-    """publish, deliver and request of one side (the WebSocket rows)."""
+async def core_workload(side: Side, url: str, count: int, monitor: str | None, echo: str) -> dict:
+    """publish, deliver and request of one side (the WebSocket rows; the
+    echo responder on ``echo`` connected over TCP)."""
     out: dict = {}
     tag = side.name.replace("-", "_") + "_ws"
     pubname = f"bp-pub-{tag}-{os.getpid()}-{time.monotonic_ns()}"
     a = await side.connect(url, pubname)
     b = await side.connect(url)
     await _publish_figures(side, a, b, tag, pubname, count, monitor, out)
-    await _request_figures(side, a, b, tag, max(500, count // 50), count, out)
+    await _request_figures(side, a, echo, max(500, count // 50), count, out)
     for task in getattr(side, "tasks", ()):
         task.cancel()
     await a.close()
@@ -427,14 +445,16 @@ def ws_sides() -> tuple[list, str]:
     return ["nats-py", "tclnats_py"], ""
 
 
-def _ws_rounds(ws_url: str, count: int, rounds: int, monitor: str | None) -> tuple[dict, str]:
-    """Each WebSocket side's figures per round, the sides taking turns."""
+def _ws_rounds(ws_url: str, url: str, count: int, rounds: int, monitor: str | None) -> tuple[dict, str]:
+    """Each WebSocket side's figures per round, the sides taking turns (the
+    round's echo responder on ``url``, the server's TCP port)."""
     names, why = ws_sides()
     runs: dict = {name: [] for name in names}
     for r in range(max(1, rounds)):
         k = r % len(names)
-        for name in names[k:] + names[:k]:
-            runs[name].append(_RUN(core_workload(Side(name), ws_url, count, monitor)))
+        with EchoResponder(url) as echo:
+            for name in names[k:] + names[:k]:
+                runs[name].append(_RUN(core_workload(Side(name), ws_url, count, monitor, echo)))
     return runs, why
 
 
@@ -509,29 +529,41 @@ def _child(exe: str, args: list, env_extra: dict | None = None, timeout: float =
 
 
 def _rounds(names: list, url: str, count: int, rounds: int, raw: bool, monitor: str | None = None,
-            ceiling_each: list | None = None) -> dict:
+            ceiling_each: list | None = None, echo: str | None = None) -> dict:
     """Each side's figures for each round, the sides taking turns (order
     rotated every round); ``raw`` adds the raw-socket ceiling (each figure
-    the faster way of waiting; both ways appended to ``ceiling_each``)."""
+    the faster way of waiting; both ways appended to ``ceiling_each``).
+    The request rows talk to the echo responder on ``echo`` (a subprocess
+    side: its parent's), else to one started for each round."""
     runs: dict = {name: [] for name in names}
     if raw:
         runs["raw socket"] = []
     order = list(runs)
     for r in range(max(1, rounds)):
-        k = r % len(order)
-        for name in order[k:] + order[:k]:
-            if name == "raw socket":
-                figs, each = bench_raw.ceiling(url, count, _ROWS or FIGURES, tag=f"r{r}")
-                if ceiling_each is not None:
-                    ceiling_each.append(each)
-                runs[name].append({f: (v, 0.0) for f, v in figs.items()})
-            elif name == "sync":
-                received = (lambda n: _received_from(monitor, n)) if monitor else None
-                from tclnats_py.compat import bench_sync  # (a child of bench_ab may be an older install)
-                runs[name].append(bench_sync.workload(url, count, _ROWS or FIGURES, received))
-            else:
-                runs[name].append(_RUN(workload(Side(name), url, count, monitor)))
+        if echo:
+            _round(order, r, url, count, monitor, echo, runs, ceiling_each)
+            continue
+        with EchoResponder(url) as subject:  # every requester of the round talks to it
+            _round(order, r, url, count, monitor, subject, runs, ceiling_each)
     return runs
+
+
+def _round(order: list, r: int, url: str, count: int, monitor: str | None, echo: str, runs: dict,
+           ceiling_each: list | None) -> None:
+    """Round ``r`` of :func:`_rounds`: each side once, the order rotated by ``r``."""
+    k = r % len(order)
+    for name in order[k:] + order[:k]:
+        if name == "raw socket":
+            figs, each = bench_raw.ceiling(url, count, _ROWS or FIGURES, tag=f"r{r}", echo=echo)
+            if ceiling_each is not None:
+                ceiling_each.append(each)
+            runs[name].append({f: (v, 0.0) for f, v in figs.items()})
+        elif name == "sync":
+            received = (lambda n: _received_from(monitor, n)) if monitor else None
+            from tclnats_py.compat import bench_sync  # (a child of bench_ab may be an older install)
+            runs[name].append(bench_sync.workload(url, count, _ROWS or FIGURES, received, echo))
+        else:
+            runs[name].append(_RUN(workload(Side(name), url, count, monitor, echo)))
 
 
 def _median(rs: list) -> dict:
@@ -557,6 +589,7 @@ def _parse_args(argv):
     ap.add_argument("--child-rss", help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
     ap.add_argument("--monitor", help=argparse.SUPPRESS)
+    ap.add_argument("--echo", help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
 
@@ -603,12 +636,13 @@ def _measure(args, count: int, py313: str | None, py313_why: str, child_rounds: 
     core: dict | None = None
     pure: dict | None = None
     rss: list = []
-    with NatsServer(jetstream=True, monitor=True, websocket=True) as srv:
-        mon = ["--monitor", srv.monitor_url]
+    with NatsServer(jetstream=True, monitor=True, websocket=True) as srv, EchoResponder(srv.url) as echo:
+        # (the subprocess sides' request rows talk to this responder, the rounds here to one each)
+        mon = ["--monitor", srv.monitor_url, "--echo", echo]
         runs = _rounds(["nats-py", "tclnats_py", "natspy", "sync"], srv.url, count, args.rounds, True, srv.monitor_url,
                        ceiling_each)
         if not args.no_websocket:
-            args.ws_runs, args.ws_why = _ws_rounds(srv.ws_url, count, args.rounds, srv.monitor_url)
+            args.ws_runs, args.ws_why = _ws_rounds(srv.ws_url, srv.url, count, args.rounds, srv.monitor_url)
         if py313:
             try:
                 core = _child(py313, ["--child-sides", "nats-core,tclnats_py", "--url", srv.url,
@@ -677,7 +711,8 @@ def main(argv=None) -> int:
         loop_rows = []
     loop_args: list = (_use_uvloop() if args.uvloop else []) + loop_rows
     if args.child_sides:
-        print(json.dumps(_rounds(args.child_sides.split(","), args.url, count, args.rounds, False, args.monitor)))
+        print(json.dumps(_rounds(args.child_sides.split(","), args.url, count, args.rounds, False, args.monitor,
+                                 echo=args.echo)))
         return 0
     if args.child_rss:
         print(json.dumps(_peak_rss(args.child_rss, args.url, count)))

@@ -1,7 +1,8 @@
 """The ceiling of the benchmarks: NATS protocol bytes framed in advance and
 written through plain blocking sockets, with the least parsing that tells
 a reply from the rest, in one Python thread (two for delivery: a publisher
-and a reader).  No client library: what this machine, this Python and this
+and a reader; the request rows' echo responder in a process of its own,
+below).  No client library: what this machine, this Python and this
 server allow, measured in the same run as the clients (compat/bench_py.py,
 compat/bench.py print every figure as a percentage of it).
 
@@ -11,6 +12,16 @@ Figures (the names of both benchmarks): publish, deliver, request,
 request_async (256 in flight), js_publish (a PUB to a stream's subject and
 its ack), js_publish_async (4000 acks in flight), fetch (pull requests of
 500), kv_put, kv_get (DIRECT.GET of the last value).
+
+The request rows measure round trips to one echo responder that runs in a
+process of its own (:class:`EchoResponder`: a raw blocking socket that
+answers each MSG with a PUB of its payload to the reply subject), the same
+one for every requester of a round: this ceiling's raw socket, and the
+clients of compat/bench_py.py and compat/bench_sync.py.  So each row
+counts what one requester costs, its thread waking for every reply, against
+a responder whose cost is the same for all; given no responder
+(``echo=None``), :func:`request` and :func:`request_async` start one for
+their own run.  Every reply must equal its request.
 
 A reader waits in one of two ways, and :func:`ceiling` runs both and keeps
 the faster per figure: ``block`` sleeps in ``recv`` at once; ``spin`` first
@@ -26,8 +37,8 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -212,69 +223,121 @@ def deliver(url: str, count: int, tag: str, wait: str = "block") -> float:
     return r
 
 
-def request(url: str, rounds: int, tag: str, wait: str = "block") -> float:
-    a, b = RawConn(url, wait), RawConn(url, wait)
-    svc = b"bench.raw.%s.svc" % tag.encode()
-    b.send(b"SUB %s 1\r\n" % svc)
-    b.ping_wait()
+class EchoResponder:
+    """The request rows' echo responder, in a process of its own (this file
+    run as ``bench_raw.py echo URL SUBJECT``, see :func:`echo_serve`),
+    subscribed before ``with`` hands out its subject, ended after it::
+
+        with EchoResponder(url) as subject:
+            request(url, 500, "t", echo=subject)
+    """
+
+    def __init__(self, url: str, subject: str | None = None):
+        self.url = url
+        self.subject = subject or f"bench.echo.{os.getpid()}.{time.monotonic_ns()}"
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> str:
+        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "echo", self.url, self.subject],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        if line != "ready":
+            self.__exit__()
+            raise RuntimeError(f"the echo responder did not start (it said {line!r})")
+        return self.subject
+
+    def __exit__(self, *exc: object) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def echo_serve(url: str, subject: str) -> None:
+    """The echo responder's loop: subscribe to ``subject``, say "ready" on
+    stdout, then answer every message read with a PUB of its payload to its
+    reply subject (one write per read), until the connection ends."""
+    c = RawConn(url, name="bench-echo")
+    c.send(b"SUB %s 1\r\n" % subject.encode())
+    c.ping_wait()
+    print("ready", flush=True)
+    while True:
+        try:
+            c._fill()
+        except (ConnectionError, OSError):
+            return
+        out = []
+        while True:
+            m = c.next(block=False)
+            if m is None:
+                break
+            if isinstance(m, tuple) and m[1] is not None:
+                out.append(b"PUB %s %d\r\n%s\r\n" % (m[1], len(m[2]), m[2]))
+        if out:
+            c.send(b"".join(out))
+
+
+def request(url: str, rounds: int, tag: str, wait: str = "block", echo: str | None = None) -> float:
+    """Sequential round trips to the echo responder on ``echo`` (one of
+    this run's own when None)."""
+    if echo is None:
+        with EchoResponder(url) as subject:
+            return request(url, rounds, tag, wait, subject)
+    a = RawConn(url, wait)
     inbox(a, b"_RAW.%s" % tag.encode())
-    head = b"PUB %s _RAW.%s." % (svc, tag.encode())
+    head = b"PUB %s _RAW.%s." % (echo.encode(), tag.encode())
     tail = b" %d\r\n%s\r\n" % (len(PAYLOAD), PAYLOAD)
     t0 = time.perf_counter()
     for i in range(rounds):
         a.send(b"%s%d%s" % (head, i, tail))
-        _, reply, data = b.msg()
-        b.send(b"PUB %s %d\r\n%s\r\n" % (reply, len(data), data))
         if a.msg()[2] != PAYLOAD:
             raise RuntimeError("request: a reply differs from the request")
     r = _rate(rounds, t0)
     a.close()
-    b.close()
     return r
 
 
-def request_async(url: str, n: int, tag: str, wait: str = "block", inflight: int = 256) -> float:
-    a, b = RawConn(url, wait), RawConn(url, wait)
-    svc = b"bench.raw.%s.svca" % tag.encode()
-    b.send(b"SUB %s 1\r\n" % svc)
-    b.ping_wait()
+def request_async(url: str, n: int, tag: str, wait: str = "block", inflight: int = 256,
+                  echo: str | None = None) -> float:
+    """``n`` round trips to the echo responder on ``echo`` (one of this
+    run's own when None), ``inflight`` at a time."""
+    if echo is None:
+        with EchoResponder(url) as subject:
+            return request_async(url, n, tag, wait, inflight, subject)
+    a = RawConn(url, wait)
     inbox(a, b"_RAWA.%s" % tag.encode())
-    head = b"PUB %s _RAWA.%s." % (svc, tag.encode())
+    head = b"PUB %s _RAWA.%s." % (echo.encode(), tag.encode())
     tail = b" %d\r\n%s\r\n" % (len(PAYLOAD), PAYLOAD)
     t0 = time.perf_counter()
     sent = min(n, inflight)
     a.send(b"".join(b"%s%d%s" % (head, i, tail) for i in range(sent)))
     done = 0
     while done < n:
-        ready, _, _ = select.select([a.sock, b.sock], [], [])
-        if b.sock in ready:
-            b._fill()
-            out = []
-            while True:
-                m = b.next(block=False)
-                if m is None:
-                    break
-                if isinstance(m, tuple):
-                    out.append(b"PUB %s %d\r\n%s\r\n" % (m[1], len(m[2]), m[2]))
-            if out:
-                b.send(b"".join(out))
-        if a.sock in ready:
-            a._fill()
-            more = []
-            while True:
-                m = a.next(block=False)
-                if m is None:
-                    break
-                if isinstance(m, tuple):
-                    done += 1
-                    if sent < n:
-                        more.append(b"%s%d%s" % (head, sent, tail))
-                        sent += 1
-            if more:
-                a.send(b"".join(more))
+        a._fill()
+        more = []
+        while True:
+            m = a.next(block=False)
+            if m is None:
+                break
+            if isinstance(m, tuple):
+                if m[2] != PAYLOAD:
+                    raise RuntimeError("request_async: a reply differs from the request")
+                done += 1
+                if sent < n:
+                    more.append(b"%s%d%s" % (head, sent, tail))
+                    sent += 1
+        if more:
+            a.send(b"".join(more))
     r = _rate(n, t0)
     a.close()
-    b.close()
     return r
 
 
@@ -421,10 +484,12 @@ def kv(url: str, rounds: int, tag: str, wait: str = "block") -> tuple[float, flo
     return put, get
 
 
-def run(url: str, count: int, figures=None, tag: str = "raw", wait: str = "block") -> dict:
+def run(url: str, count: int, figures=None, tag: str = "raw", wait: str = "block", echo: str | None = None) -> dict:
     """The figures of both benchmarks for ``count`` messages, with their
     derived counts (round trips: max(200 or 500, count // 50), as each
-    benchmark uses), every reader waiting the ``wait`` way: {figure: msg/s}."""
+    benchmark uses), every reader waiting the ``wait`` way: {figure: msg/s}.
+    ``echo``: the subject of the request rows' :class:`EchoResponder`
+    (None: each of those rows starts one)."""
     want = set(figures or FIGURES)
     if wait not in WAITS:
         raise ValueError(f"wait must be one of {WAITS}, not {wait!r}")
@@ -435,9 +500,9 @@ def run(url: str, count: int, figures=None, tag: str = "raw", wait: str = "block
     if "deliver" in want:
         out["deliver"] = deliver(url, count, tag, wait)
     if "request" in want:
-        out["request"] = request(url, rounds, tag, wait)
+        out["request"] = request(url, rounds, tag, wait, echo)
     if "request_async" in want:
-        out["request_async"] = request_async(url, max(2000, count // 10), tag, wait=wait)
+        out["request_async"] = request_async(url, max(2000, count // 10), tag, wait=wait, echo=echo)
     if "js_publish" in want:
         out["js_publish"] = js_publish(url, rounds, tag, wait)
     if "js_publish_async" in want:
@@ -449,10 +514,14 @@ def run(url: str, count: int, figures=None, tag: str = "raw", wait: str = "block
     return out
 
 
-def ceiling(url: str, count: int, figures=None, tag: str = "raw") -> tuple[dict, dict]:
+def ceiling(url: str, count: int, figures=None, tag: str = "raw", echo: str | None = None) -> tuple[dict, dict]:
     """Both ways of waiting, one after the other: ({figure: the faster
-    rate}, {figure: {"block": rate, "spin": rate}})."""
-    both = {w: run(url, count, figures, f"{tag}{w[0]}", w) for w in WAITS}
+    rate}, {figure: {"block": rate, "spin": rate}}).  The request rows talk
+    to the :class:`EchoResponder` on ``echo`` (None: one started here for both ways)."""
+    if echo is None and {"request", "request_async"} & set(figures or FIGURES):
+        with EchoResponder(url) as subject:
+            return ceiling(url, count, figures, tag, subject)
+    both = {w: run(url, count, figures, f"{tag}{w[0]}", w, echo) for w in WAITS}
     each = {fig: {w: both[w][fig] for w in WAITS} for fig in both["block"]}
     return {fig: max(v.values()) for fig, v in each.items()}, each
 
@@ -478,6 +547,12 @@ def exit_status(prog: str, failures: list) -> int:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["echo"]:  # the echo responder's process (EchoResponder)
+        if len(argv) != 3:
+            raise SystemExit("usage: bench_raw.py echo URL SUBJECT")
+        echo_serve(argv[1], argv[2])
+        return 0
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("url")

@@ -4,7 +4,9 @@ same counts, the server's count of what was published checked).
 
     publish   COUNT publishes, then a flush
     deliver   COUNT publishes to a callback subscription on a second connection
-    request   sequential requests to an echo responder (a callback on the second connection)
+    request   sequential requests to the round's echo responder, a process of its
+              own (compat/bench_raw.py EchoResponder) that every requester of
+              bench_py's round talks to: the requester's cost alone
 
 and, once the blocking face has JetStream (``sync.Client.jetstream``, the
 syncjs work: the asyncio face's names without ``await``), js_publish (one
@@ -64,14 +66,12 @@ def _publish_figures(a, b, count: int, rows, received_from, pubname: str, out: d
         out["deliver"] = _figure(count, t, c)
 
 
-def _request_figure(a, b, rounds: int, out: dict) -> None:
-    b.subscribe("bp.sync.svc", cb=lambda m: b.publish(m.reply, m.data))
-    b.flush()
+def _request_figure(a, echo: str, rounds: int, out: dict) -> None:
     request = a.request
     wrong = 0
     t, c = time.perf_counter(), time.process_time()
     for _ in range(rounds):
-        if request("bp.sync.svc", PAYLOAD, timeout=5).data != PAYLOAD:
+        if request(echo, PAYLOAD, timeout=5).data != PAYLOAD:
             wrong += 1
     out["request"] = _figure(rounds, t, c)
     _check(not wrong, f"request: {wrong} of {rounds} replies differ from the request")
@@ -114,10 +114,11 @@ def _js_figures(a, rounds: int, rows, out: dict) -> None:
         a.request(f"$JS.API.STREAM.DELETE.KV_{bucket}", b"", timeout=5)
 
 
-def workload(url: str, count: int, rows=ROWS, received_from=None) -> dict:
+def workload(url: str, count: int, rows=ROWS, received_from=None, echo: str | None = None) -> dict:
     """The blocking face's figures of ``rows``; ``received_from(name)``: the
     server's count of what the connection ``name`` published (bench_py's
-    monitor check), or None."""
+    monitor check), or None; ``echo``: the subject of the request row's
+    echo responder (None: one of this call's own)."""
     from tclnats_py import sync
     out: dict = {}
     pubname = f"bp-pub-sync-{os.getpid()}-{time.monotonic_ns()}"
@@ -127,7 +128,12 @@ def workload(url: str, count: int, rows=ROWS, received_from=None) -> dict:
         _publish_figures(a, b, count, rows, received_from, pubname, out)
         rounds = max(500, count // 50)
         if "request" in rows:
-            _request_figure(a, b, rounds, out)
+            if echo:
+                _request_figure(a, echo, rounds, out)
+            else:
+                from tclnats_py.compat.bench_raw import EchoResponder
+                with EchoResponder(url) as subject:
+                    _request_figure(a, subject, rounds, out)
         if hasattr(a, "jetstream") and any(r in rows for r in ("js_publish", "kv_put", "kv_get")):
             _js_figures(a, rounds, rows, out)
     finally:

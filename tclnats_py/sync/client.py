@@ -36,7 +36,7 @@ from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine
 from tclnats_py.engine.headers import Headers
 from tclnats_py.engine.options import Options
 from tclnats_py.engine.protocol import pub_frame as _pub_frame, pub_head as _pub_head
-from tclnats_py.engine.validate import _to_bytes, check_headers, check_int, check_timeout
+from tclnats_py.engine.validate import MAX_TIMEOUT, _to_bytes, check_headers, check_int, check_timeout
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.sync.driver import DEFAULT_SERVER, request_error
 from tclnats_py.sync.subscription import Subscription, SyncMsg
@@ -56,6 +56,8 @@ HeadersArg = Optional[Mapping[str, Union[str, bytes, Sequence[Union[str, bytes]]
 
 _log = logging.getLogger("tclnats_py")
 _ids = itertools.count(1)
+# timeouts request() takes without check_timeout's call (a bool is neither's class)
+_PLAIN_NUMBERS = (float, int)
 # every client not closed yet: closed at interpreter exit, forgotten in a forked child
 _live: "weakref.WeakSet[Client]" = weakref.WeakSet()
 #: how long close() waits for the client's threads to end (seconds)
@@ -91,6 +93,8 @@ class Client(ClientState):
         # subject -> protocol.pub_head(subject, size) once the engine accepted it (publish's fast path)
         self._pub_heads: dict[str, tuple[bytes, int, bytes]] = {}
         self._pub_max = 0  # the server's max_payload (0 until its INFO): the fast path's bound
+        # request subjects the engine's check passed (request's fast path; emptied by connect())
+        self._req_subjects: set[str] = set()
         self._configure(servers, options)
 
     def _driver_option(self, key: str, value: Any) -> bool:
@@ -143,6 +147,7 @@ class Client(ClientState):
             if eng.status != CLOSED:
                 return self
             self._configure(servers, options)
+            self._req_subjects.clear()  # (check_subjects may have changed)
             if not eng.pool.servers:
                 eng.configure_servers(list(eng.options.servers) or [DEFAULT_SERVER])
             if self._callbacks.stopped:  # closed before: a new hooks thread
@@ -280,7 +285,15 @@ class Client(ClientState):
                                 eng.options.check_subjects))
             if frame is not None:
                 with io.lock:
-                    if eng.publish_frame(frame, WRITE_CHUNK):
+                    if eng._flush_signalled and eng.status == CONNECTED:
+                        # a write is due already (the keeper's or the next
+                        # caller's): Engine.publish_frame's steps inline
+                        eng._out.append(frame)
+                        size = eng._out_size = eng._out_size + len(frame)
+                        eng.stats["out_msgs"] += 1
+                        if size >= WRITE_CHUNK:
+                            io.write_now()
+                    elif eng.publish_frame(frame, WRITE_CHUNK):
                         self._published(io, eng)
                 return
         if data.__class__ is not bytes:
@@ -364,7 +377,10 @@ class Client(ClientState):
         ``timeout`` seconds (None: the request_timeout option).  ErrTimeout,
         ErrNoResponders, ErrConnectionClosed.  ``check_subject=False`` sends a
         subject with wildcard tokens as it is."""
-        ms = self._timeout_ms(timeout)
+        if timeout.__class__ in _PLAIN_NUMBERS and 0 < timeout <= MAX_TIMEOUT:  # (check_timeout's rule)
+            ms = int(timeout * 1000) or 1
+        else:
+            ms = self._timeout_ms(timeout)
         if data.__class__ is not bytes:
             data = _to_bytes(data)
         if headers is not None:
@@ -373,18 +389,22 @@ class Client(ClientState):
         eng = self._engine
         box: list = []
         with io.lock:
-            if check_subject and not eng.check_subject(subject):
-                raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+            if check_subject and subject not in self._req_subjects:
+                if not eng.check_subject(subject):
+                    raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+                if len(self._req_subjects) >= 4096:
+                    self._req_subjects.clear()
+                self._req_subjects.add(subject)
             req = eng.request(subject, data, ms, headers, None, box, check_subject=False)
             io._run(True)
             io.write_now()
-            self._await(req, lambda: bool(box))
+            self._await(req, box.__len__)  # (a C method: no Python frame per look)
             outcome = box[0]
         if outcome == "msg":
             return req.msg
         raise request_error(outcome, subject)
 
-    def _await(self, req: Request, done: Callable[[], bool]) -> None:
+    def _await(self, req: Request, done: Callable[[], object]) -> None:
         """Wait (lock held) for the end of ``req``; a KeyboardInterrupt
         meanwhile (or any exception) cancels it in the engine."""
         try:

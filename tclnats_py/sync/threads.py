@@ -9,7 +9,9 @@ many threads, the I/O half of :class:`tclnats_py.sync.Client`:
   a message, a PONG) reads the socket itself when nobody else does, with the
   lock released while it is in ``select``/``recv``; the others wait on a
   condition the reader notifies after each read it handed to the engine.  A
-  lone caller's round trip therefore costs no thread switch;
+  lone caller's round trip therefore costs no thread switch (and, a plain
+  socket on Linux, two system calls: see :meth:`SyncIO._read`); a caller
+  that finds the keeper reading has it hand the socket over;
 * a *keeper* thread per connection reads when no caller does (a caller read
   within the last ``KEEPER_IDLE`` seconds keeps it out, so a loop of
   requests is not interrupted), fires the engine's timers (keep-alive PINGs,
@@ -38,6 +40,8 @@ import os
 import select
 import socket
 import ssl
+import struct
+import sys
 import threading
 import time
 from collections import deque
@@ -45,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING
 from tclnats_py.engine.driver import effect_table, unknown_effect
-from tclnats_py.sync.driver import _RECV, Driver
+from tclnats_py.sync.driver import Driver
 from tclnats_py.errors import make_error
 
 if TYPE_CHECKING:
@@ -64,6 +68,24 @@ WRITE_CHUNK = 64 * 1024
 #: a publish this long (seconds) after the last one written at once is written at once too
 SPARSE = 0.0002
 _STOP = object()
+# what one read takes at most: under malloc's mmap threshold (128 KiB), so
+# that a small read costs no mmap/mremap/munmap of its buffer
+_READ = 64 * 1024
+# a plain socket is blocking, its waits bounded by the kernel (SO_SNDTIMEO,
+# SO_RCVTIMEO: a struct timeval of two longs on Linux): a write is one
+# sendto, a caller's read one recvfrom, no poll() before either (Python's
+# own socket timeouts poll first)
+_KERNEL_TIMEOUTS = sys.platform.startswith("linux")
+
+
+def _timeval(seconds: float | None) -> bytes:
+    """SO_RCVTIMEO's and SO_SNDTIMEO's value for ``seconds`` (None: no
+    limit, which is a zero timeval; a positive wait is never rounded to it)."""
+    if seconds is None:
+        return struct.pack("@ll", 0, 0)
+    sec = int(seconds)
+    usec = int((seconds - sec) * 1e6)
+    return struct.pack("@ll", sec, usec if sec or usec else 1)
 
 
 class Dispatcher:
@@ -139,6 +161,7 @@ class SyncIO(Driver):
         #: False: only the keeper reads (a reader thread; measured in the docs)
         self.callers_read = True
         self.leading = False           # a thread is reading (lock released meanwhile)
+        self.followers = 0             # callers in wait() sleeping on cond while another reads
         self.last_lead = 0.0           # when a caller last read
         self.last_write = 0.0          # when a publish last wrote at once (Client.publish)
         self.passive = 0               # callback subscriptions: the keeper must read at once
@@ -150,6 +173,7 @@ class SyncIO(Driver):
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._io: threading.Lock | None = None  # TLS: reads and writes one at a time
+        self._rcvtimeo: float | None = None  # SO_RCVTIMEO of a plain socket (seconds; None: no limit)
         self._subs: dict[int, Any] = {}   # sid -> the client's Subscription
 
     # ------------------------------------------------------------ threads
@@ -254,7 +278,8 @@ class SyncIO(Driver):
                 self._run()
             elif data is not None or err is not None:
                 self._lost(err)
-        self.cond.notify_all()
+        if self.followers:
+            self.cond.notify_all()
         if self.passive and not keeper:
             self.kcond.notify()  # callback subscriptions: the keeper reads on at once
 
@@ -264,19 +289,37 @@ class SyncIO(Driver):
         reason) when the socket failed."""
         io = self._io
         try:
+            if io is None and not keeper and _KERNEL_TIMEOUTS:
+                # a caller reads at once, SO_RCVTIMEO bounding the wait
+                if timeout is None:
+                    if self._rcvtimeo is not None:
+                        self._set_rcvtimeo(sock, None)
+                elif (self._rcvtimeo is None or self._rcvtimeo > timeout
+                        or self._rcvtimeo < timeout * 0.5):
+                    self._set_rcvtimeo(sock, timeout * 0.75)
+                return sock.recv(_READ), None
             if io is None or not sock.pending():  # type: ignore[attr-defined]  # (an SSLSocket)
                 fds = [sock, self._wake_r] if keeper else [sock]
                 r, _, _ = select.select(fds, [], [], timeout)
                 if sock not in r:
                     return None, None
             if io is None:
-                return sock.recv(_RECV), None
+                return sock.recv(_READ), None
             with io:
-                return sock.recv(_RECV), None
-        except ssl.SSLWantReadError:
+                return sock.recv(_READ), None
+        except (BlockingIOError, ssl.SSLWantReadError):  # SO_RCVTIMEO passed; a TLS record not whole yet
             return None, None
         except (OSError, ValueError) as e:  # ValueError: select() on a socket closed meanwhile
             return None, str(e) or type(e).__name__
+
+    def _set_rcvtimeo(self, sock: socket.socket, seconds: float | None) -> None:
+        """SO_RCVTIMEO of a plain blocking socket (the reading thread only):
+        a read waits ``seconds`` at most (None: no limit).  Set with room
+        (3/4 of a caller's wait, kept while it lies within half to all of
+        the next one's), so that a loop of requests sets it once; a read
+        that ends early is read again."""
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(seconds))
+        self._rcvtimeo = seconds
 
     def _drain_wake(self) -> None:
         try:
@@ -292,7 +335,7 @@ class SyncIO(Driver):
             self.cond.notify_all()  # a request's timeout, a PING's: what a waiting caller may wait for
         return fired
 
-    def wait(self, done: Callable[[], bool], timeout: float | None = None) -> bool:
+    def wait(self, done: Callable[[], object], timeout: float | None = None) -> bool:
         """With the lock held: carry on (reading when nobody does, firing
         due timers) until ``done()`` (True) or ``timeout`` seconds (False).
         ErrConnectionClosed when the client is closed and ``done()`` can no
@@ -300,7 +343,8 @@ class SyncIO(Driver):
         deadline = None if timeout is None else time.monotonic() + timeout
         while not done():
             now = time.monotonic()
-            if self._fire_due(now):
+            heap = self._timers  # (a new list when on_cancel_timer rebuilt it)
+            if heap and heap[0][0] <= now and self._fire_due(now):
                 continue
             if deadline is not None and now >= deadline:
                 return False
@@ -310,7 +354,17 @@ class SyncIO(Driver):
             elif self._sock is None and self.engine.status == CLOSED and not self._armed:
                 raise make_error("ErrConnectionClosed", "No connection to NATS server")
             else:
-                self.cond.wait(left)
+                if self._selecting and not self.passive and self.callers_read:
+                    # the keeper reads: it hands the socket over (it stays out
+                    # while a caller read lately), so that the next reply is
+                    # read by the thread that waits for it, not passed on to it
+                    self.last_lead = now
+                    self._wake()
+                self.followers += 1
+                try:
+                    self.cond.wait(left)
+                finally:
+                    self.followers -= 1
         return True
 
     # ------------------------------------------------------------ writing
@@ -330,7 +384,7 @@ class SyncIO(Driver):
                 handler(f)
             if self._sock is not None and eng.status != CONNECTED and eng.want_write:
                 self._write(eng.data_to_send())
-            elif not eng.has_effects:
+            elif not eng._fx:  # (has_effects without the property call)
                 return
 
     def on_flush(self, e: Flush) -> None:
@@ -344,30 +398,61 @@ class SyncIO(Driver):
         eng = self.engine
         while self._sock is not None and eng.want_write:
             self._write(eng.data_to_send(1 << 20))
-            if eng.has_effects:
+            if eng._fx:
                 self._run()
 
     def _write(self, data: bytes) -> None:
         sock = self._sock
         assert sock is not None
         try:
-            if self._io is None:
-                sock.sendall(data)
-            else:
+            if self._io is not None:
                 with self._io:
                     sock.sendall(data)
-        except OSError as e:  # socket.timeout (flush_timeout) too
+            elif not _KERNEL_TIMEOUTS:
+                sock.sendall(data)
+            else:
+                start = time.monotonic()
+                sent = sock.send(data)  # all of it, unless the socket is full
+                if sent != len(data):
+                    self._send_rest(sock, data, sent, start)
+        except OSError as e:  # past flush_timeout too (socket.timeout; BlockingIOError from SO_SNDTIMEO)
             self.engine.write_failed(str(e) or type(e).__name__)
             self._run()
 
+    def _send_rest(self, sock: socket.socket, data: bytes, sent: int, start: float) -> None:
+        """The rest of a write the socket took in part, within flush_timeout
+        of ``start`` in all (as Python's sendall with a timeout): each send's
+        SO_SNDTIMEO is what is left of it.  socket.timeout past it."""
+        flush = self.engine.options.flush_timeout / 1000 or None
+        view = memoryview(data)[sent:]
+        try:
+            while view:
+                if flush is not None:
+                    left = start + flush - time.monotonic()
+                    if left <= 0:
+                        raise socket.timeout(f"timed out: {len(view)} bytes not written")
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(left))
+                view = view[sock.send(view):]
+        finally:
+            if flush is not None and sock.fileno() != -1:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(flush))
+
     # ------------------------------------------------------------ the socket
     def _settle(self) -> None:
-        """The socket's one timeout from now on: writes wait ``flush_timeout``
-        (reads wait in select)."""
+        """The socket's timeouts from now on: writes wait ``flush_timeout``;
+        reads wait in select (the keeper, a TLS socket) or, a caller's of a
+        plain socket on Linux, in recv (see :meth:`_read`)."""
         sock = self._sock
-        if sock is not None:
-            sock.settimeout(self.engine.options.flush_timeout / 1000 or None)
-            self._sock_timeout = sock.gettimeout()
+        if sock is None:
+            return
+        flush = self.engine.options.flush_timeout / 1000 or None
+        if _KERNEL_TIMEOUTS and not isinstance(sock, ssl.SSLSocket):
+            sock.settimeout(None)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(flush))
+            self._rcvtimeo = None
+        else:
+            sock.settimeout(flush)
+        self._sock_timeout = sock.gettimeout()
 
     def on_open(self, e: Open) -> None:
         self._io = None

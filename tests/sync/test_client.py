@@ -115,6 +115,26 @@ def test_bad_arguments(nats_server):
             cbsub.next_msg(0.1)
 
 
+def test_request_refuses_what_its_fast_path_does_not_take(nats_server):
+    """request() takes a plain number of seconds and a subject it checked
+    before without a call: every other timeout and subject still goes
+    through check_timeout and the engine's subject rule."""
+    r = responder(nats_server.url, "fp.echo")
+    try:
+        with sync.connect(nats_server.url) as nc:
+            for i in range(3):  # the later ones: a subject checked before
+                assert nc.request("fp.echo", b"%d" % i, timeout=2).data == b"re:%d" % i
+            assert nc.request("fp.echo", b"int", timeout=2).data == b"re:int"
+            for bad in ("fp.*", "fp.>", "fp echo", "", "fp..echo"):
+                with pytest.raises(tclnats_py.ErrBadSubject):
+                    nc.request(bad, b"", timeout=1)
+            for t in (True, float("nan"), float("inf"), -0.5, "1"):
+                with pytest.raises(tclnats_py.ErrBadTimeout):
+                    nc.request("fp.echo", b"", timeout=t)  # type: ignore[arg-type]
+    finally:
+        r.close()
+
+
 def test_request_reply_no_responders_timeout(nats_server):
     r = responder(nats_server.url, "svc.echo")
     try:
@@ -358,3 +378,33 @@ def test_a_publisher_waits_for_a_paused_server(fresh_nats_server):
         while got < total:
             sub.next_msg(10)
             got += 1
+
+
+def test_a_write_past_flush_timeout_drops_the_connection(fresh_nats_server):
+    """A server that takes nothing (SIGSTOP) for longer than flush_timeout:
+    the write that waits for it fails, the connection is dropped (the
+    engine reconnects) and the publisher is not held any longer."""
+    import os
+    import signal
+    srv = fresh_nats_server
+    gone = threading.Event()
+    nc = sync.connect(srv.url, flush_timeout=0.5, connect_timeout=0.5, reconnect_time_wait=0.2,
+                      disconnected_cb=gone.set)
+    stopped = []
+
+    def flood():
+        try:
+            for _ in range(40_000):  # 40 MB: more than the socket buffers and the reconnect buffer
+                nc.publish("ft.x", b"x" * 1024)
+        except tclnats_py.NatsError as e:  # the reconnect buffer full while disconnected
+            stopped.append(e)
+    try:
+        os.kill(srv.pid, signal.SIGSTOP)
+        th = threading.Thread(target=flood, daemon=True)
+        th.start()
+        assert gone.wait(20), "the connection was never dropped"
+        th.join(20)
+        assert not th.is_alive(), "the publisher is still held"
+    finally:
+        os.kill(srv.pid, signal.SIGCONT)
+        nc.close()

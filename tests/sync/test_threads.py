@@ -2,6 +2,8 @@
 server restart, close() from anywhere, interpreter exit, fork."""
 
 import os
+import socket
+import struct
 import subprocess
 import sys
 import textwrap
@@ -288,3 +290,50 @@ def test_ctrl_c_during_a_request_leaves_the_client_usable(nats_server):
     """)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[:2] == ["interrupted", "after [b'late']"], r.stdout
+
+
+def test_a_caller_takes_the_socket_back_from_the_keeper(nats_server):
+    """Once the keeper reads (no caller read for KEEPER_IDLE), a caller that
+    waits has it hand the socket over: the replies of a loop of requests are
+    read by the requesting thread, not read by the keeper and handed over."""
+    r = sync.connect(nats_server.url)
+    r.subscribe("tk.svc", cb=lambda m: m.respond(m.data))
+    r.flush()
+    with sync.connect(nats_server.url) as nc:
+        io = nc._io
+        readers: Counter = Counter()
+        real = io._read
+
+        def read(sock, timeout, keeper):
+            out = real(sock, timeout, keeper)
+            if out[0]:
+                readers[threading.current_thread().name] += 1
+            return out
+        io._read = read
+        deadline = time.monotonic() + 10
+        while not io._selecting:  # the keeper reads once callers are quiet
+            assert time.monotonic() < deadline, "the keeper never read"
+            time.sleep(0.01)
+        for i in range(50):
+            assert nc.request("tk.svc", b"%d" % i, timeout=5).data == b"%d" % i
+        assert readers[threading.current_thread().name] >= 49, readers
+    r.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's socket timeouts: Linux only")
+def test_a_plain_socket_is_blocking_with_kernel_timeouts(nats_server):
+    """A caller reads and writes a plain socket without a poll() first: the
+    socket is blocking, flush_timeout is its SO_SNDTIMEO, and a request
+    still times out (the write that waits past flush_timeout: the SIGSTOP
+    test of test_client.py)."""
+    with sync.connect(nats_server.url, flush_timeout=3) as nc:
+        sock = nc._io._sock
+        assert sock.gettimeout() is None
+        sec, usec = struct.unpack("@ll", sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, 16))
+        assert (sec, usec) == (3, 0)
+        nc.subscribe("kt.silent")
+        with pytest.raises(tclnats_py.ErrTimeout):
+            nc.request("kt.silent", b"", timeout=0.2)
+        sub = nc.subscribe("kt.echo")
+        nc.publish("kt.echo", b"after the timeout")
+        assert sub.next_msg(5).data == b"after the timeout"
