@@ -97,7 +97,8 @@ _PASSED_OPTIONS = ("pedantic", "verbose", "allow_reconnect", "connect_timeout", 
 
 #: nats-py private attributes this surface serves with nats-py's meaning
 #: (nats-py's own tests read them); the suite runner counts the tests that
-#: touch only these
+#: touch only these.  ``_connect_command()`` is the CONNECT line the engine
+#: sends (the engine asks for it at each handshake, so a wrapper decides it)
 PROVIDED_PRIVATE = frozenset({
     "_server_info", "_max_payload", "_pending_data_size", "_server_pool", "_process_headers", "_subs", "_status",
     "_id", "_received", "_err", "_parse_server_uri", "_nuid", "_pending_queue", "_message_iterator",
