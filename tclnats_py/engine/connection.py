@@ -111,8 +111,13 @@ class Engine(Registry):
         # a driver-supplied function nonce -> CONNECT's auth fields (jwt, sig),
         # for nats-py's user_jwt_cb/signature_cb; it wins over the options
         self.auth_cb: Callable[[str | None], dict] | None = None
-        # credentials in CONNECT even when the server does not ask (auth_params)
+        # credentials in CONNECT even when the server does not ask, and the
+        # token beside a JWT or NKey signature (auth_params)
         self.send_auth_always = False
+        # a face-supplied function that returns the CONNECT line to send
+        # (nats-py's Client._connect_command, which programs may wrap): it
+        # builds the line from connect_fields(); called once per handshake
+        self.connect_line: Callable[[], bytes] | None = None
         # (servers, server_info) -> (server or None, wait ms): see _chosen_server
         self.choose_server: Callable[[list, dict], tuple] | None = None
         # TLS before the server's INFO (nats-py/nats.go tls_handshake_first;
@@ -690,23 +695,35 @@ class Engine(Registry):
     # ------------------------------------------------------------------ the handshake
     def _send_connect(self) -> None:
         try:
-            auth = self._auth_params(self.server_info)
+            line = self.connect_line() if self.connect_line is not None else P.encode_connect(self.connect_fields())
         except NatsError as e:
             self._fail(e.code, str(e))
             return
-        params = connect_params(self.options, self.server_info, auth, lang=self.lang, version=self.version,
-                                tls_done=self._tls_done)
-        self._hs_out.append(P.encode_connect(params))
+        self._hs_out.append(line)
         self._step(S.SEND_CONNECT)
         self._send_now(P.PING_BYTES)
+
+    def connect_fields(self) -> dict:
+        """The fields of the CONNECT that answers the server's last INFO:
+        the options, this client's lang and version, the credentials (the
+        nonce signed); a NatsError when the credentials cannot be given."""
+        auth = self._auth_params(self.server_info)
+        return connect_params(self.options, self.server_info, auth, lang=self.lang, version=self.version,
+                              tls_done=self._tls_done)
 
     def _auth_params(self, info: dict):
         if self.auth_cb is not None:
             try:
-                return self.auth_cb(info.get("nonce"))
+                p = self.auth_cb(info.get("nonce"))
             except Exception as e:  # the user's user_jwt_cb/signature_cb failed
                 raise make_error("ErrAuthorization", f"user_jwt_cb/signature_cb failed: {e!r}") from None
-        return auth_params(self.options, info, self.pool, self._credentials, self.send_auth_always)
+        else:
+            p = auth_params(self.options, info, self.pool, self._credentials, self.send_auth_always)
+        if self.send_auth_always and p and "sig" in p and self.options.token and "auth_token" not in p:
+            # nats-py and nats.go send the token beside a signed nonce (an
+            # auth callout service may want both)
+            p = dict(p, auth_token=self.options.token)
+        return p
 
     def _connected(self) -> None:
         self._step(S.CONNECTED_STEP)

@@ -1117,6 +1117,31 @@ def test_inbox_prefix_and_auth_cb():
     assert params["jwt"] == "J" and params["sig"] == "S:N1"
 
 
+def test_token_beside_signature_only_when_sending_auth_always():
+    for always in (False, True):
+        e, d = make(token="T")
+        e.send_auth_always = always
+        e.auth_cb = lambda nonce: {"jwt": "J", "sig": "S:" + nonce}
+        e.connect()
+        d.pump()
+        params = d.accept(info_line(nonce="N1", auth_required=True))
+        assert params["sig"] == "S:N1" and params.get("auth_token") == ("T" if always else None)
+
+
+def test_connect_line_hook_is_what_goes_out_once_per_handshake():
+    e, d = make(name="n1")
+    asked = []
+
+    def line():
+        asked.append(e.connect_fields())
+        return b'CONNECT {"verbose":false,"name":"hooked"}\r\n'
+    e.connect_line = line
+    e.connect()
+    d.pump()
+    assert d.accept() == {"verbose": False, "name": "hooked"}
+    assert len(asked) == 1 and asked[0]["name"] == "n1" and e.status == CONNECTED
+
+
 def test_a_failing_auth_cb_is_err_authorization():
     e, d = make()
     e.auth_cb = lambda nonce: 1 / 0

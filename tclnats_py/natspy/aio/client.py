@@ -17,20 +17,17 @@ import logging
 import re
 import ssl
 import time
-from collections import UserString
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, Union  # noqa: F401
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Union
 from urllib.parse import ParseResult
 
 from tclnats_py.aio.client import Client as _ImplClient
-from tclnats_py.credentials import load_creds
-from tclnats_py.engine.auth import parse_creds, seed_from_text, sign_nonce
 from tclnats_py.engine.headers import parse_headers
 from tclnats_py.engine.pool import parse_url
-from tclnats_py.engine.protocol import MAX_CONTROL_LINE
+from tclnats_py.engine.protocol import MAX_CONTROL_LINE, encode_connect
 from tclnats_py.errors import NatsError
 from tclnats_py.natspy import errors
+from tclnats_py.natspy.aio.credentials import Credentials, RawCredentials, auth_options
 from tclnats_py.natspy.aio.msg import Msg, headers_arg, headers_from_impl
 from tclnats_py.natspy.nuid import NUID
 from tclnats_py.natspy.aio.servers import Server, ServerVersion, Srv, _SrvView, _uri
@@ -98,20 +95,14 @@ _PASSED_OPTIONS = ("pedantic", "verbose", "allow_reconnect", "connect_timeout", 
                    "pending_size", "inbox_prefix", "tls_handshake_first")
 
 
-class RawCredentials(UserString):
-    """The text of a .creds file given as ``user_credentials`` (not a path)."""
-
-
-Credentials = Union[str, Path, RawCredentials, Tuple[str, str]]
-
-
 #: nats-py private attributes this surface serves with nats-py's meaning
 #: (nats-py's own tests read them); the suite runner counts the tests that
-#: touch only these
+#: touch only these.  ``_connect_command()`` is the CONNECT line the engine
+#: sends (the engine asks for it at each handshake, so a wrapper decides it)
 PROVIDED_PRIVATE = frozenset({
     "_server_info", "_max_payload", "_pending_data_size", "_server_pool", "_process_headers", "_subs", "_status",
     "_id", "_received", "_err", "_parse_server_uri", "_nuid", "_pending_queue", "_message_iterator",
-    "_unsubscribed_future", "_reading_task", "_flusher_task", "_ping_interval_task",
+    "_unsubscribed_future", "_reading_task", "_flusher_task", "_ping_interval_task", "_connect_command",
 })
 
 
@@ -141,40 +132,6 @@ def _subscribe_subject_ok(subject: str) -> bool:
 
 async def _default_error_callback(ex: BaseException) -> None:
     _log.error("nats: encountered error", exc_info=ex)
-
-
-def _read_text(path) -> str:
-    with open(path, "r", encoding="utf-8") as f:
-        return f.read()
-
-
-def _jwt_of(text: str) -> str:
-    """The user JWT of a .creds text, or the text itself when it is a bare JWT."""
-    if "BEGIN NATS USER JWT" in text:
-        lines = [ln.strip() for ln in text.splitlines()]
-        for i, ln in enumerate(lines):
-            if "BEGIN NATS USER JWT" in ln and i + 1 < len(lines):
-                return lines[i + 1]
-    return text.strip()
-
-
-def _check_creds_file(path: str) -> None:
-    """A .creds file nats-py would refuse is refused as nats-py does: no
-    seed line after the seed marker is InvalidUserCredentialsError, a seed
-    line nkeys cannot read is nkeys' own error."""
-    import nkeys
-    try:
-        _jwt, seed = load_creds(path)
-    except NatsError as e:
-        try:
-            lines = _read_text(path).split("\n")
-        except OSError:
-            raise errors.InvalidUserCredentialsError() from e
-        for i, line in enumerate(lines):
-            if "BEGIN USER NKEY SEED" in line and len(lines) - i > 2:
-                nkeys.from_seed(bytearray(lines[i + 1].strip().encode()))
-        raise errors.InvalidUserCredentialsError() from e
-    nkeys.from_seed(bytearray(seed))
 
 
 class Client:
@@ -323,7 +280,7 @@ class Client:
         opts["check_subjects"] = False
         # nats-py retries a server that refuses the credentials until max_reconnect_attempts
         opts["ignore_auth_error_abort"] = True
-        self._auth_options(opts, a["signature_cb"], a["user_jwt_cb"], a["user_credentials"], a["nkeys_seed"],
+        auth_options(opts, a["signature_cb"], a["user_jwt_cb"], a["user_credentials"], a["nkeys_seed"],
                            a["nkeys_seed_str"])
         return opts
 
@@ -342,6 +299,7 @@ class Client:
         except NatsError as e:
             raise errors.translate(e) from e
         impl.engine.send_auth_always = True  # nats-py sends what it was given
+        impl.engine.connect_line = lambda: self._connect_command()  # as wrapped when connect() runs
         # nats-py's connect returns when the server closes after CONNECT, before
         # PONG (then reports the disconnect and reconnects)
         impl.engine.handshake_eof_connects = True
@@ -380,39 +338,6 @@ class Client:
                     self._err = errors.NoServersError()
                     raise self._err from e
             await asyncio.sleep(wait)
-
-    def _auth_options(self, opts, signature_cb, user_jwt_cb, user_credentials, nkeys_seed, nkeys_seed_str) -> None:
-        """nats-py's credentials forms as the face's options."""
-        if signature_cb is not None or user_jwt_cb is not None:
-            opts["signature_cb"] = signature_cb
-            opts["user_jwt_cb"] = user_jwt_cb
-        if user_credentials is not None:
-            creds = user_credentials
-            if isinstance(creds, RawCredentials):
-                jwt, seed = parse_creds(str(creds), "raw credentials")
-                opts["user_jwt_cb"] = lambda: jwt
-                opts["signature_cb"] = lambda nonce: sign_nonce(seed, nonce)
-            elif isinstance(creds, tuple):
-                jwt_file, seed_file = creds
-
-                def jwt_cb() -> str:
-                    return _jwt_of(_read_text(jwt_file))
-
-                def sig_cb(nonce: str) -> str:
-                    seed = seed_from_text(_read_text(seed_file))
-                    if seed is None:
-                        raise errors.InvalidUserCredentialsError()
-                    return sign_nonce(seed, nonce)
-                opts["user_jwt_cb"] = jwt_cb
-                opts["signature_cb"] = sig_cb
-            else:
-                path = str(creds)
-                _check_creds_file(path)
-                opts["user_credentials"] = path
-        if nkeys_seed is not None:
-            opts["nkeys_seed"] = nkeys_seed
-        if nkeys_seed_str is not None:
-            opts["nkeys_seed_str"] = nkeys_seed_str
 
     def _server_chooser(self, handler):
         """nats-py's reconnect_to_server_handler(servers, server_info) ->
@@ -563,6 +488,20 @@ class Client:
             else:
                 live[sid] = sub
         return live
+
+    def _connect_command(self) -> bytes:
+        """The CONNECT line this client sends, built by the engine from its
+        options and the server's last INFO (credentials, the nonce signed);
+        the engine asks for it once per connection attempt, so a program
+        that wraps it sees each one.  Before connect(): the line for
+        ``options`` (verbose, pedantic, name, no_echo) to a server that asks
+        for nothing.  A tclnats_py NatsError when credentials cannot be given."""
+        impl = self._impl
+        if impl is None:
+            o = self.options
+            impl = _ImplClient(None, verbose=bool(o.get("verbose")), pedantic=bool(o.get("pedantic")),
+                               name=o.get("name") or "", no_echo=bool(o.get("no_echo")))
+        return encode_connect(impl.engine.connect_fields())
 
     @property
     def _max_payload(self) -> int:
