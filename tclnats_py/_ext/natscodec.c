@@ -1,10 +1,12 @@
 /*
  * natscodec.c: the NATS wire protocol's frames in C (see natscodec.h), the
- * one place where C parses MSG/HMSG/PING/PONG/+OK and frames PUB/HPUB.
+ * one place where C parses MSG/HMSG/PING/PONG/+OK and frames PUB/HPUB, and
+ * where it unframes and frames WebSocket data frames.
  * Compiled into natsproto.c, tclfast.c and tclcross_wait.c (each includes this
  * file with NATSCODEC_API static), not a unit of its own.
  */
 #include <string.h>
+#include <stdint.h>
 #include "natscodec.h"
 
 /* a field of a control line: [s, e) */
@@ -287,4 +289,177 @@ natscodec_spin_missed(natscodec_spin *s)
     if (m > 0)
         s->skip = (10 << (m - 1)) < 1000 ? (10 << (m - 1)) : 1000;
     s->misses = m < 8 ? m + 1 : 8;
+}
+
+/* ------------------------------------------------------------ WebSocket frames */
+
+enum {
+    WS_BAD_OPCODE = 1, WS_BAD_RSV, WS_BAD_MASKED, WS_BAD_CTL_FRAGMENT, WS_BAD_CTL_LONG, WS_BAD_LENGTH,
+    WS_BAD_CONTINUATION, WS_BAD_INTERLEAVED
+};
+
+NATSCODEC_API const char *
+natscodec_ws_reason(int bad)
+{
+    switch (bad) {
+    case WS_BAD_OPCODE: return "a frame with a reserved opcode";
+    case WS_BAD_RSV: return "a frame with reserved bits set (no extension was agreed)";
+    case WS_BAD_MASKED: return "a masked frame from the server";
+    case WS_BAD_CTL_FRAGMENT: return "a fragmented control frame";
+    case WS_BAD_CTL_LONG: return "a control frame longer than 125 bytes";
+    case WS_BAD_LENGTH: return "a frame length not in its shortest form, or past 2**63";
+    case WS_BAD_CONTINUATION: return "a continuation frame outside a fragmented message";
+    case WS_BAD_INTERLEAVED: return "a new data frame inside a fragmented message";
+    }
+    return "a bad frame";
+}
+
+static int
+ws_bad(natscodec_ws *ws, int why)
+{
+    ws->bad = why;
+    return NATSCODEC_WS_BAD;
+}
+
+NATSCODEC_API int
+natscodec_ws_unframe(natscodec_ws *ws, const unsigned char *in, size_t n, unsigned long long max,
+                     unsigned char *out, size_t *out_len, size_t *used)
+{
+    size_t pos = 0, o = 0;
+    int r = NATSCODEC_WS_MORE;
+    for (;;) {
+        unsigned char b0, b1;
+        unsigned op;
+        size_t hl;
+        unsigned long long len;
+        if (ws->left > 0) {
+            size_t take = n - pos;
+            if ((unsigned long long)take > ws->left)
+                take = (size_t)ws->left;
+            if (out + o != in + pos)
+                memmove(out + o, in + pos, take);
+            o += take;
+            pos += take;
+            ws->left -= take;
+            if (ws->left > 0)
+                break;
+        }
+        if (n - pos < 2)
+            break;
+        b0 = in[pos];
+        b1 = in[pos + 1];
+        op = b0 & 0x0f;
+        if ((op > 2 && op < 8) || op > 10) {
+            r = ws_bad(ws, WS_BAD_OPCODE);
+            break;
+        }
+        if (op >= 8 && !(b0 & 0x80)) {
+            r = ws_bad(ws, WS_BAD_CTL_FRAGMENT);
+            break;
+        }
+        if (op >= 8 && (b1 & 0x7f) > 125) {
+            r = ws_bad(ws, WS_BAD_CTL_LONG);
+            break;
+        }
+        if (b0 & 0x70) {
+            r = ws_bad(ws, WS_BAD_RSV);
+            break;
+        }
+        if (b1 & 0x80) {
+            r = ws_bad(ws, WS_BAD_MASKED);
+            break;
+        }
+        len = b1 & 0x7f;
+        hl = 2;
+        if (len == 126) {
+            if (n - pos < 4)
+                break;
+            len = ((unsigned long long)in[pos + 2] << 8) | in[pos + 3];
+            hl = 4;
+            if (len < 126) {
+                r = ws_bad(ws, WS_BAD_LENGTH);
+                break;
+            }
+        } else if (len == 127) {
+            int i;
+            if (n - pos < 10)
+                break;
+            len = 0;
+            for (i = 2; i < 10; i++)
+                len = (len << 8) | in[pos + i];
+            hl = 10;
+            if (len < 65536 || (len >> 63)) {
+                r = ws_bad(ws, WS_BAD_LENGTH);
+                break;
+            }
+        }
+        if (op >= 8) {
+            if (n - pos < hl + len)
+                break;    /* a control frame is taken whole */
+            ws->ctl_at = pos;
+            ws->ctl_len = hl + (size_t)len;
+            pos += ws->ctl_len;
+            r = NATSCODEC_WS_CONTROL;
+            break;
+        }
+        if (len > max) {
+            ws->claimed = len;
+            r = NATSCODEC_WS_TOOBIG;
+            break;
+        }
+        if (op == 0 && !ws->in_msg) {
+            r = ws_bad(ws, WS_BAD_CONTINUATION);
+            break;
+        }
+        if (op != 0 && ws->in_msg) {
+            r = ws_bad(ws, WS_BAD_INTERLEAVED);
+            break;
+        }
+        ws->in_msg = !(b0 & 0x80);
+        ws->left = len;
+        pos += hl;
+    }
+    *out_len = o;
+    *used = pos;
+    return r;
+}
+
+NATSCODEC_API size_t
+natscodec_ws_frame_len(size_t n)
+{
+    return n + 6 + (n > 125 ? 2 : 0) + (n > 65535 ? 6 : 0);
+}
+
+NATSCODEC_API unsigned char *
+natscodec_ws_frame(unsigned char *out, const unsigned char *data, size_t n, const unsigned char key[4])
+{
+    size_t i = 0;
+    uint64_t k8;
+    *out++ = 0x82;
+    if (n <= 125) {
+        *out++ = (unsigned char)(0x80 | n);
+    } else if (n <= 65535) {
+        *out++ = 0x80 | 126;
+        *out++ = (unsigned char)(n >> 8);
+        *out++ = (unsigned char)n;
+    } else {
+        int s;
+        *out++ = 0x80 | 127;
+        for (s = 56; s >= 0; s -= 8)
+            *out++ = (unsigned char)((unsigned long long)n >> s);
+    }
+    memcpy(out, key, 4);
+    out += 4;
+    /* the key repeats every 4 bytes: eight at a time, then the rest */
+    memcpy(&k8, key, 4);
+    memcpy((unsigned char *)&k8 + 4, key, 4);
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, data + i, 8);
+        w ^= k8;
+        memcpy(out + i, &w, 8);
+    }
+    for (; i < n; i++)
+        out[i] = data[i] ^ key[i & 3];
+    return out + n;
 }
