@@ -228,8 +228,11 @@ class WebSocket:
             parts.append(payload)
             if kind != _CONTROL:
                 raise self.refused("" if kind == _TOO_BIG else info)
-            self._conn.receive_data(info)
-            self._events()
+            if self._proto is not None:  # as on wsproto's own data path
+                self._frames(info)
+            else:
+                self._conn.receive_data(info)
+                self._events()
             if self.phase != _OPEN:
                 return b"".join(parts)
             got = self._reader.feed(b"")
