@@ -236,8 +236,8 @@ def test_random_payloads_framed_by_c_read_by_wsproto_as_a_server():
     assert len(keys) > 2990  # a fresh key per frame (4 random bytes)
 
 
-def _adapter(accelerated: bool) -> WebSocket:
-    """An adapter opened by a 101 whose frames follow in the same bytes."""
+def _adapter(accelerated: bool) -> tuple[WebSocket, bytes]:
+    """An adapter that sent its upgrade request, and the server's 101."""
     from wsproto import ConnectionType, WSConnection
     from wsproto.events import AcceptConnection, Request
     ws = WebSocket("h", 80, max_frame=MAX, where="h:80", accelerated=accelerated)
@@ -245,8 +245,7 @@ def _adapter(accelerated: bool) -> WebSocket:
     server = WSConnection(ConnectionType.SERVER)
     server.receive_data(ws.wrap(b""))
     assert isinstance(next(server.events()), Request)
-    ws._answer = server.send(AcceptConnection())  # type: ignore[attr-defined]
-    return ws
+    return ws, server.send(AcceptConnection())
 
 
 def _through(ws: WebSocket, chunks: list[bytes]):
@@ -269,9 +268,9 @@ def test_the_adapter_accelerated_and_not_reads_the_same():
         sides = [_adapter(accelerated) for accelerated in (True, False)]
         # the same reads on both sides (the 101s differ only in their accept token);
         # no empty read: wsproto's handshake takes b"" for the end of the stream
-        sizes = [len(c) for c in _splits(r, sides[0]._answer + wire) if c]  # type: ignore[attr-defined]
-        for accelerated, ws in zip((True, False), sides):
-            stream, at, chunks = ws._answer + wire, 0, []  # type: ignore[attr-defined]
+        sizes = [len(c) for c in _splits(r, sides[0][1] + wire) if c]
+        for accelerated, (ws, answer) in zip((True, False), sides):
+            stream, at, chunks = answer + wire, 0, []
             for n in sizes:
                 chunks.append(stream[at:at + n])
                 at += n
