@@ -24,6 +24,9 @@
 #include <string.h>
 #include <limits.h>
 #include <structmember.h>  /* PyMemberDef (take_msgs, SpinPolicy) */
+#ifndef _WIN32
+#include <pthread.h>       /* pthread_atfork: the mask keys of a forked child */
+#endif
 #include "subject_rule.h"  /* tclnats_plain_subject, shared with tclfast.c */
 #define NATSCODEC_API static
 #if defined(__GNUC__)
@@ -1090,10 +1093,17 @@ static PyTypeObject WsReaderType = {
     .tp_dealloc = (destructor)ws_reader_dealloc,
 };
 
-/* mask keys: 4 bytes each from os.urandom, 1024 keys a call */
+/* mask keys: 4 bytes each from os.urandom, 1024 keys a call; a forked
+ * child draws new ones (it must not repeat its parent's keys) */
 static unsigned char ws_keys[4096];
 static size_t ws_keys_at = sizeof ws_keys;
 static PyObject *ws_urandom = NULL;
+
+static void
+ws_keys_forget(void)
+{
+    ws_keys_at = sizeof ws_keys;
+}
 
 static int
 ws_key(unsigned char key[4])
@@ -1203,6 +1213,9 @@ PyInit__natsproto(void)
     PyObject *m = PyModule_Create(&moddef);
     if (m == NULL)
         return NULL;
+#ifndef _WIN32
+    pthread_atfork(NULL, NULL, ws_keys_forget);
+#endif
     if (PyModule_AddObjectRef(m, "Done", (PyObject *)&DoneType) < 0
         || PyModule_AddObjectRef(m, "SpinPolicy", (PyObject *)&SpinType) < 0
         || PyModule_AddObjectRef(m, "WsReader", (PyObject *)&WsReaderType) < 0) {
