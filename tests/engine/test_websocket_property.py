@@ -7,7 +7,11 @@ split at random points, fed to WsReader and to wsproto's client-side frame
 protocol: the same payload bytes and control frames in the same order, and
 a bad frame refused by both.  The other way: random payloads framed by
 ws_frame are read back by wsproto's server side.  Then the engine's adapter
-(engine/websocket.py) both ways, accelerated and not, on the same streams.
+(engine/websocket.py) both ways, accelerated and not, on the same streams;
+and the Tcl face's C reader (tclfast.c, in a tclsh) on 2,000 streams of
+NATS frames in WebSocket frames: its C deliveries and what it hands the
+engine make the reference parser's operations, its control frames and bad
+frames are handed over in order.
 
 Seeded loops (the seed is in each failure's message), a few seconds.
 """
@@ -262,7 +266,7 @@ def _through(ws: WebSocket, chunks: list[bytes]):
 
 def test_the_adapter_accelerated_and_not_reads_the_same():
     r = random.Random(SEED + 2)
-    for i in range(1000):
+    for i in range(600):
         wire, expected = _stream(r)
         results = []
         sides = [_adapter(accelerated) for accelerated in (True, False)]
@@ -288,3 +292,143 @@ def test_the_adapter_accelerated_and_not_reads_the_same():
             assert results[0][1] == "ErrWebSocket" and results[1][1], f"stream {i} (seed {SEED + 2})"
             continue
         assert results[0] == results[1], f"stream {i} (seed {SEED + 2})"
+
+
+# ------------------------------------------------------------ the Tcl face's C reader (tclfast.c)
+
+TCL_STREAMS = 2_000
+
+TCL_SCRIPT = r"""
+package require nats
+lassign $argv streams
+::tclnats::_fastpub_new ::fc [list list]
+# the reader's plan: its C deliveries (sid 1), the bytes it hands the engine;
+# and the control frames (W) and bad frames (B) it hands over
+rename ::tclnats::_run_deliveries {}
+proc ::tclnats::_run_deliveries {items} { lappend ::rec "E:[lindex $items 0]" }
+proc ::tclnats::_flush_dirty {args} {}
+proc bgerror {msg} { puts stderr "bgerror: $msg"; exit 3 }
+proc rx {op args} {
+    switch -- $op {
+        ops { return [list [binary encode hex [lindex $args 0]]] }
+        wsctl { lappend ::rec "W:[binary encode hex [lindex $args 0]]" }
+        wsbad { lappend ::rec "B:[binary encode hex [lindex $args 0]]" }
+        default { error "rx $op" }
+    }
+    return {}
+}
+proc cb {s d r} { lappend ::rec "C:[binary encode hex $s]:[binary encode hex $d]:[binary encode hex $r]" }
+set ::FastMax 1048576
+set ::FastRoom 1000000000
+lassign [chan pipe] rd wr
+chan configure $rd -blocking 0 -translation binary
+chan configure $wr -translation binary -buffering none
+::fc sub 1 cb 0 0
+set in [open $streams rb]
+while {[gets $in line] >= 0} {
+    ::fc rd $rd rx reader
+    ::fc ws 1048576 {} 0 0
+    set ::rec {}
+    foreach hex $line {
+        puts -nonewline $wr [binary decode hex $hex]
+        ::fc read
+    }
+    puts $::rec
+}
+close $in
+update   ;# a background error (reported with after 0) fails the run
+"""
+
+
+def _nats(r: random.Random) -> bytes:
+    """MSG frames for sid 1 (the C reader's) and 2 (the engine's), payloads
+    with CRLF inside now and then."""
+    out = b""
+    for _ in range(r.randint(1, 6)):
+        p = _payload(r, r.choice((0, 3, r.randint(0, 200), r.randint(0, 5000))))
+        out += b"MSG s.%d %d %d\r\n%s\r\n" % (r.randrange(100), r.choice((1, 2)), len(p), p)
+    return out
+
+
+def _ws_frames(r: random.Random, content: bytes):
+    """(content in server frames of random sizes and fragmentation, pings
+    between them, now and then a close or a bad frame at the end; the
+    control frames; the ending: "", "close" or "bad")."""
+    server = FrameProtocol(client=False, extensions=[])
+    wire, controls, at, in_msg = bytearray(), [], 0, False
+    while at < len(content):
+        n = min(_size(r), len(content) - at)
+        fin = at + n == len(content) or r.random() < 0.6
+        wire += server.send_data(content[at:at + n], fin)
+        at += n
+        if r.random() < 0.2:
+            ping = bytes(server.ping(_payload(r, r.randint(0, 125))))
+            wire += ping
+            controls.append(ping)
+    x = r.random()
+    if x < 0.1:
+        wire += r.choice(BAD_FRAMES[:-1])
+        return bytes(wire), controls, "bad"
+    if x < 0.15:
+        close = bytes(server.close(1001, "bye"))
+        wire += close
+        controls.append(close)
+        return bytes(wire), controls, "close"
+    return bytes(wire), controls, ""
+
+
+@pytest.mark.tcl
+def test_the_tcl_reader_unframes_as_the_codec(tmp_path):
+    import subprocess
+
+    from tclnats_py.tclface.bridge import tcl_library_dir
+    from tclnats_py.tclface.tclsh import find_tclsh
+
+    r = random.Random(SEED + 3)
+    wants, lines = [], []
+    for _ in range(TCL_STREAMS):
+        content = _nats(r)
+        wire, controls, ending = _ws_frames(r, content)
+        wants.append((P.Parser(accelerated=False).feed(content), [c.hex() for c in controls], ending))
+        # every write fits in a pipe's buffer (the reader reads after each)
+        chunks = [c[i:i + 30000] for c in _splits(r, wire) for i in range(0, len(c), 30000)]
+        lines.append(" ".join(c.hex() for c in chunks if c))
+    (tmp_path / "streams").write_text("\n".join(lines) + "\n")
+    (tmp_path / "t.tcl").write_text(TCL_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k != "TCLLIBPATH"}
+    env["TCLLIBPATH"] = tcl_library_dir()
+    p = subprocess.run([find_tclsh(), str(tmp_path / "t.tcl"), str(tmp_path / "streams")],
+                       capture_output=True, text=True, timeout=300, env=env, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.splitlines()
+    assert len(out) == TCL_STREAMS, p.stderr
+    in_c = 0
+    for i, (line, (ops, controls, ending)) in enumerate(zip(out, wants)):
+        records = line.split()
+        plan = [rec for rec in records if rec[0] in "CE"]
+        in_c += sum(rec.startswith("C:") for rec in plan)
+        got_ops = _tcl_ops(plan)
+        got_controls = [rec[2:] for rec in records if rec.startswith("W:")]
+        bad = [bytes.fromhex(rec[2:]).decode() for rec in records if rec.startswith("B:")]
+        assert got_controls == controls, (SEED + 3, i)
+        assert bool(bad) == (ending == "bad"), (SEED + 3, i, bad)
+        if ending:  # the frames before the ending: a prefix of the stream's operations
+            assert got_ops == ops[:len(got_ops)], (SEED + 3, i)
+        else:
+            assert got_ops == ops, (SEED + 3, i, records)
+    assert in_c > TCL_STREAMS  # the C path did deliver
+
+
+def _tcl_ops(records: list) -> list:
+    """The operations of the reader's plan: C deliveries as the engine's MSG
+    operations, the bytes handed to the engine parsed by the reference."""
+    p = P.Parser(accelerated=False)
+    ops: list = []
+    for rec in records:
+        kind, _, rest = rec.partition(":")
+        if kind == "E":
+            ops += p.feed(bytes.fromhex(rest))
+        else:
+            s, d, reply = (bytes.fromhex(x) for x in rest.split(":"))
+            ops.append((P.MSG, s.decode(), 1, reply.decode() or None, None, d))
+    return ops
