@@ -430,26 +430,32 @@ natscodec_ws_frame_len(size_t n)
     return n + 6 + (n > 125 ? 2 : 0) + (n > 65535 ? 6 : 0);
 }
 
-NATSCODEC_API unsigned char *
-natscodec_ws_frame(unsigned char *out, const unsigned char *data, size_t n, const unsigned char key[4])
+NATSCODEC_API size_t
+natscodec_ws_head(unsigned char *out, size_t n, const unsigned char key[4])
+{
+    size_t h = 0;
+    out[h++] = 0x82;
+    if (n <= 125) {
+        out[h++] = (unsigned char)(0x80 | n);
+    } else if (n <= 65535) {
+        out[h++] = 0x80 | 126;
+        out[h++] = (unsigned char)(n >> 8);
+        out[h++] = (unsigned char)n;
+    } else {
+        int s;
+        out[h++] = 0x80 | 127;
+        for (s = 56; s >= 0; s -= 8)
+            out[h++] = (unsigned char)((unsigned long long)n >> s);
+    }
+    memcpy(out + h, key, 4);
+    return h + 4;
+}
+
+NATSCODEC_API void
+natscodec_ws_mask(unsigned char *out, const unsigned char *data, size_t n, const unsigned char key[4])
 {
     size_t i = 0;
     uint64_t k8;
-    *out++ = 0x82;
-    if (n <= 125) {
-        *out++ = (unsigned char)(0x80 | n);
-    } else if (n <= 65535) {
-        *out++ = 0x80 | 126;
-        *out++ = (unsigned char)(n >> 8);
-        *out++ = (unsigned char)n;
-    } else {
-        int s;
-        *out++ = 0x80 | 127;
-        for (s = 56; s >= 0; s -= 8)
-            *out++ = (unsigned char)((unsigned long long)n >> s);
-    }
-    memcpy(out, key, 4);
-    out += 4;
     /* the key repeats every 4 bytes: eight at a time, then the rest */
     memcpy(&k8, key, 4);
     memcpy((unsigned char *)&k8 + 4, key, 4);
@@ -461,5 +467,12 @@ natscodec_ws_frame(unsigned char *out, const unsigned char *data, size_t n, cons
     }
     for (; i < n; i++)
         out[i] = data[i] ^ key[i & 3];
+}
+
+NATSCODEC_API unsigned char *
+natscodec_ws_frame(unsigned char *out, const unsigned char *data, size_t n, const unsigned char key[4])
+{
+    out += natscodec_ws_head(out, n, key);
+    natscodec_ws_mask(out, data, n, key);
     return out + n;
 }

@@ -130,6 +130,13 @@ NATSCODEC_API const char *natscodec_ws_reason(int bad);
 
 /* the length of the binary frame of a payload of n bytes (masked) */
 NATSCODEC_API size_t natscodec_ws_frame_len(size_t n);
+/* The header of that frame (FIN, binary, masked with key) at out, which has
+ * room for NATSCODEC_WS_HEAD_MAX bytes; returns its length. */
+#define NATSCODEC_WS_HEAD_MAX 14
+NATSCODEC_API size_t natscodec_ws_head(unsigned char *out, size_t n, const unsigned char key[4]);
+/* out[i] = data[i] ^ key[i % 4] for i < n (out may be data) */
+NATSCODEC_API void natscodec_ws_mask(unsigned char *out, const unsigned char *data, size_t n,
+                                     const unsigned char key[4]);
 /* The binary frame (FIN, masked with key) of data[0:n) at out, which has
  * room for natscodec_ws_frame_len(n) bytes; returns the byte after it. */
 NATSCODEC_API unsigned char *natscodec_ws_frame(unsigned char *out, const unsigned char *data, size_t n,

@@ -1036,6 +1036,15 @@ ws_reader_feed(WsReaderObject *self, PyObject *data)
     }
     r = natscodec_ws_unframe(&self->st, in, (size_t)n, self->max, (unsigned char *)PyBytes_AS_STRING(out),
                              &olen, &used);
+    /* (info first: the control frame's bytes are in src) */
+    if (r == NATSCODEC_WS_MORE)
+        info = NULL;
+    else if (r == NATSCODEC_WS_CONTROL)
+        info = PyBytes_FromStringAndSize((const char *)in + self->st.ctl_at, (Py_ssize_t)self->st.ctl_len);
+    else if (r == NATSCODEC_WS_TOOBIG)
+        info = PyLong_FromUnsignedLongLong(self->st.claimed);
+    else
+        info = PyUnicode_FromString(natscodec_ws_reason(self->st.bad));
     /* what is left: rest_at of src (which may be the old rest itself) */
     Py_CLEAR(self->rest);
     if ((Py_ssize_t)used < n) {
@@ -1043,22 +1052,17 @@ ws_reader_feed(WsReaderObject *self, PyObject *data)
         self->rest_at = (Py_ssize_t)(in + used - (const unsigned char *)PyBytes_AS_STRING(src));
     } else {
         Py_DECREF(src);
-        src = NULL;
     }
-    if ((Py_ssize_t)olen != n && _PyBytes_Resize(&out, (Py_ssize_t)olen) < 0)
-        return NULL;
-    if (r == NATSCODEC_WS_MORE)
-        return out;
-    if (r == NATSCODEC_WS_CONTROL)
-        info = PyBytes_FromStringAndSize((const char *)in + self->st.ctl_at, (Py_ssize_t)self->st.ctl_len);
-    else if (r == NATSCODEC_WS_TOOBIG)
-        info = PyLong_FromUnsignedLongLong(self->st.claimed);
-    else
-        info = PyUnicode_FromString(natscodec_ws_reason(self->st.bad));
-    if (info == NULL) {
+    if (r != NATSCODEC_WS_MORE && info == NULL) {
         Py_DECREF(out);
         return NULL;
     }
+    if ((Py_ssize_t)olen != n && _PyBytes_Resize(&out, (Py_ssize_t)olen) < 0) {
+        Py_XDECREF(info);
+        return NULL;
+    }
+    if (r == NATSCODEC_WS_MORE)
+        return out;
     return Py_BuildValue("(NiN)", out, r, info);
 }
 

@@ -26,9 +26,10 @@
  *       call again; 0 not for the fast path.  The first publish of a batch
  *       runs the command prefix `pending`.
  *   name take       -> {count bytes}: the batch, which starts anew
- *   name write chan -> {count bytes pending}: the batch written to the
- *                      channel, which starts anew; pending: the channel's
- *                      output bytes not taken by the socket yet
+ *   name write chan ?key? -> {count bytes pending}: the batch written to
+ *                      the channel, which starts anew; pending: the channel's
+ *                      output bytes not taken by the socket yet; with key
+ *                      (4 bytes), in one masked WebSocket binary frame
  *   name subject S  the engine accepted the subject (or reply) S
  *   name clear      forget the accepted subjects
  *
@@ -1082,24 +1083,39 @@ FastCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
     case 'w':
         if (strcmp(op, "ws") == 0 && objc == 6)
             return fast_ws(f, interp, objv + 2);
-        if (strcmp(op, "write") == 0 && objc == 3) {
+        if (strcmp(op, "write") == 0 && (objc == 3 || objc == 4)) {
             /* the batch straight from this buffer to the channel (the
-             * bridge checked that nothing else waits to go before it) */
+             * bridge checked that nothing else waits to go before it);
+             * with a mask key, in one WebSocket binary frame */
             Tcl_Channel chan = Tcl_GetChannel(interp, Tcl_GetString(objv[2]), NULL);
             Tcl_Obj *out[3];
             Tcl_WideInt count = f->count, n = (Tcl_WideInt)f->len;
             unsigned char *buf = f->buf;
             size_t cap = f->cap;
-            int w = 0;
+            int w = 0, klen = 0;
+            const unsigned char *key = objc == 4 ? Tcl_GetByteArrayFromObj(objv[3], &klen) : NULL;
             if (chan == NULL)
                 return TCL_ERROR;
+            if (key != NULL && klen != 4) {
+                Tcl_SetObjResult(interp, Tcl_NewStringObj("write: a mask key is 4 bytes", -1));
+                return TCL_ERROR;
+            }
             /* the buffer is this write's (a channel transform's script may publish meanwhile) */
             f->buf = NULL;
             f->cap = 0;
             f->len = 0;
             f->count = 0;
             f->bytes = 0;
-            if (n > 0 && (w = Tcl_Write(chan, (const char *)buf, (int)n)) < 0)
+            if (n > 0 && key != NULL) {
+                unsigned char *frame = (unsigned char *)ckalloc((unsigned int)(n + NATSCODEC_WS_HEAD_MAX));
+                size_t h = natscodec_ws_head(frame, (size_t)n, key);
+                natscodec_ws_mask(frame + h, buf, (size_t)n, key);
+                w = Tcl_Write(chan, (const char *)frame, (int)(h + (size_t)n));
+                ckfree((char *)frame);
+            } else if (n > 0) {
+                w = Tcl_Write(chan, (const char *)buf, (int)n);
+            }
+            if (w < 0)
                 Tcl_SetObjResult(interp, Tcl_ObjPrintf("error writing \"%s\": %s",
                                                        Tcl_GetString(objv[2]), Tcl_PosixError(interp)));
             if (f->buf == NULL && cap <= (1u << 20)) {   /* (a burst's buffer is not kept) */

@@ -304,6 +304,14 @@ class Engine(Registry):
         fast paths that read or frame NATS bytes themselves step aside)."""
         return self._ws is not None
 
+    @property
+    def websocket_plain(self) -> bool:
+        """Whether the WebSocket is open with plain binary data frames (no
+        extension, the compiled codec's): a driver may frame NATS bytes
+        itself then (binary frames, each masked with a fresh random key)."""
+        ws = self._ws
+        return ws is not None and ws.plain
+
     def _ws_next(self) -> None:
         """The WebSocket's next step on a socket up (or through its proxy's
         tunnel, or over TLS): the tunnel, TLS (wss, or ``secure``), or the

@@ -173,6 +173,11 @@ class WebSocket:
     def upgraded(self) -> bool:
         return self.phase == _OPEN
 
+    @property
+    def plain(self) -> bool:
+        """Open, and the data frames are the compiled codec's (no extension)."""
+        return self._reader is not None and self.phase == _OPEN
+
     # ------------------------------------------------------------------ bytes in
     def receive(self, data: bytes) -> bytes:
         """The NATS bytes in ``data`` (what the socket read).  Raises

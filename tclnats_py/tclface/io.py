@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 import sys
 import time
 
@@ -551,9 +552,12 @@ class ConnectionIO(ConnectionState):
         self.tcl_pending = False
         eng = self.engine
         if self.sock and not self.chan_pending and eng.status == CONNECTED and not eng.want_write \
-                and not eng.websocket:  # (a WebSocket's bytes go out in frames: through the engine)
+                and (not eng.websocket or eng.websocket_plain):
+            # (a WebSocket's bytes go out in frames: in one binary frame from C when
+            # they are plain, else through the engine)
+            key = (os.urandom(4),) if eng.websocket else ()
             try:
-                count, nbytes, pending = self.tk.call(f"{self.ns}::Fast", "write", self.sock)
+                count, nbytes, pending = self.tk.call(f"{self.ns}::Fast", "write", self.sock, *key)
             except TclError as e:
                 eng.write_failed(str(e))
                 return
