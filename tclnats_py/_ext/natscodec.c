@@ -314,24 +314,60 @@ natscodec_ws_reason(int bad)
     return "a bad frame";
 }
 
+/* The header of the frame at p[0:avail): 1 read (*op, *fin, *hl its length,
+ * *len the payload's), 0 not all here yet, or -WS_BAD_... */
 static int
-ws_bad(natscodec_ws *ws, int why)
+ws_header(const unsigned char *p, size_t avail, unsigned *op, int *fin, size_t *hl, unsigned long long *len)
 {
-    ws->bad = why;
-    return NATSCODEC_WS_BAD;
+    unsigned char b0, b1;
+    if (avail < 2)
+        return 0;
+    b0 = p[0];
+    b1 = p[1];
+    *op = b0 & 0x0f;
+    *fin = (b0 & 0x80) != 0;
+    if ((*op > 2 && *op < 8) || *op > 10)
+        return -WS_BAD_OPCODE;
+    if (*op >= 8 && !*fin)
+        return -WS_BAD_CTL_FRAGMENT;
+    if (*op >= 8 && (b1 & 0x7f) > 125)
+        return -WS_BAD_CTL_LONG;
+    if (b0 & 0x70)
+        return -WS_BAD_RSV;
+    if (b1 & 0x80)
+        return -WS_BAD_MASKED;
+    *len = b1 & 0x7f;
+    *hl = 2;
+    if (*len == 126) {
+        if (avail < 4)
+            return 0;
+        *len = ((unsigned long long)p[2] << 8) | p[3];
+        *hl = 4;
+        if (*len < 126)
+            return -WS_BAD_LENGTH;
+    } else if (*len == 127) {
+        int i;
+        if (avail < 10)
+            return 0;
+        *len = 0;
+        for (i = 2; i < 10; i++)
+            *len = (*len << 8) | p[i];
+        *hl = 10;
+        if (*len < 65536 || (*len >> 63))
+            return -WS_BAD_LENGTH;
+    }
+    return 1;
 }
 
 NATSCODEC_API int
 natscodec_ws_unframe(natscodec_ws *ws, const unsigned char *in, size_t n, unsigned long long max,
                      unsigned char *out, size_t *out_len, size_t *used)
 {
-    size_t pos = 0, o = 0;
-    int r = NATSCODEC_WS_MORE;
+    size_t pos = 0, o = 0, hl;
+    int r = NATSCODEC_WS_MORE, h, fin;
+    unsigned op;
+    unsigned long long len;
     for (;;) {
-        unsigned char b0, b1;
-        unsigned op;
-        size_t hl;
-        unsigned long long len;
         if (ws->left > 0) {
             size_t take = n - pos;
             if ((unsigned long long)take > ws->left)
@@ -344,54 +380,13 @@ natscodec_ws_unframe(natscodec_ws *ws, const unsigned char *in, size_t n, unsign
             if (ws->left > 0)
                 break;
         }
-        if (n - pos < 2)
-            break;
-        b0 = in[pos];
-        b1 = in[pos + 1];
-        op = b0 & 0x0f;
-        if ((op > 2 && op < 8) || op > 10) {
-            r = ws_bad(ws, WS_BAD_OPCODE);
-            break;
-        }
-        if (op >= 8 && !(b0 & 0x80)) {
-            r = ws_bad(ws, WS_BAD_CTL_FRAGMENT);
-            break;
-        }
-        if (op >= 8 && (b1 & 0x7f) > 125) {
-            r = ws_bad(ws, WS_BAD_CTL_LONG);
-            break;
-        }
-        if (b0 & 0x70) {
-            r = ws_bad(ws, WS_BAD_RSV);
-            break;
-        }
-        if (b1 & 0x80) {
-            r = ws_bad(ws, WS_BAD_MASKED);
-            break;
-        }
-        len = b1 & 0x7f;
-        hl = 2;
-        if (len == 126) {
-            if (n - pos < 4)
-                break;
-            len = ((unsigned long long)in[pos + 2] << 8) | in[pos + 3];
-            hl = 4;
-            if (len < 126) {
-                r = ws_bad(ws, WS_BAD_LENGTH);
-                break;
+        h = ws_header(in + pos, n - pos, &op, &fin, &hl, &len);
+        if (h <= 0) {
+            if (h < 0) {
+                ws->bad = -h;
+                r = NATSCODEC_WS_BAD;
             }
-        } else if (len == 127) {
-            int i;
-            if (n - pos < 10)
-                break;
-            len = 0;
-            for (i = 2; i < 10; i++)
-                len = (len << 8) | in[pos + i];
-            hl = 10;
-            if (len < 65536 || (len >> 63)) {
-                r = ws_bad(ws, WS_BAD_LENGTH);
-                break;
-            }
+            break;
         }
         if (op >= 8) {
             if (n - pos < hl + len)
@@ -407,15 +402,12 @@ natscodec_ws_unframe(natscodec_ws *ws, const unsigned char *in, size_t n, unsign
             r = NATSCODEC_WS_TOOBIG;
             break;
         }
-        if (op == 0 && !ws->in_msg) {
-            r = ws_bad(ws, WS_BAD_CONTINUATION);
+        if ((op == 0) != (ws->in_msg != 0)) {
+            ws->bad = op == 0 ? WS_BAD_CONTINUATION : WS_BAD_INTERLEAVED;
+            r = NATSCODEC_WS_BAD;
             break;
         }
-        if (op != 0 && ws->in_msg) {
-            r = ws_bad(ws, WS_BAD_INTERLEAVED);
-            break;
-        }
-        ws->in_msg = !(b0 & 0x80);
+        ws->in_msg = !fin;
         ws->left = len;
         pos += hl;
     }
