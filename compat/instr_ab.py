@@ -2,7 +2,7 @@
 callgrind: a benchmark that other processes on the machine do not disturb.
 
     python -m tclnats_py.compat.instr_ab --old /tmp/venv-old/bin/python \\
-        [--new python3 --new-path /work/wt/perf] [--counts 2000 10000] [SCENARIO ...]
+        [--new python3 --new-path /work/wt/perf] [--counts 2000 10000] [--ws] [SCENARIO ...]
 
 Each scenario is one hot path of compat/bench.py or compat/bench_py.py (the
 asyncio face's publish and delivery, natspy's, the Tcl face's, a JetStream
@@ -12,7 +12,8 @@ totals over the difference of the counts is the cost of one message, start-up
 and connection excluded.  Only the client process is counted (the
 nats-server, started once here, runs outside valgrind).  The Tcl scenarios
 run stock tclsh with the install's Tcl folder on TCLLIBPATH, as
-tclnats-tclsh does.  The printed ratio is new over old: below 1 the new
+tclnats-tclsh does.  ``--ws``: every connection goes through the server's
+websocket listener (a ws:// URL) instead.  The printed ratio is new over old: below 1 the new
 install does less work per message.
 
 Each scenario runs once outside valgrind first, so that compiling byte
@@ -70,6 +71,20 @@ for _ in range(N):
     await publish("ia.deliver", PAYLOAD)
 await a.flush()
 await asyncio.wait_for(done, 600)
+await a.close()
+await b.close()
+""",
+    "aio_request": """\
+import tclnats_py
+a = await tclnats_py.connect(URL)
+b = await tclnats_py.connect(URL)
+async def on_req(msg):
+    await b.publish(msg.reply, msg.data)
+await b.subscribe("ia.req", cb=on_req)
+await b.flush()
+request = a.request
+for _ in range(N):
+    await request("ia.req", PAYLOAD, timeout=60)
 await a.close()
 await b.close()
 """,
@@ -178,6 +193,17 @@ for {set i 0} {$i < $N} {incr i} {
 vwait ::all_received
 $s destroy
 """,
+    "tcl_request": """\
+set s [nats::connection new iar]
+$s configure -servers $url
+$s connect
+$s subscribe ia.req -callback [list apply {{s subject msg reply} {$s publish $reply $msg}} $s]
+$s ping
+for {set i 0} {$i < $N} {incr i} {
+    $c request ia.req $payload -timeout 60000
+}
+$s destroy
+""",
     "tcl_fetch": """\
 set js [$c jet_stream -timeout 5000]
 set stream IT_$N
@@ -279,6 +305,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--new-path", help="PYTHONPATH for the new side")
     ap.add_argument("--counts", type=int, nargs=2, default=(2000, 10000), metavar=("LOW", "HIGH"))
     ap.add_argument("--spin", action="store_true", help="keep the spin before a wait (TCLNATS_SPIN_US)")
+    ap.add_argument("--ws", action="store_true", help="through the server's websocket listener (ws://)")
     ap.add_argument("--json", help="also write the figures to this file")
     ap.add_argument("scenario", nargs="*", help=f"default: all of {', '.join(SCENARIOS)}")
     args = ap.parse_args(argv)
@@ -295,11 +322,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from tclnats_py.testing.server import NatsServer
     rows = []
-    with NatsServer(jetstream=True) as server:
+    with NatsServer(jetstream=True, websocket=args.ws) as server:
+        url = server.ws_url if args.ws else server.url
         print(f"{'scenario':<16} {'old instr/msg':>14} {'new instr/msg':>14} {'new/old':>8}", flush=True)
         for name in args.scenario or SCENARIOS:
-            old = per_message(name, args.old, args.old_path, args.counts, server.url, args.spin)
-            new = per_message(name, args.new, args.new_path, args.counts, server.url, args.spin)
+            old = per_message(name, args.old, args.old_path, args.counts, url, args.spin)
+            new = per_message(name, args.new, args.new_path, args.counts, url, args.spin)
             rows.append({"scenario": name, "old": old, "new": new, "new_over_old": new / old})
             print(f"{name:<16} {old:>14.0f} {new:>14.0f} {new / old:>8.3f}", flush=True)
     if args.json:

@@ -1,10 +1,12 @@
 /*
  * natscodec.c: the NATS wire protocol's frames in C (see natscodec.h), the
- * one place where C parses MSG/HMSG/PING/PONG/+OK and frames PUB/HPUB.
+ * one place where C parses MSG/HMSG/PING/PONG/+OK and frames PUB/HPUB, and
+ * where it unframes and frames WebSocket data frames.
  * Compiled into natsproto.c, tclfast.c and tclcross_wait.c (each includes this
  * file with NATSCODEC_API static), not a unit of its own.
  */
 #include <string.h>
+#include <stdint.h>
 #include "natscodec.h"
 
 /* a field of a control line: [s, e) */
@@ -287,4 +289,182 @@ natscodec_spin_missed(natscodec_spin *s)
     if (m > 0)
         s->skip = (10 << (m - 1)) < 1000 ? (10 << (m - 1)) : 1000;
     s->misses = m < 8 ? m + 1 : 8;
+}
+
+/* ------------------------------------------------------------ WebSocket frames */
+
+enum {
+    WS_BAD_OPCODE = 1, WS_BAD_RSV, WS_BAD_MASKED, WS_BAD_CTL_FRAGMENT, WS_BAD_CTL_LONG, WS_BAD_LENGTH,
+    WS_BAD_CONTINUATION, WS_BAD_INTERLEAVED
+};
+
+NATSCODEC_API const char *
+natscodec_ws_reason(int bad)
+{
+    switch (bad) {
+    case WS_BAD_OPCODE: return "a frame with a reserved opcode";
+    case WS_BAD_RSV: return "a frame with reserved bits set (no extension was agreed)";
+    case WS_BAD_MASKED: return "a masked frame from the server";
+    case WS_BAD_CTL_FRAGMENT: return "a fragmented control frame";
+    case WS_BAD_CTL_LONG: return "a control frame longer than 125 bytes";
+    case WS_BAD_LENGTH: return "a frame length not in its shortest form, or past 2**63";
+    case WS_BAD_CONTINUATION: return "a continuation frame outside a fragmented message";
+    case WS_BAD_INTERLEAVED: return "a new data frame inside a fragmented message";
+    }
+    return "a bad frame";
+}
+
+/* The header of the frame at p[0:avail): 1 read (*op, *fin, *hl its length,
+ * *len the payload's), 0 not all here yet, or -WS_BAD_... */
+static int
+ws_header(const unsigned char *p, size_t avail, unsigned *op, int *fin, size_t *hl, unsigned long long *len)
+{
+    unsigned char b0, b1;
+    if (avail < 2)
+        return 0;
+    b0 = p[0];
+    b1 = p[1];
+    *op = b0 & 0x0f;
+    *fin = (b0 & 0x80) != 0;
+    if ((*op > 2 && *op < 8) || *op > 10)
+        return -WS_BAD_OPCODE;
+    if (*op >= 8 && !*fin)
+        return -WS_BAD_CTL_FRAGMENT;
+    if (*op >= 8 && (b1 & 0x7f) > 125)
+        return -WS_BAD_CTL_LONG;
+    if (b0 & 0x70)
+        return -WS_BAD_RSV;
+    if (b1 & 0x80)
+        return -WS_BAD_MASKED;
+    *len = b1 & 0x7f;
+    *hl = 2;
+    if (*len == 126) {
+        if (avail < 4)
+            return 0;
+        *len = ((unsigned long long)p[2] << 8) | p[3];
+        *hl = 4;
+        if (*len < 126)
+            return -WS_BAD_LENGTH;
+    } else if (*len == 127) {
+        int i;
+        if (avail < 10)
+            return 0;
+        *len = 0;
+        for (i = 2; i < 10; i++)
+            *len = (*len << 8) | p[i];
+        *hl = 10;
+        if (*len < 65536 || (*len >> 63))
+            return -WS_BAD_LENGTH;
+    }
+    return 1;
+}
+
+NATSCODEC_API int
+natscodec_ws_unframe(natscodec_ws *ws, const unsigned char *in, size_t n, unsigned long long max,
+                     unsigned char *out, size_t *out_len, size_t *used)
+{
+    size_t pos = 0, o = 0, hl;
+    int r = NATSCODEC_WS_MORE, h, fin;
+    unsigned op;
+    unsigned long long len;
+    for (;;) {
+        if (ws->left > 0) {
+            size_t take = n - pos;
+            if ((unsigned long long)take > ws->left)
+                take = (size_t)ws->left;
+            if (out + o != in + pos)
+                memmove(out + o, in + pos, take);
+            o += take;
+            pos += take;
+            ws->left -= take;
+            if (ws->left > 0)
+                break;
+        }
+        h = ws_header(in + pos, n - pos, &op, &fin, &hl, &len);
+        if (h <= 0) {
+            if (h < 0) {
+                ws->bad = -h;
+                r = NATSCODEC_WS_BAD;
+            }
+            break;
+        }
+        if (op >= 8) {
+            if (n - pos < hl + len)
+                break;    /* a control frame is taken whole */
+            ws->ctl_at = pos;
+            ws->ctl_len = hl + (size_t)len;
+            pos += ws->ctl_len;
+            r = NATSCODEC_WS_CONTROL;
+            break;
+        }
+        if (len > max) {
+            ws->claimed = len;
+            r = NATSCODEC_WS_TOOBIG;
+            break;
+        }
+        if ((op == 0) != (ws->in_msg != 0)) {
+            ws->bad = op == 0 ? WS_BAD_CONTINUATION : WS_BAD_INTERLEAVED;
+            r = NATSCODEC_WS_BAD;
+            break;
+        }
+        ws->in_msg = !fin;
+        ws->left = len;
+        pos += hl;
+    }
+    *out_len = o;
+    *used = pos;
+    return r;
+}
+
+NATSCODEC_API size_t
+natscodec_ws_frame_len(size_t n)
+{
+    return n + 6 + (n > 125 ? 2 : 0) + (n > 65535 ? 6 : 0);
+}
+
+NATSCODEC_API size_t
+natscodec_ws_head(unsigned char *out, size_t n, const unsigned char key[4])
+{
+    size_t h = 0;
+    out[h++] = 0x82;
+    if (n <= 125) {
+        out[h++] = (unsigned char)(0x80 | n);
+    } else if (n <= 65535) {
+        out[h++] = 0x80 | 126;
+        out[h++] = (unsigned char)(n >> 8);
+        out[h++] = (unsigned char)n;
+    } else {
+        int s;
+        out[h++] = 0x80 | 127;
+        for (s = 56; s >= 0; s -= 8)
+            out[h++] = (unsigned char)((unsigned long long)n >> s);
+    }
+    memcpy(out + h, key, 4);
+    return h + 4;
+}
+
+NATSCODEC_API void
+natscodec_ws_mask(unsigned char *out, const unsigned char *data, size_t n, const unsigned char key[4])
+{
+    size_t i = 0;
+    uint64_t k8;
+    /* the key repeats every 4 bytes: eight at a time, then the rest */
+    memcpy(&k8, key, 4);
+    memcpy((unsigned char *)&k8 + 4, key, 4);
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, data + i, 8);
+        w ^= k8;
+        memcpy(out + i, &w, 8);
+    }
+    for (; i < n; i++)
+        out[i] = data[i] ^ key[i & 3];
+}
+
+NATSCODEC_API unsigned char *
+natscodec_ws_frame(unsigned char *out, const unsigned char *data, size_t n, const unsigned char key[4])
+{
+    out += natscodec_ws_head(out, n, key);
+    natscodec_ws_mask(out, data, n, key);
+    return out + n;
 }

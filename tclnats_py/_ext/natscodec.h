@@ -91,4 +91,55 @@ NATSCODEC_API int natscodec_spin_should_try(natscodec_spin *s);   /* 0: this wai
 NATSCODEC_API void natscodec_spin_caught(natscodec_spin *s);
 NATSCODEC_API void natscodec_spin_missed(natscodec_spin *s);
 
+/*
+ * WebSocket (RFC 6455) data frames, the client's side: the server's frames
+ * (unmasked) unframed, the client's framed (masked).  engine/websocket.py
+ * uses them when no extension (permessage-deflate) was agreed; wsproto does
+ * the HTTP upgrade, the control frames' contents and compressed streams,
+ * and is the reference the property tests hold these to.
+ */
+enum natscodec_ws_stop {
+    NATSCODEC_WS_MORE,      /* every data frame taken: nothing, or a frame's first bytes, left */
+    NATSCODEC_WS_CONTROL,   /* a whole control frame (ping, pong, close) at ctl_at, ctl_len bytes */
+    NATSCODEC_WS_TOOBIG,    /* a data frame claims more than max bytes (claimed) */
+    NATSCODEC_WS_BAD        /* a frame RFC 6455 forbids here: natscodec_ws_reason(bad) */
+};
+
+/* the unframer's state between calls */
+typedef struct {
+    unsigned long long left;    /* payload bytes of the current data frame still to come */
+    int in_msg;                 /* a data frame without FIN came: continuations follow */
+    int bad;                    /* NATSCODEC_WS_BAD: why */
+    unsigned long long claimed; /* NATSCODEC_WS_TOOBIG: the length the frame claimed */
+    size_t ctl_at, ctl_len;     /* NATSCODEC_WS_CONTROL: the frame's bytes in the input */
+} natscodec_ws;
+
+/* the longest frame the unframer may leave unconsumed (a control frame
+ * that is not all here yet: 2 + 125 bytes) */
+#define NATSCODEC_WS_HOLD 127
+
+/* Unframes in[0:n): the payloads of its data frames are written at out
+ * (at most n bytes; out may be in itself: it never runs ahead of the
+ * input), *out_len their length, *used the input bytes consumed.  Stops at
+ * the first control frame (consumed: the caller hands it to wsproto, then
+ * calls again with the rest) or bad frame (state is then void); a frame's
+ * incomplete first bytes (at most NATSCODEC_WS_HOLD) stay unconsumed. */
+NATSCODEC_API int natscodec_ws_unframe(natscodec_ws *ws, const unsigned char *in, size_t n, unsigned long long max,
+                                       unsigned char *out, size_t *out_len, size_t *used);
+NATSCODEC_API const char *natscodec_ws_reason(int bad);
+
+/* the length of the binary frame of a payload of n bytes (masked) */
+NATSCODEC_API size_t natscodec_ws_frame_len(size_t n);
+/* The header of that frame (FIN, binary, masked with key) at out, which has
+ * room for NATSCODEC_WS_HEAD_MAX bytes; returns its length. */
+#define NATSCODEC_WS_HEAD_MAX 14
+NATSCODEC_API size_t natscodec_ws_head(unsigned char *out, size_t n, const unsigned char key[4]);
+/* out[i] = data[i] ^ key[i % 4] for i < n (out may be data) */
+NATSCODEC_API void natscodec_ws_mask(unsigned char *out, const unsigned char *data, size_t n,
+                                     const unsigned char key[4]);
+/* The binary frame (FIN, masked with key) of data[0:n) at out, which has
+ * room for natscodec_ws_frame_len(n) bytes; returns the byte after it. */
+NATSCODEC_API unsigned char *natscodec_ws_frame(unsigned char *out, const unsigned char *data, size_t n,
+                                                const unsigned char key[4]);
+
 #endif

@@ -13,6 +13,9 @@
  * operations and the errors are the pure-Python parser's by construction;
  * this file only makes the common frames cheap.
  *
+ * WsReader and ws_frame: WebSocket data frames in and out (natscodec.h), for
+ * engine/websocket.py.
+ *
  * setup(msg_tag, ping_op, pong_op, ok_op) hands over the objects the Python
  * parser uses for the tags, so that ops are identical (``op[0] is MSG``).
  */
@@ -21,6 +24,9 @@
 #include <string.h>
 #include <limits.h>
 #include <structmember.h>  /* PyMemberDef (take_msgs, SpinPolicy) */
+#ifndef _WIN32
+#include <pthread.h>       /* pthread_atfork: the mask keys of a forked child */
+#endif
 #include "subject_rule.h"  /* tclnats_plain_subject, shared with tclfast.c */
 #define NATSCODEC_API static
 #if defined(__GNUC__)
@@ -935,6 +941,224 @@ static PyTypeObject SpinType = {
     .tp_new = spin_new,
 };
 
+/* ------------------------------------------------------------ WebSocket frames
+ *
+ * WsReader(max_frame): one WebSocket's server->client frames unframed by
+ * natscodec_ws_unframe (engine/websocket.py, when no extension was agreed).
+ * feed(data) -> the data frames' payload bytes; where it stopped at
+ * something else, (payload, kind, info): kind 1 a control frame (info its
+ * bytes: the caller hands it to wsproto, then calls feed(b"") for the rest),
+ * 2 a data frame past max_frame (info the length it claimed), 3 a bad frame
+ * (info why).  ws_frame(data) -> the masked binary frame of data.
+ */
+typedef struct {
+    PyObject_HEAD
+    natscodec_ws st;
+    unsigned long long max;
+    PyObject *rest;           /* bytes: what is not consumed yet starts at rest_at (NULL: nothing) */
+    Py_ssize_t rest_at;
+} WsReaderObject;
+
+static PyObject *
+ws_reader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    long long max;
+    WsReaderObject *self;
+    if (!PyArg_ParseTuple(args, "L", &max))
+        return NULL;
+    if (max < 0) {
+        PyErr_SetString(PyExc_ValueError, "max_frame must be >= 0");
+        return NULL;
+    }
+    self = (WsReaderObject *)type->tp_alloc(type, 0);
+    if (self != NULL)
+        self->max = (unsigned long long)max;
+    return (PyObject *)self;
+}
+
+static void
+ws_reader_dealloc(WsReaderObject *self)
+{
+    Py_XDECREF(self->rest);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* the bytes to unframe: the rest, then data (a new reference in *src, which
+ * holds in[0:n) ) */
+static int
+ws_input(WsReaderObject *self, PyObject *data, PyObject **src, const unsigned char **in, Py_ssize_t *n)
+{
+    Py_ssize_t rn = self->rest != NULL ? PyBytes_GET_SIZE(self->rest) - self->rest_at : 0;
+    if (rn == 0 && PyBytes_CheckExact(data)) {
+        *src = Py_NewRef(data);
+        *in = (const unsigned char *)PyBytes_AS_STRING(data);
+        *n = PyBytes_GET_SIZE(data);
+        return 0;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (view.len == 0 && rn > 0) {
+        *src = Py_NewRef(self->rest);
+        *in = (const unsigned char *)PyBytes_AS_STRING(self->rest) + self->rest_at;
+        *n = rn;
+        PyBuffer_Release(&view);
+        return 0;
+    }
+    *src = PyBytes_FromStringAndSize(NULL, rn + view.len);
+    if (*src == NULL) {
+        PyBuffer_Release(&view);
+        return -1;
+    }
+    if (rn > 0)
+        memcpy(PyBytes_AS_STRING(*src), PyBytes_AS_STRING(self->rest) + self->rest_at, (size_t)rn);
+    memcpy(PyBytes_AS_STRING(*src) + rn, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    *in = (const unsigned char *)PyBytes_AS_STRING(*src);
+    *n = rn + view.len;
+    return 0;
+}
+
+static PyObject *
+ws_reader_feed(WsReaderObject *self, PyObject *data)
+{
+    PyObject *src, *out, *info;
+    const unsigned char *in;
+    Py_ssize_t n;
+    size_t olen, used;
+    int r;
+    if (ws_input(self, data, &src, &in, &n) < 0)
+        return NULL;
+    out = PyBytes_FromStringAndSize(NULL, n);
+    if (out == NULL) {
+        Py_DECREF(src);
+        return NULL;
+    }
+    r = natscodec_ws_unframe(&self->st, in, (size_t)n, self->max, (unsigned char *)PyBytes_AS_STRING(out),
+                             &olen, &used);
+    /* (info first: the control frame's bytes are in src) */
+    if (r == NATSCODEC_WS_MORE)
+        info = NULL;
+    else if (r == NATSCODEC_WS_CONTROL)
+        info = PyBytes_FromStringAndSize((const char *)in + self->st.ctl_at, (Py_ssize_t)self->st.ctl_len);
+    else if (r == NATSCODEC_WS_TOOBIG)
+        info = PyLong_FromUnsignedLongLong(self->st.claimed);
+    else
+        info = PyUnicode_FromString(natscodec_ws_reason(self->st.bad));
+    /* what is left: rest_at of src (which may be the old rest itself) */
+    Py_CLEAR(self->rest);
+    if ((Py_ssize_t)used < n) {
+        self->rest = src;
+        self->rest_at = (Py_ssize_t)(in + used - (const unsigned char *)PyBytes_AS_STRING(src));
+    } else {
+        Py_DECREF(src);
+    }
+    if (r != NATSCODEC_WS_MORE && info == NULL) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    if ((Py_ssize_t)olen != n && _PyBytes_Resize(&out, (Py_ssize_t)olen) < 0) {
+        Py_XDECREF(info);
+        return NULL;
+    }
+    if (r == NATSCODEC_WS_MORE)
+        return out;
+    return Py_BuildValue("(NiN)", out, r, info);
+}
+
+static PyObject *
+ws_reader_state(WsReaderObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *rest = self->rest != NULL
+        ? PyBytes_FromStringAndSize(PyBytes_AS_STRING(self->rest) + self->rest_at,
+                                    PyBytes_GET_SIZE(self->rest) - self->rest_at)
+        : PyBytes_FromStringAndSize(NULL, 0);
+    if (rest == NULL)
+        return NULL;
+    return Py_BuildValue("(NKi)", rest, self->st.left, self->st.in_msg);
+}
+
+static PyMethodDef ws_reader_methods[] = {
+    {"feed", (PyCFunction)ws_reader_feed, METH_O,
+     "feed(data) -> payload bytes, or (payload, kind, info) where it stopped (1 control frame, 2 too big, 3 bad)"},
+    {"state", (PyCFunction)ws_reader_state, METH_NOARGS,
+     "state() -> (bytes not consumed, payload bytes of the current frame still to come, in a fragmented message)"},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyTypeObject WsReaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tclnats_py._natsproto.WsReader",
+    .tp_basicsize = sizeof(WsReaderObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "WsReader(max_frame): a WebSocket's server frames unframed (natscodec.h).",
+    .tp_methods = ws_reader_methods,
+    .tp_new = ws_reader_new,
+    .tp_dealloc = (destructor)ws_reader_dealloc,
+};
+
+/* mask keys: 4 bytes each from os.urandom, 1024 keys a call; a forked
+ * child draws new ones (it must not repeat its parent's keys) */
+static unsigned char ws_keys[4096];
+static size_t ws_keys_at = sizeof ws_keys;
+static PyObject *ws_urandom = NULL;
+
+static void
+ws_keys_forget(void)
+{
+    ws_keys_at = sizeof ws_keys;
+}
+
+static int
+ws_key(unsigned char key[4])
+{
+    if (ws_keys_at + 4 > sizeof ws_keys) {
+        PyObject *b;
+        if (ws_urandom == NULL) {
+            PyObject *os = PyImport_ImportModule("os");
+            if (os == NULL)
+                return -1;
+            ws_urandom = PyObject_GetAttrString(os, "urandom");
+            Py_DECREF(os);
+            if (ws_urandom == NULL)
+                return -1;
+        }
+        b = PyObject_CallFunction(ws_urandom, "n", (Py_ssize_t)sizeof ws_keys);
+        if (b == NULL)
+            return -1;
+        if (!PyBytes_Check(b) || PyBytes_GET_SIZE(b) != (Py_ssize_t)sizeof ws_keys) {
+            Py_DECREF(b);
+            PyErr_SetString(PyExc_RuntimeError, "os.urandom gave too few bytes");
+            return -1;
+        }
+        memcpy(ws_keys, PyBytes_AS_STRING(b), sizeof ws_keys);
+        Py_DECREF(b);
+        ws_keys_at = 0;
+    }
+    memcpy(key, ws_keys + ws_keys_at, 4);
+    ws_keys_at += 4;
+    return 0;
+}
+
+static PyObject *
+ws_frame(PyObject *self, PyObject *data)
+{
+    Py_buffer view;
+    unsigned char key[4];
+    PyObject *out;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (ws_key(key) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)natscodec_ws_frame_len((size_t)view.len));
+    if (out != NULL)
+        natscodec_ws_frame((unsigned char *)PyBytes_AS_STRING(out), view.buf, (size_t)view.len, key);
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyObject *
 setup(PyObject *self, PyObject *args)
 {
@@ -969,6 +1193,8 @@ static PyMethodDef methods[] = {
      " -> (pos, seqs, done): a batch direct get's plain replies into columns (engine/js/columns.py)"},
     {"encode_pub", (PyCFunction)(void (*)(void))encode_pub, METH_FASTCALL,
      "encode_pub(subject, reply, payload[, header]) -> protocol.encode_pub's frame, from the C framer"},
+    {"ws_frame", ws_frame, METH_O,
+     "ws_frame(data) -> data in one binary WebSocket frame, masked with a key from os.urandom"},
     {"setup", setup, METH_VARARGS, "setup(msg_tag, ping_op, pong_op, ok_op): the Python parser's tag objects"},
     {NULL, NULL, 0, NULL}
 };
@@ -981,7 +1207,7 @@ static struct PyModuleDef moddef = {
 PyMODINIT_FUNC
 PyInit__natsproto(void)
 {
-    if (PyType_Ready(&DoneType) < 0 || PyType_Ready(&SpinType) < 0)
+    if (PyType_Ready(&DoneType) < 0 || PyType_Ready(&SpinType) < 0 || PyType_Ready(&WsReaderType) < 0)
         return NULL;
     static const char *names[5] = {"subject", "data", "reply", "headers", "sid"};
     for (int k = 0; k < 5; k++) {
@@ -991,8 +1217,12 @@ PyInit__natsproto(void)
     PyObject *m = PyModule_Create(&moddef);
     if (m == NULL)
         return NULL;
+#ifndef _WIN32
+    pthread_atfork(NULL, NULL, ws_keys_forget);
+#endif
     if (PyModule_AddObjectRef(m, "Done", (PyObject *)&DoneType) < 0
-        || PyModule_AddObjectRef(m, "SpinPolicy", (PyObject *)&SpinType) < 0) {
+        || PyModule_AddObjectRef(m, "SpinPolicy", (PyObject *)&SpinType) < 0
+        || PyModule_AddObjectRef(m, "WsReader", (PyObject *)&WsReaderType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

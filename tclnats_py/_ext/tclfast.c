@@ -26,9 +26,10 @@
  *       call again; 0 not for the fast path.  The first publish of a batch
  *       runs the command prefix `pending`.
  *   name take       -> {count bytes}: the batch, which starts anew
- *   name write chan -> {count bytes pending}: the batch written to the
- *                      channel, which starts anew; pending: the channel's
- *                      output bytes not taken by the socket yet
+ *   name write chan ?key? -> {count bytes pending}: the batch written to
+ *                      the channel, which starts anew; pending: the channel's
+ *                      output bytes not taken by the socket yet; with key
+ *                      (4 bytes), in one masked WebSocket binary frame
  *   name subject S  the engine accepted the subject (or reply) S
  *   name clear      forget the accepted subjects
  *
@@ -55,6 +56,14 @@
  * the stream, as read, to the engine until the next socket.
  *
  *   name rd channel rxcmd reader   read this channel from now on ("" : none)
+ *   name ws max rest left inmsg    the channel carries WebSocket frames: from
+ *                                  the next read, their payloads are the
+ *                                  stream read (natscodec_ws_unframe; the
+ *                                  unframer's state from the engine's adapter,
+ *                                  websocket.py hand_over); control frames go
+ *                                  to the engine (`rx wsctl frame`) after the
+ *                                  read's NATS bytes, a bad frame ends the
+ *                                  reading (`rx wsbad why`, why "": past max)
  *   name read                      the readable handler
  *   name sub sid callback msgs bytes ?dictmsg?  a subscription for the C
  *                                  path, with the pending limits (slow
@@ -126,7 +135,13 @@ typedef struct {
     Tcl_WideInt lim_msgs, lim_bytes;
     Tcl_WideInt in_msgs, in_bytes;   /* not reported to Python yet */
     Tcl_Obj *empty;
-    Tcl_Obj *lit_ops, *lit_lost, *lit_eof, *lit_slow, *lit_run, *lit_flush;
+    Tcl_Obj *lit_ops, *lit_lost, *lit_eof, *lit_slow, *lit_run, *lit_flush, *lit_wsctl, *lit_wsbad;
+    /* a WebSocket's frames, unframed here (`name ws`) until the next rd */
+    int ws;                 /* 1: the reads are frames; 2: a bad frame came, reads are dropped */
+    natscodec_ws wst;
+    unsigned long long ws_max;
+    unsigned char whold[NATSCODEC_WS_HOLD];   /* a frame's first bytes, not unframed yet */
+    size_t wholdn;
     Tcl_Obj *lit_keys[5];   /* -dictmsg: header data subject reply sub_id */
 } FastConn;
 
@@ -699,6 +714,60 @@ run_plan(FastConn *f, Tcl_Interp *interp, Plan *p)
     }
 }
 
+/* the n bytes read after the held ones at rbuf + rlen are WebSocket frames:
+ * their payloads, unframed in place, are the stream's next bytes */
+static void
+ws_read(FastConn *f, Tcl_Interp *interp, Plan *p, size_t n)
+{
+    unsigned char *raw = f->rbuf + f->rlen;
+    size_t total = f->wholdn + n, pos = 0, olen = 0, got, used;
+    unsigned gen = f->gen;
+    Tcl_Obj *ctl = NULL;
+    int r, i, nctl = 0;
+    for (;;) {
+        r = natscodec_ws_unframe(&f->wst, raw + pos, total - pos, f->ws_max, raw + olen, &got, &used);
+        olen += got;
+        pos += used;
+        if (r != NATSCODEC_WS_CONTROL)
+            break;
+        /* copied now: the next payloads are written over it */
+        if (ctl == NULL) {
+            ctl = Tcl_NewListObj(0, NULL);
+            Tcl_IncrRefCount(ctl);
+        }
+        Tcl_ListObjAppendElement(NULL, ctl, Tcl_NewByteArrayObj(raw + pos - f->wst.ctl_len, (int)f->wst.ctl_len));
+        if ((raw[pos - f->wst.ctl_len] & 0x0f) == 8) {
+            pos = total;   /* a close frame: nothing after it counts */
+            break;
+        }
+    }
+    f->wholdn = 0;
+    if (r == NATSCODEC_WS_MORE && pos < total) {
+        f->wholdn = total - pos;   /* at most NATSCODEC_WS_HOLD (natscodec.h) */
+        memcpy(f->whold, raw + pos, f->wholdn);
+    }
+    if (r == NATSCODEC_WS_TOOBIG || r == NATSCODEC_WS_BAD)
+        f->ws = 2;
+    if (f->passthrough) {
+        if (olen > 0)
+            to_engine(f, interp, p, raw, olen);
+    } else {
+        f->rlen += olen;
+        parse(f, interp, p);
+    }
+    if (ctl != NULL) {
+        Tcl_Obj **frames;
+        Tcl_ListObjGetElements(NULL, ctl, &nctl, &frames);
+        for (i = 0; i < nctl && f->gen == gen && !f->dead; i++)
+            plan_batch(p, call_rx(f, interp, f->lit_wsctl, frames[i], NULL, NULL));
+        Tcl_DecrRefCount(ctl);
+    }
+    if ((r == NATSCODEC_WS_TOOBIG || r == NATSCODEC_WS_BAD) && f->gen == gen && !f->dead)
+        plan_batch(p, call_rx(f, interp, f->lit_wsbad,
+                              Tcl_NewStringObj(r == NATSCODEC_WS_BAD ? natscodec_ws_reason(f->wst.bad) : "", -1),
+                              NULL, NULL));
+}
+
 static int
 fast_read(FastConn *f, Tcl_Interp *interp)
 {
@@ -714,18 +783,26 @@ fast_read(FastConn *f, Tcl_Interp *interp)
         return TCL_OK;
     }
     memset(&plan, 0, sizeof plan);
-    if (!grow(&f->rbuf, &f->rcap, f->rlen + FAST_READ_CHUNK)) {
+    if (!grow(&f->rbuf, &f->rcap, f->rlen + f->wholdn + FAST_READ_CHUNK)) {
         Tcl_SetObjResult(interp, Tcl_NewStringObj("out of memory reading from the server", -1));
         return TCL_ERROR;
     }
     Tcl_Preserve(f);
-    n = Tcl_Read(chan, (char *)f->rbuf + f->rlen, FAST_READ_CHUNK);
+    if (f->ws == 1 && f->wholdn > 0)
+        memcpy(f->rbuf + f->rlen, f->whold, f->wholdn);
+    n = Tcl_Read(chan, (char *)f->rbuf + f->rlen + (f->ws == 1 ? f->wholdn : 0), FAST_READ_CHUNK);
     if (n < 0) {
         plan_batch(&plan, call_rx(f, interp, f->lit_lost, Tcl_NewStringObj(Tcl_ErrnoId(), -1), NULL, NULL));
     } else if (n == 0) {
         if (Tcl_Eof(chan)) {
             plan_batch(&plan, call_rx(f, interp, f->lit_eof, NULL, NULL, NULL));
         }
+    } else if (f->ws == 2) {
+        /* after a bad frame: the engine is closing the socket */
+    } else if (f->ws) {
+        f->parsing = 1;
+        ws_read(f, interp, &plan, (size_t)n);
+        f->parsing = 0;
     } else if (f->passthrough) {
         f->parsing = 1;
         to_engine(f, interp, &plan, f->rbuf + f->rlen, (size_t)n);
@@ -752,6 +829,31 @@ fast_read(FastConn *f, Tcl_Interp *interp)
 }
 
 /* ------------------------------------------------------------ the command */
+
+/* `name ws max rest left inmsg` (see the top) */
+static int
+fast_ws(FastConn *f, Tcl_Interp *interp, Tcl_Obj *const a[])
+{
+    Tcl_WideInt max, left;
+    int inmsg, n;
+    unsigned char *rest;
+    if (Tcl_GetWideIntFromObj(interp, a[0], &max) != TCL_OK || Tcl_GetWideIntFromObj(interp, a[2], &left) != TCL_OK
+            || Tcl_GetBooleanFromObj(interp, a[3], &inmsg) != TCL_OK)
+        return TCL_ERROR;
+    rest = Tcl_GetByteArrayFromObj(a[1], &n);
+    if (max < 0 || left < 0 || n > NATSCODEC_WS_HOLD) {
+        Tcl_SetObjResult(interp, Tcl_NewStringObj("ws: bad unframer state", -1));
+        return TCL_ERROR;
+    }
+    memset(&f->wst, 0, sizeof f->wst);
+    f->wst.left = (unsigned long long)left;
+    f->wst.in_msg = inmsg;
+    f->ws_max = (unsigned long long)max;
+    memcpy(f->whold, rest, (size_t)n);
+    f->wholdn = (size_t)n;
+    f->ws = 1;
+    return TCL_OK;
+}
 
 static void
 FastFree(char *cd)
@@ -786,6 +888,8 @@ FastFree(char *cd)
     Tcl_DecrRefCount(f->lit_slow);
     Tcl_DecrRefCount(f->lit_run);
     Tcl_DecrRefCount(f->lit_flush);
+    Tcl_DecrRefCount(f->lit_wsctl);
+    Tcl_DecrRefCount(f->lit_wsbad);
     for (i = 0; i < 5; i++)
         Tcl_DecrRefCount(f->lit_keys[i]);
     if (f->buf != NULL)
@@ -844,6 +948,8 @@ FastCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
             f->gen++;
             f->rlen = 0;
             f->passthrough = 0;
+            f->ws = 0;
+            f->wholdn = 0;
             if (f->chan != NULL)
                 Tcl_DecrRefCount(f->chan);
             f->chan = NULL;
@@ -975,24 +1081,41 @@ FastCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
         }
         break;
     case 'w':
-        if (strcmp(op, "write") == 0 && objc == 3) {
+        if (strcmp(op, "ws") == 0 && objc == 6)
+            return fast_ws(f, interp, objv + 2);
+        if (strcmp(op, "write") == 0 && (objc == 3 || objc == 4)) {
             /* the batch straight from this buffer to the channel (the
-             * bridge checked that nothing else waits to go before it) */
+             * bridge checked that nothing else waits to go before it);
+             * with a mask key, in one WebSocket binary frame */
             Tcl_Channel chan = Tcl_GetChannel(interp, Tcl_GetString(objv[2]), NULL);
             Tcl_Obj *out[3];
             Tcl_WideInt count = f->count, n = (Tcl_WideInt)f->len;
             unsigned char *buf = f->buf;
             size_t cap = f->cap;
-            int w = 0;
+            int w = 0, klen = 0;
+            const unsigned char *key = objc == 4 ? Tcl_GetByteArrayFromObj(objv[3], &klen) : NULL;
             if (chan == NULL)
                 return TCL_ERROR;
+            if (key != NULL && klen != 4) {
+                Tcl_SetObjResult(interp, Tcl_NewStringObj("write: a mask key is 4 bytes", -1));
+                return TCL_ERROR;
+            }
             /* the buffer is this write's (a channel transform's script may publish meanwhile) */
             f->buf = NULL;
             f->cap = 0;
             f->len = 0;
             f->count = 0;
             f->bytes = 0;
-            if (n > 0 && (w = Tcl_Write(chan, (const char *)buf, (int)n)) < 0)
+            if (n > 0 && key != NULL) {
+                unsigned char *frame = (unsigned char *)ckalloc((unsigned int)(n + NATSCODEC_WS_HEAD_MAX));
+                size_t h = natscodec_ws_head(frame, (size_t)n, key);
+                natscodec_ws_mask(frame + h, buf, (size_t)n, key);
+                w = Tcl_Write(chan, (const char *)frame, (int)(h + (size_t)n));
+                ckfree((char *)frame);
+            } else if (n > 0) {
+                w = Tcl_Write(chan, (const char *)buf, (int)n);
+            }
+            if (w < 0)
                 Tcl_SetObjResult(interp, Tcl_ObjPrintf("error writing \"%s\": %s",
                                                        Tcl_GetString(objv[2]), Tcl_PosixError(interp)));
             if (f->buf == NULL && cap <= (1u << 20)) {   /* (a burst's buffer is not kept) */
@@ -1029,7 +1152,7 @@ FastCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
         break;
     }
     Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad operation \"%s\": must be pub, take, subject S, clear, "
-                                           "write, rd, read, sub, unsub, subclear, limits or counts", op));
+                                           "write, rd, ws, read, sub, unsub, subclear, limits or counts", op));
     return TCL_ERROR;
 }
 
@@ -1076,6 +1199,8 @@ FastNewCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[])
     f->lit_slow = lit("slow");
     f->lit_run = lit("::tclnats::_run_deliveries");
     f->lit_flush = lit("::tclnats::_flush_dirty");
+    f->lit_wsctl = lit("wsctl");
+    f->lit_wsbad = lit("wsbad");
     f->lit_keys[0] = lit("header");
     f->lit_keys[1] = lit("data");
     f->lit_keys[2] = lit("subject");

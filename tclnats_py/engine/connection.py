@@ -309,6 +309,14 @@ class Engine(Registry):
         fast paths that read or frame NATS bytes themselves step aside)."""
         return self._ws is not None
 
+    @property
+    def websocket_plain(self) -> bool:
+        """Whether the WebSocket is open with plain binary data frames (no
+        extension, the compiled codec's): a driver may frame NATS bytes
+        itself then (binary frames, each masked with a fresh random key)."""
+        ws = self._ws
+        return ws is not None and ws.plain
+
     def _ws_next(self) -> None:
         """The WebSocket's next step on a socket up (or through its proxy's
         tunnel, or over TLS): the tunnel, TLS (wss, or ``secure``), or the
@@ -599,6 +607,25 @@ class Engine(Registry):
         if bad is not None:
             self._fail(bad.code, str(bad))
         return data
+
+    def ws_hand_over(self) -> tuple | None:
+        """For a driver's C reader that unframes a WebSocket's data frames
+        itself from now on (the Tcl face's): websocket.py ``hand_over``'s
+        state; None when there is none to take (no WebSocket open, or
+        wsproto reads the frames).  What the C reader gives the engine then
+        is NATS bytes (``receive_data(data, framed=False)``) and the control
+        frames it stops at (``receive_data(frame)``)."""
+        ws = self._ws
+        return ws.hand_over() if ws is not None and self._socket_open else None
+
+    def ws_refused(self, why: str) -> None:
+        """A driver's C reader found a bad WebSocket frame (``why``: what the
+        codec said; empty: a frame past the largest taken): the connection
+        fails with ErrWebSocket, as a bad frame given to receive_data does."""
+        ws = self._ws
+        if ws is not None and self._socket_open:
+            err = ws.refused(why)
+            self._fail(err.code, str(err))
 
     def _handle(self, op) -> None:
         """A frame other than MSG/HMSG (those are receive_data's and _on_msg's)."""

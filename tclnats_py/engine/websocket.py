@@ -20,6 +20,15 @@ socket:
    its close frame reported (:attr:`closed`), a frame past ``max_frame``
    bytes refused (ErrWebSocket).
 
+Once open without an extension (nats-server's default: no compression),
+the data frames go through the compiled codec instead (``WsReader`` and
+``ws_frame`` of ``tclnats_py._natsproto``, natscodec.c), as the protocol
+parser's accelerator: it unframes the server's binary, text and
+continuation frames and stops at a control frame, which wsproto reads,
+and at a bad one (ErrWebSocket); it frames the client's data masked with
+keys from os.urandom.  ``TCLNATS_PY_ACCEL=0`` (or a build without it)
+keeps wsproto for everything; permessage-deflate always does.
+
 Nothing here touches a socket; ``wsproto`` and ``h11`` are imported when
 the first WebSocket server is tried, so a TCP-only program never loads them.
 """
@@ -27,6 +36,7 @@ the first WebSocket server is tried, so a TCP-only program never loads them.
 from __future__ import annotations
 
 from tclnats_py.engine.pool import WS_SCHEMES
+from tclnats_py.engine.protocol import compiled
 from tclnats_py.errors import NatsError, make_error
 
 TYPE_CHECKING = False  # typing costs ~10 ms of every start
@@ -38,6 +48,12 @@ __all__ = ["WebSocket", "WS_SCHEMES", "MAX_FRAME", "parse_proxy"]
 # the largest frame taken from a server (bytes): nats-server frames what it
 # has buffered for the client, far below this
 MAX_FRAME = 64 * 1024 * 1024
+
+# the compiled data frames (None: wsproto's)
+_WsReader = compiled("WsReader")
+_ws_frame = compiled("ws_frame")
+# what WsReader.feed stopped at
+_CONTROL, _TOO_BIG = 1, 2
 
 # the adapter's phases
 _TUNNEL, _TLS, _UPGRADE, _OPEN, _CLOSED = "tunnel", "tls", "upgrade", "open", "closed"
@@ -66,7 +82,8 @@ class WebSocket:
     docstring).  ``where`` names the server in errors (``host:port``)."""
 
     def __init__(self, host: str, port: int, path: str = "/", headers=(), compression: bool = True,
-                 proxy: str = "", max_frame: int = MAX_FRAME, where: str = "?") -> None:
+                 proxy: str = "", max_frame: int = MAX_FRAME, where: str = "?",
+                 accelerated: bool | None = None) -> None:
         from wsproto import ConnectionType, WSConnection
         from wsproto import events as E
         from wsproto.frame_protocol import Opcode, ParseFailed
@@ -77,6 +94,12 @@ class WebSocket:
         self._data_ops = (Opcode.BINARY, Opcode.CONTINUATION, Opcode.TEXT)
         self._ping, self._close = Opcode.PING, Opcode.CLOSE
         self._proto: Any = None         # wsproto's FrameProtocol once open: the data path
+        # the compiled data path (accelerated=False: wsproto's; True: required)
+        if accelerated and _WsReader is None:
+            raise ImportError("tclnats_py._natsproto is not available")
+        self._accel: Any = _WsReader if accelerated is not False else None
+        self._reader: Any = None        # its WsReader once open without an extension
+        self._tail = b""                # the last bytes of the upgrade's answer (its end is looked for)
         self.host = host
         self.port = port
         self.path = path or "/"
@@ -150,6 +173,11 @@ class WebSocket:
     def upgraded(self) -> bool:
         return self.phase == _OPEN
 
+    @property
+    def plain(self) -> bool:
+        """Open, and the data frames are the compiled codec's (no extension)."""
+        return self._reader is not None and self.phase == _OPEN
+
     # ------------------------------------------------------------------ bytes in
     def receive(self, data: bytes) -> bytes:
         """The NATS bytes in ``data`` (what the socket read).  Raises
@@ -163,16 +191,79 @@ class WebSocket:
         if self.phase == _UPGRADE and self._head is not None:
             self._check_http(data)
         try:
+            if self._reader is not None and self.phase == _OPEN:
+                got = self._reader.feed(data)
+                return got if got.__class__ is bytes else self._stopped(got)
             if self._proto is not None and self.phase == _OPEN:
                 return self._frames(data)
+            rest = b""
+            if self.phase == _UPGRADE and self._accel is not None:
+                data, rest = self._split_answer(data)
             self._conn.receive_data(data)
-            return self._events()
+            got = self._events()
+            if rest:  # the frames after the 101
+                return got + self.receive(rest)
+            return got
         except self._errors as e:
             upgrading = self.phase == _UPGRADE
             self.phase = _CLOSED
             if upgrading:
                 raise self._bad_upgrade(str(e)) from None
             raise make_error("ErrWebSocket", f"Bad WebSocket data from {self.where}: {e}") from None
+
+    def _split_answer(self, data: bytes) -> tuple[bytes, bytes]:
+        """(the upgrade answer's bytes in ``data``, the bytes after its
+        head): the frames after it are the compiled reader's, not wsproto's."""
+        seen = self._tail + data
+        end = seen.find(b"\r\n\r\n")
+        if end < 0:
+            self._tail = seen[-3:]
+            return data, b""
+        cut = end + 4 - len(self._tail)
+        self._tail = b""
+        return data[:cut], data[cut:]
+
+    def _stopped(self, got) -> bytes:
+        """The compiled reader's results from where it stopped: a control
+        frame (read by wsproto: a ping answered, a close frame ends), a frame
+        past max_frame or a bad frame (ErrWebSocket)."""
+        parts = []
+        while got.__class__ is not bytes:
+            payload, kind, info = got
+            parts.append(payload)
+            if kind != _CONTROL:
+                raise self.refused("" if kind == _TOO_BIG else info)
+            if self._proto is not None:  # as on wsproto's own data path
+                self._frames(info)
+            else:
+                self._conn.receive_data(info)
+                self._events()
+            if self.phase != _OPEN:
+                return b"".join(parts)
+            got = self._reader.feed(b"")
+        parts.append(got)
+        return b"".join(parts)
+
+    def refused(self, why: str) -> NatsError:
+        """The error a bad frame ends the WebSocket with (``why``: what the
+        codec found; empty for a frame past max_frame)."""
+        self.phase = _CLOSED
+        if not why:
+            return make_error("ErrWebSocket", f"WebSocket frame from {self.where} is larger than "
+                              f"{self.max_frame} bytes")
+        return make_error("ErrWebSocket", f"Bad WebSocket data from {self.where}: {why}")
+
+    def hand_over(self) -> tuple | None:
+        """For a driver's C reader that unframes from now on (the Tcl
+        face's): (max_frame, the bytes not unframed yet, the payload bytes of
+        the current frame still to come, whether a fragmented message is open);
+        receive() gets the control frames it stops at afterwards.  None when
+        the compiled data path is not in use."""
+        reader = self._reader
+        if reader is None or self.phase != _OPEN:
+            return None
+        self._reader = self._accel(self.max_frame)
+        return (self.max_frame, *reader.state())
 
     def _frames(self, data: bytes) -> bytes:
         """The open WebSocket's bytes read through wsproto's frame protocol
@@ -224,6 +315,8 @@ class WebSocket:
             elif cls is E.AcceptConnection:
                 self.phase = _OPEN
                 self.extensions = tuple(x.name for x in ev.extensions)
+                if not self.extensions and self._accel is not None:
+                    self._reader = self._accel(self.max_frame)
                 # the frames from now on: wsproto's frame protocol, without its event layer
                 self._proto = getattr(self._conn.connection, "_proto", None)
             elif cls is E.RejectConnection:
@@ -287,7 +380,12 @@ class WebSocket:
             if self.phase != _OPEN:
                 raise make_error("ErrWebSocket", f"NATS data for {self.where} before the WebSocket is open")
             proto = self._proto
-            framed = bytes(proto.send_data(data)) if proto is not None else self._conn.send(self._E.Message(data=data))
+            if self._reader is not None:
+                framed = _ws_frame(data)
+            elif proto is not None:
+                framed = bytes(proto.send_data(data))
+            else:
+                framed = self._conn.send(self._E.Message(data=data))
             if not out and not self._closing:
                 return framed
             out += framed

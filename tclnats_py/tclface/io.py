@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 import sys
 import time
 
@@ -198,8 +199,8 @@ class ConnectionIO(ConnectionState):
         (``Fast read``, tclfast.c): it reads, calls the callbacks of plain
         messages of the subscriptions registered with it (``Fast sub``), and
         hands every other frame to the engine through :meth:`rx`.  A
-        WebSocket's bytes are frames, not NATS: the Python reader, which
-        hands them to the engine whole."""
+        WebSocket's upgrade is HTTP: the Python reader, which hands the bytes
+        to the engine whole, until the WebSocket is open (:meth:`_ws_to_c`)."""
         tk = self.tk
         fast = f"{self.ns}::Fast"
         if not self.engine.websocket and self._fast("rd", sock, self.cmd + "_rx", self.cmd + "_rd") is not None:
@@ -209,12 +210,27 @@ class ConnectionIO(ConnectionState):
         tk.call("chan", "event", sock, "readable", handler)
         tk.call("set", f"::tclnats::sockets({sock})", handler)
 
+    def _ws_to_c(self, sock):
+        """The WebSocket just opened without an extension: the C reader
+        unframes its data frames from the next read on (natscodec.c), from
+        where the engine's adapter left off."""
+        state = self.engine.ws_hand_over() if sock == self.sock else None
+        if state is None or self._fast("rd", sock, self.cmd + "_rx", self.cmd + "_rd") is None:
+            return
+        max_frame, rest, left, in_msg = state
+        self._fast("ws", max_frame, rest, left, int(in_msg))
+        handler = (f"{self.ns}::Fast", "read")
+        self.tk.call("chan", "event", sock, "readable", handler)
+        self.tk.call("set", f"::tclnats::sockets({sock})", handler)
+
     def rx(self, op, *args):
         """The C reader's calls: ``ops data msgs bytes`` (frames for the
         engine; msgs and bytes: what the C reader received since its last
-        report), ``lost reason``, ``eof`` (each returns the deliveries for
-        Tcl, as :meth:`on_readable`), ``slow sid`` (a slow-consumer episode
-        of a subscription of the C reader begins).  Never raises."""
+        report), ``lost reason``, ``eof``, over a WebSocket ``wsctl frame``
+        (a control frame) and ``wsbad why`` (a bad frame) (each returns the
+        deliveries for Tcl, as :meth:`on_readable`), ``slow sid`` (a
+        slow-consumer episode of a subscription of the C reader begins).
+        Never raises."""
         try:
             if op == "ops":
                 data, msgs, nbytes = args
@@ -222,7 +238,13 @@ class ConnectionIO(ConnectionState):
                     stats = self.engine.stats
                     stats["in_msgs"] += int(msgs)
                     stats["in_bytes"] += int(nbytes)
-                return self._feed(lambda: self.engine.receive_data(to_bytes(data)))
+                # (over a WebSocket the C reader has unframed them)
+                framed = not self.engine.websocket
+                return self._feed(lambda: self.engine.receive_data(to_bytes(data), framed))
+            if op == "wsctl":
+                return self._feed(lambda: self.engine.receive_data(to_bytes(args[0])))
+            if op == "wsbad":
+                return self._feed(lambda: self.engine.ws_refused(str(args[0])))
             if op == "lost":
                 return self._feed(lambda: self.engine.connection_lost(str(args[0]) or None))
             if op == "eof":
@@ -300,6 +322,8 @@ class ConnectionIO(ConnectionState):
             return
         if data:
             self.engine.receive_data(to_bytes(data))
+            if self.engine.websocket:
+                self._ws_to_c(sock)
         else:
             try:
                 eof = tk.call("eof", sock)
@@ -528,9 +552,12 @@ class ConnectionIO(ConnectionState):
         self.tcl_pending = False
         eng = self.engine
         if self.sock and not self.chan_pending and eng.status == CONNECTED and not eng.want_write \
-                and not eng.websocket:  # (a WebSocket's bytes go out in frames: through the engine)
+                and (not eng.websocket or eng.websocket_plain):
+            # (a WebSocket's bytes go out in frames: in one binary frame from C when
+            # they are plain, else through the engine)
+            key = (os.urandom(4),) if eng.websocket else ()
             try:
-                count, nbytes, pending = self.tk.call(f"{self.ns}::Fast", "write", self.sock)
+                count, nbytes, pending = self.tk.call(f"{self.ns}::Fast", "write", self.sock, *key)
             except TclError as e:
                 eng.write_failed(str(e))
                 return

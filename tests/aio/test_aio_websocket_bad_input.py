@@ -188,10 +188,22 @@ def test_a_wrong_path_and_a_nats_port_are_err_websocket(ws_server):
         httpd.server_close()
 
 
+# what BadWsServer sends once the client is connected: "mid_frame" half a
+# frame, then it closes; "oversize" a frame header claiming 2**40 bytes and
+# the first of them; then frames RFC 6455 forbids
+MISBEHAVE = {
+    "oversize": bytes([0x82, 127]) + (2 ** 40).to_bytes(8, "big") + b"+OK\r\n" * 10,
+    "reserved_opcode": bytes([0x83, 5]) + b"+OK\r\n",
+    "masked": bytes([0x82, 0x85, 1, 2, 3, 4]) + bytes(b ^ k for b, k in zip(b"+OK\r\n", b"\1\2\3\4\1")),
+    "rsv1": bytes([0xC2, 5]) + b"+OK\r\n",
+    "fragmented_ping": bytes([0x09, 0]),
+    "continuation": bytes([0x80, 5]) + b"+OK\r\n",
+}
+
+
 class BadWsServer:
-    """A WebSocket 'NATS server' that does the handshake, then ``misbehave``:
-    "mid_frame" sends half a frame and closes; "oversize" a frame header
-    claiming 2**40 bytes and the first of them."""
+    """A WebSocket 'NATS server' that does the handshake, then ``misbehave``
+    (MISBEHAVE)."""
 
     def __init__(self, misbehave):
         self.misbehave = misbehave
@@ -221,10 +233,11 @@ class BadWsServer:
                 frame = ws.send(Message(data=b"MSG bad.s 1 5\r\nhello\r\n"))
                 conn.sendall(frame[:len(frame) // 2])
             else:
-                conn.sendall(bytes([0x82, 127]) + (2 ** 40).to_bytes(8, "big") + b"+OK\r\n" * 10)
+                conn.sendall(MISBEHAVE[self.misbehave])
 
 
-@pytest.mark.parametrize("misbehave,code", [("mid_frame", "ErrBrokenSocket"), ("oversize", "ErrWebSocket")])
+@pytest.mark.parametrize("misbehave,code", [("mid_frame", "ErrBrokenSocket")]
+                         + [(name, "ErrWebSocket") for name in MISBEHAVE])
 def test_a_server_that_closes_mid_frame_or_sends_an_oversize_frame(misbehave, code):
     bad = BadWsServer(misbehave)
     with NatsServer(websocket=True) as good:

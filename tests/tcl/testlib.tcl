@@ -48,7 +48,7 @@ testConstraint userpass [have_env TCLNATS_TEST_USERPASS_URL TCLNATS_TEST_USER TC
 testConstraint token    [have_env TCLNATS_TEST_TOKEN_URL TCLNATS_TEST_TOKEN]
 testConstraint cluster  [have_env TCLNATS_TEST_CTL TCLNATS_TEST_CLUSTER_URLS]
 testConstraint oldJs    [have_env TCLNATS_TEST_OLD_JS_URL]
-testConstraint websocket [have_env TCLNATS_TEST_CTL TCLNATS_TEST_WS_URL TCLNATS_TEST_WSS_URL TCLNATS_TEST_TLS_CA]
+testConstraint websocket [have_env TCLNATS_TEST_CTL TCLNATS_TEST_WS_URL TCLNATS_TEST_WSS_URL TCLNATS_TEST_WSZ_URL TCLNATS_TEST_TLS_CA]
 testConstraint thread   [expr {![catch {package require Thread}]}]
 
 # Test connections log errors only, to stdout: tcltest's runAllTests takes any

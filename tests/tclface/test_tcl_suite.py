@@ -136,6 +136,8 @@ def tcl_env(tmp_path_factory):
         # a websocket listener (ws://), JetStream on; and one over TLS (wss://)
         "ws": NatsServer(jetstream=True, websocket=True),
         "wss": NatsServer(websocket=tls),
+        # and one that compresses (permessage-deflate: wsproto's frames, not the C reader's)
+        "wsz": NatsServer(websocket="compression: true"),
     }
     try:
         old_js = OldNatsServer(jetstream=True)
@@ -179,6 +181,7 @@ def tcl_env(tmp_path_factory):
             "TCLNATS_TEST_WS_URL": servers["ws"].ws_url,
             "TCLNATS_TEST_WS_TCP_URL": url("ws"),
             "TCLNATS_TEST_WSS_URL": servers["wss"].ws_url.replace("127.0.0.1", "localhost"),
+            "TCLNATS_TEST_WSZ_URL": servers["wsz"].ws_url,
         })
         yield env
     finally:
