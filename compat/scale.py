@@ -36,7 +36,7 @@ what bounds them).
 The defaults are the issue's sizes (1,000,000 messages read, 100,000
 publishes per face through 5 kills, 200,000 through the streaming query) and
 one round of the faults: the issue's "exact in 3 consecutive runs" is three
-runs of this command, about 25 minutes each on 2 cores.  A run ends with the
+runs of this command, about 22 minutes each on 2 cores.  A run ends with the
 time each part took; the exit status is 1 when a count is not exact.
 """
 

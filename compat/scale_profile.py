@@ -130,7 +130,8 @@ class CpuProfile:
 def describe(profile: dict, messages: int) -> str:
     """One line: CPU seconds per million messages by role, and the share of the cores."""
     per = 1_000_000 / max(1, messages)
-    parts = ", ".join(f"{r} {v * per:.1f}" for r, v in sorted(profile["cpu_s"].items(), key=lambda kv: -kv[1]))
+    parts = ", ".join(f"{r} {v * per:.1f}" for r, v in sorted(profile["cpu_s"].items(), key=lambda kv: -kv[1])
+                      if v * per >= 0.05)
     return (f"CPU s per million messages: {parts}; the run's processes used {profile['ours_of_cores']:.0%} "
             f"of {profile['cores']} cores x {profile['wall_s']} s, the whole machine "
             f"{profile['machine_of_cores']:.0%}")
