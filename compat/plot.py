@@ -139,9 +139,13 @@ def draw_faces(plt, panels, machine, output):
 def draw_scale(plt, doc, machine, output):
     """Two panels (read, write): messages per second against partitions, a
     line per (target, executors); the raw fetch ceiling of each target dashed
-    on the read panel."""
+    on the read panel.  With the reads' CPU profiles (compat/scale_profile.py)
+    a third panel: where the CPU of each target's best read of each executor
+    count went, by process role, against the cores x the read's wall time."""
     rows = doc.get("throughput") or []
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), squeeze=False)
+    profiled = [r for r in _best_reads(rows) if r.get("cpu")]
+    fig, axes = plt.subplots(1, 3 if profiled else 2, figsize=(16 if profiled else 11, 4.8 if profiled else 4.2),
+                             squeeze=False)
     styles = {1: "-o", 2: "-s"}
     colors = {"single": "#1f77b4", "cluster": "#d62728"}
     for ax, kind in zip(axes[0], ("read", "write")):
@@ -165,10 +169,52 @@ def draw_scale(plt, doc, machine, output):
                      loc="left")
         ax.grid(linewidth=0.4, alpha=0.5)
         ax.legend(fontsize=7)
+    if profiled:
+        draw_profile(axes[0][2], profiled)
     fig.text(0.01, 0.005, f"{doc.get('messages', '?')} messages per figure" + (f"; {machine}" if machine else ""),
              fontsize=7, ha="left", va="bottom", wrap=True)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     save(plt, fig, output)
+
+
+def _best_reads(rows):
+    """The fastest read of each (target, executors)."""
+    best: dict = {}
+    for r in rows:
+        key = (r["target"], r["executors"])
+        if r.get("read") and r["read"] > best.get(key, {}).get("read", 0):
+            best[key] = r
+    return [best[k] for k in sorted(best)]
+
+
+ROLE_COLORS = {"nats-server": "#2ca02c", "executor JVMs": "#ff7f0e", "Python workers": "#1f77b4",
+               "worker JVMs": "#9467bd", "master JVM": "#8c564b", "driver JVM": "#e377c2",
+               "driver Python": "#7f7f7f", "other": "#bcbd22"}
+
+
+def draw_profile(ax, reads):
+    """Stacked bars of CPU seconds by role, one per profiled read, then what
+    other programs used of the machine in that time; a tick at cores x wall
+    time, what the machine could give."""
+    roles = [r for r in ROLE_COLORS if any(r in x["cpu"]["cpu_s"] for x in reads)]
+    ys = range(len(reads))
+    left = [0.0] * len(reads)
+    for role in roles:
+        widths = [x["cpu"]["cpu_s"].get(role, 0.0) for x in reads]
+        ax.barh(ys, widths, left=left, color=ROLE_COLORS[role], label=role, height=0.6)
+        left = [a + b for a, b in zip(left, widths)]
+    others = [max(0.0, x["cpu"]["machine_busy_s"] - x["cpu"]["ours_s"]) for x in reads]
+    ax.barh(ys, others, left=left, color="white", edgecolor="#999999", hatch="///", height=0.6,
+            label="other programs on the machine")
+    ax.scatter([x["cpu"]["cores"] * x["cpu"]["wall_s"] for x in reads], ys, marker="|", s=400, color="black",
+               label="cores x wall time")
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels([f"{x['target']}, {x['executors']} ex., {x['partitions']} p." for x in reads], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("CPU seconds during the best read", fontsize=8)
+    ax.set_title("what bounds the read: CPU by process", fontsize=10, loc="left")
+    ax.grid(axis="x", linewidth=0.4, alpha=0.5)
+    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
 
 
 def save(plt, fig, output):

@@ -74,3 +74,19 @@ def test_scale_json_is_drawn_with_its_ceilings(tmp_path):
     assert "raw-socket fetch ceiling" in svg and "cluster, 2 executors" in svg and "test machine" in svg
     src.write_text(json.dumps({"throughput": []}))
     assert plot.main(["--scale", str(src), "-o", str(out)]) == 2
+
+
+def test_scale_json_with_read_profiles_gets_the_cpu_panel(tmp_path):
+    pytest.importorskip("matplotlib")
+    cpu = {"wall_s": 5.0, "cores": 2, "cpu_s": {"nats-server": 2.5, "Python workers": 1.0, "executor JVMs": 1.5},
+           "ours_s": 5.0, "machine_busy_s": 9.0, "ours_of_cores": 0.5, "machine_of_cores": 0.9}
+    rows = [{"target": t, "executors": e, "partitions": p, "read": 1000 * p * e + (p == 2), "write": 500 * p,
+             "read_vs_ceiling": 0.5, "cpu": cpu} for t in ("single", "cluster") for e in (1, 2) for p in (1, 2)]
+    src = tmp_path / "scale.json"
+    src.write_text(json.dumps({"throughput": rows, "ceiling": {"single": 9000, "cluster": 7000}}))
+    out = tmp_path / "scale.svg"
+    assert plot.main(["--scale", str(src), "-o", str(out)]) == 0
+    svg = out.read_text()
+    # one bar per (target, executors): its best read, 2 partitions
+    assert "what bounds the read" in svg and "other programs on the machine" in svg
+    assert "single, 2 ex., 2 p." in svg and "cluster, 1 ex., 2 p." in svg and "single, 1 ex., 1 p." not in svg
