@@ -38,8 +38,42 @@ PRELUDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ws_prelude.t
 
 #: nats-tcl tag -> {"file test": why it cannot hold over WebSocket}; a listed
 #: test that fails is reported with the reason and not counted
+_SNIFF = ("its sniffer reads the bytes on the socket and compares NATS protocol lines; over WebSocket "
+          "the socket carries the HTTP upgrade and frames, the client's masked (RFC 6455 5.3)")
+_INTERCEPT = ("its intercept rewrites NATS protocol text in the bytes the client writes to make the server "
+              "fail; over WebSocket those bytes are masked frames, so nothing matches and the server never fails")
+_TLS = ("it checks the NATS protocol's TLS: the server's INFO asks for it and the client upgrades the TCP "
+        "socket; a websocket listener has no such step (its TLS is wss://, before the HTTP upgrade), so the "
+        "expected TLS failures do not happen")
 INHERENT: dict[str, dict[str, str]] = {
-    "v3.2.1": {},
+    "v3.2.1": {
+        "auth.test auth-1.1": _SNIFF + " (the user and password of CONNECT)",
+        "auth.test auth-2.1": _SNIFF + " (the auth_token of CONNECT)",
+        "basic.test basic-1": _SNIFF + " (the read data must start with INFO)",
+        "basic.test basic-2.1": _SNIFF + " (SUB)",
+        "basic.test basic-2.2": _SNIFF + " (PUB)",
+        "basic.test basic-2.3": _SNIFF + " (UNSUB, PUB)",
+        "basic.test basic-3.1": _SNIFF + " (SUB, UNSUB with max_msgs)",
+        "basic.test basic-4.1": _SNIFF + " (UNSUB with max_msgs)",
+        "basic.test basic-5.2": _SNIFF + " (the request's SUB and PUB)",
+        "basic.test basic-5.3": _SNIFF + " (the MSG of the reply; its sid comes from basic-5.2's sniffed SUB)",
+        "cluster.test cluster-2": _INTERCEPT + " (PUB -> PUB-BOGUS, then the reconnect is awaited)",
+        "extra_opts.test extra_opts-1": _SNIFF + " (CONNECT's verbose and pedantic, +OK)",
+        "extra_opts.test extra_opts-2": _SNIFF + " (CONNECT's echo)",
+        "extra_opts.test extra_opts-3": _SNIFF + " (PING/PONG counted on the socket)",
+        "extra_opts.test extra_opts-4.1": _SNIFF + " (the server's PING and the client's PONG)",
+        "extra_opts.test extra_opts-4.2": _INTERCEPT + " (the client's PONGs deleted)",
+        "extra_opts.test extra_opts-4.3": "its intercept deletes the server's PONG from the bytes the client reads; "
+                                          "over WebSocket that text sits inside a frame whose header still counts "
+                                          "it, so the framing breaks instead of a PONG going missing",
+        "ordered_consumer.test ordered-7": _INTERCEPT + " (PUB -> PUB-BOGUS, then the server's -ERR is awaited)",
+        "pubsub.test pubsub-1": _SNIFF + " (HPUB and its header block)",
+        "tls.test tls-1.1": _TLS + " (no CA: a certificate error expected)",
+        "tls.test tls-1.2": _TLS + " (INFO's tls_required expected)",
+        "tls.test tls-2.2": _TLS + " (a client certificate missing: ErrTLS expected)",
+        "tls.test tls-3.1": _TLS + " (tls:// to a server without TLS: ErrSecureConnWanted expected; and "
+                                   "tls-2.2's connection, not failed, is still connected here)",
+    },
 }
 
 
