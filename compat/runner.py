@@ -9,12 +9,13 @@ compared test by test.
                    [--json REPORT.json] [--tclsh tclsh]
                    [--tclnats-tclsh tclnats-tclsh]
                    [--timeout SECONDS] [--no-netns] [--keep-workspace]
-                   [--tag TAG]
+                   [--tag TAG] [--websocket]
 
 With ``--tag`` (e.g. v2.0.4) a git checkout's tag is exported and run;
 without it, the checkout's own tag (or ``v`` + the version its pkgIndex.tcl
 provides) is reported.  A nats-tcl 2.x suite runs our sides with
-TCLNATS_API=2, and they must load tclnats_py's 2.0.4.
+TCLNATS_API=2, and they must load tclnats_py's 2.0.4.  ``--websocket`` runs
+our sides over WebSocket (:mod:`tclnats_py.compat.ws_server`).
 
 The checkout is never modified.  Its ``tests/`` folder and its package files
 (the ``*.tcl`` files at its top) are copied into a temporary workspace, which
@@ -68,6 +69,8 @@ import sysconfig
 import tempfile
 import threading
 import time
+
+from tclnats_py.compat import ws_server
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # the folder from which ``import tclnats_py`` works (for child Pythons)
@@ -249,10 +252,6 @@ def side_env(side: str, paths: dict, base: dict | None = None) -> dict:
     env.pop("NATS_URL", None)
     env.pop("TCLLIBPATH", None)
     env["TCLNATS_COMPAT_SIDE"] = side
-    from tclnats_py.compat import ws_server
-    env.pop(ws_server.ENV, None)
-    if paths.get("websocket") and side != "original":  # --websocket: our clients over ws://
-        env[ws_server.ENV] = str(ws_server.OFFSET)
     env.pop("TCLNATS_API", None)
     api = api_generation(paths.get("nats_tcl_version"))
     if side != "original" and api != 3:
@@ -262,7 +261,8 @@ def side_env(side: str, paths: dict, base: dict | None = None) -> dict:
         env["TCLLIBPATH"] = _tcl_list(paths["original"])
     else:
         from tclnats_py.tclface.bridge import tcl_library_dir
-        env["TCLLIBPATH"] = _tcl_list(tcl_library_dir())
+        # --websocket: the prelude's folder after ours (compat/ws_prelude.tcl)
+        env["TCLLIBPATH"] = _tcl_list(tcl_library_dir(), *paths.get("ws_prelude", ()))
     return env
 
 
@@ -272,7 +272,8 @@ if {[catch {package require nats} err]} {
     exit 1
 }
 if {[info exists ::tclnats::provider]} {
-    puts "[lindex $::tclnats::provider 0] [lindex $::tclnats::provider 1] (nats [package present nats])"
+    set ws [expr {[info exists ::tclnats_compat_ws::prelude] ? " over ws by $::tclnats_compat_ws::prelude" : ""}]
+    puts "[lindex $::tclnats::provider 0] [lindex $::tclnats::provider 1]$ws (nats [package present nats])"
 } else {
     puts "other [package ifneeded nats [package present nats]] (nats [package present nats])"
 }
@@ -729,6 +730,8 @@ def print_report(sides: dict, summary: dict, stream) -> None:
     for n, tests in summary.get("not_kept", {}).items():
         stream.write(f"\ntests the original passes that {n} does not: {len(tests)}"
                      f"{': ' + ', '.join(tests) if tests else ''}\n")
+    if "inherent_ws" in summary:
+        ws_server.print_inherent(summary, stream)
     stream.write(f"\nresult: {'OK' if summary['ok'] else 'NOT OK'}\n")
 
 
@@ -760,8 +763,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-netns", action="store_true", help="do not give each side its own network namespace")
     ap.add_argument("--keep-workspace", action="store_true", help="keep the temporary workspace, print its path")
     ap.add_argument("--tcltest-args", default="", help="extra tcltest options for all.tcl, e.g. \"-match js_mgmt-2\"")
-    ap.add_argument("--websocket", action="store_true", help="our sides connect over WebSocket: each server gets a "
-                    "websocket listener at its port + 10000, nats:// URLs become ws:// ones (compat/ws_server.py)")
+    ap.add_argument("--websocket", action="store_true", help="our sides only, over WebSocket (compat/ws_server.py, "
+                    "ws_prelude.tcl); tests listed in ws_server.INHERENT are reported, not counted")
     ap.add_argument("--verbose", default="pset", help=argparse.SUPPRESS)
     return ap
 
@@ -789,7 +792,9 @@ def _check_side(side: str, cmd: str, paths: dict, api: int, out) -> dict | tuple
     ours = loaded.startswith("tclnats_py ")
     got = loaded_version(loaded)
     wrong_api = side in OURS and (got is None or api_generation(got) != api)
-    if ours != (side in OURS) or wrong_api:
+    # the ws prelude is applied on our sides exactly when --websocket asks for it
+    wrong_ws = (" over ws by " in loaded) != bool(paths.get("ws_prelude"))
+    if ours != (side in OURS) or wrong_api or wrong_ws:
         reason = f"package require nats loaded the wrong package: {loaded}"
         return _unavailable(side, cmd, reason, reason)
     try:
@@ -844,7 +849,8 @@ def _run_sides(args, requested, commands: dict, paths: dict, files: list, netns:
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     checkout = os.path.abspath(args.checkout)
-    requested = SIDES if args.side in ("all", "both") else (args.side,)
+    # --websocket: our sides only (nats-tcl has no WebSocket)
+    requested = (OURS if args.websocket else SIDES) if args.side in ("all", "both") else (args.side,)
     commands = {"original": args.tclsh, "tclnats": args.tclnats_tclsh or find_tclnats_tclsh(),
                 "extension": args.tclsh}
     out = sys.stdout
@@ -854,8 +860,9 @@ def main(argv=None) -> int:
             checkout, tag = resolve_checkout(checkout, args.tag, ws)
             paths = prepare_workspace(checkout, ws)
             if args.websocket:
-                from tclnats_py.compat import ws_server
-                paths["websocket"] = ws_server.install(paths["bin"], paths["nats_server"])
+                if "original" in requested:
+                    raise PrepareError("--websocket runs our sides only: --side tclnats, extension or all")
+                paths.update(ws_server.prepare(paths, tag))
         except PrepareError as e:
             print(f"tclnats-compat: {e}", file=sys.stderr)
             return 2
@@ -871,10 +878,12 @@ def main(argv=None) -> int:
         _write_header(out, checkout, tag, files, paths, netns, api)
         sides = _run_sides(args, requested, commands, paths, files, netns, api, out)
         summary = summarize(sides, requested)
+        if args.websocket:
+            ws_server.excuse(summary, tag)
         print_report(sides, summary, out)
         if args.json:
             report = {"checkout": checkout, "tag": tag, "nats_tcl_version": version, "files": files,
-                      "nats_server": paths["nats_server"],
+                      "nats_server": paths["nats_server"], "websocket": args.websocket,
                       "netns": bool(netns), "sides": {n: {k: v for k, v in s.items() if k != "tail"}
                                                       for n, s in sides.items()},
                       **summary}

@@ -693,14 +693,13 @@ class Engine(Registry):
         self._send_connect()
 
     def _add_connect_urls(self, info: dict) -> None:
-        """Discovered servers: ``connect_urls``, or from a WebSocket server
-        ``ws_connect_urls`` (host:port, in the scheme of the current server)."""
+        """Discovered servers: ``connect_urls``; a WebSocket client's are the
+        cluster's websocket listeners (the server sends them there, never as
+        ``ws_connect_urls``), host:port in the scheme of the current server."""
         scheme = None
-        key = "connect_urls"
         if self._ws is not None:
-            key = "ws_connect_urls"
             scheme = self.pool.current.scheme if self.pool.current is not None else "ws"
-        for url in info.get(key) or ():
+        for url in info.get("connect_urls") or ():
             if isinstance(url, str) and self.pool.add_discovered(url, scheme) is not None:
                 self._log("debug", f"Added {url} to the server pool")
             elif not isinstance(url, str) or not self._well_formed(url):

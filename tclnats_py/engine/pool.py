@@ -108,20 +108,6 @@ def parse_url(url: str) -> Server:
     return s
 
 
-def as_websocket(url: str, offset: int) -> str:
-    """``nats://[userinfo@]host[:port]`` as ``ws://[userinfo@]host:port+offset``
-    (a server's websocket listener beside its client port: the conformance
-    runner's --websocket); other URLs unchanged.  ErrInvalidArg as parse_url."""
-    s = parse_url(url)
-    if s.scheme != "nats":
-        return url
-    text = str(url).strip()
-    rest = text.split("://", 1)[1] if "://" in text else text
-    userinfo = rest.rpartition("@")[0]
-    host = f"[{s.host}]" if ":" in s.host else s.host
-    return f"ws://{userinfo + '@' if userinfo else ''}{host}:{s.port + offset}"
-
-
 def is_ip_address(host: str) -> bool:
     """Whether ``host`` is an IPv4 or IPv6 address (brackets allowed)."""
     import ipaddress  # here: asked of discovered servers and TLS hosts only
@@ -161,8 +147,8 @@ class ServerPool:
     def add_discovered(self, url: str, scheme: str | None = None) -> Server | None:
         """Add a server learnt from INFO connect_urls at the front; None when
         it is in the pool already or ``url`` is malformed (the engine says so).
-        ``scheme``: the one of a URL without its own (ws_connect_urls are
-        host:port, and take the scheme of the WebSocket server that sent them)."""
+        ``scheme``: the one of a URL without its own (a WebSocket server's
+        connect_urls are host:port, and take the scheme of the server that sent them)."""
         if scheme is not None and "://" not in url:
             url = f"{scheme}://{url}"
         try:

@@ -11,12 +11,10 @@ JetStream-facing ops (js_new, service_new) are in js_commands.py.
 
 from __future__ import annotations
 
-import os
-
 from tclnats_py._tclcross import TclError
 from tclnats_py.engine.connection import CONNECTED
 from tclnats_py.engine.options import OPTION_SPEC, coerce
-from tclnats_py.engine.pool import as_websocket, parse_url
+from tclnats_py.engine.pool import parse_url
 from tclnats_py.engine.validate import MAX_TIMEOUT, header_name_error, header_value_error
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.tclface.convert import LEVELS, flat, to_bytes
@@ -87,11 +85,7 @@ class CoreCommands(ConnectionEffects):
             cb = o.custom_reconnect_delay
             self.engine.reconnect_delay = self._reconnect_delay if cb else None
         if servers is not None:
-            offset = os.environ.get("TCLNATS_COMPAT_WS_OFFSET")
-            if offset:  # the conformance runner's --websocket (compat/ws_server.py)
-                self.engine.configure_servers(tuple(as_websocket(u, int(offset)) for u in servers))
-            else:
-                self.engine.configure_servers(servers)
+            self.engine.configure_servers(servers)
             self.tk.call("set", f"{self.ns}::config(servers)", servers)
             self._push_servers()
 
