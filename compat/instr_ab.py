@@ -38,7 +38,7 @@ import tempfile
 
 _PY_HEAD = """\
 import asyncio, sys
-N, URL = int(sys.argv[1]), sys.argv[2]
+N, URL, ECHO = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 PAYLOAD = b"x" * 128
 """
 
@@ -74,20 +74,6 @@ await asyncio.wait_for(done, 600)
 await a.close()
 await b.close()
 """,
-    "aio_request": """\
-import tclnats_py
-a = await tclnats_py.connect(URL)
-b = await tclnats_py.connect(URL)
-async def on_req(msg):
-    await b.publish(msg.reply, msg.data)
-await b.subscribe("ia.req", cb=on_req)
-await b.flush()
-request = a.request
-for _ in range(N):
-    await request("ia.req", PAYLOAD, timeout=60)
-await a.close()
-await b.close()
-""",
     "aio_fetch": """\
 import tclnats_py
 a = await tclnats_py.connect(URL)
@@ -106,6 +92,14 @@ got = 0
 while got < N:
     got += len(await cons.fetch(500, max_wait=60))
 await js.delete_stream(stream)
+await a.close()
+""",
+    "aio_request": """\
+import tclnats_py
+a = await tclnats_py.connect(URL)
+request = a.request
+for _ in range(N):
+    await request(ECHO, PAYLOAD, timeout=5)
 await a.close()
 """,
     "natspy_fetch": """\
@@ -133,17 +127,63 @@ await a.close()
 }
 
 
-
 def _as_natspy(body: str) -> str:
     """An asyncio-face scenario through the nats-py surface (its connect)."""
     return body.replace("import tclnats_py\n", "from tclnats_py import natspy\n").replace(
         "tclnats_py.connect(", "natspy.connect(")
 
 
-# the publish and delivery scenarios again through natspy, in the same order
+# the publish, delivery and request scenarios again through natspy, in the same order
 _PY = {**{k: v for k, v in _PY.items() if k.startswith("aio_") and k != "aio_fetch"},
-       **{"natspy_" + k[4:]: _as_natspy(v) for k, v in _PY.items() if k in ("aio_publish", "aio_deliver")},
+       **{"natspy_" + k[4:]: _as_natspy(v) for k, v in _PY.items()
+          if k in ("aio_publish", "aio_deliver", "aio_request")},
        **{k: v for k, v in _PY.items() if k.endswith("_fetch")}}
+
+_SYNC_HEAD = """\
+import sys
+import tclnats_py.sync
+N, URL, ECHO = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+PAYLOAD = b"x" * 128
+a = tclnats_py.sync.connect(URL)
+"""
+
+# the blocking face: a program after _SYNC_HEAD (a connected); a request
+# waits for its reply before the next one goes (the echo responder answers)
+_SYNC = {
+    "sync_request": """\
+request = a.request
+for _ in range(N):
+    request(ECHO, PAYLOAD, timeout=5)
+""",
+    "sync_js_publish": """\
+js = a.jetstream()
+stream = "IS_" + str(N)
+try:
+    js.delete_stream(stream)
+except Exception:
+    pass
+js.create_stream(stream, subjects=["isp." + str(N)], storage="memory")
+publish = js.publish
+for _ in range(N):
+    publish("isp." + str(N), PAYLOAD)
+js.delete_stream(stream)
+""",
+    "sync_kv_get": """\
+js = a.jetstream()
+bucket = "ik_" + str(N)
+try:
+    js.delete_key_value(bucket)
+except Exception:
+    pass
+kv = js.create_key_value(bucket, storage="memory")
+for k in range(100):
+    kv.put("k" + str(k), PAYLOAD)
+get = kv.get
+for i in range(N):
+    get("k" + str(i % 100))
+js.delete_key_value(bucket)
+""",
+}
 
 # in-memory scenarios: a whole program (N defined; no server)
 _PY_OFFLINE = {
@@ -161,7 +201,7 @@ for i in range(0, len(data), 65536):
 
 _TCL_HEAD = """\
 package require nats
-lassign $argv N url
+lassign $argv N url echo
 set payload [string repeat x 128]
 set c [nats::connection new ia]
 $c configure -servers $url
@@ -194,15 +234,9 @@ vwait ::all_received
 $s destroy
 """,
     "tcl_request": """\
-set s [nats::connection new iar]
-$s configure -servers $url
-$s connect
-$s subscribe ia.req -callback [list apply {{s subject msg reply} {$s publish $reply $msg}} $s]
-$s ping
 for {set i 0} {$i < $N} {incr i} {
-    $c request ia.req $payload -timeout 60000
+    $c request $echo $payload -timeout 5000
 }
-$s destroy
 """,
     "tcl_fetch": """\
 set js [$c jet_stream -timeout 5000]
@@ -222,7 +256,7 @@ $js delete_stream $stream
 """,
 }
 
-SCENARIOS = [*_PY, *_PY_OFFLINE, *_TCL]
+SCENARIOS = [*_PY, *_SYNC, *_PY_OFFLINE, *_TCL]
 
 
 def _program(name: str) -> tuple[str, str]:
@@ -230,6 +264,8 @@ def _program(name: str) -> tuple[str, str]:
     if name in _PY:
         body = "".join("    " + line + "\n" for line in _PY[name].splitlines())
         return "py", f"{_PY_HEAD}async def main():\n{body}asyncio.run(main())\n"
+    if name in _SYNC:
+        return "py", f"{_SYNC_HEAD}{_SYNC[name]}a.close()\n"
     if name in _PY_OFFLINE:
         return "py", _PY_OFFLINE[name]
     return "tcl", _TCL_HEAD + _TCL[name] + "$c destroy\nexit 0\n"
@@ -280,8 +316,9 @@ def _interpreter(python: str, env: dict, cwd: str) -> str:
 
 
 def per_message(name: str, python: str, path: str | None, counts: tuple[int, int], url: str,
-                spin: bool = False) -> float:
-    """Instructions per message of scenario ``name`` for one install."""
+                spin: bool = False, echo: str = "ia.echo") -> float:
+    """Instructions per message of scenario ``name`` for one install
+    (``echo``: the subject of the request scenarios' echo responder)."""
     lang, source = _program(name)
     with tempfile.TemporaryDirectory(prefix="instr_ab.") as cwd:
         env = _side_env(python, path, spin)
@@ -291,9 +328,9 @@ def per_message(name: str, python: str, path: str | None, counts: tuple[int, int
             f.write(source)
         head, env = _tcl_command(python, env, cwd) if lang == "tcl" else ([python], env)
         # once outside valgrind first: byte code compiled and cached before counting
-        subprocess.run([*head, script, str(counts[0]), url], env=env, cwd=cwd, check=True,
+        subprocess.run([*head, script, str(counts[0]), url, echo], env=env, cwd=cwd, check=True,
                        capture_output=True)
-        low, high = (_instructions([*head, script, str(n), url], env, cwd) for n in counts)
+        low, high = (_instructions([*head, script, str(n), url, echo], env, cwd) for n in counts)
     return (high - low) / (counts[1] - counts[0])
 
 
@@ -320,14 +357,15 @@ def main(argv: list[str] | None = None) -> int:
     if not shutil.which("valgrind"):
         print("instr_ab: valgrind not found", file=sys.stderr)
         return 2
+    from tclnats_py.compat.bench_raw import EchoResponder
     from tclnats_py.testing.server import NatsServer
     rows = []
-    with NatsServer(jetstream=True, websocket=args.ws) as server:
+    with NatsServer(jetstream=True, websocket=args.ws) as server, EchoResponder(server.url) as echo:
         url = server.ws_url if args.ws else server.url
         print(f"{'scenario':<16} {'old instr/msg':>14} {'new instr/msg':>14} {'new/old':>8}", flush=True)
         for name in args.scenario or SCENARIOS:
-            old = per_message(name, args.old, args.old_path, args.counts, url, args.spin)
-            new = per_message(name, args.new, args.new_path, args.counts, url, args.spin)
+            old = per_message(name, args.old, args.old_path, args.counts, url, args.spin, echo)
+            new = per_message(name, args.new, args.new_path, args.counts, url, args.spin, echo)
             rows.append({"scenario": name, "old": old, "new": new, "new_over_old": new / old})
             print(f"{name:<16} {old:>14.0f} {new:>14.0f} {new / old:>8.3f}", flush=True)
     if args.json:

@@ -57,7 +57,7 @@ from tclnats_py.aio import spin as _spin
 # the publish fast path's framing (compiled when the accelerator is built)
 from tclnats_py.engine.protocol import DONE as _DONE, pub_frame as _pub_frame, pub_head as _pub_head
 # argument checks: the rules both faces share live in engine/validate.py
-from tclnats_py.engine.validate import _to_bytes, check_headers, check_int, check_timeout
+from tclnats_py.engine.validate import MAX_TIMEOUT, _to_bytes, check_headers, check_int, check_timeout
 
 if TYPE_CHECKING:  # names used in annotations only
     from typing_extensions import Unpack  # (typing.Unpack from 3.11; only type checkers read it)
@@ -67,6 +67,9 @@ if TYPE_CHECKING:  # names used in annotations only
 
 __all__ = ["Client", "Subscription", "ClientMsg", "connect", "DEFAULT_SERVER", "Payload", "HeadersArg",
            "MsgHandler", "ErrorHandler"]
+
+# the timeouts request() takes without check_timeout's call (positive, not past MAX_TIMEOUT)
+_PLAIN_NUMBERS = (float, int)
 
 #: a message body: bytes-like, str (sent as UTF-8) or None (empty)
 Payload = Union[bytes, bytearray, memoryview, str, None]
@@ -409,18 +412,21 @@ class Client(ClientEffects, ClientState):
         ``check_subject=False`` sends a subject with wildcard tokens as it is
         (the server takes it; nats-py's KV with validate_keys=False does)."""
         loop = self._need_loop()
-        ms = self._timeout_ms(timeout)
+        if timeout.__class__ in _PLAIN_NUMBERS and 0 < timeout <= MAX_TIMEOUT:  # (check_timeout's rule)
+            ms = int(timeout * 1000) or 1
+        else:
+            ms = self._timeout_ms(timeout)
         if headers is not None:
             check_headers(headers)
         eng = self._engine
-        if check_subject and not eng.check_subject(subject):
+        if check_subject and subject not in eng.request_subjects and not eng.check_subject(subject):
             # before the engine makes its shared reply subscription
             raise make_error("ErrBadSubject", f"Invalid subject {subject}")
         fut = loop.create_future()
         lone = not eng.requests and self._flush_handle is None
-        # (checked above when asked: the engine need not check it again)
+        # (a subject checked above is checked by the engine only until it knows it)
         req = eng.request(subject, data if data.__class__ is bytes else _to_bytes(data), ms, headers, None, fut,
-                          check_subject=False)
+                          check_subject=check_subject)
         if lone:
             # the only request in flight and nothing else waiting for the
             # coalesced write: it leaves now, not one loop turn later

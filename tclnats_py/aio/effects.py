@@ -137,7 +137,7 @@ class ClientEffects(ClientIO):
                 except KeyError:
                     unknown_effect(f)
                 handler(f)
-            fx = eng.take(writing)
+            fx = eng.take(writing) if eng._fx else []  # (no call when none came meanwhile)
         if self._transport is not None and eng.status != CONNECTED and eng.want_write:
             # handshake traffic (CONNECT, PING, PONG) goes out at once
             self._transport.write(eng.data_to_send())

@@ -71,7 +71,7 @@ class Outbound:
         if fx:
             self._fx = []
             if writing:
-                fx = [f for f in fx if f is not FLUSH]
+                fx = [] if fx[0] is FLUSH and len(fx) == 1 else [f for f in fx if f is not FLUSH]
         return fx
 
     @property

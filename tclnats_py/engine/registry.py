@@ -27,14 +27,15 @@ from __future__ import annotations
 import itertools
 
 from tclnats_py.engine import protocol as P
-from tclnats_py.engine.effects import CancelTimer, Deliver, DeliverMany, PingDone, RequestDone, RequestReply, \
-    StartTimer, SubGone
+from tclnats_py.engine.effects import FLUSH, CancelTimer, Deliver, DeliverMany, PingDone, RequestDone, \
+    RequestReply, StartTimer, SubGone
 from tclnats_py.engine.headers import parse_headers
 from tclnats_py.engine.nuid import Nuid
 from tclnats_py.engine.options import Options
 from tclnats_py.engine.outbound import Outbound
 from tclnats_py.engine.records import Msg, Ping, Request, Subscription
 from tclnats_py.engine.state import CONNECTED
+from tclnats_py.engine.subjects import valid_subject
 from tclnats_py.errors import NatsError, make_error
 
 __all__ = ["Registry", "MAX_SUB_MSGS"]
@@ -84,6 +85,11 @@ class Registry(Outbound):
         self._mux: Subscription | None = None
         self._mux_prefix = ""
         self._nuid = Nuid()
+        # subjects of new-style requests that publish() accepted by the strict
+        # subject rule (so under any check_subjects): the next requests to
+        # them are framed by request() itself; a face may skip its own check
+        # of a subject found here
+        self.request_subjects: set[str] = set()
 
     @property
     def request_inbox(self):
@@ -202,8 +208,24 @@ class Registry(Outbound):
             else:
                 reply = f"{self._mux_prefix}.{rid}"
             req = Request(rid, subject, reply, timeout, None, handler)
-            # publish first: it raises on a bad subject etc. before we keep any state
-            self.publish(subject, payload, reply, headers, check_subject, False)
+            info = self.server_info
+            mp = info.get("max_payload") if info else None
+            if (headers or self.status != CONNECTED or (mp is not None and len(payload) > mp)
+                    or (check_subject and subject not in self.request_subjects)):
+                # publish first: it raises on a bad subject etc. before we keep any state
+                self.publish(subject, payload, reply, headers, check_subject, False)
+                if check_subject and not headers and valid_subject(subject):
+                    if len(self.request_subjects) >= 4096:
+                        self.request_subjects.clear()
+                    self.request_subjects.add(subject)
+            else:  # publish()'s steps for a subject it accepted before, connected, no headers
+                data = b"".join((f"PUB {subject} {reply} {len(payload)}\r\n".encode(), payload, b"\r\n"))
+                self.stats["out_msgs"] += 1
+                self._out.append(data)
+                self._out_size += len(data)
+                if not self._flush_signalled:
+                    self._flush_signalled = True
+                    self._fx.append(FLUSH)
         else:
             _check_max_msgs(max_msgs)
             reply = self.new_inbox()
@@ -241,10 +263,12 @@ class Registry(Outbound):
         self._log("debug", f"Cancelled request {rid}")
 
     def _finish(self, req: Request, outcome: str) -> None:
+        """``req`` ends with ``outcome``: its timer (if it has one) is cancelled."""
         req.done = True
         self.requests.pop(req.id, None)
         fx = self._fx  # CancelTimer(req), RequestDone(req, outcome) without their Python __new__
-        fx.append(_tuple_new(CancelTimer, (req,)))
+        if req.timeout:
+            fx.append(_tuple_new(CancelTimer, (req,)))
         fx.append(_tuple_new(RequestDone, (req, outcome)))
 
     def _on_mux_reply(self, msg: Msg) -> None:
@@ -254,11 +278,15 @@ class Registry(Outbound):
             rid = int(tail[22:], 16) if self.nuid_reply_tokens else int(tail)
         except ValueError:
             return
-        req = self.requests.get(rid)
+        req = self.requests.pop(rid, None)
         if req is None or req.done:
             return  # a late or second reply
         req.msg = msg
-        self._finish(req, "no_responders" if msg.headers and msg.no_responders else "msg")
+        req.done = True  # _finish's steps
+        fx = self._fx
+        if req.timeout:
+            fx.append(_tuple_new(CancelTimer, (req,)))
+        fx.append(_tuple_new(RequestDone, (req, "no_responders" if msg.headers and msg.no_responders else "msg")))
 
     def _on_gather_reply(self, req: Request, msg: Msg, last: bool) -> None:
         if req is None or req.done:

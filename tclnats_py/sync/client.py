@@ -395,20 +395,26 @@ class Client(ClientState):
                 if len(self._req_subjects) >= 4096:
                     self._req_subjects.clear()
                 self._req_subjects.add(subject)
-            req = eng.request(subject, data, ms, headers, None, box, check_subject=False)
+            # no engine timer: the wait below ends at the timeout, then the
+            # engine ends the request as that timer would (timer_fired)
+            req = eng.request(subject, data, 0, headers, None, box, check_subject=False)
             io._run(True)
             io.write_now()
-            self._await(req, box.__len__)  # (a C method: no Python frame per look)
+            self._await(req, box.__len__, ms / 1000)  # (a C method: no Python frame per look)
             outcome = box[0]
         if outcome == "msg":
             return req.msg
         raise request_error(outcome, subject)
 
-    def _await(self, req: Request, done: Callable[[], object]) -> None:
-        """Wait (lock held) for the end of ``req``; a KeyboardInterrupt
-        meanwhile (or any exception) cancels it in the engine."""
+    def _await(self, req: Request, done: Callable[[], object], timeout: float | None = None) -> None:
+        """Wait (lock held) for the end of ``req``; ``timeout``: seconds
+        after which the engine ends it with its timeout (for a request made
+        without the engine's timer).  A KeyboardInterrupt meanwhile (or any
+        exception) cancels it in the engine."""
         try:
-            self._io.wait(done)
+            if not self._io.wait(done, timeout):
+                self._engine.timer_fired(req)
+                self._io._run()
         except BaseException:
             if not req.done and req.id in self._engine.requests:
                 self._engine.cancel_request(req.id)

@@ -36,7 +36,7 @@ def test_the_figure_is_the_cost_of_one_message(tmp_path, monkeypatch):
         f"#!{sys.executable}\n"
         "import sys\n"
         "out = next(a for a in sys.argv if a.startswith('--callgrind-out-file='))\n"
-        "n = int(sys.argv[-2])\n"
+        "n = int(sys.argv[-3])\n"
         "open(out.split('=', 1)[1], 'w').write(f'events: Ir\\nsummary: {5_000_000 + 1234 * n}\\n')\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")

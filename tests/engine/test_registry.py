@@ -10,7 +10,7 @@ from tclnats_py.engine.effects import (FLUSH, CancelTimer, Deliver, DeliverMany,
 from tclnats_py.engine.options import Options
 from tclnats_py.engine.records import Ping
 from tclnats_py.engine.registry import MAX_SUB_MSGS, Registry
-from tclnats_py.engine.state import CONNECTED, RECONNECTING
+from tclnats_py.engine.state import CLOSED, CONNECTED, RECONNECTING
 from tclnats_py.errors import NatsError
 
 pytestmark = pytest.mark.unit
@@ -141,6 +141,35 @@ def test_new_style_requests_share_one_inbox_and_end_once():
     feed(r, f"HMSG {q2.reply} 1 29 29\r\nNATS/1.0 503\r\nStatus: 503\r\n\r\n\r\n".encode())
     assert r.take()[-1] == RequestDone(q2, "no_responders")
     assert r.requests == {} and not r.awaiting_reply
+
+
+def test_a_request_to_a_known_subject_is_framed_as_publish_frames_it_and_checked_the_same():
+    r = registry()
+    r.server_info = {"max_payload": 8}
+    first = r.request("svc.a", b"12345")          # publish() checks and frames it
+    sent(r)
+    again = r.request("svc.a", b"67890", timeout=0)  # framed by request() itself
+    assert "svc.a" in r.request_subjects and r.take() == [FLUSH]
+    assert r.data_to_send() == P.encode_pub("svc.a", again.reply, b"67890")
+    assert r.stats["out_msgs"] == 2 and first.id in r.requests
+    with pytest.raises(NatsError) as e:            # still past max_payload
+        r.request("svc.a", b"123456789")
+    assert e.value.code == "ErrMaxPayload"
+    with pytest.raises(NatsError) as e:            # still closed
+        r.status = CLOSED
+        r.request("svc.a", b"")
+    assert e.value.code == "ErrConnectionClosed"
+    r = registry(check_subjects=False)
+    r.request("not valid", b"")                    # accepted, but never by the strict rule
+    assert r.request_subjects == set()
+
+
+def test_a_request_without_a_timeout_ends_without_a_cancel_timer():
+    r = registry()
+    q = r.request("svc", b"", timeout=0)
+    r.take()
+    feed(r, f"MSG {q.reply} 1 2\r\nok\r\n".encode())
+    assert r.take() == [RequestDone(q, "msg")]
 
 
 def test_nuid_reply_tokens():

@@ -28,6 +28,7 @@ from tclnats_py.engine.js.api import Request
 from tclnats_py.engine.js.direct import DirectBatch
 from tclnats_py.engine.js.publish import MSG_TTL, parse_ack_fast, publish_headers
 from tclnats_py.engine.js.api_level import require_level
+from tclnats_py.engine.subjects import valid_wildcard_subject
 
 #: subjects in one multi-last direct get of :meth:`Bucket.get_many_batches`
 MULTI_LAST_MAX = 1000
@@ -287,6 +288,7 @@ class Bucket:
         self.api = api
         self.bucket = bucket
         self.stream = stream_name(bucket)
+        self._direct_checked: str | None = None  # the stream direct_get_request checked
         self.config = stream_config
         self.read_prefix = f"$KV.{bucket}"
         self.write_prefix = self.read_prefix
@@ -340,7 +342,17 @@ class Bucket:
     def _direct_request(self, subject: str, revision: int | None) -> Request:
         if revision:
             return self.api.direct_get_request(self.stream, seq=revision)
-        return self.api.direct_get_request(self.stream, last_by_subj=subject)
+        stream = self.stream
+        if stream is not self._direct_checked:  # direct_get_request's checks, the stream's once
+            return self._first_direct_request(subject)
+        if not valid_wildcard_subject(subject):
+            raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+        return Request(f"{self.api.prefix}.DIRECT.GET.{stream}.{subject}")
+
+    def _first_direct_request(self, subject: str) -> Request:
+        req = self.api.direct_get_request(self.stream, last_by_subj=subject)
+        self._direct_checked = self.stream
+        return req
 
     def get_error(self, key: str, e: NatsError) -> NatsError:
         """The error :meth:`get` raises when its request failed with ``e``."""

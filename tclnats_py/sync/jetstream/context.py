@@ -215,9 +215,10 @@ class JetStream:
         ``expected_last_msg_id``, ``ttl`` (seconds or a Go duration; ADR-43),
         ``expected_last_subject_seq_subject``.  ErrNoResponders: no stream
         on ``subject``; ErrWrongLastSequence, ErrJSResponse, ErrTimeout."""
-        check_timeout(timeout)
+        if timeout is not None:
+            check_timeout(timeout)
         hdrs = None  # without options nothing to check but the subject, which request() checks
-        if headers is not None or any(v is not None for v in kw.values()):
+        if headers is not None or (kw and any(v is not None for v in kw.values())):
             hdrs, features = publish_options(self.client.engine, subject, headers, **kw)
             for feature in features:
                 self._run(require_level(self.jsapi, feature))
