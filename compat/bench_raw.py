@@ -305,6 +305,32 @@ def request(url: str, rounds: int, tag: str, wait: str = "block", echo: str | No
     return r
 
 
+def _in_flight(a: "RawConn", head: bytes, tail: bytes, n: int, inflight: int, expect: bytes | None = None,
+               wrong: str = "") -> None:
+    """``n`` messages ``head + i + tail``, at most ``inflight`` of them
+    unanswered: each reply lets the next one go (a reply whose data is not
+    ``expect``, when given, raises RuntimeError(``wrong``))."""
+    sent = min(n, inflight)
+    a.send(b"".join(b"%s%d%s" % (head, i, tail) for i in range(sent)))
+    done = 0
+    while done < n:
+        a._fill()
+        more = []
+        while True:
+            m = a.next(block=False)
+            if m is None:
+                break
+            if isinstance(m, tuple):
+                if expect is not None and m[2] != expect:
+                    raise RuntimeError(wrong)
+                done += 1
+                if sent < n:
+                    more.append(b"%s%d%s" % (head, sent, tail))
+                    sent += 1
+        if more:
+            a.send(b"".join(more))
+
+
 def request_async(url: str, n: int, tag: str, wait: str = "block", inflight: int = 256,
                   echo: str | None = None) -> float:
     """``n`` round trips to the echo responder on ``echo`` (one of this
@@ -317,25 +343,7 @@ def request_async(url: str, n: int, tag: str, wait: str = "block", inflight: int
     head = b"PUB %s _RAWA.%s." % (echo.encode(), tag.encode())
     tail = b" %d\r\n%s\r\n" % (len(PAYLOAD), PAYLOAD)
     t0 = time.perf_counter()
-    sent = min(n, inflight)
-    a.send(b"".join(b"%s%d%s" % (head, i, tail) for i in range(sent)))
-    done = 0
-    while done < n:
-        a._fill()
-        more = []
-        while True:
-            m = a.next(block=False)
-            if m is None:
-                break
-            if isinstance(m, tuple):
-                if m[2] != PAYLOAD:
-                    raise RuntimeError("request_async: a reply differs from the request")
-                done += 1
-                if sent < n:
-                    more.append(b"%s%d%s" % (head, sent, tail))
-                    sent += 1
-        if more:
-            a.send(b"".join(more))
+    _in_flight(a, head, tail, n, inflight, PAYLOAD, "request_async: a reply differs from the request")
     r = _rate(n, t0)
     a.close()
     return r
@@ -390,23 +398,7 @@ def js_publish_async(url: str, n: int, tag: str, wait: str = "block", inflight: 
     head = b"PUB rawjsa.%s.y %s." % (tag.encode(), prefix)
     tail = b" %d\r\n%s\r\n" % (len(PAYLOAD), PAYLOAD)
     t0 = time.perf_counter()
-    sent = min(n, inflight)
-    a.send(b"".join(b"%s%d%s" % (head, i, tail) for i in range(sent)))
-    done = 0
-    while done < n:
-        a._fill()
-        more = []
-        while True:
-            m = a.next(block=False)
-            if m is None:
-                break
-            if isinstance(m, tuple):
-                done += 1
-                if sent < n:
-                    more.append(b"%s%d%s" % (head, sent, tail))
-                    sent += 1
-        if more:
-            a.send(b"".join(more))
+    _in_flight(a, head, tail, n, inflight)
     r = _rate(n, t0)
     _stored(a, prefix, name, n)
     _api(a, f"$JS.API.STREAM.DELETE.{name}", b"", prefix)

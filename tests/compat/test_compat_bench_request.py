@@ -96,15 +96,21 @@ def test_each_asyncio_side_measures_against_the_responder(nats_server, echo, nam
     assert all(rate > 0 for rate, _cpu in out.values())
 
 
-def test_a_round_starts_one_responder_for_every_side(nats_server, monkeypatch):
-    started = []
+@pytest.fixture
+def started(monkeypatch):
+    """The subjects of the echo responders bench_py starts, in order."""
+    subjects: list = []
     real = bench_raw.EchoResponder
 
     class Counted(real):
         def __enter__(self):
-            started.append(self.subject)
+            subjects.append(self.subject)
             return super().__enter__()
     monkeypatch.setattr(bench_py, "EchoResponder", Counted)
+    return subjects
+
+
+def test_a_round_starts_one_responder_for_every_side(nats_server, started, monkeypatch):
     monkeypatch.setattr(bench_py, "_ROWS", ["request"])
     runs = bench_py._rounds(["tclnats_py", "sync"], nats_server.url, 100, 2, True)
     assert len(started) == 2 and len(set(started)) == 2
@@ -112,16 +118,8 @@ def test_a_round_starts_one_responder_for_every_side(nats_server, monkeypatch):
         assert len(runs[side]) == 2 and all(r["request"][0] > 0 for r in runs[side])
 
 
-def test_a_subprocess_side_talks_to_its_parents_responder(nats_server, echo, liar, monkeypatch):
+def test_a_subprocess_side_talks_to_its_parents_responder(nats_server, echo, liar, started, monkeypatch):
     subject, proc = echo
-    started = []
-    real = bench_raw.EchoResponder
-
-    class Counted(real):
-        def __enter__(self):
-            started.append(self.subject)
-            return super().__enter__()
-    monkeypatch.setattr(bench_py, "EchoResponder", Counted)
     monkeypatch.setattr(bench_py, "_ROWS", ["request"])
     runs = bench_py._rounds(["tclnats_py"], nats_server.url, 100, 2, False, echo=subject)
     assert not started and [r["request"][0] > 0 for r in runs["tclnats_py"]] == [True, True]

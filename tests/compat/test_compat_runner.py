@@ -11,11 +11,12 @@ import socket
 import subprocess
 import sys
 import sysconfig
-import time
 
 import pytest
 
 from tclnats_py.compat import natscli, runner
+
+from .listening import wait_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -246,16 +247,7 @@ def server(tmp_path_factory):
     store = tmp_path_factory.mktemp("js")
     proc = subprocess.Popen([binary, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(store)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                pytest.fail("nats-server did not start")
-            time.sleep(0.05)
+    wait_port(port, proc)
     try:
         yield f"nats://127.0.0.1:{port}"
     finally:

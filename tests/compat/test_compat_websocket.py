@@ -10,12 +10,13 @@ import socket
 import subprocess
 import sys
 import sysconfig
-import time
 
 import pytest
 
 from tclnats_py.compat import runner, ws_server
 from tclnats_py.tclface.bridge import tcl_library_dir
+
+from .listening import wait_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, "compat_fixture")
@@ -121,18 +122,6 @@ def _free(port):
     return True
 
 
-def _wait_port(port, proc):
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                pytest.fail(f"nothing listens on {port}")
-            time.sleep(0.05)
-
-
 @pytest.fixture(scope="module")
 def wrapped(tmp_path_factory):
     """ws_server's nats-server wrapper started as the suite starts its
@@ -149,8 +138,8 @@ def wrapped(tmp_path_factory):
     proc = subprocess.Popen([wrapper, "-a", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
-        _wait_port(port, proc)
-        _wait_port(port + ws_server.OFFSET, proc)
+        wait_port(port, proc)
+        wait_port(port + ws_server.OFFSET, proc)
         yield ws, port
     finally:
         proc.terminate()

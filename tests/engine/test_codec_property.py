@@ -30,6 +30,8 @@ from tclnats_py.aio.spin import SpinPolicy
 from tclnats_py.engine import protocol as P
 from tclnats_py.engine.js import columns as C
 
+from .tcl_reader import TCL_READER_HEAD, tcl_reader_ops
+
 STREAMS = 10_000
 SEED = int(os.environ.get("TCLNATS_CODEC_SEED", "2032"))
 TOKEN = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_$!#%&'()+,/:;<=?@^`|~"
@@ -250,26 +252,12 @@ def test_the_spin_policy_in_c_is_the_reference():
 
 # ------------------------------------------------------------ the Tcl face's reader and publish (tclfast.c)
 
-TCL_SCRIPT = r"""
-package require nats
+TCL_SCRIPT = TCL_READER_HEAD + r"""
 lassign $argv streams frames
-::tclnats::_fastpub_new ::fc [list list]
-# the reader's plan, in order: its C deliveries (sid 1) and the bytes it hands the engine
-rename ::tclnats::_run_deliveries {}
-proc ::tclnats::_run_deliveries {items} { lappend ::rec "E:[lindex $items 0]" }
-proc ::tclnats::_flush_dirty {args} {}
-proc bgerror {msg} { puts stderr "bgerror: $msg"; exit 3 }
 proc rx {op args} {
     if {$op ne "ops"} { error "rx $op" }
     return [list [binary encode hex [lindex $args 0]]]
 }
-proc cb {s d r} { lappend ::rec "C:[binary encode hex $s]:[binary encode hex $d]:[binary encode hex $r]" }
-set ::FastMax 1048576
-set ::FastRoom 1000000000
-lassign [chan pipe] rd wr
-chan configure $rd -blocking 0 -translation binary
-chan configure $wr -translation binary -buffering none
-::fc sub 1 cb 0 0
 set in [open $streams rb]
 while {[gets $in line] >= 0} {
     ::fc rd $rd rx reader
@@ -299,18 +287,8 @@ update   ;# a background error (reported with after 0) fails the run
 
 
 def _tcl_ops(records: list) -> list:
-    """The operations of the reader's plan: C deliveries as the engine's MSG
-    operations, the bytes handed to the engine parsed by the reference."""
-    p = P.Parser(accelerated=False)
-    ops: list = []
-    for rec in records:
-        kind, _, rest = rec.partition(":")
-        if kind == "E":
-            ops += p.feed(bytes.fromhex(rest))
-        else:
-            s, d, reply = (bytes.fromhex(x) for x in rest.split(":"))
-            ops.append((P.MSG, s.decode(), 1, reply.decode() or None, None, d))
-    assert p.buffered == 0
+    ops, buffered = tcl_reader_ops(records)
+    assert buffered == 0
     return ops
 
 

@@ -29,6 +29,8 @@ from tclnats_py.engine import protocol as P
 from tclnats_py.engine.websocket import WebSocket
 from tclnats_py.errors import NatsError
 
+from .tcl_reader import TCL_READER_HEAD, tcl_reader_ops
+
 STREAMS = 10_000
 SEED = int(os.environ.get("TCLNATS_CODEC_SEED", "2032"))
 MAX = 1 << 20
@@ -298,16 +300,9 @@ def test_the_adapter_accelerated_and_not_reads_the_same():
 
 TCL_STREAMS = 2_000
 
-TCL_SCRIPT = r"""
-package require nats
+TCL_SCRIPT = TCL_READER_HEAD + r"""
 lassign $argv streams
-::tclnats::_fastpub_new ::fc [list list]
-# the reader's plan: its C deliveries (sid 1), the bytes it hands the engine;
 # and the control frames (W) and bad frames (B) it hands over
-rename ::tclnats::_run_deliveries {}
-proc ::tclnats::_run_deliveries {items} { lappend ::rec "E:[lindex $items 0]" }
-proc ::tclnats::_flush_dirty {args} {}
-proc bgerror {msg} { puts stderr "bgerror: $msg"; exit 3 }
 proc rx {op args} {
     switch -- $op {
         ops { return [list [binary encode hex [lindex $args 0]]] }
@@ -317,13 +312,6 @@ proc rx {op args} {
     }
     return {}
 }
-proc cb {s d r} { lappend ::rec "C:[binary encode hex $s]:[binary encode hex $d]:[binary encode hex $r]" }
-set ::FastMax 1048576
-set ::FastRoom 1000000000
-lassign [chan pipe] rd wr
-chan configure $rd -blocking 0 -translation binary
-chan configure $wr -translation binary -buffering none
-::fc sub 1 cb 0 0
 set in [open $streams rb]
 while {[gets $in line] >= 0} {
     ::fc rd $rd rx reader
@@ -426,15 +414,4 @@ def test_the_tcl_reader_unframes_as_the_codec(tmp_path):
 
 
 def _tcl_ops(records: list) -> list:
-    """The operations of the reader's plan: C deliveries as the engine's MSG
-    operations, the bytes handed to the engine parsed by the reference."""
-    p = P.Parser(accelerated=False)
-    ops: list = []
-    for rec in records:
-        kind, _, rest = rec.partition(":")
-        if kind == "E":
-            ops += p.feed(bytes.fromhex(rest))
-        else:
-            s, d, reply = (bytes.fromhex(x) for x in rest.split(":"))
-            ops.append((P.MSG, s.decode(), 1, reply.decode() or None, None, d))
-    return ops
+    return tcl_reader_ops(records)[0]
