@@ -16,7 +16,7 @@ import pytest
 
 from tclnats_py.compat import natscli, runner
 
-from .listening import wait_port
+from tests.compat.listening import wait_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))

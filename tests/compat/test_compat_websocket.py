@@ -16,7 +16,7 @@ import pytest
 from tclnats_py.compat import runner, ws_server
 from tclnats_py.tclface.bridge import tcl_library_dir
 
-from .listening import wait_port
+from tests.compat.listening import wait_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, "compat_fixture")

@@ -29,7 +29,7 @@ from tclnats_py.engine import protocol as P
 from tclnats_py.engine.websocket import WebSocket
 from tclnats_py.errors import NatsError
 
-from .tcl_reader import TCL_READER_HEAD, tcl_reader_ops
+from tests.engine.tcl_reader import TCL_READER_HEAD, tcl_reader_ops
 
 STREAMS = 10_000
 SEED = int(os.environ.get("TCLNATS_CODEC_SEED", "2032"))
