@@ -112,6 +112,8 @@ oo::class create ::nats::jet_stream {
             return [${ConnNs}::my WaitRequest $rid]
         } trap {NATS ErrTimeout} {err opts} {
             if {$err ne "Connection lost"} {
+                # closed since the pull ended: ErrTimeout "Connection lost" or ErrConnectionClosed
+                ::tclnats::r [$Js fetch_gone]
                 # a wrong stream or consumer shows up as a timeout: report the real cause
                 my consumer_info $stream $consumer
             }

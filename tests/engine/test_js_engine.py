@@ -519,6 +519,19 @@ def test_fetch_ends():
     with pytest.raises(NatsError) as e:
         f.result(raise_status=True)
     assert e.value.code == "ErrConsumerDeleted"
+    # the server stops: its 409 Server Shutdown ends the pull; an empty list
+    # for the Tcl face (nats-tcl), ErrServerShutdown for the Python faces
+    # (nats.go's Fetch) when nothing came, the messages when some did
+    f = pull.Fetch(3, timeout_ms=500)
+    f.on_msg(status(409, "Server Shutdown"))
+    assert f.outcome == "status" and f.result() == [] and not f.probe
+    with pytest.raises(NatsError) as e:
+        f.result(raise_status=True)
+    assert e.value.code == "ErrServerShutdown"
+    f = pull.Fetch(3, timeout_ms=500)
+    f.on_msg(js_msg(1, 1))
+    f.on_msg(status(409, "Server Shutdown"))
+    assert len(f.result(raise_status=True)) == 1
     # max_bytes fills it; missed heartbeats end it
     f = pull.Fetch(100, timeout_ms=1000, max_bytes=50)
     f.on_msg(js_msg(1, 1, data=b"x" * 60))
@@ -528,6 +541,17 @@ def test_fetch_ends():
     with pytest.raises(NatsError) as e:
         f.result()
     assert e.value.code == "ErrNoHeartbeat"
+
+
+def test_connection_gone_is_the_sync_fetch_rule_for_a_closed_connection():
+    # checked when a fetch's wait ends (the Tcl face: $Js fetch_gone)
+    pull.connection_gone(False, False)  # the connection lives: no error
+    with pytest.raises(NatsError) as e:
+        pull.connection_gone(False, True)
+    assert (e.value.code, str(e.value)) == ("ErrTimeout", "Connection lost")
+    with pytest.raises(NatsError) as e:
+        pull.connection_gone(True, False)
+    assert (e.value.code, str(e.value)) == ("ErrConnectionClosed", "Connection closed")
 
 
 # ------------------------------------------------------------------ pull: consume

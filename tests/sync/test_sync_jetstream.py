@@ -409,3 +409,26 @@ def test_closing_the_client_ends_the_consume_threads(js_server):
     wt.join(5)
     assert not oc._thread.is_alive() and not wt.is_alive() and watched == [None]
 
+
+
+@pytest.mark.parametrize("transport", ["tcp", pytest.param("ws", marks=pytest.mark.feature("websocket"))])
+@pytest.mark.parametrize("how", ["stop", "kill"])
+def test_fetch_while_the_server_goes_away(ws_server, transport, how):
+    # a graceful stop: the pull's 409 Server Shutdown, ErrServerShutdown with
+    # nothing fetched (as the asyncio face, nats.go's Fetch); a kill: the
+    # connection lost, ErrTimeout "Connection lost" once the client gives up
+    url = ws_server.ws_url if transport == "ws" else ws_server.url
+    with tclnats_py.sync.connect(url, max_reconnect_attempts=1, reconnect_time_wait=0, connect_timeout=0.5) as nc:
+        js = nc.jetstream()
+        c = js.create_stream("SJSTOP", subjects=["sjstop.>"], storage="memory").create_consumer(durable_name="W")
+        timer = threading.Timer(0.3, getattr(ws_server, how))
+        timer.start()
+        try:
+            with pytest.raises(tclnats_py.NatsError) as e:
+                c.fetch(1, max_wait=5)
+        finally:
+            timer.join()
+        if how == "stop":
+            assert (e.value.code, str(e.value)) == ("ErrServerShutdown", "Server Shutdown")
+        else:
+            assert (e.value.code, str(e.value)) == ("ErrTimeout", "Connection lost") and nc.is_closed

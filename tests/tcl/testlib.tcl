@@ -171,7 +171,8 @@ proc ::dead_port {} {
     return $port
 }
 
-# Ask the pytest runner to act on one of its servers: stop/start/restart/kill NAME.
+# Ask the pytest runner to act on one of its servers: stop/start/restart/kill NAME
+# (stop: SIGTERM and wait for the end; term: SIGTERM only).
 proc ::server_ctl {cmd name} {
     set s [socket 127.0.0.1 $::env(TCLNATS_TEST_CTL)]
     chan configure $s -translation lf -buffering line

@@ -86,9 +86,12 @@ def _signal(srv, sig):
 
 
 class _Control(socketserver.StreamRequestHandler):
-    """One line ``stop|start|restart|kill|ldm|pause|resume NAME``; answers
-    ``ok`` or ``error: ...``.  ``pause`` stops the server process (SIGSTOP):
-    a real server that goes silent; ``resume`` lets it go on."""
+    """One line ``stop|start|restart|kill|term|ldm|pause|resume NAME``;
+    answers ``ok`` or ``error: ...``.  ``stop`` sends SIGTERM and waits for
+    the process to end; ``term`` only sends it (as nats-tcl's stopNats:
+    the server shuts down while the client goes on).  ``pause`` stops the
+    server process (SIGSTOP): a real server that goes silent; ``resume``
+    lets it go on."""
 
     def handle(self):
         line = self.rfile.readline().decode().split()
@@ -96,7 +99,7 @@ class _Control(socketserver.StreamRequestHandler):
             cmd, name = line
             srv = self.server.nats[name]
             {"stop": srv.stop, "start": srv.start, "restart": srv.restart,
-             "kill": srv.kill, "ldm": srv.lame_duck,
+             "kill": srv.kill, "term": _signal(srv, signal.SIGTERM), "ldm": srv.lame_duck,
              "pause": _signal(srv, signal.SIGSTOP), "resume": _signal(srv, signal.SIGCONT)}[cmd]()
             answer = "ok"
         except Exception as e:  # noqa: BLE001 - reported to the Tcl side, which raises it

@@ -88,7 +88,11 @@ class Consumer:
         Errors: ErrTimeout only when the server did not answer at all (after
         checking that the consumer exists: else ErrConsumerNotFound /
         ErrStreamNotFound); ErrConsumerDeleted etc. when the pull ended with
-        that and brought nothing.  ``group`` ...: see the class (priority groups).
+        that and brought nothing; ErrServerShutdown when the server stopped
+        while the pull waited (its 409 comes before it closes the connection)
+        and brought nothing; ErrTimeout "Connection lost" when the connection
+        was lost and the client gave up reconnecting (closed).  ``group`` ...:
+        see the class (priority groups).
         """
         max_wait = fetch_wait(max_wait, expires, no_wait)
         return await self._fetch(batch, max_wait, max_bytes=max_bytes, heartbeat=heartbeat, no_wait=no_wait,

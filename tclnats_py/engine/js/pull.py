@@ -11,6 +11,9 @@ stream messages there, then maybe a status message ending the request:
                                     still owed); also "Interest Expired"
 409   Consumer Deleted              ends it; an error (terminal for consume)
 409   Consumer is push based        ends it; an error (terminal)
+409   Server Shutdown               ends it (sent before the server closes
+                                    its connections); an error for a Python
+                                    fetch that got nothing, a warning for consume
 409   Exceeded MaxWaiting, ...      ends it; a warning for consume
 409   Message Size Exceeds MaxBytes ends it; not reported
 400   Bad Request                   ends it; an error (terminal)
@@ -36,7 +39,7 @@ from tclnats_py.engine.headers import encode_headers
 from tclnats_py.engine.js.events import HEARTBEAT, Delivered, Ended, Heartbeat, Pull, Stop, Warn, make
 from tclnats_py.engine.js.priority import PullGroup
 
-__all__ = ["classify", "status_error", "pending_of", "msg_size", "pull_request_body",
+__all__ = ["classify", "status_error", "pending_of", "msg_size", "pull_request_body", "connection_gone",
            "Fetch", "Consume", "PENDING_MSGS", "PENDING_BYTES"]
 
 PENDING_MSGS = "Nats-Pending-Messages"
@@ -78,6 +81,19 @@ def status_error(msg):
     if status == 503:
         return make_error("ErrNoResponders", "No responders available for the pull request"), False
     return None, False
+
+
+def connection_gone(closed: bool, lost: bool) -> None:
+    """Raise the error of a sync fetch that ended by its timeout, no
+    responders or missed heartbeats on a connection that is closed when its
+    wait ends (CoreAPI.md, nats-tcl's SyncPullRequest): ``closed`` by the
+    user -> ErrConnectionClosed; ``lost`` (closed after an error: the
+    servers are gone) -> ErrTimeout "Connection lost".  Nothing while the
+    connection lives."""
+    if closed:
+        raise make_error("ErrConnectionClosed", "Connection closed")
+    if lost:
+        raise make_error("ErrTimeout", "Connection lost")
 
 
 def pending_of(msg):
@@ -283,15 +299,14 @@ class Fetch:
                subject: str = "") -> list:
         """The sync fetch's list, or its error (CoreAPI.md table, sync fetch):
         nothing by the timeout -> ErrTimeout; the connection lost ->
-        ErrTimeout "Connection lost"; closed by the user -> ErrConnectionClosed.
-        ``raise_status``: a terminal status error (400, 409 Consumer Deleted)
-        with no messages is raised (the Python face) instead of an empty list.
-        ``subject``: the pull request's subject, named in the timeout's text."""
+        ErrTimeout "Connection lost"; closed by the user -> ErrConnectionClosed
+        (:func:`connection_gone`).
+        ``raise_status`` (the Python faces, as nats.go's Fetch): with no
+        messages, a terminal status error (400, 409 Consumer Deleted) or the
+        409 Server Shutdown (ErrServerShutdown) is raised instead of an empty
+        list.  ``subject``: the pull request's subject, named in the timeout's text."""
         if self.outcome in ("timeout", "no_responders", "no_heartbeat", None):
-            if closed:
-                raise make_error("ErrConnectionClosed", "Connection closed")
-            if lost:
-                raise make_error("ErrTimeout", "Connection lost")
+            connection_gone(closed, lost)
             if self.messages:
                 return self.messages
             if self.outcome == "no_heartbeat":
@@ -300,7 +315,7 @@ class Fetch:
                              else "Sync pull request timeout")
         if raise_status and self.outcome == "status" and not self.messages:
             err, terminal = status_error(self.status_msg)
-            if err is not None and terminal:
+            if err is not None and (terminal or err.code == "ErrServerShutdown"):
                 raise err
         return self.messages
 

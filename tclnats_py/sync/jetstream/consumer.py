@@ -71,7 +71,9 @@ class Consumer:
         the list may be short or empty.  ErrTimeout only when the server did
         not answer at all (ErrConsumerNotFound / ErrStreamNotFound when the
         consumer is gone); ErrConsumerDeleted etc. when the pull ended with
-        that and brought nothing."""
+        that and brought nothing; ErrServerShutdown when the server stopped
+        while the pull waited, bringing nothing; ErrTimeout "Connection lost"
+        when the connection was lost and not regained (closed)."""
         return self._fetch(batch, fetch_wait(max_wait, expires, no_wait), max_bytes=max_bytes,
                            heartbeat=heartbeat, no_wait=no_wait,
                            group=self._group(group, min_pending, min_ack_pending, priority))

@@ -18,7 +18,7 @@ from typing import Any
 
 from tclnats_py._tclcross import TclError
 
-from tclnats_py.engine.connection import Msg
+from tclnats_py.engine.connection import CLOSED, Msg
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.engine.options import to_bool
 from tclnats_py.engine.js import config as _cfg
@@ -36,7 +36,7 @@ from tclnats_py.engine.js.api import ns2ms as _ns2ms
 from tclnats_py.engine.js.api_level import FEATURES, known_level, require_level, too_old
 from tclnats_py.engine.js.publish import ack_error_dict, parse_ack_fast, publish_headers, stalled, ttl_from_ms
 from tclnats_py.engine.js.priority import PRIORITY_SPEC, PullGroup, consumer_create, consumer_unpin
-from tclnats_py.engine.js.pull import Fetch
+from tclnats_py.engine.js.pull import Fetch, connection_gone
 from tclnats_py.tclface.commands import tcl_commands
 from tclnats_py.tclface.values import tcl_value
 from tclnats_py.tclface.js.convert import (_BATCH_OPTIONS, _DELETE_MSG_OPTIONS, _FETCH_OPTIONS, _GET_OPTIONS, _KV_OPTIONS,
@@ -538,6 +538,17 @@ class JetStream:
         if pull.callback is not None and not pull.done:
             self.pulls[rid] = pull
         return rid
+
+    def c_fetch_gone(self):
+        """Asked by a sync fetch that ended by its timeout or no responders,
+        with nothing, when its wait ends: a connection closed by then makes
+        that the fetch's error (connection_gone, as nats-tcl looks at the
+        connection when its wait ends), and no consumer_info is asked.  The
+        connection can close between the end of the pull and the end of the
+        wait: a WebSocket's close frame is read with the data before it."""
+        eng = self.conn.engine
+        closed = eng.status == CLOSED
+        connection_gone(closed and eng.last_error is None, closed and eng.last_error is not None)
 
     def _pull_group(self, stream, consumer, o):
         """The fetch's priority group (ADR-42), or None.  A stale pin (the
