@@ -150,35 +150,27 @@ stop:
  * and None for the rest.
  */
 
+/* pub_frame's frame (new reference), Py_None (new reference: the general
+ * path) or NULL (an exception); limit: the largest payload, or past any
+ * (overflow 1) */
 static PyObject *
-pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+frame_of(PyObject *heads, PyObject *subject, PyObject *data, long long limit, int overflow, PyObject *reply_obj,
+         int check)
 {
-    if (nargs < 4 || nargs > 6) {
-        PyErr_SetString(PyExc_TypeError, "pub_frame(heads, subject, data, limit[, reply, check])");
-        return NULL;
-    }
-    PyObject *heads = args[0], *subject = args[1], *data = args[2];
     if (!PyDict_CheckExact(heads) || !PyUnicode_CheckExact(subject) || !PyBytes_CheckExact(data))
         Py_RETURN_NONE;
-    int check = 1;
-    if (nargs >= 6 && (check = PyObject_IsTrue(args[5])) < 0)
-        return NULL;
     /* a reply: ASCII, a plain subject when checked */
     const char *reply = NULL;
     Py_ssize_t rl = 0;
-    if (nargs >= 5 && args[4] != Py_None) {
-        if (!PyUnicode_CheckExact(args[4]) || !PyUnicode_IS_ASCII(args[4]))
+    if (reply_obj != NULL && reply_obj != Py_None) {
+        if (!PyUnicode_CheckExact(reply_obj) || !PyUnicode_IS_ASCII(reply_obj))
             Py_RETURN_NONE;
-        reply = (const char *)PyUnicode_DATA(args[4]);
-        rl = PyUnicode_GET_LENGTH(args[4]);
+        reply = (const char *)PyUnicode_DATA(reply_obj);
+        rl = PyUnicode_GET_LENGTH(reply_obj);
         if (rl && check && !tclnats_plain_subject((const unsigned char *)reply, (size_t)rl))
             Py_RETURN_NONE;
     }
     Py_ssize_t n = PyBytes_GET_SIZE(data);
-    int overflow = 0;
-    long long limit = PyLong_AsLongLongAndOverflow(args[3], &overflow);
-    if (limit == -1 && PyErr_Occurred())
-        return NULL;
     if (overflow < 0 || (!overflow && (long long)n > limit))
         Py_RETURN_NONE;
     /* the subject: from heads[subject][0] ("PUB <subject>  "), or an ASCII
@@ -211,6 +203,22 @@ pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     natscodec_pub_frame((unsigned char *)PyBytes_AS_STRING(out), subj, (size_t)sl, reply, (size_t)rl,
                         NULL, 0, (const unsigned char *)PyBytes_AS_STRING(data), (size_t)n);
     return out;
+}
+
+static PyObject *
+pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 4 || nargs > 6) {
+        PyErr_SetString(PyExc_TypeError, "pub_frame(heads, subject, data, limit[, reply, check])");
+        return NULL;
+    }
+    int check = 1, overflow = 0;
+    if (nargs >= 6 && (check = PyObject_IsTrue(args[5])) < 0)
+        return NULL;
+    long long limit = PyLong_AsLongLongAndOverflow(args[3], &overflow);
+    if (limit == -1 && PyErr_Occurred())
+        return NULL;
+    return frame_of(args[0], args[1], args[2], limit, overflow, nargs >= 5 ? args[4] : NULL, check);
 }
 
 /*
@@ -941,6 +949,274 @@ static PyTypeObject SpinType = {
     .tp_new = spin_new,
 };
 
+/* ------------------------------------------------------------ the blocking face's publish
+ *
+ * SyncPub(engine, lock, heads, connected, chunk): sync/client.py's publish
+ * fast path in one call.  publish(subject, data[, reply]) frames the PUB as
+ * pub_frame does (heads; max_payload, an attribute, 0 until the server's
+ * INFO; a reply checked unless engine.options.check_subjects is false)
+ * and, holding lock (through its acquire and release: the client's lock,
+ * which the rest of the client takes as always), queues it as
+ * Engine.publish_frame does while engine.status is connected: appended to
+ * engine._out with _out_size and stats["out_msgs"] counted when a write is
+ * due already (engine._flush_signalled), else through
+ * engine.publish_frame(frame, chunk).  Returns None when nothing was queued
+ * (the general path, whose checks and errors are the engine's), False when
+ * the message is queued, True when it is and the driver has work (effects
+ * to carry out, or chunk bytes queued): the caller takes the lock and
+ * looks.  pubs counts the messages queued here.
+ */
+typedef struct {
+    PyObject_HEAD
+    PyObject *engine, *acquire, *release, *heads, *connected, *chunk_obj;
+    Py_ssize_t chunk;
+    long long max_payload;
+    long long pubs;
+} SyncPubObject;
+
+static PyObject *sp_status, *sp_flush_signalled, *sp_out, *sp_out_size, *sp_stats, *sp_out_msgs, *sp_options,
+                *sp_check_subjects, *sp_publish_frame, *sp_append;
+
+static int
+syncpub_names(void)
+{
+    static const char *names[10] = {"status", "_flush_signalled", "_out", "_out_size", "stats", "out_msgs",
+                                    "options", "check_subjects", "publish_frame", "append"};
+    PyObject **slots[10] = {&sp_status, &sp_flush_signalled, &sp_out, &sp_out_size, &sp_stats, &sp_out_msgs,
+                            &sp_options, &sp_check_subjects, &sp_publish_frame, &sp_append};
+    for (int k = 0; k < 10; k++) {
+        if (*slots[k] == NULL && (*slots[k] = PyUnicode_InternFromString(names[k])) == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+/* engine.<name> += by (an int attribute or dict item: stats); -1 on error */
+static int
+syncpub_add(PyObject *owner, PyObject *name, Py_ssize_t by, int item, Py_ssize_t *now)
+{
+    PyObject *v = item ? Py_XNewRef(PyDict_GetItemWithError(owner, name)) : PyObject_GetAttr(owner, name);
+    if (v == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, name);
+        return -1;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(v);
+    Py_DECREF(v);
+    if (n == -1 && PyErr_Occurred())
+        return -1;
+    if ((v = PyLong_FromSsize_t(n + by)) == NULL)
+        return -1;
+    int rc = item ? PyDict_SetItem(owner, name, v) : PyObject_SetAttr(owner, name, v);
+    Py_DECREF(v);
+    if (now != NULL)
+        *now = n + by;
+    return rc;
+}
+
+/* queue frame (the lock held): 1 or 0 (queued; 1: the driver has work), -1
+ * not connected (nothing queued), -2 an exception */
+static int
+syncpub_queue(SyncPubObject *self, PyObject *frame)
+{
+    PyObject *eng = self->engine, *v;
+    Py_ssize_t size;
+    if ((v = PyObject_GetAttr(eng, sp_status)) == NULL)
+        return -2;
+    int connected = v == self->connected;
+    Py_DECREF(v);
+    if (!connected)
+        return -1;
+    if ((v = PyObject_GetAttr(eng, sp_flush_signalled)) == NULL)
+        return -2;
+    int due = v == Py_True;
+    Py_DECREF(v);
+    if (!due) {
+        /* the first message since the last write: Engine.publish_frame asks for one */
+        if ((v = PyObject_CallMethodObjArgs(eng, sp_publish_frame, frame, self->chunk_obj, NULL)) == NULL)
+            return -2;
+        int work = PyObject_IsTrue(v);
+        Py_DECREF(v);
+        if (work < 0)
+            return -2;
+        self->pubs++;
+        return work;
+    }
+    PyObject *out = PyObject_GetAttr(eng, sp_out);
+    if (out == NULL)
+        return -2;
+    v = PyObject_CallMethodOneArg(out, sp_append, frame);
+    Py_DECREF(out);
+    if (v == NULL)
+        return -2;
+    Py_DECREF(v);
+    self->pubs++;
+    if (syncpub_add(eng, sp_out_size, PyBytes_GET_SIZE(frame), 0, &size) < 0)
+        return -2;
+    PyObject *stats = PyObject_GetAttr(eng, sp_stats);
+    if (stats == NULL)
+        return -2;
+    int rc = PyDict_CheckExact(stats) ? syncpub_add(stats, sp_out_msgs, 1, 1, NULL) : -1;
+    if (rc < 0 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "engine.stats is not a dict");
+    Py_DECREF(stats);
+    if (rc < 0)
+        return -2;
+    return size >= self->chunk;
+}
+
+static PyObject *
+syncpub_publish(SyncPubObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *reply = nargs == 3 ? args[2] : Py_None, *frame, *r;
+    int check = 1, queued;
+    if (nargs < 2 || nargs > 3) {
+        PyErr_SetString(PyExc_TypeError, "publish(subject, data[, reply])");
+        return NULL;
+    }
+    if (reply != Py_None) {
+        PyObject *o = PyObject_GetAttr(self->engine, sp_options), *c;
+        if (o == NULL)
+            return NULL;
+        c = PyObject_GetAttr(o, sp_check_subjects);
+        Py_DECREF(o);
+        if (c == NULL)
+            return NULL;
+        check = PyObject_IsTrue(c);
+        Py_DECREF(c);
+        if (check < 0)
+            return NULL;
+    }
+    frame = frame_of(self->heads, args[0], args[1], self->max_payload, 0, reply, check);
+    if (frame == NULL || frame == Py_None)
+        return frame;
+    if ((r = PyObject_CallNoArgs(self->acquire)) == NULL) {
+        Py_DECREF(frame);
+        return NULL;
+    }
+    Py_DECREF(r);
+    queued = syncpub_queue(self, frame);
+    Py_DECREF(frame);
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    r = PyObject_CallNoArgs(self->release);
+    if (r == NULL) {
+        Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
+        return NULL;
+    }
+    Py_DECREF(r);
+    PyErr_Restore(et, ev, tb);
+    if (queued == -2)
+        return NULL;
+    if (queued == -1)
+        Py_RETURN_NONE;
+    return PyBool_FromLong(queued);
+}
+
+static PyObject *
+syncpub_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *engine, *lock, *heads, *connected;
+    Py_ssize_t chunk;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
+        PyErr_SetString(PyExc_TypeError, "SyncPub() takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OOO!On:SyncPub", &engine, &lock, &PyDict_Type, &heads, &connected, &chunk)
+        || syncpub_names() < 0)
+        return NULL;
+    SyncPubObject *o = (SyncPubObject *)type->tp_alloc(type, 0);
+    if (o == NULL)
+        return NULL;
+    o->engine = Py_NewRef(engine);
+    o->heads = Py_NewRef(heads);
+    o->connected = Py_NewRef(connected);
+    o->chunk = chunk;
+    if ((o->chunk_obj = PyLong_FromSsize_t(chunk)) == NULL
+        || (o->acquire = PyObject_GetAttrString(lock, "acquire")) == NULL
+        || (o->release = PyObject_GetAttrString(lock, "release")) == NULL) {
+        Py_DECREF(o);
+        return NULL;
+    }
+    return (PyObject *)o;
+}
+
+static int
+syncpub_traverse(SyncPubObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->engine);
+    Py_VISIT(self->acquire);
+    Py_VISIT(self->release);
+    Py_VISIT(self->heads);
+    return 0;
+}
+
+static int
+syncpub_clear(SyncPubObject *self)
+{
+    Py_CLEAR(self->engine);
+    Py_CLEAR(self->acquire);
+    Py_CLEAR(self->release);
+    Py_CLEAR(self->heads);
+    Py_CLEAR(self->connected);
+    Py_CLEAR(self->chunk_obj);
+    return 0;
+}
+
+static void
+syncpub_dealloc(SyncPubObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    syncpub_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+syncpub_call(SyncPubObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (self->engine == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "SyncPub cleared");
+        return NULL;
+    }
+    return syncpub_publish(self, args, nargs);
+}
+
+static PyMethodDef syncpub_methods[] = {
+    {"publish", (PyCFunction)(void (*)(void))syncpub_call, METH_FASTCALL,
+     "publish(subject, data[, reply]) -> None (the general path), False (queued) or True (queued, the driver"
+     " has work)"},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyMemberDef syncpub_members[] = {
+    {"max_payload", T_LONGLONG, offsetof(SyncPubObject, max_payload), 0, "the largest payload framed here"},
+    {"pubs", T_LONGLONG, offsetof(SyncPubObject, pubs), READONLY, "the messages queued here"},
+    {NULL, 0, 0, 0, NULL}
+};
+
+static PyTypeObject SyncPubType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tclnats_py._natsproto.SyncPub",
+    .tp_basicsize = sizeof(SyncPubObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The blocking face's publish fast path (sync/client.py).",
+    .tp_methods = syncpub_methods,
+    .tp_members = syncpub_members,
+    .tp_new = syncpub_new,
+    .tp_traverse = (traverseproc)syncpub_traverse,
+    .tp_clear = (inquiry)syncpub_clear,
+    .tp_dealloc = (destructor)syncpub_dealloc,
+};
+
+/* SyncPub in the module m */
+static int
+syncpub_register(PyObject *m)
+{
+    if (PyType_Ready(&SyncPubType) < 0)
+        return -1;
+    return PyModule_AddObjectRef(m, "SyncPub", (PyObject *)&SyncPubType);
+}
+
 /* ------------------------------------------------------------ WebSocket frames
  *
  * WsReader(max_frame): one WebSocket's server->client frames unframed by
@@ -1222,7 +1498,8 @@ PyInit__natsproto(void)
 #endif
     if (PyModule_AddObjectRef(m, "Done", (PyObject *)&DoneType) < 0
         || PyModule_AddObjectRef(m, "SpinPolicy", (PyObject *)&SpinType) < 0
-        || PyModule_AddObjectRef(m, "WsReader", (PyObject *)&WsReaderType) < 0) {
+        || PyModule_AddObjectRef(m, "WsReader", (PyObject *)&WsReaderType) < 0
+        || syncpub_register(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }
