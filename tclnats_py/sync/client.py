@@ -348,6 +348,9 @@ class Client(ClientState):
             else:
                 io._run()
         elif eng._out_size >= WRITE_CHUNK:
+            # a burst: its batches are written here (the keeper holds back
+            # meanwhile, CHUNK_HOLD), the next message is no lone one
+            io.last_write = io.last_chunk = _monotonic()
             io.write_now()
 
     def publish_msg(self, msg: Msg) -> None:

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
                                            StatusChanged, SubGone, SubsCleared)
     from tclnats_py.engine.options import Options
 
-__all__ = ["SyncIO", "Dispatcher", "KEEPER_IDLE", "WRITE_CHUNK", "SPARSE"]
+__all__ = ["SyncIO", "Dispatcher", "KEEPER_IDLE", "WRITE_CHUNK", "SPARSE", "CHUNK_HOLD"]
 
 _log = logging.getLogger("tclnats_py.sync")
 
@@ -67,6 +67,10 @@ KEEPER_IDLE = 0.05
 WRITE_CHUNK = 64 * 1024
 #: a publish this long (seconds) after the last one written at once is written at once too
 SPARSE = 0.0002
+#: while a publisher writes WRITE_CHUNK batches itself, one within this many
+#: seconds, the keeper leaves what is queued to it (no wake-up, no write of
+#: its own per batch); what is left when the publisher stops leaves then
+CHUNK_HOLD = 0.001
 _STOP = object()
 # what one read takes at most: under malloc's mmap threshold (128 KiB), so
 # that a small read costs no mmap/mremap/munmap of its buffer
@@ -164,15 +168,20 @@ class SyncIO(Driver):
         self.followers = 0             # callers in wait() sleeping on cond while another reads
         self.last_lead = 0.0           # when a caller last read
         self.last_write = 0.0          # when a publish last wrote at once (Client.publish)
+        self.last_chunk = 0.0          # when a publisher last wrote a WRITE_CHUNK batch itself
         self.passive = 0               # callback subscriptions: the keeper must read at once
         self.ready: deque = deque()    # callback subscriptions with messages for the keeper to hand out
         self.keeper: threading.Thread | None = None
         self.stopping = False
         self._selecting = False        # the keeper waits in select (a wake byte reaches it)
         self._woken = False            # a wake byte is on its way
+        self._holding = False          # the keeper's wait ends within CHUNK_HOLD: a Flush need not wake it
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._io: threading.Lock | None = None  # TLS: reads and writes one at a time
+        # held while a thread sends; taken with the lock held (a short wait:
+        # one send), released before the lock is taken again (write_now)
+        self._wlock = threading.Lock()
         self._rcvtimeo: float | None = None  # SO_RCVTIMEO of a plain socket (seconds; None: no limit)
         self._subs: dict[int, Any] = {}   # sid -> the client's Subscription
 
@@ -220,12 +229,18 @@ class SyncIO(Driver):
                 if self.ready:
                     self.ready.popleft()._run_callbacks()
                     continue
-                if self._flush:
+                if self._flush and self.last_chunk + CHUNK_HOLD <= time.monotonic():
                     self.write_now()
                 now = time.monotonic()
                 if self._fire_due(now):
                     continue
                 left = self._until(now, None)
+                # a publisher writes its own batches: looked at again after
+                # CHUNK_HOLD, unwoken by the Flush of each batch meanwhile
+                self._holding = self._flush
+                if self._holding:
+                    hold = max(0.0, self.last_chunk + CHUNK_HOLD - now)
+                    left = hold if left is None or hold < left else left
                 if self._sock is None and eng.status == CLOSED and not self._armed:
                     return
                 if self._sock is None or self.leading:
@@ -390,20 +405,51 @@ class SyncIO(Driver):
     def on_flush(self, e: Flush) -> None:
         if not self._flush:
             self._flush = True
-            self._wake()
+            if not self._holding:
+                self._wake()
 
     def write_now(self) -> None:
-        """Write everything queued (lock held)."""
+        """Write everything queued (lock held; released while the socket
+        takes the bytes of a connection that is up, so that publishers
+        queue on meanwhile).  One thread sends at a time (``_wlock``), the
+        bytes in the order they were taken from the engine."""
         self._flush = False
         eng = self.engine
+        lock = self.lock
+        wlock = self._wlock
         while self._sock is not None and eng.want_write:
-            self._write(eng.data_to_send(1 << 20))
-            if eng._fx:
+            if eng.status != CONNECTED:
+                self._write(eng.data_to_send(1 << 20))  # the handshake's: under the lock
+                if eng._fx:
+                    self._run()
+                continue
+            wlock.acquire()  # a send in flight (another thread's) ends first
+            sock = self._sock
+            data = eng.data_to_send(1 << 20)
+            lock.release()
+            try:
+                err = self._send(sock, data)
+            finally:
+                wlock.release()  # (before the lock: who holds the lock may wait for this one)
+                lock.acquire()
+            if err is not None and sock is self._sock:
+                eng.write_failed(err)
+                self._run()
+            elif eng._fx:
                 self._run()
 
     def _write(self, data: bytes) -> None:
+        """Send ``data``, the lock held (the handshake's, a reconnect's)."""
         sock = self._sock
         assert sock is not None
+        with self._wlock:
+            err = self._send(sock, data)
+        if err is not None:
+            self.engine.write_failed(err)
+            self._run()
+
+    def _send(self, sock: socket.socket, data: bytes) -> str | None:
+        """Send all of ``data`` (``_wlock`` held); why it failed, or None."""
         try:
             if self._io is not None:
                 with self._io:
@@ -416,8 +462,8 @@ class SyncIO(Driver):
                 if sent != len(data):
                     self._send_rest(sock, data, sent, start)
         except OSError as e:  # past flush_timeout too (socket.timeout; BlockingIOError from SO_SNDTIMEO)
-            self.engine.write_failed(str(e) or type(e).__name__)
-            self._run()
+            return str(e) or type(e).__name__
+        return None
 
     def _send_rest(self, sock: socket.socket, data: bytes, sent: int, start: float) -> None:
         """The rest of a write the socket took in part, within flush_timeout
@@ -473,8 +519,9 @@ class SyncIO(Driver):
             data = self.engine.data_to_send()
             self._sock = None
             try:
-                if data:
-                    sock.sendall(data)
+                with self._wlock:  # after a send in flight (write_now's, the lock released)
+                    if data:
+                        sock.sendall(data)
             except OSError as exc:  # the peer is gone: nothing more to tell it
                 _log.debug("the last write to %s failed: %s", self.server, exc)
             try:
@@ -531,6 +578,7 @@ class SyncIO(Driver):
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
         self.kcond = threading.Condition(self.lock)
+        self._wlock = threading.Lock()
         self.keeper = None
         self.stopping = True
         sock, self._sock = self._sock, None
