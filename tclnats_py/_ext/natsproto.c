@@ -954,124 +954,153 @@ static PyTypeObject SpinType = {
  * SyncPub(engine, lock, heads, connected, chunk): sync/client.py's publish
  * fast path in one call.  publish(subject, data[, reply]) frames the PUB as
  * pub_frame does (heads; max_payload, an attribute, 0 until the server's
- * INFO; a reply checked unless engine.options.check_subjects is false)
- * and, holding lock (through its acquire and release: the client's lock,
- * which the rest of the client takes as always), queues it as
- * Engine.publish_frame does while engine.status is connected: appended to
- * engine._out with _out_size and stats["out_msgs"] counted when a write is
- * due already (engine._flush_signalled), else through
+ * INFO; a reply checked unless engine.options.check_subjects is false) and
+ * queues it as Engine.publish_frame does while engine.status is connected:
+ * appended to engine._out with _out_size and stats["out_msgs"] counted when
+ * a write is due already (engine._flush_signalled), else through
  * engine.publish_frame(frame, chunk).  Returns None when nothing was queued
  * (the general path, whose checks and errors are the engine's), False when
  * the message is queued, True when it is and the driver has work (effects
- * to carry out, or chunk bytes queued): the caller takes the lock and
- * looks.  pubs counts the messages queued here.
+ * to carry out, or chunk bytes queued): the caller takes the lock and looks.
+ *
+ * The engine is the client's lock's (sync/threads.py: every engine call is
+ * made holding it, and it is released only where the engine is whole).  The
+ * append needs no Python code and does not let the GIL go, so while nobody
+ * holds the lock (lock.locked() false, asked under the GIL) it is made
+ * without taking it; otherwise, and for publish_frame's Python, the lock is
+ * taken (its acquire, which waits with the GIL released) and released.  The
+ * engine's attributes are read and written in its __dict__ (plain instance
+ * attributes; Engine has no descriptors of these names).  pubs counts the
+ * messages queued here.
  */
 typedef struct {
     PyObject_HEAD
-    PyObject *engine, *acquire, *release, *heads, *connected, *chunk_obj;
+    PyObject *engine, *dict, *acquire, *release, *locked, *heads, *connected, *chunk_obj;
+    PyObject *append;           /* type(engine._out).append, for that type only */
+    PyTypeObject *out_type;
     Py_ssize_t chunk;
     long long max_payload;
     long long pubs;
 } SyncPubObject;
 
 static PyObject *sp_status, *sp_flush_signalled, *sp_out, *sp_out_size, *sp_stats, *sp_out_msgs, *sp_options,
-                *sp_check_subjects, *sp_publish_frame, *sp_append;
+                *sp_check_subjects, *sp_publish_frame;
 
 static int
 syncpub_names(void)
 {
-    static const char *names[10] = {"status", "_flush_signalled", "_out", "_out_size", "stats", "out_msgs",
-                                    "options", "check_subjects", "publish_frame", "append"};
-    PyObject **slots[10] = {&sp_status, &sp_flush_signalled, &sp_out, &sp_out_size, &sp_stats, &sp_out_msgs,
-                            &sp_options, &sp_check_subjects, &sp_publish_frame, &sp_append};
-    for (int k = 0; k < 10; k++) {
+    static const char *names[9] = {"status", "_flush_signalled", "_out", "_out_size", "stats", "out_msgs",
+                                   "options", "check_subjects", "publish_frame"};
+    PyObject **slots[9] = {&sp_status, &sp_flush_signalled, &sp_out, &sp_out_size, &sp_stats, &sp_out_msgs,
+                           &sp_options, &sp_check_subjects, &sp_publish_frame};
+    for (int k = 0; k < 9; k++) {
         if (*slots[k] == NULL && (*slots[k] = PyUnicode_InternFromString(names[k])) == NULL)
             return -1;
     }
     return 0;
 }
 
-/* engine.<name> += by (an int attribute or dict item: stats); -1 on error */
+/* d[name] (an exact int) += by; *now its new value; -1 on error */
 static int
-syncpub_add(PyObject *owner, PyObject *name, Py_ssize_t by, int item, Py_ssize_t *now)
+syncpub_add(PyObject *d, PyObject *name, Py_ssize_t by, Py_ssize_t *now)
 {
-    PyObject *v = item ? Py_XNewRef(PyDict_GetItemWithError(owner, name)) : PyObject_GetAttr(owner, name);
-    if (v == NULL) {
+    PyObject *v = PyDict_GetItemWithError(d, name);     /* borrowed */
+    Py_ssize_t n;
+    if (v == NULL || !PyLong_CheckExact(v)) {
         if (!PyErr_Occurred())
-            PyErr_SetObject(PyExc_KeyError, name);
+            PyErr_Format(PyExc_TypeError, "the engine's %R is not an int", name);
         return -1;
     }
-    Py_ssize_t n = PyLong_AsSsize_t(v);
-    Py_DECREF(v);
-    if (n == -1 && PyErr_Occurred())
+    if ((n = PyLong_AsSsize_t(v)) == -1 && PyErr_Occurred())
         return -1;
     if ((v = PyLong_FromSsize_t(n + by)) == NULL)
         return -1;
-    int rc = item ? PyDict_SetItem(owner, name, v) : PyObject_SetAttr(owner, name, v);
+    int rc = PyDict_SetItem(d, name, v);
     Py_DECREF(v);
-    if (now != NULL)
-        *now = n + by;
+    *now = n + by;
     return rc;
 }
 
-/* queue frame (the lock held): 1 or 0 (queued; 1: the driver has work), -1
- * not connected (nothing queued), -2 an exception */
+/* Engine.publish_frame's append (a write is due already): frame to _out,
+ * counted; no Python code runs.  1: chunk bytes queued; 0; -2 an exception */
 static int
-syncpub_queue(SyncPubObject *self, PyObject *frame)
+syncpub_append(SyncPubObject *self, PyObject *out, PyObject *frame)
 {
-    PyObject *eng = self->engine, *v;
-    Py_ssize_t size;
-    if ((v = PyObject_GetAttr(eng, sp_status)) == NULL)
+    PyObject *stats = PyDict_GetItemWithError(self->dict, sp_stats), *args[2] = {out, frame}, *r;
+    Py_ssize_t size, msgs;
+    if (stats == NULL || !PyDict_CheckExact(stats)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "the engine's stats is not a dict");
         return -2;
-    int connected = v == self->connected;
-    Py_DECREF(v);
-    if (!connected)
-        return -1;
-    if ((v = PyObject_GetAttr(eng, sp_flush_signalled)) == NULL)
-        return -2;
-    int due = v == Py_True;
-    Py_DECREF(v);
-    if (!due) {
-        /* the first message since the last write: Engine.publish_frame asks for one */
-        if ((v = PyObject_CallMethodObjArgs(eng, sp_publish_frame, frame, self->chunk_obj, NULL)) == NULL)
-            return -2;
-        int work = PyObject_IsTrue(v);
-        Py_DECREF(v);
-        if (work < 0)
-            return -2;
-        self->pubs++;
-        return work;
     }
-    PyObject *out = PyObject_GetAttr(eng, sp_out);
-    if (out == NULL)
+    if ((r = PyObject_Vectorcall(self->append, args, 2, NULL)) == NULL)
         return -2;
-    v = PyObject_CallMethodOneArg(out, sp_append, frame);
-    Py_DECREF(out);
-    if (v == NULL)
-        return -2;
-    Py_DECREF(v);
+    Py_DECREF(r);
     self->pubs++;
-    if (syncpub_add(eng, sp_out_size, PyBytes_GET_SIZE(frame), 0, &size) < 0)
-        return -2;
-    PyObject *stats = PyObject_GetAttr(eng, sp_stats);
-    if (stats == NULL)
-        return -2;
-    int rc = PyDict_CheckExact(stats) ? syncpub_add(stats, sp_out_msgs, 1, 1, NULL) : -1;
-    if (rc < 0 && !PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "engine.stats is not a dict");
-    Py_DECREF(stats);
-    if (rc < 0)
+    if (syncpub_add(self->dict, sp_out_size, PyBytes_GET_SIZE(frame), &size) < 0
+        || syncpub_add(stats, sp_out_msgs, 1, &msgs) < 0)
         return -2;
     return size >= self->chunk;
+}
+
+/* queue frame: 1 or 0 (queued; 1: the driver has work), -1 not connected
+ * (nothing queued), -2 an exception; *locked: whether it took the lock
+ * (held on return then, also on error) */
+static int
+syncpub_queue(SyncPubObject *self, PyObject *frame, int *locked)
+{
+    PyObject *d = self->dict, *v, *out;
+    *locked = 1;
+#ifndef Py_GIL_DISABLED
+    if ((v = PyObject_CallNoArgs(self->locked)) == NULL)
+        return -2;
+    *locked = v != Py_False;
+    Py_DECREF(v);
+#endif
+    if (*locked) {
+        if ((v = PyObject_CallNoArgs(self->acquire)) == NULL) {
+            *locked = 0;
+            return -2;
+        }
+        Py_DECREF(v);
+    }
+    if ((v = PyDict_GetItemWithError(d, sp_status)) != self->connected)
+        return v == NULL && PyErr_Occurred() ? -2 : -1;
+    if ((v = PyDict_GetItemWithError(d, sp_flush_signalled)) == Py_True
+        && (out = PyDict_GetItemWithError(d, sp_out)) != NULL && Py_IS_TYPE(out, self->out_type))
+        return syncpub_append(self, out, frame);
+    if (PyErr_Occurred())
+        return -2;
+    /* the first message since the last write (Engine.publish_frame asks
+       for one), or an _out of another type: the engine's method, Python
+       code, under the lock */
+    if (!*locked) {
+        if ((v = PyObject_CallNoArgs(self->acquire)) == NULL)
+            return -2;
+        Py_DECREF(v);
+        *locked = 1;
+    }
+    if ((v = PyObject_CallMethodObjArgs(self->engine, sp_publish_frame, frame, self->chunk_obj, NULL)) == NULL)
+        return -2;
+    int work = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    if (work < 0)
+        return -2;
+    self->pubs++;
+    return work;
 }
 
 static PyObject *
 syncpub_publish(SyncPubObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *reply = nargs == 3 ? args[2] : Py_None, *frame, *r;
-    int check = 1, queued;
+    int check = 1, queued, locked;
     if (nargs < 2 || nargs > 3) {
         PyErr_SetString(PyExc_TypeError, "publish(subject, data[, reply])");
+        return NULL;
+    }
+    if (self->engine == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "SyncPub cleared");
         return NULL;
     }
     if (reply != Py_None) {
@@ -1090,22 +1119,18 @@ syncpub_publish(SyncPubObject *self, PyObject *const *args, Py_ssize_t nargs)
     frame = frame_of(self->heads, args[0], args[1], self->max_payload, 0, reply, check);
     if (frame == NULL || frame == Py_None)
         return frame;
-    if ((r = PyObject_CallNoArgs(self->acquire)) == NULL) {
-        Py_DECREF(frame);
-        return NULL;
-    }
-    Py_DECREF(r);
-    queued = syncpub_queue(self, frame);
+    queued = syncpub_queue(self, frame, &locked);
     Py_DECREF(frame);
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-    r = PyObject_CallNoArgs(self->release);
-    if (r == NULL) {
-        Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
-        return NULL;
+    if (locked) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if ((r = PyObject_CallNoArgs(self->release)) == NULL) {
+            Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
+            return NULL;
+        }
+        Py_DECREF(r);
+        PyErr_Restore(et, ev, tb);
     }
-    Py_DECREF(r);
-    PyErr_Restore(et, ev, tb);
     if (queued == -2)
         return NULL;
     if (queued == -1)
@@ -1116,7 +1141,7 @@ syncpub_publish(SyncPubObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 syncpub_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *engine, *lock, *heads, *connected;
+    PyObject *engine, *lock, *heads, *connected, *out;
     Py_ssize_t chunk;
     if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
         PyErr_SetString(PyExc_TypeError, "SyncPub() takes no keyword arguments");
@@ -1133,8 +1158,20 @@ syncpub_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     o->connected = Py_NewRef(connected);
     o->chunk = chunk;
     if ((o->chunk_obj = PyLong_FromSsize_t(chunk)) == NULL
+        || (o->dict = PyObject_GenericGetDict(engine, NULL)) == NULL
         || (o->acquire = PyObject_GetAttrString(lock, "acquire")) == NULL
-        || (o->release = PyObject_GetAttrString(lock, "release")) == NULL) {
+        || (o->release = PyObject_GetAttrString(lock, "release")) == NULL
+        || (o->locked = PyObject_GetAttrString(lock, "locked")) == NULL
+        || (out = PyObject_GetAttr(engine, sp_out)) == NULL) {
+        Py_DECREF(o);
+        return NULL;
+    }
+    o->out_type = (PyTypeObject *)Py_NewRef(Py_TYPE(out));
+    Py_DECREF(out);
+    if (!PyDict_Check(o->dict)
+        || (o->append = PyObject_GetAttrString((PyObject *)o->out_type, "append")) == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "SyncPub: the engine has no __dict__");
         Py_DECREF(o);
         return NULL;
     }
@@ -1145,9 +1182,13 @@ static int
 syncpub_traverse(SyncPubObject *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->engine);
+    Py_VISIT(self->dict);
     Py_VISIT(self->acquire);
     Py_VISIT(self->release);
+    Py_VISIT(self->locked);
     Py_VISIT(self->heads);
+    Py_VISIT(self->append);
+    Py_VISIT(self->out_type);
     return 0;
 }
 
@@ -1155,11 +1196,15 @@ static int
 syncpub_clear(SyncPubObject *self)
 {
     Py_CLEAR(self->engine);
+    Py_CLEAR(self->dict);
     Py_CLEAR(self->acquire);
     Py_CLEAR(self->release);
+    Py_CLEAR(self->locked);
     Py_CLEAR(self->heads);
     Py_CLEAR(self->connected);
     Py_CLEAR(self->chunk_obj);
+    Py_CLEAR(self->append);
+    Py_CLEAR(self->out_type);
     return 0;
 }
 
@@ -1171,18 +1216,8 @@ syncpub_dealloc(SyncPubObject *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *
-syncpub_call(SyncPubObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (self->engine == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "SyncPub cleared");
-        return NULL;
-    }
-    return syncpub_publish(self, args, nargs);
-}
-
 static PyMethodDef syncpub_methods[] = {
-    {"publish", (PyCFunction)(void (*)(void))syncpub_call, METH_FASTCALL,
+    {"publish", (PyCFunction)(void (*)(void))syncpub_publish, METH_FASTCALL,
      "publish(subject, data[, reply]) -> None (the general path), False (queued) or True (queued, the driver"
      " has work)"},
     {NULL, NULL, 0, NULL}
