@@ -14,7 +14,8 @@
  * this file only makes the common frames cheap.
  *
  * WsReader and ws_frame: WebSocket data frames in and out (natscodec.h), for
- * engine/websocket.py.
+ * engine/websocket.py.  SyncPub: the blocking face's publish (sync/client.py),
+ * framed by natscodec_pub_frame and queued in the engine in one call.
  *
  * setup(msg_tag, ping_op, pong_op, ok_op) hands over the objects the Python
  * parser uses for the tags, so that ops are identical (``op[0] is MSG``).

@@ -16,8 +16,9 @@ many threads, the I/O half of :class:`tclnats_py.sync.Client`:
   within the last ``KEEPER_IDLE`` seconds keeps it out, so a loop of
   requests is not interrupted), fires the engine's timers (keep-alive PINGs,
   reconnect waits, request timeouts), writes what publishes queued (one
-  write per batch: a ``Flush`` effect wakes it through a socket pair) and
-  carries out reconnects (``Open`` effects, under the lock);
+  write per batch: a ``Flush`` effect wakes it through a socket pair; while
+  a publisher writes its own ``WRITE_CHUNK`` batches it holds back,
+  ``CHUNK_HOLD``) and carries out reconnects (``Open`` effects, under the lock);
 * callbacks never run while the lock is held.  Message callbacks run on the
   keeper, between its reads (the lock released meanwhile): a responder's
   message is read, handed to its callback and answered by one thread, with no
@@ -26,11 +27,15 @@ many threads, the I/O half of :class:`tclnats_py.sync.Client`:
   disconnected_cb ...) are queued on a :class:`Dispatcher`, a second thread,
   started at the first of them, that calls them in order.
 
-Writes happen holding the lock, with the socket's timeout at
-``flush_timeout``: a writer that fills the socket waits for it (the
-backpressure of the other faces), and the engine refuses publishes past
-``reconnect_buf_size`` while not connected.  A TLS socket is read and written
-under a second lock (OpenSSL's objects take one thread at a time).
+Writes take what is queued holding the lock and send it with the lock
+released (one thread at a time, ``_wlock``, so bytes leave in the order they
+were queued), with the socket's timeout at ``flush_timeout``: a writer that
+fills the socket waits for it, and so does a publisher that finds
+``WRITE_CHUNK`` bytes queued meanwhile (the backpressure of the other
+faces); the engine refuses publishes past ``reconnect_buf_size`` while not
+connected.  The handshake's bytes are written holding the lock.  A TLS socket
+is read and written under a third lock (OpenSSL's objects take one thread at
+a time).
 """
 
 from __future__ import annotations
