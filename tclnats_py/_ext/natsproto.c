@@ -952,31 +952,31 @@ static PyTypeObject SpinType = {
 
 /* ------------------------------------------------------------ the blocking face's publish
  *
- * SyncPub(engine, lock, heads, connected, chunk): sync/client.py's publish
- * fast path in one call.  publish(subject, data[, reply]) frames the PUB as
+ * SyncPub(engine, lock, heads, connected, chunk, work): sync/client.py's
+ * publish fast path in one call.  publish(subject, data[, reply]) frames the PUB as
  * pub_frame does (heads; max_payload, an attribute, 0 until the server's
  * INFO; a reply checked unless engine.options.check_subjects is false) and
  * queues it as Engine.publish_frame does while engine.status is connected:
  * appended to engine._out with _out_size and stats["out_msgs"] counted when
  * a write is due already (engine._flush_signalled), else through
- * engine.publish_frame(frame, chunk).  Returns None when nothing was queued
- * (the general path, whose checks and errors are the engine's), False when
- * the message is queued, True when it is and the driver has work (effects
- * to carry out, or chunk bytes queued): the caller takes the lock and looks.
+ * engine.publish_frame(frame, chunk); when the driver has work then (effects
+ * to carry out, or chunk bytes queued) work() is called, the lock held.
+ * Returns None when nothing was queued (the general path, whose checks and
+ * errors are the engine's), else False.
  *
  * The engine is the client's lock's (sync/threads.py: every engine call is
  * made holding it, and it is released only where the engine is whole).  The
  * append needs no Python code and does not let the GIL go, so while nobody
  * holds the lock (lock.locked() false, asked under the GIL) it is made
- * without taking it; otherwise, and for publish_frame's Python, the lock is
- * taken (its acquire, which waits with the GIL released) and released.  The
+ * without taking it; otherwise, and for publish_frame's and work's Python,
+ * the lock is taken (its acquire, which waits with the GIL released).  The
  * engine's attributes are read and written in its __dict__ (plain instance
  * attributes; Engine has no descriptors of these names).  pubs counts the
  * messages queued here.
  */
 typedef struct {
     PyObject_HEAD
-    PyObject *engine, *dict, *acquire, *release, *locked, *heads, *connected, *chunk_obj;
+    PyObject *engine, *dict, *acquire, *release, *locked, *heads, *connected, *chunk_obj, *work;
     PyObject *append;           /* type(engine._out).append, for that type only */
     PyTypeObject *out_type;
     Py_ssize_t chunk;
@@ -1122,6 +1122,17 @@ syncpub_publish(SyncPubObject *self, PyObject *const *args, Py_ssize_t nargs)
         return frame;
     queued = syncpub_queue(self, frame, &locked);
     Py_DECREF(frame);
+    if (queued == 1 && !locked) {
+        if ((r = PyObject_CallNoArgs(self->acquire)) == NULL)
+            return NULL;
+        Py_DECREF(r);
+        locked = 1;
+    }
+    if (queued == 1) {
+        if ((r = PyObject_CallNoArgs(self->work)) == NULL)
+            queued = -2;
+        Py_XDECREF(r);
+    }
     if (locked) {
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
@@ -1136,19 +1147,20 @@ syncpub_publish(SyncPubObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     if (queued == -1)
         Py_RETURN_NONE;
-    return PyBool_FromLong(queued);
+    Py_RETURN_FALSE;
 }
 
 static PyObject *
 syncpub_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *engine, *lock, *heads, *connected, *out;
+    PyObject *engine, *lock, *heads, *connected, *work, *out;
     Py_ssize_t chunk;
     if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
         PyErr_SetString(PyExc_TypeError, "SyncPub() takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OOO!On:SyncPub", &engine, &lock, &PyDict_Type, &heads, &connected, &chunk)
+    if (!PyArg_ParseTuple(args, "OOO!OnO:SyncPub", &engine, &lock, &PyDict_Type, &heads, &connected, &chunk,
+                          &work)
         || syncpub_names() < 0)
         return NULL;
     SyncPubObject *o = (SyncPubObject *)type->tp_alloc(type, 0);
@@ -1157,6 +1169,7 @@ syncpub_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     o->engine = Py_NewRef(engine);
     o->heads = Py_NewRef(heads);
     o->connected = Py_NewRef(connected);
+    o->work = Py_NewRef(work);
     o->chunk = chunk;
     if ((o->chunk_obj = PyLong_FromSsize_t(chunk)) == NULL
         || (o->dict = PyObject_GenericGetDict(engine, NULL)) == NULL
@@ -1190,6 +1203,7 @@ syncpub_traverse(SyncPubObject *self, visitproc visit, void *arg)
     Py_VISIT(self->heads);
     Py_VISIT(self->append);
     Py_VISIT(self->out_type);
+    Py_VISIT(self->work);
     return 0;
 }
 
@@ -1206,6 +1220,7 @@ syncpub_clear(SyncPubObject *self)
     Py_CLEAR(self->chunk_obj);
     Py_CLEAR(self->append);
     Py_CLEAR(self->out_type);
+    Py_CLEAR(self->work);
     return 0;
 }
 
@@ -1219,8 +1234,8 @@ syncpub_dealloc(SyncPubObject *self)
 
 static PyMethodDef syncpub_methods[] = {
     {"publish", (PyCFunction)(void (*)(void))syncpub_publish, METH_FASTCALL,
-     "publish(subject, data[, reply]) -> None (the general path), False (queued) or True (queued, the driver"
-     " has work)"},
+     "publish(subject, data[, reply]) -> None (the general path) or False (queued; work() called, the lock"
+     " held, when the driver has work)"},
     {NULL, NULL, 0, NULL}
 };
 

@@ -105,7 +105,7 @@ class Client(ClientState):
         """publish's fast path: one C call (SyncPub) when compiled, else :meth:`_py_fast_pub`."""
         if _SyncPub is None:
             return self._py_fast_pub
-        pub = _SyncPub(self._engine, self._io.lock, self._pub_heads, CONNECTED, WRITE_CHUNK)
+        pub = _SyncPub(self._engine, self._io.lock, self._pub_heads, CONNECTED, WRITE_CHUNK, self._after_fast_pub)
         pub.max_payload = self._pub_max
         self._sync_pub = pub
         return pub.publish
@@ -287,17 +287,11 @@ class Client(ClientState):
         publisher past 64 KiB queued waits for it (up to flush_timeout);
         while not connected, past ``reconnect_buf_size`` (``pending_size``)
         bytes, ErrReconnectBufExceeded refuses the message."""
-        if headers is None:
-            # a subject the engine accepted before (and a plain reply), a
-            # bytes payload within max_payload, while connected: framed and
-            # queued without the engine's checks and formatting (one C call)
-            queued = self._fast_pub(subject, data, reply)
-            if queued is not None:
-                if queued:
-                    io = self._io
-                    with io.lock:
-                        self._published(io, self._engine)
-                return
+        # a subject the engine accepted before (and a plain reply), a bytes
+        # payload within max_payload, while connected: framed and queued
+        # without the engine's checks and formatting (one C call)
+        if headers is None and self._fast_pub(subject, data, reply) is not None:
+            return
         if data.__class__ is not bytes:
             data = _to_bytes(data)
         if headers is not None:
@@ -316,22 +310,31 @@ class Client(ClientState):
     def _py_fast_pub(self, subject: str, data: Payload, reply: str | None) -> bool | None:
         """:class:`tclnats_py._natsproto.SyncPub`'s publish in Python (the
         accelerator off): None when the general path must publish, else
-        queued, True when :meth:`_published` has work."""
+        False (queued; :meth:`_published` called when it has work)."""
         eng = self._engine
         frame = (_pub_frame(self._pub_heads, subject, data, self._pub_max) if reply is None else
                  _pub_frame(self._pub_heads, subject, data, self._pub_max, reply, eng.options.check_subjects))
         if frame is None:
             return None
-        with self._io.lock:
+        io = self._io
+        with io.lock:
             if eng.status != CONNECTED:
                 return None
             if not eng._flush_signalled:
-                return eng.publish_frame(frame, WRITE_CHUNK)
-            # a write is due already: Engine.publish_frame's steps inline
-            eng._out.append(frame)
-            size = eng._out_size = eng._out_size + len(frame)
-            eng.stats["out_msgs"] += 1
-            return size >= WRITE_CHUNK
+                work = eng.publish_frame(frame, WRITE_CHUNK)
+            else:
+                # a write is due already: Engine.publish_frame's steps inline
+                eng._out.append(frame)
+                size = eng._out_size = eng._out_size + len(frame)
+                eng.stats["out_msgs"] += 1
+                work = size >= WRITE_CHUNK
+            if work:
+                self._published(io, eng)
+        return False
+
+    def _after_fast_pub(self) -> None:
+        """SyncPub's work(): :meth:`_published` (the lock held)."""
+        self._published(self._io, self._engine)
 
     def _published(self, io: SyncIO, eng: Engine) -> None:
         """After a publish (lock held): the first message after a write

@@ -72,6 +72,8 @@ KEEPER_IDLE = 0.05
 WRITE_CHUNK = 64 * 1024
 #: a publish this long (seconds) after the last one written at once is written at once too
 SPARSE = 0.0002
+#: a write of at most this many bytes is sent holding the lock (no hand-over for a lone message)
+SMALL_WRITE = 16 * 1024
 #: while a publisher writes WRITE_CHUNK batches itself, one within this many
 #: seconds, the keeper leaves what is queued to it (no wake-up, no write of
 #: its own per batch); what is left when the publisher stops leaves then
@@ -428,15 +430,21 @@ class SyncIO(Driver):
                 if eng._fx:
                     self._run()
                 continue
-            wlock.acquire()  # a send in flight (another thread's) ends first
             sock = self._sock
-            data = eng.data_to_send(1 << 20)
-            lock.release()
-            try:
-                err = self._send(sock, data)
-            finally:
-                wlock.release()  # (before the lock: who holds the lock may wait for this one)
-                lock.acquire()
+            if eng._out_size <= SMALL_WRITE and not wlock.locked():
+                # a few messages (a lone publish, a request): sent holding
+                # the lock, no thread switch for it; nobody sends meanwhile
+                # (a sender holds _wlock, one would take the lock first)
+                err = self._send(sock, eng.data_to_send(1 << 20))
+            else:
+                wlock.acquire()  # a send in flight (another thread's) ends first
+                data = eng.data_to_send(1 << 20)
+                lock.release()
+                try:
+                    err = self._send(sock, data)
+                finally:
+                    wlock.release()  # (before the lock: who holds the lock may wait for this one)
+                    lock.acquire()
             if err is not None and sock is self._sock:
                 eng.write_failed(err)
                 self._run()

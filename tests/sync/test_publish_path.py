@@ -290,15 +290,17 @@ def test_close_while_threads_publish(nats_server):
 @pytest.mark.skipif(compiled("SyncPub") is None, reason="the accelerator is not built")
 def test_syncpub_queues_what_the_python_fast_path_queues():
     """SyncPub.publish and Client._py_fast_pub on two engines (no server):
-    the same answers, the same bytes queued, the same counts."""
+    the same answers, the same bytes queued, the same counts, work() called
+    (the lock held) where _published would be."""
     heads = {"a.b": pub_head("a.b", 3)}
     lock = threading.Lock()
-    engines = []
+    engines, calls = [], [[], []]
     for _ in range(2):
         eng = Engine(Options())
         eng.status = CONNECTED
         engines.append(eng)
-    pub = compiled("SyncPub")(engines[0], lock, heads, CONNECTED, WRITE_CHUNK)
+    pub = compiled("SyncPub")(engines[0], lock, heads, CONNECTED, WRITE_CHUNK,
+                              lambda: calls[0].append(lock.locked()))
     pub.max_payload = 40_000
 
     class Face:
@@ -306,6 +308,9 @@ def test_syncpub_queues_what_the_python_fast_path_queues():
         _pub_max = 40_000
         _engine = engines[1]
         _io = type("IO", (), {"lock": lock})()
+
+        def _published(self, io, eng):
+            calls[1].append(lock.locked())
     py_pub = sync.Client._py_fast_pub.__get__(Face())
     cases = [("a.b", b"xyz", None), ("a.b", b"", None), ("a.b", b"x" * 40_001, None), ("c.d", b"1", None),
              ("a.b", b"r", "r.s"), ("a.b", b"r", "r..s"), ("a b", b"1", None), ("a.b", "str", None),
@@ -314,7 +319,9 @@ def test_syncpub_queues_what_the_python_fast_path_queues():
     for case in cases:
         answers.append(pub.publish(*case))
         assert py_pub(*case) == answers[-1], case
-    assert True in answers and False in answers and None in answers
+        assert calls[0] == calls[1], case
+    assert False in answers and None in answers
+    assert calls[0] == [True] * 3  # the first (its Flush), then each publish past WRITE_CHUNK queued
     assert list(engines[0]._out) == list(engines[1]._out)
     assert engines[0]._out_size == engines[1]._out_size
     assert engines[0].stats == engines[1].stats
