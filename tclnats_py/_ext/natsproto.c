@@ -836,6 +836,51 @@ error:
 }
 
 /*
+ * data_size(msgs) -> int: the sum of len(m.data) over the sequence msgs
+ * (the blocking face's subscription queue counts its bytes so, for each
+ * batch the engine delivers).  The data slot is read directly where a
+ * message's class has Msg's slots (take_msgs's rule) and it holds exact
+ * bytes; any other message through its attribute and len().
+ */
+static PyObject *
+data_size(PyObject *self, PyObject *msgs)
+{
+    PyObject *seq = PySequence_Fast(msgs, "data_size(msgs): a sequence of messages");
+    PyTypeObject *cls = NULL;
+    Py_ssize_t off[5], n, i;
+    long long total = 0;
+    int slots = 0;
+    if (seq == NULL)
+        return NULL;
+    n = PySequence_Fast_GET_SIZE(seq);
+    for (i = 0; i < n; i++) {
+        PyObject *m = PySequence_Fast_GET_ITEM(seq, i), *d = NULL;
+        if (Py_TYPE(m) != cls) {
+            cls = Py_TYPE(m);
+            slots = slot_offsets(cls, off);
+        }
+        if (slots)
+            d = *(PyObject **)((char *)m + off[1]);
+        if (d != NULL && PyBytes_CheckExact(d)) {
+            total += PyBytes_GET_SIZE(d);
+            continue;
+        }
+        Py_ssize_t len = -1;
+        if ((d = PyObject_GetAttr(m, slot_names[1])) != NULL) {
+            len = PyObject_Size(d);
+            Py_DECREF(d);
+        }
+        if (len < 0) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        total += len;
+    }
+    Py_DECREF(seq);
+    return PyLong_FromLongLong(total);
+}
+
+/*
  * encode_pub(subject, reply, payload[, header]) -> bytes: the frame of
  * protocol.encode_pub (PUB, or HPUB with a header block) made by the shared
  * C framer, the one tclfast.c and pub_frame use; subject and reply (str or
@@ -1518,6 +1563,7 @@ static PyMethodDef methods[] = {
     {"scan_direct_columns", (PyCFunction)(void (*)(void))scan_direct_columns, METH_FASTCALL,
      "scan_direct_columns(buf, pos, subjects, datas, ts, events, last, sid, ping_event, last_event)"
      " -> (pos, seqs, done): a batch direct get's plain replies into columns (engine/js/columns.py)"},
+    {"data_size", data_size, METH_O, "data_size(msgs) -> the sum of len(m.data) over msgs"},
     {"encode_pub", (PyCFunction)(void (*)(void))encode_pub, METH_FASTCALL,
      "encode_pub(subject, reply, payload[, header]) -> protocol.encode_pub's frame, from the C framer"},
     {"ws_frame", ws_frame, METH_O,
