@@ -152,11 +152,12 @@ stop:
  */
 
 /* pub_frame's frame (new reference), Py_None (new reference: the general
- * path) or NULL (an exception); limit: the largest payload, or past any
- * (overflow 1) */
-static PyObject *
-frame_of(PyObject *heads, PyObject *subject, PyObject *data, long long limit, int overflow, PyObject *reply_obj,
-         int check)
+ * path) or NULL (an exception); limit: the largest payload (an int) */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline PyObject *
+frame_of(PyObject *heads, PyObject *subject, PyObject *data, PyObject *limit_obj, PyObject *reply_obj, int check)
 {
     if (!PyDict_CheckExact(heads) || !PyUnicode_CheckExact(subject) || !PyBytes_CheckExact(data))
         Py_RETURN_NONE;
@@ -172,6 +173,10 @@ frame_of(PyObject *heads, PyObject *subject, PyObject *data, long long limit, in
             Py_RETURN_NONE;
     }
     Py_ssize_t n = PyBytes_GET_SIZE(data);
+    int overflow = 0;
+    long long limit = PyLong_AsLongLongAndOverflow(limit_obj, &overflow);
+    if (limit == -1 && PyErr_Occurred())
+        return NULL;
     if (overflow < 0 || (!overflow && (long long)n > limit))
         Py_RETURN_NONE;
     /* the subject: from heads[subject][0] ("PUB <subject>  "), or an ASCII
@@ -213,13 +218,10 @@ pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "pub_frame(heads, subject, data, limit[, reply, check])");
         return NULL;
     }
-    int check = 1, overflow = 0;
+    int check = 1;
     if (nargs >= 6 && (check = PyObject_IsTrue(args[5])) < 0)
         return NULL;
-    long long limit = PyLong_AsLongLongAndOverflow(args[3], &overflow);
-    if (limit == -1 && PyErr_Occurred())
-        return NULL;
-    return frame_of(args[0], args[1], args[2], limit, overflow, nargs >= 5 ? args[4] : NULL, check);
+    return frame_of(args[0], args[1], args[2], args[3], nargs >= 5 ? args[4] : NULL, check);
 }
 
 /*
@@ -1024,8 +1026,8 @@ typedef struct {
     PyObject *engine, *dict, *acquire, *release, *locked, *heads, *connected, *chunk_obj, *work;
     PyObject *append;           /* type(engine._out).append, for that type only */
     PyTypeObject *out_type;
+    PyObject *max_payload;      /* an int */
     Py_ssize_t chunk;
-    long long max_payload;
     long long pubs;
 } SyncPubObject;
 
@@ -1149,6 +1151,8 @@ syncpub_publish(SyncPubObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_RuntimeError, "SyncPub cleared");
         return NULL;
     }
+    if (self->max_payload == NULL)
+        Py_RETURN_NONE;     /* (deleted) */
     if (reply != Py_None) {
         PyObject *o = PyObject_GetAttr(self->engine, sp_options), *c;
         if (o == NULL)
@@ -1162,7 +1166,7 @@ syncpub_publish(SyncPubObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (check < 0)
             return NULL;
     }
-    frame = frame_of(self->heads, args[0], args[1], self->max_payload, 0, reply, check);
+    frame = frame_of(self->heads, args[0], args[1], self->max_payload, reply, check);
     if (frame == NULL || frame == Py_None)
         return frame;
     queued = syncpub_queue(self, frame, &locked);
@@ -1216,7 +1220,8 @@ syncpub_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     o->connected = Py_NewRef(connected);
     o->work = Py_NewRef(work);
     o->chunk = chunk;
-    if ((o->chunk_obj = PyLong_FromSsize_t(chunk)) == NULL
+    o->max_payload = PyLong_FromLong(0);
+    if (o->max_payload == NULL || (o->chunk_obj = PyLong_FromSsize_t(chunk)) == NULL
         || (o->dict = PyObject_GenericGetDict(engine, NULL)) == NULL
         || (o->acquire = PyObject_GetAttrString(lock, "acquire")) == NULL
         || (o->release = PyObject_GetAttrString(lock, "release")) == NULL
@@ -1266,6 +1271,7 @@ syncpub_clear(SyncPubObject *self)
     Py_CLEAR(self->append);
     Py_CLEAR(self->out_type);
     Py_CLEAR(self->work);
+    Py_CLEAR(self->max_payload);
     return 0;
 }
 
@@ -1285,7 +1291,8 @@ static PyMethodDef syncpub_methods[] = {
 };
 
 static PyMemberDef syncpub_members[] = {
-    {"max_payload", T_LONGLONG, offsetof(SyncPubObject, max_payload), 0, "the largest payload framed here"},
+    {"max_payload", T_OBJECT_EX, offsetof(SyncPubObject, max_payload), 0,
+     "the largest payload framed here (an int)"},
     {"pubs", T_LONGLONG, offsetof(SyncPubObject, pubs), READONLY, "the messages queued here"},
     {NULL, 0, 0, 0, NULL}
 };

@@ -36,6 +36,7 @@ def _py_data_size(msgs: Any) -> int:
 # (the compiled one reads Msg's data slot: no Python per message)
 _data_size: Callable[[Any], int] = compiled("data_size") or _py_data_size
 
+
 class SyncMsg(Msg):
     """A message the blocking face delivers (subscriptions, requests):
     ``subject``, ``data`` (bytes), ``reply`` (None when there is none),

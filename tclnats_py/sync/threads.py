@@ -462,7 +462,8 @@ class SyncIO(Driver):
             self._run()
 
     def _send(self, sock: socket.socket, data: bytes) -> str | None:
-        """Send all of ``data`` (``_wlock`` held); why it failed, or None."""
+        """Send all of ``data`` (the only sender: ``_wlock`` held, or the
+        lock while nobody holds ``_wlock``); why it failed, or None."""
         try:
             if self._io is not None:
                 with self._io:
