@@ -1000,10 +1000,11 @@ static PyTypeObject SpinType = {
 /* ------------------------------------------------------------ the blocking face's publish
  *
  * SyncPub(engine, lock, heads, connected, chunk, work): sync/client.py's
- * publish fast path in one call.  publish(subject, data[, reply]) frames the PUB as
- * pub_frame does (heads; max_payload, an attribute, 0 until the server's
- * INFO; a reply checked unless engine.options.check_subjects is false) and
- * queues it as Engine.publish_frame does while engine.status is connected:
+ * publish fast path in one call.  publish(subject, data[, reply]) frames
+ * the PUB as pub_frame does (heads; max_payload, an attribute, 0 until the
+ * server's INFO; a reply checked unless engine.options.check_subjects is
+ * false) and queues it as Engine.publish_frame does while engine.status is
+ * connected:
  * appended to engine._out with _out_size and stats["out_msgs"] counted when
  * a write is due already (engine._flush_signalled), else through
  * engine.publish_frame(frame, chunk); when the driver has work then (effects
