@@ -189,6 +189,7 @@ class SyncIO(Driver):
         # held while a thread sends; taken with the lock held (a short wait:
         # one send), released before the lock is taken again (write_now)
         self._wlock = threading.Lock()
+        self._sending = 0  # threads in _write_unlocked, sending or about to
         self._rcvtimeo: float | None = None  # SO_RCVTIMEO of a plain socket (seconds; None: no limit)
         self._subs: dict[int, Any] = {}   # sid -> the client's Subscription
 
@@ -417,53 +418,58 @@ class SyncIO(Driver):
 
     def write_now(self) -> None:
         """Write everything queued (lock held; released while the socket
-        takes the bytes of a connection that is up, so that publishers
-        queue on meanwhile).  One thread sends at a time (``_wlock``), the
-        bytes in the order they were taken from the engine."""
+        takes more than SMALL_WRITE bytes of a connection that is up, so
+        that publishers queue on meanwhile).  One thread sends at a time,
+        the bytes in the order they were taken from the engine."""
         self._flush = False
         eng = self.engine
-        lock = self.lock
-        wlock = self._wlock
         while self._sock is not None and eng.want_write:
-            if eng.status != CONNECTED:
-                self._write(eng.data_to_send(1 << 20))  # the handshake's: under the lock
-                if eng._fx:
-                    self._run()
-                continue
-            sock = self._sock
-            if eng._out_size <= SMALL_WRITE and not wlock.locked():
-                # a few messages (a lone publish, a request): sent holding
-                # the lock, no thread switch for it; nobody sends meanwhile
-                # (a sender holds _wlock, one would take the lock first)
-                err = self._send(sock, eng.data_to_send(1 << 20))
+            if (self._sending or eng._out_size > SMALL_WRITE) and eng.status == CONNECTED:
+                self._write_unlocked()
             else:
-                wlock.acquire()  # a send in flight (another thread's) ends first
-                data = eng.data_to_send(1 << 20)
-                lock.release()
-                try:
-                    err = self._send(sock, data)
-                finally:
-                    wlock.release()  # (before the lock: who holds the lock may wait for this one)
-                    lock.acquire()
-            if err is not None and sock is self._sock:
-                eng.write_failed(err)
-                self._run()
-            elif eng._fx:
+                # a few messages (a lone publish, a request) or the
+                # handshake's: sent holding the lock, no thread switch for
+                # it (nobody sends meanwhile: see _write)
+                err = self._send(self._sock, eng.data_to_send(1 << 20))
+                if err is not None:
+                    eng.write_failed(err)
+                    self._run()
+            if eng._fx:
                 self._run()
 
+    def _write_unlocked(self) -> None:
+        """Take what is queued and send it with the lock released (held on
+        entry and exit), after a send in flight (``_wlock``)."""
+        sock = self._sock
+        lock = self.lock
+        wlock = self._wlock
+        wlock.acquire()  # a send in flight (another thread's) ends first
+        data = self.engine.data_to_send(1 << 20)
+        self._sending += 1
+        lock.release()
+        try:
+            err = self._send(sock, data)  # type: ignore[arg-type]  # (not None: write_now's loop)
+        finally:
+            wlock.release()  # (before the lock: who holds the lock may wait for this one)
+            lock.acquire()
+            self._sending -= 1
+        if err is not None and sock is self._sock:
+            self.engine.write_failed(err)
+            self._run()
+
     def _write(self, data: bytes) -> None:
-        """Send ``data``, the lock held (the handshake's, a reconnect's)."""
+        """Send ``data`` holding the lock: nobody else sends meanwhile (one
+        would take the lock first; none is in :meth:`_write_unlocked`, or
+        the connection is a new one)."""
         sock = self._sock
         assert sock is not None
-        with self._wlock:
-            err = self._send(sock, data)
+        err = self._send(sock, data)
         if err is not None:
             self.engine.write_failed(err)
             self._run()
 
     def _send(self, sock: socket.socket, data: bytes) -> str | None:
-        """Send all of ``data`` (the only sender: ``_wlock`` held, or the
-        lock while nobody holds ``_wlock``); why it failed, or None."""
+        """Send all of ``data`` (the only sender); why it failed, or None."""
         try:
             if self._io is not None:
                 with self._io:
@@ -593,6 +599,7 @@ class SyncIO(Driver):
         self.cond = threading.Condition(self.lock)
         self.kcond = threading.Condition(self.lock)
         self._wlock = threading.Lock()
+        self._sending = 0
         self.keeper = None
         self.stopping = True
         sock, self._sock = self._sock, None
