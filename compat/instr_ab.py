@@ -5,9 +5,9 @@ callgrind: a benchmark that other processes on the machine do not disturb.
         [--new python3 --new-path /work/wt/perf] [--counts 2000 10000] [--ws] [SCENARIO ...]
 
 Each scenario is one hot path of compat/bench.py or compat/bench_py.py (the
-asyncio face's publish and delivery, natspy's, the Tcl face's, a JetStream
-fetch, the parser fed in memory), run for two message counts in a fresh
-process under ``valgrind --tool=callgrind``; the difference of the two
+asyncio face's publish and delivery, natspy's, the blocking face's, the Tcl
+face's, a JetStream fetch, the parser fed in memory, the raw-socket
+publisher), run for two message counts in a fresh process under ``valgrind --tool=callgrind``; the difference of the two
 totals over the difference of the counts is the cost of one message, start-up
 and connection excluded.  Only the client process is counted (the
 nats-server, started once here, runs outside valgrind).  The Tcl scenarios
@@ -150,6 +150,31 @@ a = tclnats_py.sync.connect(URL)
 # the blocking face: a program after _SYNC_HEAD (a connected); a request
 # waits for its reply before the next one goes (the echo responder answers)
 _SYNC = {
+    "sync_publish": """\
+publish = a.publish
+for _ in range(N):
+    publish("is.pub", PAYLOAD)
+a.flush(30)
+""",
+    "sync_deliver": """\
+import threading
+b = tclnats_py.sync.connect(URL)
+done = threading.Event()
+got = [0]
+def on_msg(msg):
+    got[0] += 1
+    if got[0] == N:
+        done.set()
+b.subscribe("is.deliver", cb=on_msg, pending_msgs_limit=-1, pending_bytes_limit=-1)
+b.flush()
+publish = a.publish
+for _ in range(N):
+    publish("is.deliver", PAYLOAD)
+a.flush(30)
+if not done.wait(600):
+    raise SystemExit(f"sync_deliver: {got[0]} of {N} messages came")
+b.close()
+""",
     "sync_request": """\
 request = a.request
 for _ in range(N):
@@ -185,8 +210,15 @@ js.delete_key_value(bucket)
 """,
 }
 
-# in-memory scenarios: a whole program (N defined; no server)
+# whole programs (argv: N URL ECHO): the parser fed in memory (no server);
+# the raw-socket publisher of bench_py's ceiling (frames made in advance,
+# sent 512 at a time), the floor the faces' publish is measured against
 _PY_OFFLINE = {
+    "raw_publish": """\
+import sys
+from tclnats_py.compat import bench_raw
+bench_raw.publish(sys.argv[2], int(sys.argv[1]), "ia")
+""",
     "parser_feed": """\
 import sys
 from tclnats_py.engine.protocol import Parser

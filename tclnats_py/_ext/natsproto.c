@@ -14,7 +14,8 @@
  * this file only makes the common frames cheap.
  *
  * WsReader and ws_frame: WebSocket data frames in and out (natscodec.h), for
- * engine/websocket.py.
+ * engine/websocket.py.  SyncPub: the blocking face's publish (sync/client.py),
+ * framed by natscodec_pub_frame and queued in the engine in one call.
  *
  * setup(msg_tag, ping_op, pong_op, ok_op) hands over the objects the Python
  * parser uses for the tags, so that ops are identical (``op[0] is MSG``).
@@ -150,33 +151,30 @@ stop:
  * and None for the rest.
  */
 
-static PyObject *
-pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* pub_frame's frame (new reference), Py_None (new reference: the general
+ * path) or NULL (an exception); limit: the largest payload (an int) */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline PyObject *
+frame_of(PyObject *heads, PyObject *subject, PyObject *data, PyObject *limit_obj, PyObject *reply_obj, int check)
 {
-    if (nargs < 4 || nargs > 6) {
-        PyErr_SetString(PyExc_TypeError, "pub_frame(heads, subject, data, limit[, reply, check])");
-        return NULL;
-    }
-    PyObject *heads = args[0], *subject = args[1], *data = args[2];
     if (!PyDict_CheckExact(heads) || !PyUnicode_CheckExact(subject) || !PyBytes_CheckExact(data))
         Py_RETURN_NONE;
-    int check = 1;
-    if (nargs >= 6 && (check = PyObject_IsTrue(args[5])) < 0)
-        return NULL;
     /* a reply: ASCII, a plain subject when checked */
     const char *reply = NULL;
     Py_ssize_t rl = 0;
-    if (nargs >= 5 && args[4] != Py_None) {
-        if (!PyUnicode_CheckExact(args[4]) || !PyUnicode_IS_ASCII(args[4]))
+    if (reply_obj != NULL && reply_obj != Py_None) {
+        if (!PyUnicode_CheckExact(reply_obj) || !PyUnicode_IS_ASCII(reply_obj))
             Py_RETURN_NONE;
-        reply = (const char *)PyUnicode_DATA(args[4]);
-        rl = PyUnicode_GET_LENGTH(args[4]);
+        reply = (const char *)PyUnicode_DATA(reply_obj);
+        rl = PyUnicode_GET_LENGTH(reply_obj);
         if (rl && check && !tclnats_plain_subject((const unsigned char *)reply, (size_t)rl))
             Py_RETURN_NONE;
     }
     Py_ssize_t n = PyBytes_GET_SIZE(data);
     int overflow = 0;
-    long long limit = PyLong_AsLongLongAndOverflow(args[3], &overflow);
+    long long limit = PyLong_AsLongLongAndOverflow(limit_obj, &overflow);
     if (limit == -1 && PyErr_Occurred())
         return NULL;
     if (overflow < 0 || (!overflow && (long long)n > limit))
@@ -211,6 +209,19 @@ pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     natscodec_pub_frame((unsigned char *)PyBytes_AS_STRING(out), subj, (size_t)sl, reply, (size_t)rl,
                         NULL, 0, (const unsigned char *)PyBytes_AS_STRING(data), (size_t)n);
     return out;
+}
+
+static PyObject *
+pub_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 4 || nargs > 6) {
+        PyErr_SetString(PyExc_TypeError, "pub_frame(heads, subject, data, limit[, reply, check])");
+        return NULL;
+    }
+    int check = 1;
+    if (nargs >= 6 && (check = PyObject_IsTrue(args[5])) < 0)
+        return NULL;
+    return frame_of(args[0], args[1], args[2], args[3], nargs >= 5 ? args[4] : NULL, check);
 }
 
 /*
@@ -827,6 +838,51 @@ error:
 }
 
 /*
+ * data_size(msgs) -> int: the sum of len(m.data) over the sequence msgs
+ * (the blocking face's subscription queue counts its bytes so, for each
+ * batch the engine delivers).  The data slot is read directly where a
+ * message's class has Msg's slots (take_msgs's rule) and it holds exact
+ * bytes; any other message through its attribute and len().
+ */
+static PyObject *
+data_size(PyObject *self, PyObject *msgs)
+{
+    PyObject *seq = PySequence_Fast(msgs, "data_size(msgs): a sequence of messages");
+    PyTypeObject *cls = NULL;
+    Py_ssize_t off[5], n, i;
+    long long total = 0;
+    int slots = 0;
+    if (seq == NULL)
+        return NULL;
+    n = PySequence_Fast_GET_SIZE(seq);
+    for (i = 0; i < n; i++) {
+        PyObject *m = PySequence_Fast_GET_ITEM(seq, i), *d = NULL;
+        if (Py_TYPE(m) != cls) {
+            cls = Py_TYPE(m);
+            slots = slot_offsets(cls, off);
+        }
+        if (slots)
+            d = *(PyObject **)((char *)m + off[1]);
+        if (d != NULL && PyBytes_CheckExact(d)) {
+            total += PyBytes_GET_SIZE(d);
+            continue;
+        }
+        Py_ssize_t len = -1;
+        if ((d = PyObject_GetAttr(m, slot_names[1])) != NULL) {
+            len = PyObject_Size(d);
+            Py_DECREF(d);
+        }
+        if (len < 0) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        total += len;
+    }
+    Py_DECREF(seq);
+    return PyLong_FromLongLong(total);
+}
+
+/*
  * encode_pub(subject, reply, payload[, header]) -> bytes: the frame of
  * protocol.encode_pub (PUB, or HPUB with a header block) made by the shared
  * C framer, the one tclfast.c and pub_frame use; subject and reply (str or
@@ -940,6 +996,330 @@ static PyTypeObject SpinType = {
     .tp_members = spin_members,
     .tp_new = spin_new,
 };
+
+/* ------------------------------------------------------------ the blocking face's publish
+ *
+ * SyncPub(engine, lock, heads, connected, chunk, work): sync/client.py's
+ * publish fast path in one call.  publish(subject, data[, reply]) frames
+ * the PUB as pub_frame does (heads; max_payload, an attribute, 0 until the
+ * server's INFO; a reply checked unless engine.options.check_subjects is
+ * false) and queues it as Engine.publish_frame does while engine.status is
+ * connected:
+ * appended to engine._out with _out_size and stats["out_msgs"] counted when
+ * a write is due already (engine._flush_signalled), else through
+ * engine.publish_frame(frame, chunk); when the driver has work then (effects
+ * to carry out, or chunk bytes queued) work() is called, the lock held.
+ * Returns None when nothing was queued (the general path, whose checks and
+ * errors are the engine's), else False.
+ *
+ * The engine is the client's lock's (sync/threads.py: every engine call is
+ * made holding it, and it is released only where the engine is whole).  The
+ * append needs no Python code and does not let the GIL go, so while nobody
+ * holds the lock (lock.locked() false, asked under the GIL) it is made
+ * without taking it; otherwise, and for publish_frame's and work's Python,
+ * the lock is taken (its acquire, which waits with the GIL released).  The
+ * engine's attributes are read and written in its __dict__ (plain instance
+ * attributes; Engine has no descriptors of these names).  pubs counts the
+ * messages queued here.
+ */
+typedef struct {
+    PyObject_HEAD
+    PyObject *engine, *dict, *acquire, *release, *locked, *heads, *connected, *chunk_obj, *work;
+    PyObject *append;           /* type(engine._out).append, for that type only */
+    PyTypeObject *out_type;
+    PyObject *max_payload;      /* an int */
+    Py_ssize_t chunk;
+    long long pubs;
+} SyncPubObject;
+
+static PyObject *sp_status, *sp_flush_signalled, *sp_out, *sp_out_size, *sp_stats, *sp_out_msgs, *sp_options,
+                *sp_check_subjects, *sp_publish_frame;
+
+static int
+syncpub_names(void)
+{
+    static const char *names[9] = {"status", "_flush_signalled", "_out", "_out_size", "stats", "out_msgs",
+                                   "options", "check_subjects", "publish_frame"};
+    PyObject **slots[9] = {&sp_status, &sp_flush_signalled, &sp_out, &sp_out_size, &sp_stats, &sp_out_msgs,
+                           &sp_options, &sp_check_subjects, &sp_publish_frame};
+    for (int k = 0; k < 9; k++) {
+        if (*slots[k] == NULL && (*slots[k] = PyUnicode_InternFromString(names[k])) == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+/* d[name] (an exact int) += by; *now its new value; -1 on error */
+static int
+syncpub_add(PyObject *d, PyObject *name, Py_ssize_t by, Py_ssize_t *now)
+{
+    PyObject *v = PyDict_GetItemWithError(d, name);     /* borrowed */
+    Py_ssize_t n;
+    if (v == NULL || !PyLong_CheckExact(v)) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "the engine's %R is not an int", name);
+        return -1;
+    }
+    if ((n = PyLong_AsSsize_t(v)) == -1 && PyErr_Occurred())
+        return -1;
+    if ((v = PyLong_FromSsize_t(n + by)) == NULL)
+        return -1;
+    int rc = PyDict_SetItem(d, name, v);
+    Py_DECREF(v);
+    *now = n + by;
+    return rc;
+}
+
+/* Engine.publish_frame's append (a write is due already): frame to _out,
+ * counted; no Python code runs.  1: chunk bytes queued; 0; -2 an exception */
+static int
+syncpub_append(SyncPubObject *self, PyObject *out, PyObject *frame)
+{
+    PyObject *stats = PyDict_GetItemWithError(self->dict, sp_stats), *args[2] = {out, frame}, *r;
+    Py_ssize_t size, msgs;
+    if (stats == NULL || !PyDict_CheckExact(stats)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "the engine's stats is not a dict");
+        return -2;
+    }
+    if ((r = PyObject_Vectorcall(self->append, args, 2, NULL)) == NULL)
+        return -2;
+    Py_DECREF(r);
+    self->pubs++;
+    if (syncpub_add(self->dict, sp_out_size, PyBytes_GET_SIZE(frame), &size) < 0
+        || syncpub_add(stats, sp_out_msgs, 1, &msgs) < 0)
+        return -2;
+    return size >= self->chunk;
+}
+
+/* queue frame: 1 or 0 (queued; 1: the driver has work), -1 not connected
+ * (nothing queued), -2 an exception; *locked: whether it took the lock
+ * (held on return then, also on error) */
+static int
+syncpub_queue(SyncPubObject *self, PyObject *frame, int *locked)
+{
+    PyObject *d = self->dict, *v, *out;
+    *locked = 1;
+#ifndef Py_GIL_DISABLED
+    if ((v = PyObject_CallNoArgs(self->locked)) == NULL)
+        return -2;
+    *locked = v != Py_False;
+    Py_DECREF(v);
+#endif
+    if (*locked) {
+        if ((v = PyObject_CallNoArgs(self->acquire)) == NULL) {
+            *locked = 0;
+            return -2;
+        }
+        Py_DECREF(v);
+    }
+    if ((v = PyDict_GetItemWithError(d, sp_status)) != self->connected)
+        return v == NULL && PyErr_Occurred() ? -2 : -1;
+    if ((v = PyDict_GetItemWithError(d, sp_flush_signalled)) == Py_True
+        && (out = PyDict_GetItemWithError(d, sp_out)) != NULL && Py_IS_TYPE(out, self->out_type))
+        return syncpub_append(self, out, frame);
+    if (PyErr_Occurred())
+        return -2;
+    /* the first message since the last write (Engine.publish_frame asks
+       for one), or an _out of another type: the engine's method, Python
+       code, under the lock */
+    if (!*locked) {
+        if ((v = PyObject_CallNoArgs(self->acquire)) == NULL)
+            return -2;
+        Py_DECREF(v);
+        *locked = 1;
+    }
+    if ((v = PyObject_CallMethodObjArgs(self->engine, sp_publish_frame, frame, self->chunk_obj, NULL)) == NULL)
+        return -2;
+    int work = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    if (work < 0)
+        return -2;
+    self->pubs++;
+    return work;
+}
+
+static PyObject *
+syncpub_publish(SyncPubObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *reply = nargs == 3 ? args[2] : Py_None, *frame, *r;
+    int check = 1, queued, locked;
+    if (nargs < 2 || nargs > 3) {
+        PyErr_SetString(PyExc_TypeError, "publish(subject, data[, reply])");
+        return NULL;
+    }
+    if (self->engine == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "SyncPub cleared");
+        return NULL;
+    }
+    if (self->max_payload == NULL)
+        Py_RETURN_NONE;     /* (deleted) */
+    if (reply != Py_None) {
+        PyObject *o = PyObject_GetAttr(self->engine, sp_options), *c;
+        if (o == NULL)
+            return NULL;
+        c = PyObject_GetAttr(o, sp_check_subjects);
+        Py_DECREF(o);
+        if (c == NULL)
+            return NULL;
+        check = PyObject_IsTrue(c);
+        Py_DECREF(c);
+        if (check < 0)
+            return NULL;
+    }
+    frame = frame_of(self->heads, args[0], args[1], self->max_payload, reply, check);
+    if (frame == NULL || frame == Py_None)
+        return frame;
+    queued = syncpub_queue(self, frame, &locked);
+    Py_DECREF(frame);
+    if (queued == 1 && !locked) {
+        if ((r = PyObject_CallNoArgs(self->acquire)) == NULL)
+            return NULL;
+        Py_DECREF(r);
+        locked = 1;
+    }
+    if (queued == 1) {
+        if ((r = PyObject_CallNoArgs(self->work)) == NULL)
+            queued = -2;
+        Py_XDECREF(r);
+    }
+    if (locked) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if ((r = PyObject_CallNoArgs(self->release)) == NULL) {
+            Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
+            return NULL;
+        }
+        Py_DECREF(r);
+        PyErr_Restore(et, ev, tb);
+    }
+    if (queued == -2)
+        return NULL;
+    if (queued == -1)
+        Py_RETURN_NONE;
+    Py_RETURN_FALSE;
+}
+
+static PyObject *
+syncpub_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *engine, *lock, *heads, *connected, *work, *out;
+    Py_ssize_t chunk;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
+        PyErr_SetString(PyExc_TypeError, "SyncPub() takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OOO!OnO:SyncPub", &engine, &lock, &PyDict_Type, &heads, &connected, &chunk,
+                          &work)
+        || syncpub_names() < 0)
+        return NULL;
+    SyncPubObject *o = (SyncPubObject *)type->tp_alloc(type, 0);
+    if (o == NULL)
+        return NULL;
+    o->engine = Py_NewRef(engine);
+    o->heads = Py_NewRef(heads);
+    o->connected = Py_NewRef(connected);
+    o->work = Py_NewRef(work);
+    o->chunk = chunk;
+    o->max_payload = PyLong_FromLong(0);
+    if (o->max_payload == NULL || (o->chunk_obj = PyLong_FromSsize_t(chunk)) == NULL
+        || (o->dict = PyObject_GenericGetDict(engine, NULL)) == NULL
+        || (o->acquire = PyObject_GetAttrString(lock, "acquire")) == NULL
+        || (o->release = PyObject_GetAttrString(lock, "release")) == NULL
+        || (o->locked = PyObject_GetAttrString(lock, "locked")) == NULL
+        || (out = PyObject_GetAttr(engine, sp_out)) == NULL) {
+        Py_DECREF(o);
+        return NULL;
+    }
+    o->out_type = (PyTypeObject *)Py_NewRef(Py_TYPE(out));
+    Py_DECREF(out);
+    if (!PyDict_Check(o->dict)
+        || (o->append = PyObject_GetAttrString((PyObject *)o->out_type, "append")) == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "SyncPub: the engine has no __dict__");
+        Py_DECREF(o);
+        return NULL;
+    }
+    return (PyObject *)o;
+}
+
+static int
+syncpub_traverse(SyncPubObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->engine);
+    Py_VISIT(self->dict);
+    Py_VISIT(self->acquire);
+    Py_VISIT(self->release);
+    Py_VISIT(self->locked);
+    Py_VISIT(self->heads);
+    Py_VISIT(self->append);
+    Py_VISIT(self->out_type);
+    Py_VISIT(self->work);
+    return 0;
+}
+
+static int
+syncpub_clear(SyncPubObject *self)
+{
+    Py_CLEAR(self->engine);
+    Py_CLEAR(self->dict);
+    Py_CLEAR(self->acquire);
+    Py_CLEAR(self->release);
+    Py_CLEAR(self->locked);
+    Py_CLEAR(self->heads);
+    Py_CLEAR(self->connected);
+    Py_CLEAR(self->chunk_obj);
+    Py_CLEAR(self->append);
+    Py_CLEAR(self->out_type);
+    Py_CLEAR(self->work);
+    Py_CLEAR(self->max_payload);
+    return 0;
+}
+
+static void
+syncpub_dealloc(SyncPubObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    syncpub_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef syncpub_methods[] = {
+    {"publish", (PyCFunction)(void (*)(void))syncpub_publish, METH_FASTCALL,
+     "publish(subject, data[, reply]) -> None (the general path) or False (queued; work() called, the lock"
+     " held, when the driver has work)"},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyMemberDef syncpub_members[] = {
+    {"max_payload", T_OBJECT_EX, offsetof(SyncPubObject, max_payload), 0,
+     "the largest payload framed here (an int)"},
+    {"pubs", T_LONGLONG, offsetof(SyncPubObject, pubs), READONLY, "the messages queued here"},
+    {NULL, 0, 0, 0, NULL}
+};
+
+static PyTypeObject SyncPubType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tclnats_py._natsproto.SyncPub",
+    .tp_basicsize = sizeof(SyncPubObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The blocking face's publish fast path (sync/client.py).",
+    .tp_methods = syncpub_methods,
+    .tp_members = syncpub_members,
+    .tp_new = syncpub_new,
+    .tp_traverse = (traverseproc)syncpub_traverse,
+    .tp_clear = (inquiry)syncpub_clear,
+    .tp_dealloc = (destructor)syncpub_dealloc,
+};
+
+/* SyncPub in the module m */
+static int
+syncpub_register(PyObject *m)
+{
+    if (PyType_Ready(&SyncPubType) < 0)
+        return -1;
+    return PyModule_AddObjectRef(m, "SyncPub", (PyObject *)&SyncPubType);
+}
 
 /* ------------------------------------------------------------ WebSocket frames
  *
@@ -1191,6 +1571,7 @@ static PyMethodDef methods[] = {
     {"scan_direct_columns", (PyCFunction)(void (*)(void))scan_direct_columns, METH_FASTCALL,
      "scan_direct_columns(buf, pos, subjects, datas, ts, events, last, sid, ping_event, last_event)"
      " -> (pos, seqs, done): a batch direct get's plain replies into columns (engine/js/columns.py)"},
+    {"data_size", data_size, METH_O, "data_size(msgs) -> the sum of len(m.data) over msgs"},
     {"encode_pub", (PyCFunction)(void (*)(void))encode_pub, METH_FASTCALL,
      "encode_pub(subject, reply, payload[, header]) -> protocol.encode_pub's frame, from the C framer"},
     {"ws_frame", ws_frame, METH_O,
@@ -1222,7 +1603,8 @@ PyInit__natsproto(void)
 #endif
     if (PyModule_AddObjectRef(m, "Done", (PyObject *)&DoneType) < 0
         || PyModule_AddObjectRef(m, "SpinPolicy", (PyObject *)&SpinType) < 0
-        || PyModule_AddObjectRef(m, "WsReader", (PyObject *)&WsReaderType) < 0) {
+        || PyModule_AddObjectRef(m, "WsReader", (PyObject *)&WsReaderType) < 0
+        || syncpub_register(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

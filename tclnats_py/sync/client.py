@@ -35,7 +35,7 @@ from tclnats_py.pyface import ClientState
 from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine, Msg, Request
 from tclnats_py.engine.headers import Headers
 from tclnats_py.engine.options import Options
-from tclnats_py.engine.protocol import pub_frame as _pub_frame, pub_head as _pub_head
+from tclnats_py.engine.protocol import compiled, pub_frame as _pub_frame, pub_head as _pub_head
 from tclnats_py.engine.validate import MAX_TIMEOUT, _to_bytes, check_headers, check_int, check_timeout
 from tclnats_py.errors import NatsError, make_error
 from tclnats_py.sync.driver import DEFAULT_SERVER, request_error
@@ -55,6 +55,8 @@ Payload = Union[bytes, bytearray, memoryview, str, None]
 HeadersArg = Optional[Mapping[str, Union[str, bytes, Sequence[Union[str, bytes]]]]]
 
 _log = logging.getLogger("tclnats_py")
+# publish's fast path in C (None: the accelerator is off)
+_SyncPub = compiled("SyncPub")
 _ids = itertools.count(1)
 # timeouts request() takes without check_timeout's call (a bool is neither's class)
 _PLAIN_NUMBERS = (float, int)
@@ -93,9 +95,20 @@ class Client(ClientState):
         # subject -> protocol.pub_head(subject, size) once the engine accepted it (publish's fast path)
         self._pub_heads: dict[str, tuple[bytes, int, bytes]] = {}
         self._pub_max = 0  # the server's max_payload (0 until its INFO): the fast path's bound
+        self._sync_pub: Any = None  # the C fast path's object (SyncPub), when compiled
+        self._fast_pub = self._new_fast_pub()
         # request subjects the engine's check passed (request's fast path; emptied by connect())
         self._req_subjects: set[str] = set()
         self._configure(servers, options)
+
+    def _new_fast_pub(self) -> Callable[[str, Payload, Optional[str]], Optional[bool]]:
+        """publish's fast path: one C call (SyncPub) when compiled, else :meth:`_py_fast_pub`."""
+        if _SyncPub is None:
+            return self._py_fast_pub
+        pub = _SyncPub(self._engine, self._io.lock, self._pub_heads, CONNECTED, WRITE_CHUNK, self._after_fast_pub)
+        pub.max_payload = self._pub_max
+        self._sync_pub = pub
+        return pub.publish
 
     def _driver_option(self, key: str, value: Any) -> bool:
         if key == "tls_hostname":
@@ -274,32 +287,17 @@ class Client(ClientState):
         publisher past 64 KiB queued waits for it (up to flush_timeout);
         while not connected, past ``reconnect_buf_size`` (``pending_size``)
         bytes, ErrReconnectBufExceeded refuses the message."""
-        io = self._io
-        eng = self._engine
-        if headers is None:
-            # a subject the engine accepted before (and, compiled, a plain
-            # reply), a bytes payload within max_payload: framed without
-            # the engine's checks and formatting, as the asyncio face does
-            frame = (_pub_frame(self._pub_heads, subject, data, self._pub_max) if reply is None else
-                     _pub_frame(self._pub_heads, subject, data, self._pub_max, reply,
-                                eng.options.check_subjects))
-            if frame is not None:
-                with io.lock:
-                    if eng._flush_signalled and eng.status == CONNECTED:
-                        # a write is due already (the keeper's or the next
-                        # caller's): Engine.publish_frame's steps inline
-                        eng._out.append(frame)
-                        size = eng._out_size = eng._out_size + len(frame)
-                        eng.stats["out_msgs"] += 1
-                        if size >= WRITE_CHUNK:
-                            io.write_now()
-                    elif eng.publish_frame(frame, WRITE_CHUNK):
-                        self._published(io, eng)
-                return
+        # a subject the engine accepted before (and a plain reply), a bytes
+        # payload within max_payload, while connected: framed and queued
+        # without the engine's checks and formatting (one C call)
+        if headers is None and self._fast_pub(subject, data, reply) is not None:
+            return
         if data.__class__ is not bytes:
             data = _to_bytes(data)
         if headers is not None:
             check_headers(headers)
+        io = self._io
+        eng = self._engine
         with io.lock:
             eng.publish(subject, data, reply, headers)
             if reply is None and headers is None and subject.__class__ is str:
@@ -309,12 +307,41 @@ class Client(ClientState):
                 heads[subject] = _pub_head(subject, len(data))
             self._published(io, eng)
 
+    def _py_fast_pub(self, subject: str, data: Payload, reply: str | None) -> bool | None:
+        """:class:`tclnats_py._natsproto.SyncPub`'s publish in Python (the
+        accelerator off): None when the general path must publish, else
+        False (queued; :meth:`_published` called when it has work)."""
+        eng = self._engine
+        frame = (_pub_frame(self._pub_heads, subject, data, self._pub_max) if reply is None else
+                 _pub_frame(self._pub_heads, subject, data, self._pub_max, reply, eng.options.check_subjects))
+        if frame is None:
+            return None
+        io = self._io
+        with io.lock:
+            if eng.status != CONNECTED:
+                return None
+            if not eng._flush_signalled:
+                work = eng.publish_frame(frame, WRITE_CHUNK)
+            else:
+                # a write is due already: Engine.publish_frame's steps inline
+                eng._out.append(frame)
+                size = eng._out_size = eng._out_size + len(frame)
+                eng.stats["out_msgs"] += 1
+                work = size >= WRITE_CHUNK
+            if work:
+                self._published(io, eng)
+        return False
+
+    def _after_fast_pub(self) -> None:
+        """SyncPub's work(): :meth:`_published` (the lock held)."""
+        self._published(self._io, self._engine)
+
     def _published(self, io: SyncIO, eng: Engine) -> None:
         """After a publish (lock held): the first message after a write
         leaves at once, a burst is the keeper's to write, and a publisher
         that finds WRITE_CHUNK bytes queued writes them itself."""
         if eng._fx:
-                # the first message after a write: alone (a reply, an event)
+            # the first message after a write: alone (a reply, an event)
             # it leaves now; in a burst the keeper writes the rest in one go
             now = _monotonic()
             if now - io.last_write > SPARSE:
@@ -324,6 +351,9 @@ class Client(ClientState):
             else:
                 io._run()
         elif eng._out_size >= WRITE_CHUNK:
+            # a burst: its batches are written here (the keeper holds back
+            # meanwhile, CHUNK_HOLD), the next message is no lone one
+            io.last_write = io.last_chunk = _monotonic()
             io.write_now()
 
     def publish_msg(self, msg: Msg) -> None:
@@ -479,7 +509,9 @@ class Client(ClientState):
 
     def _on_info(self, info: dict) -> None:
         mp = info.get("max_payload")
-        self._pub_max = mp if isinstance(mp, int) else sys.maxsize
+        self._pub_max = mp if isinstance(mp, int) and mp < sys.maxsize else sys.maxsize
+        if self._sync_pub is not None:
+            self._sync_pub.max_payload = self._pub_max
         if self._discovered_server_cb is not None or self._lame_duck_mode_cb is not None:
             for hook in self._info_hooks(info):
                 self._callbacks.put(hook)
@@ -490,6 +522,7 @@ class Client(ClientState):
         self._callbacks.stopped = True
         self._io.dispatcher = self._callbacks
         self._io.forget_after_fork()
+        self._fast_pub = self._new_fast_pub()  # (the new lock)
 
 
 def _check_msg(msg: object) -> Msg:

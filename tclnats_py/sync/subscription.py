@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from tclnats_py.pyface import SubscriptionState
 from tclnats_py.engine.connection import Msg
 from tclnats_py.engine.headers import Headers
+from tclnats_py.engine.protocol import compiled
 from tclnats_py.engine.validate import check_int, check_timeout
 from tclnats_py.errors import NatsError, make_error
 
@@ -25,6 +26,16 @@ if TYPE_CHECKING:
     from tclnats_py.sync.client import Client, HeadersArg, Payload
 
 __all__ = ["Subscription", "SyncMsg"]
+
+
+def _py_data_size(msgs: Any) -> int:
+    """The bytes of ``msgs``' payloads."""
+    return sum([len(m.data) for m in msgs])
+
+
+# (the compiled one reads Msg's data slot: no Python per message)
+_data_size: Callable[[Any], int] = compiled("data_size") or _py_data_size
+
 
 class SyncMsg(Msg):
     """A message the blocking face delivers (subscriptions, requests):
@@ -89,7 +100,7 @@ class Subscription(SubscriptionState):
         pending = self._pending
         lm, lb = self._limit_msgs, self._limit_bytes
         if len(pending) + len(msgs) <= lm:
-            size = sum([len(m.data) for m in msgs])
+            size = _data_size(msgs)
             if self._pending_bytes + size <= lb:  # all of them fit: no check per message
                 pending.extend(msgs)
                 self._pending_bytes += size

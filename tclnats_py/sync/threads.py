@@ -16,8 +16,9 @@ many threads, the I/O half of :class:`tclnats_py.sync.Client`:
   within the last ``KEEPER_IDLE`` seconds keeps it out, so a loop of
   requests is not interrupted), fires the engine's timers (keep-alive PINGs,
   reconnect waits, request timeouts), writes what publishes queued (one
-  write per batch: a ``Flush`` effect wakes it through a socket pair) and
-  carries out reconnects (``Open`` effects, under the lock);
+  write per batch: a ``Flush`` effect wakes it through a socket pair; while
+  a publisher writes its own ``WRITE_CHUNK`` batches it holds back,
+  ``CHUNK_HOLD``) and carries out reconnects (``Open`` effects, under the lock);
 * callbacks never run while the lock is held.  Message callbacks run on the
   keeper, between its reads (the lock released meanwhile): a responder's
   message is read, handed to its callback and answered by one thread, with no
@@ -26,11 +27,15 @@ many threads, the I/O half of :class:`tclnats_py.sync.Client`:
   disconnected_cb ...) are queued on a :class:`Dispatcher`, a second thread,
   started at the first of them, that calls them in order.
 
-Writes happen holding the lock, with the socket's timeout at
-``flush_timeout``: a writer that fills the socket waits for it (the
-backpressure of the other faces), and the engine refuses publishes past
-``reconnect_buf_size`` while not connected.  A TLS socket is read and written
-under a second lock (OpenSSL's objects take one thread at a time).
+Writes take what is queued holding the lock and send it with the lock
+released (one thread at a time, ``_wlock``, so bytes leave in the order they
+were queued), with the socket's timeout at ``flush_timeout``: a writer that
+fills the socket waits for it, and so does a publisher that finds
+``WRITE_CHUNK`` bytes queued meanwhile (the backpressure of the other
+faces); the engine refuses publishes past ``reconnect_buf_size`` while not
+connected.  The handshake's bytes are written holding the lock.  A TLS socket
+is read and written under a third lock (OpenSSL's objects take one thread at
+a time).
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ if TYPE_CHECKING:
                                            StatusChanged, SubGone, SubsCleared)
     from tclnats_py.engine.options import Options
 
-__all__ = ["SyncIO", "Dispatcher", "KEEPER_IDLE", "WRITE_CHUNK", "SPARSE"]
+__all__ = ["SyncIO", "Dispatcher", "KEEPER_IDLE", "WRITE_CHUNK", "SPARSE", "CHUNK_HOLD"]
 
 _log = logging.getLogger("tclnats_py.sync")
 
@@ -67,6 +72,12 @@ KEEPER_IDLE = 0.05
 WRITE_CHUNK = 64 * 1024
 #: a publish this long (seconds) after the last one written at once is written at once too
 SPARSE = 0.0002
+#: a write of at most this many bytes is sent holding the lock (no hand-over for a lone message)
+SMALL_WRITE = 16 * 1024
+#: while a publisher writes WRITE_CHUNK batches itself, one within this many
+#: seconds, the keeper leaves what is queued to it (no wake-up, no write of
+#: its own per batch); what is left when the publisher stops leaves then
+CHUNK_HOLD = 0.001
 _STOP = object()
 # what one read takes at most: under malloc's mmap threshold (128 KiB), so
 # that a small read costs no mmap/mremap/munmap of its buffer
@@ -164,15 +175,21 @@ class SyncIO(Driver):
         self.followers = 0             # callers in wait() sleeping on cond while another reads
         self.last_lead = 0.0           # when a caller last read
         self.last_write = 0.0          # when a publish last wrote at once (Client.publish)
+        self.last_chunk = 0.0          # when a publisher last wrote a WRITE_CHUNK batch itself
         self.passive = 0               # callback subscriptions: the keeper must read at once
         self.ready: deque = deque()    # callback subscriptions with messages for the keeper to hand out
         self.keeper: threading.Thread | None = None
         self.stopping = False
         self._selecting = False        # the keeper waits in select (a wake byte reaches it)
         self._woken = False            # a wake byte is on its way
+        self._holding = False          # the keeper's wait ends within CHUNK_HOLD: a Flush need not wake it
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._io: threading.Lock | None = None  # TLS: reads and writes one at a time
+        # held while a thread sends; taken with the lock held (a short wait:
+        # one send), released before the lock is taken again (write_now)
+        self._wlock = threading.Lock()
+        self._sending = 0  # threads in _write_unlocked, sending or about to
         self._rcvtimeo: float | None = None  # SO_RCVTIMEO of a plain socket (seconds; None: no limit)
         self._subs: dict[int, Any] = {}   # sid -> the client's Subscription
 
@@ -220,12 +237,18 @@ class SyncIO(Driver):
                 if self.ready:
                     self.ready.popleft()._run_callbacks()
                     continue
-                if self._flush:
+                if self._flush and self.last_chunk + CHUNK_HOLD <= time.monotonic():
                     self.write_now()
                 now = time.monotonic()
                 if self._fire_due(now):
                     continue
                 left = self._until(now, None)
+                # a publisher writes its own batches: looked at again after
+                # CHUNK_HOLD, unwoken by the Flush of each batch meanwhile
+                self._holding = self._flush
+                if self._holding:
+                    hold = max(0.0, self.last_chunk + CHUNK_HOLD - now)
+                    left = hold if left is None or hold < left else left
                 if self._sock is None and eng.status == CLOSED and not self._armed:
                     return
                 if self._sock is None or self.leading:
@@ -390,20 +413,63 @@ class SyncIO(Driver):
     def on_flush(self, e: Flush) -> None:
         if not self._flush:
             self._flush = True
-            self._wake()
+            if not self._holding:
+                self._wake()
 
     def write_now(self) -> None:
-        """Write everything queued (lock held)."""
+        """Write everything queued (lock held; released while the socket
+        takes more than SMALL_WRITE bytes of a connection that is up, so
+        that publishers queue on meanwhile).  One thread sends at a time,
+        the bytes in the order they were taken from the engine."""
         self._flush = False
         eng = self.engine
         while self._sock is not None and eng.want_write:
-            self._write(eng.data_to_send(1 << 20))
+            if (self._sending or eng._out_size > SMALL_WRITE) and eng.status == CONNECTED:
+                self._write_unlocked()
+            else:
+                # a few messages (a lone publish, a request) or the
+                # handshake's: sent holding the lock, no thread switch for
+                # it (nobody sends meanwhile: see _write)
+                err = self._send(self._sock, eng.data_to_send(1 << 20))
+                if err is not None:
+                    eng.write_failed(err)
+                    self._run()
             if eng._fx:
                 self._run()
 
+    def _write_unlocked(self) -> None:
+        """Take what is queued and send it with the lock released (held on
+        entry and exit), after a send in flight (``_wlock``)."""
+        sock = self._sock
+        lock = self.lock
+        wlock = self._wlock
+        wlock.acquire()  # a send in flight (another thread's) ends first
+        data = self.engine.data_to_send(1 << 20)
+        self._sending += 1
+        lock.release()
+        try:
+            err = self._send(sock, data)  # type: ignore[arg-type]  # (not None: write_now's loop)
+        finally:
+            wlock.release()  # (before the lock: who holds the lock may wait for this one)
+            lock.acquire()
+            self._sending -= 1
+        if err is not None and sock is self._sock:
+            self.engine.write_failed(err)
+            self._run()
+
     def _write(self, data: bytes) -> None:
+        """Send ``data`` holding the lock: nobody else sends meanwhile (one
+        would take the lock first; none is in :meth:`_write_unlocked`, or
+        the connection is a new one)."""
         sock = self._sock
         assert sock is not None
+        err = self._send(sock, data)
+        if err is not None:
+            self.engine.write_failed(err)
+            self._run()
+
+    def _send(self, sock: socket.socket, data: bytes) -> str | None:
+        """Send all of ``data`` (the only sender); why it failed, or None."""
         try:
             if self._io is not None:
                 with self._io:
@@ -416,8 +482,8 @@ class SyncIO(Driver):
                 if sent != len(data):
                     self._send_rest(sock, data, sent, start)
         except OSError as e:  # past flush_timeout too (socket.timeout; BlockingIOError from SO_SNDTIMEO)
-            self.engine.write_failed(str(e) or type(e).__name__)
-            self._run()
+            return str(e) or type(e).__name__
+        return None
 
     def _send_rest(self, sock: socket.socket, data: bytes, sent: int, start: float) -> None:
         """The rest of a write the socket took in part, within flush_timeout
@@ -473,8 +539,9 @@ class SyncIO(Driver):
             data = self.engine.data_to_send()
             self._sock = None
             try:
-                if data:
-                    sock.sendall(data)
+                with self._wlock:  # after a send in flight (write_now's, the lock released)
+                    if data:
+                        sock.sendall(data)
             except OSError as exc:  # the peer is gone: nothing more to tell it
                 _log.debug("the last write to %s failed: %s", self.server, exc)
             try:
@@ -531,6 +598,8 @@ class SyncIO(Driver):
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
         self.kcond = threading.Condition(self.lock)
+        self._wlock = threading.Lock()
+        self._sending = 0
         self.keeper = None
         self.stopping = True
         sock, self._sock = self._sock, None
