@@ -16,6 +16,11 @@
  * WsReader and ws_frame: WebSocket data frames in and out (natscodec.h), for
  * engine/websocket.py.
  *
+ * read_reply: the blocking face's read of a request's reply (its round
+ * trip's fast path), natscodec_scan telling the reply from anything else;
+ * RecordMaker: the engine's records (Msg, Request) made without running
+ * their __init__ in Python.
+ *
  * setup(msg_tag, ping_op, pong_op, ok_op) hands over the objects the Python
  * parser uses for the tags, so that ops are identical (``op[0] is MSG``).
  */
@@ -26,6 +31,9 @@
 #include <structmember.h>  /* PyMemberDef (take_msgs, SpinPolicy) */
 #ifndef _WIN32
 #include <pthread.h>       /* pthread_atfork: the mask keys of a forked child */
+#include <errno.h>         /* read_reply: a blocking socket's reads */
+#include <time.h>
+#include <sys/socket.h>
 #endif
 #include "subject_rule.h"  /* tclnats_plain_subject, shared with tclfast.c */
 #define NATSCODEC_API static
@@ -867,6 +875,276 @@ encode_pub(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+#ifndef _WIN32
+/*
+ * read_reply(fd, sid, reply, budget) -> what the socket fd brought a caller
+ * that waits for the reply to one request (sync/threads.py SyncIO.round_trip),
+ * read with the GIL released:
+ *
+ *   (reply_to or None, header block or None, payload, n)  the n bytes read
+ *       are exactly one MSG/HMSG frame for subscription sid on subject reply;
+ *   bytes      anything else read (other frames, several, a frame cut short
+ *              when the wait ran out), for Engine.receive_data;
+ *   b""        the end of the stream;
+ *   None       nothing came within the socket's SO_RCVTIMEO;
+ *   str        the reason the socket failed (OSError's text).
+ *
+ * It reads again while what it has is the start of one frame, up to
+ * REPLY_MAX bytes, within budget seconds of its start (the caller's wait
+ * less SO_RCVTIMEO: a read after that could end past the caller's deadline).  The socket
+ * is a blocking one whose reads the caller bounds with SO_RCVTIMEO; a
+ * signal during a read with nothing read yet runs Python's handlers (their
+ * exception raises), with bytes read it ends the call (they are returned).
+ */
+#define REPLY_STACK 16384
+#define REPLY_MAX ((size_t)64 * 1024 * 1024 + 8192)   /* nats-server's largest max_payload, and a line */
+
+static double
+mono_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* the reply of read_reply for the n bytes at buf, whose first frame is fr (kind) */
+static PyObject *
+reply_result(const unsigned char *buf, size_t n, int kind, const natscodec_frame *fr,
+             long long sid, const char *reply, Py_ssize_t rl)
+{
+    if (kind != NATSCODEC_MSG || fr->next != n || fr->sid != sid || fr->subject_len != (size_t)rl
+        || memcmp(buf + fr->subject, reply, (size_t)rl) != 0)
+        return PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)n);
+    PyObject *o_reply = fr->reply_len ? ascii_str(buf + fr->reply, (Py_ssize_t)fr->reply_len) : Py_NewRef(Py_None);
+    const char *p = (const char *)buf + fr->payload;
+    PyObject *o_hdr, *o_payload;
+    if (fr->hsize > 0) {
+        o_hdr = PyBytes_FromStringAndSize(p, (Py_ssize_t)fr->hsize);
+        o_payload = PyBytes_FromStringAndSize(p + fr->hsize, (Py_ssize_t)(fr->size - fr->hsize));
+    } else {
+        o_hdr = Py_NewRef(Py_None);
+        o_payload = PyBytes_FromStringAndSize(p, (Py_ssize_t)fr->size);
+    }
+    PyObject *o_n = PyLong_FromSize_t(n);
+    PyObject *out = (o_reply && o_hdr && o_payload && o_n) ? PyTuple_New(4) : NULL;
+    if (out == NULL) {
+        Py_XDECREF(o_reply); Py_XDECREF(o_hdr); Py_XDECREF(o_payload); Py_XDECREF(o_n);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, o_reply);
+    PyTuple_SET_ITEM(out, 1, o_hdr);
+    PyTuple_SET_ITEM(out, 2, o_payload);
+    PyTuple_SET_ITEM(out, 3, o_n);
+    return out;
+}
+
+/* how many bytes the frame begun at buf[0:n) needs in all (kind: its scan);
+ * 0 when reading on is not read_reply's to do */
+static size_t
+reply_need(size_t n, int kind, const natscodec_frame *fr)
+{
+    if (kind == NATSCODEC_NEED_LINE)
+        return n <= 4096 ? n + 1 : 0;     /* (protocol.MAX_CONTROL_LINE) */
+    if (kind == NATSCODEC_NEED_PAYLOAD && (size_t)fr->size <= REPLY_MAX - fr->payload - 2)
+        return fr->payload + (size_t)fr->size + 2;
+    return 0;
+}
+
+static PyObject *
+read_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyLong_Check(args[1]) || !PyUnicode_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "read_reply(fd: int, sid: int, reply: str, budget: float)");
+        return NULL;
+    }
+    int fd = PyObject_AsFileDescriptor(args[0]);
+    long long sid = PyLong_AsLongLong(args[1]);
+    double budget = PyFloat_AsDouble(args[3]);
+    Py_ssize_t rl;
+    const char *reply = PyUnicode_AsUTF8AndSize(args[2], &rl);
+    if (fd < 0 || (sid == -1 && PyErr_Occurred()) || (budget == -1.0 && PyErr_Occurred()) || reply == NULL)
+        return NULL;
+    unsigned char stack[REPLY_STACK], *buf = stack;
+    size_t cap = sizeof stack, n = 0;
+    double start = mono_seconds();
+    PyObject *out = NULL;
+    for (;;) {
+        ssize_t r;
+        int err;
+        Py_BEGIN_ALLOW_THREADS
+        r = recv(fd, buf + n, cap - n, 0);
+        err = errno;
+        Py_END_ALLOW_THREADS
+        if (r < 0 && err == EINTR && n == 0) {
+            if (PyErr_CheckSignals() < 0)
+                break;
+            continue;
+        }
+        if (r <= 0) {
+            if (n > 0)
+                out = PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)n);
+            else if (r == 0)
+                out = PyBytes_FromStringAndSize(NULL, 0);
+            else if (err == EAGAIN || err == EWOULDBLOCK)
+                out = Py_NewRef(Py_None);
+            else
+                out = PyUnicode_FromFormat("[Errno %d] %s", err, strerror(err));
+            break;
+        }
+        n += (size_t)r;
+        natscodec_frame fr;
+        int kind = natscodec_scan(buf, 0, n, SCAN_MAX_SIZE, &fr);
+        size_t need = reply_need(n, kind, &fr);
+        if (need == 0) {
+            out = reply_result(buf, n, kind, &fr, sid, reply, rl);
+            break;
+        }
+        if (mono_seconds() - start > budget) {
+            out = PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)n);
+            break;
+        }
+        if (need > cap) {   /* room for the whole frame */
+            unsigned char *bigger = buf == stack ? malloc(need) : realloc(buf, need);
+            if (bigger == NULL) {   /* the engine takes what came */
+                out = PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)n);
+                break;
+            }
+            if (buf == stack)
+                memcpy(bigger, stack, n);
+            buf = bigger;
+            cap = need;
+        }
+    }
+    if (buf != stack)
+        free(buf);
+    return out;
+}
+#endif
+
+/*
+ * RecordMaker(cls, fields): a callable that makes an instance of cls from
+ * len(fields) arguments, each stored in the slot of that name, running no
+ * Python code: what cls(*args) makes when its __init__ only stores its
+ * arguments, as the engine's records' do (Msg, Request: records.py).  The
+ * engine makes it only for such a class (the check is the caller's);
+ * ValueError when fields are not exactly the object slots of cls and its
+ * bases, or cls has a __dict__ or is not allocated by tp_alloc.  ``cls``
+ * is an attribute.  The made objects are complete: every slot set.
+ */
+#define MAKER_MAX 16
+
+typedef struct {
+    PyObject_HEAD
+    PyTypeObject *cls;
+    Py_ssize_t n;
+    Py_ssize_t off[MAKER_MAX];
+    vectorcallfunc vectorcall;
+} MakerObject;
+
+/* the object slots (T_OBJECT_EX members) cls and its bases declare: how many */
+static Py_ssize_t
+count_slots(PyTypeObject *cls)
+{
+    Py_ssize_t count = 0;
+    PyObject *mro = cls->tp_mro;
+    for (Py_ssize_t i = 0; mro != NULL && i < PyTuple_GET_SIZE(mro); i++) {
+        PyObject *d = ((PyTypeObject *)PyTuple_GET_ITEM(mro, i))->tp_dict, *k, *v;
+        Py_ssize_t pos = 0;
+        while (d != NULL && PyDict_Next(d, &pos, &k, &v)) {
+            if (Py_IS_TYPE(v, &PyMemberDescr_Type)
+                && ((PyMemberDescrObject *)v)->d_member->type == Py_T_OBJECT_EX)
+                count++;
+        }
+    }
+    return count;
+}
+
+static PyObject *
+maker_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    MakerObject *mk = (MakerObject *)self;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (n != mk->n || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)) {
+        PyErr_Format(PyExc_TypeError, "%s maker takes %zd positional arguments", mk->cls->tp_name, mk->n);
+        return NULL;
+    }
+    PyObject *o = mk->cls->tp_alloc(mk->cls, 0);
+    if (o == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < n; k++)
+        *(PyObject **)((char *)o + mk->off[k]) = Py_NewRef(args[k]);
+    return o;
+}
+
+static PyObject *
+maker_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    PyObject *cls, *fields;
+    if (!PyArg_ParseTuple(args, "O!O!:RecordMaker", &PyType_Type, &cls, &PyTuple_Type, &fields))
+        return NULL;
+    PyTypeObject *t = (PyTypeObject *)cls;
+    Py_ssize_t n = PyTuple_GET_SIZE(fields);
+    if (n > MAKER_MAX || t->tp_dictoffset != 0 || t->tp_alloc == NULL || count_slots(t) != n) {
+        PyErr_Format(PyExc_ValueError, "%s: not a record of %zd slots", t->tp_name, n);
+        return NULL;
+    }
+    MakerObject *mk = (MakerObject *)type->tp_alloc(type, 0);
+    if (mk == NULL)
+        return NULL;
+    mk->cls = (PyTypeObject *)Py_NewRef(cls);
+    mk->n = n;
+    mk->vectorcall = maker_call;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *d = PyObject_GetAttr(cls, PyTuple_GET_ITEM(fields, k));
+        int ok = d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type);
+        if (ok) {
+            PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+            ok = m->type == Py_T_OBJECT_EX && !(m->flags & Py_READONLY) && m->offset > 0
+                 && m->offset + (Py_ssize_t)sizeof(PyObject *) <= t->tp_basicsize
+                 && PyType_IsSubtype(t, ((PyMemberDescrObject *)d)->d_common.d_type);
+            mk->off[k] = m->offset;
+            for (Py_ssize_t j = 0; ok && j < k; j++)
+                ok = mk->off[j] != m->offset;
+        }
+        Py_XDECREF(d);
+        if (!ok) {
+            Py_DECREF(mk);
+            if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_ValueError, "%s: %R is not one of its slots", t->tp_name,
+                             PyTuple_GET_ITEM(fields, k));
+            }
+            return NULL;
+        }
+    }
+    return (PyObject *)mk;
+}
+
+static void
+maker_dealloc(MakerObject *mk)
+{
+    Py_XDECREF(mk->cls);
+    Py_TYPE(mk)->tp_free((PyObject *)mk);
+}
+
+static PyMemberDef maker_members[] = {
+    {"cls", T_OBJECT, offsetof(MakerObject, cls), READONLY, "the class it makes"},
+    {NULL}
+};
+
+static PyTypeObject MakerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tclnats_py._natsproto.RecordMaker",
+    .tp_basicsize = sizeof(MakerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "RecordMaker(cls, fields): cls's instances from one argument per slot, no Python code run.",
+    .tp_vectorcall_offset = offsetof(MakerObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_members = maker_members,
+    .tp_new = maker_new,
+    .tp_dealloc = (destructor)maker_dealloc,
+};
+
 /*
  * SpinPolicy: natscodec's spin back-off (natscodec.h), the asyncio face's
  * (aio/spin.py) as it is the Tcl face's (tclcross_wait.c await_var).
@@ -1193,6 +1471,11 @@ static PyMethodDef methods[] = {
      " -> (pos, seqs, done): a batch direct get's plain replies into columns (engine/js/columns.py)"},
     {"encode_pub", (PyCFunction)(void (*)(void))encode_pub, METH_FASTCALL,
      "encode_pub(subject, reply, payload[, header]) -> protocol.encode_pub's frame, from the C framer"},
+#ifndef _WIN32
+    {"read_reply", (PyCFunction)(void (*)(void))read_reply, METH_FASTCALL,
+     "read_reply(fd, sid, reply, budget) -> (reply_to, header, payload, n) when what came is exactly the"
+     " reply on sid to subject reply; else the bytes read, b'' (end of stream), None (nothing) or str (error)"},
+#endif
     {"ws_frame", ws_frame, METH_O,
      "ws_frame(data) -> data in one binary WebSocket frame, masked with a key from os.urandom"},
     {"setup", setup, METH_VARARGS, "setup(msg_tag, ping_op, pong_op, ok_op): the Python parser's tag objects"},
@@ -1207,7 +1490,8 @@ static struct PyModuleDef moddef = {
 PyMODINIT_FUNC
 PyInit__natsproto(void)
 {
-    if (PyType_Ready(&DoneType) < 0 || PyType_Ready(&SpinType) < 0 || PyType_Ready(&WsReaderType) < 0)
+    if (PyType_Ready(&DoneType) < 0 || PyType_Ready(&SpinType) < 0 || PyType_Ready(&WsReaderType) < 0
+        || PyType_Ready(&MakerType) < 0)
         return NULL;
     static const char *names[5] = {"subject", "data", "reply", "headers", "sid"};
     for (int k = 0; k < 5; k++) {
@@ -1222,6 +1506,7 @@ PyInit__natsproto(void)
 #endif
     if (PyModule_AddObjectRef(m, "Done", (PyObject *)&DoneType) < 0
         || PyModule_AddObjectRef(m, "SpinPolicy", (PyObject *)&SpinType) < 0
+        || PyModule_AddObjectRef(m, "RecordMaker", (PyObject *)&MakerType) < 0
         || PyModule_AddObjectRef(m, "WsReader", (PyObject *)&WsReaderType) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -388,24 +388,27 @@ class Registry(Outbound):
                 self._ping_done(p, result)
 
     # ------------------------------------------------------------------ delivery
+    def _msg_headers(self, hdr: bytes):
+        """The headers of a received message from its header block, made
+        ``headers_class``; a bad block is an async error and None (the body
+        is still delivered, like nats.go processMsg)."""
+        try:
+            # the compiled parser of the plain block (None: anything else)
+            headers = P.headers(hdr) if P.headers is not None else None
+            if headers is None:
+                headers = parse_headers(hdr)
+            return headers if self.headers_class is None else self.headers_class(headers)
+        except NatsError as e:
+            self._async_error(e.code, str(e))
+            return None
+
     def _on_msg(self, op) -> None:
         _, subject, sid, reply, hdr, payload = op
         self.stats["in_msgs"] += 1
         sub = self.subs.get(sid)
         if sub is None:
             return  # unsubscribed while messages were in flight
-        headers = None
-        if hdr is not None:
-            try:
-                # the compiled parser of the plain block (None: anything else)
-                headers = P.headers(hdr) if P.headers is not None else None
-                if headers is None:
-                    headers = parse_headers(hdr)
-                if self.headers_class is not None:
-                    headers = self.headers_class(headers)
-            except NatsError as e:
-                # the body is still delivered (like nats.go processMsg)
-                self._async_error(e.code, str(e))
+        headers = None if hdr is None else self._msg_headers(hdr)
         msg = self.msg_class(subject, payload, reply, headers, sid)
         sub.received += 1
         gone = False
