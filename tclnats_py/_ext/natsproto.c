@@ -19,7 +19,7 @@
  * read_reply: the blocking face's read of a request's reply (its round
  * trip's fast path), natscodec_scan telling the reply from anything else;
  * RecordMaker: the engine's records (Msg, Request) made without running
- * their __init__ in Python.
+ * their __init__ in Python; plain_ack: a JetStream publish's plain ack.
  *
  * setup(msg_tag, ping_op, pong_op, ok_op) hands over the objects the Python
  * parser uses for the tags, so that ops are identical (``op[0] is MSG``).
@@ -1022,6 +1022,109 @@ read_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 #endif
 
 /*
+ * plain_ack(data) -> dict or None: the PubAck of a JetStream publish's plain
+ * success reply, what engine/js/publish.py's _PLAIN_ACK pattern takes and
+ * parse_ack_fast makes of it -- {"stream":"S",["domain":"D",]"seq":N[,
+ * "duplicate":true]} exactly so (the stream at least one byte, neither
+ * holds a quote or a backslash, the seq decimal digits): {"stream": S,
+ * "seq": N[, "domain": D][, "duplicate": True]}, the names decoded as UTF-8
+ * (UnicodeDecodeError as bytes.decode()).  None for anything else: the
+ * caller's general path (json) decides.
+ */
+static int
+ack_lit(const unsigned char **p, const unsigned char *end, const char *lit)
+{
+    size_t n = strlen(lit);
+    if ((size_t)(end - *p) < n || memcmp(*p, lit, n) != 0)
+        return 0;
+    *p += n;
+    return 1;
+}
+
+/* a JSON string's content without quote or backslash, up to its closing quote (consumed) */
+static int
+ack_str(const unsigned char **p, const unsigned char *end, const unsigned char **s, size_t *len)
+{
+    const unsigned char *q = *p;
+    while (q < end && *q != '"' && *q != '\\')
+        q++;
+    if (q >= end || *q != '"')
+        return 0;
+    *s = *p;
+    *len = (size_t)(q - *p);
+    *p = q + 1;
+    return 1;
+}
+
+static PyObject *ack_keys[4];   /* stream seq domain duplicate, interned at import */
+
+static PyObject *
+plain_ack(PyObject *self, PyObject *arg)
+{
+    if (!PyBytes_Check(arg))
+        Py_RETURN_NONE;
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(arg), *end = p + PyBytes_GET_SIZE(arg);
+    const unsigned char *stream, *domain = NULL, *seq;
+    size_t sl, dl = 0;
+    int dup = 0;
+    if (!ack_lit(&p, end, "{\"stream\":\"") || !ack_str(&p, end, &stream, &sl) || sl == 0 || !ack_lit(&p, end, ","))
+        Py_RETURN_NONE;
+    if (ack_lit(&p, end, "\"domain\":\"") && (!ack_str(&p, end, &domain, &dl) || !ack_lit(&p, end, ",")))
+        Py_RETURN_NONE;
+    if (!ack_lit(&p, end, "\"seq\":"))
+        Py_RETURN_NONE;
+    seq = p;
+    while (p < end && *p >= '0' && *p <= '9')
+        p++;
+    if (p == seq)
+        Py_RETURN_NONE;
+    const unsigned char *seq_end = p;
+    if (ack_lit(&p, end, ",\"duplicate\":")) {
+        ack_lit(&p, end, " ");
+        if (!ack_lit(&p, end, "true"))
+            Py_RETURN_NONE;
+        dup = 1;
+    }
+    if (!ack_lit(&p, end, "}") || p != end)
+        Py_RETURN_NONE;
+    PyObject *ack = PyDict_New(), *v = NULL;
+    if (ack == NULL)
+        return NULL;
+    if ((v = PyUnicode_DecodeUTF8((const char *)stream, (Py_ssize_t)sl, NULL)) == NULL
+        || PyDict_SetItem(ack, ack_keys[0], v) < 0)
+        goto fail;
+    Py_DECREF(v);
+    if (seq_end - seq <= 18) {
+        long long n = 0;
+        for (const unsigned char *d = seq; d < seq_end; d++)
+            n = n * 10 + (*d - '0');
+        v = PyLong_FromLongLong(n);
+    } else {
+        PyObject *text = PyUnicode_FromStringAndSize((const char *)seq, seq_end - seq);
+        v = text == NULL ? NULL : PyLong_FromUnicodeObject(text, 10);
+        Py_XDECREF(text);
+    }
+    if (v == NULL || PyDict_SetItem(ack, ack_keys[1], v) < 0)
+        goto fail;
+    Py_DECREF(v);
+    v = NULL;
+    if (domain != NULL) {
+        if ((v = PyUnicode_DecodeUTF8((const char *)domain, (Py_ssize_t)dl, NULL)) == NULL
+            || PyDict_SetItem(ack, ack_keys[2], v) < 0)
+            goto fail;
+        Py_DECREF(v);
+        v = NULL;
+    }
+    if (dup && PyDict_SetItem(ack, ack_keys[3], Py_True) < 0)
+        goto fail;
+    return ack;
+fail:
+    Py_XDECREF(v);
+    Py_DECREF(ack);
+    return NULL;
+}
+
+/*
  * RecordMaker(cls, fields): a callable that makes an instance of cls from
  * len(fields) arguments, each stored in the slot of that name, running no
  * Python code: what cls(*args) makes when its __init__ only stores its
@@ -1476,6 +1579,8 @@ static PyMethodDef methods[] = {
      "read_reply(fd, sid, reply, budget) -> (reply_to, header, payload, n) when what came is exactly the"
      " reply on sid to subject reply; else the bytes read, b'' (end of stream), None (nothing) or str (error)"},
 #endif
+    {"plain_ack", plain_ack, METH_O,
+     "plain_ack(data) -> the PubAck dict of a plain publish ack (parse_ack_fast's), else None"},
     {"ws_frame", ws_frame, METH_O,
      "ws_frame(data) -> data in one binary WebSocket frame, masked with a key from os.urandom"},
     {"setup", setup, METH_VARARGS, "setup(msg_tag, ping_op, pong_op, ok_op): the Python parser's tag objects"},
@@ -1496,6 +1601,11 @@ PyInit__natsproto(void)
     static const char *names[5] = {"subject", "data", "reply", "headers", "sid"};
     for (int k = 0; k < 5; k++) {
         if (slot_names[k] == NULL && (slot_names[k] = PyUnicode_InternFromString(names[k])) == NULL)
+            return NULL;
+    }
+    static const char *ack_names[4] = {"stream", "seq", "domain", "duplicate"};
+    for (int k = 0; k < 4; k++) {
+        if (ack_keys[k] == NULL && (ack_keys[k] = PyUnicode_InternFromString(ack_names[k])) == NULL)
             return NULL;
     }
     PyObject *m = PyModule_Create(&moddef);

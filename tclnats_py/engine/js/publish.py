@@ -18,6 +18,7 @@ import json
 from tclnats_py.errors import NatsError, error_class, make_error
 from tclnats_py.engine.js.api import Publish, Request, check_js_error
 from tclnats_py.engine.subjects import valid_wildcard_subject
+from tclnats_py.engine.protocol import compiled
 
 __all__ = ["publish_headers", "parse_ack", "ack_error_dict", "publish", "AsyncPublisher", "stalled", "STALL_WAIT_MS",
            "MSG_ID", "EXPECTED_STREAM", "EXPECTED_LAST_SEQ", "EXPECTED_LAST_SUBJECT_SEQ", "EXPECTED_LAST_MSG_ID",
@@ -130,12 +131,18 @@ def parse_ack(msg) -> dict:
 # [domain,] seq[, duplicate].  Anything else (errors, other fields, other
 # spacing) goes through json in parse_ack.
 _PLAIN_ACK = re.compile(rb'\{"stream":"([^"\\]+)",(?:"domain":"([^"\\]*)",)?"seq":(\d+)(,"duplicate": ?true)?\}')
+# plain_ack(data): the dict parse_ack_fast makes of a reply _PLAIN_ACK matches,
+# else None (natsproto.c; None when not compiled)
+_plain_ack = compiled("plain_ack")
 
 
 def parse_ack_fast(msg) -> dict:
     """:func:`parse_ack` without json for the plain success reply (the
     common case when publishing fast); the same result and errors."""
     if msg.headers is None:
+        if _plain_ack is not None:  # the compiled reading of _PLAIN_ACK's replies
+            ack = _plain_ack(msg.data)
+            return parse_ack(msg) if ack is None else ack
         m = _PLAIN_ACK.fullmatch(msg.data)
         if m is not None:
             stream, domain, seq, dup = m.groups()
