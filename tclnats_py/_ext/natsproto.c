@@ -19,7 +19,8 @@
  * read_reply: the blocking face's read of a request's reply (its round
  * trip's fast path), natscodec_scan telling the reply from anything else;
  * RecordMaker: the engine's records (Msg, Request) made without running
- * their __init__ in Python; plain_ack: a JetStream publish's plain ack.
+ * their __init__ in Python; plain_ack: a JetStream publish's plain ack;
+ * iso_ms: a message's time stamp in ms (engine/js/api.py iso_to_ms).
  *
  * setup(msg_tag, ping_op, pong_op, ok_op) hands over the objects the Python
  * parser uses for the tags, so that ops are identical (``op[0] is MSG``).
@@ -28,6 +29,7 @@
 #include <Python.h>
 #include <string.h>
 #include <limits.h>
+#include <math.h>          /* iso_ms: round, fabs */
 #include <structmember.h>  /* PyMemberDef (take_msgs, SpinPolicy) */
 #ifndef _WIN32
 #include <pthread.h>       /* pthread_atfork: the mask keys of a forked child */
@@ -52,7 +54,7 @@ static PyObject *MSG_TAG = NULL, *PING_OP = NULL, *PONG_OP = NULL, *OK_OP = NULL
 static PyObject *
 ascii_str(const unsigned char *p, Py_ssize_t len)
 {
-    /* natscodec_scan guaranteed printable ASCII */
+    /* ASCII, as the callers checked (natscodec_scan's fields, a header block's lines) */
     PyObject *s = PyUnicode_New(len, 127);
     if (s == NULL)
         return NULL;
@@ -330,6 +332,27 @@ take_msgs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * skipped).  None for anything else (a status, other bytes, a lone CR or
  * LF): the caller parses it in Python.
  */
+/* header names the server and the clients send often, made once (interned:
+ * their hash kept) instead of decoded and hashed in every block */
+static const char *const known_names[] = {
+    "Nats-Stream", "Nats-Subject", "Nats-Sequence", "Nats-Time-Stamp", "Nats-Last-Sequence",
+    "Nats-Num-Pending", "Nats-Msg-Id", "KV-Operation", "Nats-Rollup", "Nats-TTL", "Nats-Marker-Reason",
+    "Nats-Expected-Last-Subject-Sequence", "Nats-Pending-Messages", "Nats-Pending-Bytes",
+};
+#define N_KNOWN ((int)(sizeof known_names / sizeof known_names[0]))
+static PyObject *known_keys[N_KNOWN];
+
+/* the key p[0:n) as a str: a known name's object, else decoded */
+static PyObject *
+header_key(const unsigned char *p, Py_ssize_t n)
+{
+    for (int k = 0; k < N_KNOWN && known_keys[k] != NULL; k++) {
+        if (PyUnicode_GET_LENGTH(known_keys[k]) == n && memcmp(PyUnicode_DATA(known_keys[k]), p, (size_t)n) == 0)
+            return Py_NewRef(known_keys[k]);
+    }
+    return ascii_str(p, n);
+}
+
 static int
 hspace(unsigned char c)
 {
@@ -375,8 +398,8 @@ headers(PyObject *self, PyObject *arg)
             while (ve > vs && hspace(p[ve - 1]))
                 ve--;
             if (ke > ks) {
-                PyObject *k = PyUnicode_DecodeASCII((const char *)p + ks, ke - ks, NULL);
-                PyObject *v = k ? PyUnicode_DecodeASCII((const char *)p + vs, ve - vs, NULL) : NULL;
+                PyObject *k = header_key(p + ks, ke - ks);
+                PyObject *v = k ? ascii_str(p + vs, ve - vs) : NULL;  /* (ASCII: checked above) */
                 if (v == NULL) { Py_XDECREF(k); goto error; }
                 PyObject *lst = PyDict_GetItemWithError(d, k);   /* borrowed */
                 int rc;
@@ -1125,6 +1148,65 @@ fail:
 }
 
 /*
+ * iso_ms(ts) -> int or None: engine/js/api.py iso_to_ms for the server's
+ * form of a time, "YYYY-MM-DDTHH:MM:SS.F...Z" in ASCII with 1 to 15
+ * fraction digits and fields in iso_to_ms's ranges (a year from 1): ms since the epoch,
+ * the fraction rounded as round(int(F) / 10 ** len(F) * 1000) rounds it.
+ * None for anything else (iso_to_ms's own path decides).
+ */
+static long long
+days_from_civil(long long y, unsigned m, unsigned d)
+{
+    /* days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's) */
+    y -= m <= 2;
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (long long)doe - 719468;
+}
+
+static int
+iso_digits(const char *p, int n, long long *v)
+{
+    long long x = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+        x = x * 10 + (p[i] - '0');
+    }
+    *v = x;
+    return 1;
+}
+
+static PyObject *
+iso_ms(PyObject *self, PyObject *arg)
+{
+    if (!PyUnicode_Check(arg) || !PyUnicode_IS_ASCII(arg))
+        Py_RETURN_NONE;
+    const char *s = (const char *)PyUnicode_DATA(arg);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
+    long long y, mo, d, h, mi, sec, frac;
+    int fl = (int)(n - 21);
+    if (n < 22 || fl > 15 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':'
+        || s[19] != '.' || s[n - 1] != 'Z'
+        || !iso_digits(s, 4, &y) || !iso_digits(s + 5, 2, &mo) || !iso_digits(s + 8, 2, &d)
+        || !iso_digits(s + 11, 2, &h) || !iso_digits(s + 14, 2, &mi) || !iso_digits(s + 17, 2, &sec)
+        || !iso_digits(s + 20, fl, &frac)
+        || y < 1 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+        Py_RETURN_NONE;
+    long long secs = ((days_from_civil(y, (unsigned)mo, 1) + d - 1) * 24 + h) * 3600 + mi * 60 + sec;
+    double p10 = 1.0;
+    for (int i = 0; i < fl; i++)
+        p10 *= 10.0;
+    double x = (double)frac / p10 * 1000.0;
+    double r = round(x);   /* Python's round(): halves to even */
+    if (fabs(x - r) == 0.5)
+        r = 2.0 * round(x / 2.0);
+    return PyLong_FromLongLong(secs * 1000 + (long long)r);
+}
+
+/*
  * RecordMaker(cls, fields): a callable that makes an instance of cls from
  * len(fields) arguments, each stored in the slot of that name, running no
  * Python code: what cls(*args) makes when its __init__ only stores its
@@ -1579,6 +1661,8 @@ static PyMethodDef methods[] = {
      "read_reply(fd, sid, reply, budget) -> (reply_to, header, payload, n) when what came is exactly the"
      " reply on sid to subject reply; else the bytes read, b'' (end of stream), None (nothing) or str (error)"},
 #endif
+    {"iso_ms", iso_ms, METH_O,
+     "iso_ms(ts) -> iso_to_ms(ts) for the server's form of a time (UTC, a fraction), else None"},
     {"plain_ack", plain_ack, METH_O,
      "plain_ack(data) -> the PubAck dict of a plain publish ack (parse_ack_fast's), else None"},
     {"ws_frame", ws_frame, METH_O,
@@ -1601,6 +1685,10 @@ PyInit__natsproto(void)
     static const char *names[5] = {"subject", "data", "reply", "headers", "sid"};
     for (int k = 0; k < 5; k++) {
         if (slot_names[k] == NULL && (slot_names[k] = PyUnicode_InternFromString(names[k])) == NULL)
+            return NULL;
+    }
+    for (int k = 0; k < N_KNOWN; k++) {
+        if (known_keys[k] == NULL && (known_keys[k] = PyUnicode_InternFromString(known_names[k])) == NULL)
             return NULL;
     }
     static const char *ack_names[4] = {"stream", "seq", "domain", "duplicate"};

@@ -58,15 +58,25 @@ def check_bucket(bucket) -> str:
     return bucket
 
 
+# keys check_key passed lately (exact str): the next gets and puts of a key skip the pattern
+_GOOD_KEYS: set = set()
+
+
 def check_key(key) -> str:
     """A key: a str of letters, digits and ``- / _ = .``, not starting or
     ending with a dot, no empty token (``a..b``), not starting with ``_kv``
     (nats-tcl's CheckKeyName, plus the empty token the server would refuse)."""
+    if key.__class__ is str and key in _GOOD_KEYS:
+        return key
     if not isinstance(key, str):
         raise make_error("ErrInvalidArg", f"Invalid key name {key!r}: a str expected")
     k = key
     if k.startswith(".") or k.endswith(".") or k.startswith("_kv") or not _KEY.fullmatch(k) or ".." in k:
         raise make_error("ErrInvalidArg", f"Invalid key name {key}")
+    if k.__class__ is str:
+        if len(_GOOD_KEYS) >= 4096:
+            _GOOD_KEYS.clear()
+        _GOOD_KEYS.add(k)
     return k
 
 
@@ -103,11 +113,14 @@ def mirror_bucket(mirror_stream: str) -> str:
 def operation_of(headers) -> str:
     """PUT, DEL or PURGE; limit markers (ADR-48) count as PURGE/DEL."""
     if headers:
-        get = headers.get if not isinstance(headers, dict) else lambda k: dict.get(headers, k)
-        op = get(KV_OPERATION)
+        if isinstance(headers, dict):  # the stored lists, also of a Headers
+            op = dict.get(headers, KV_OPERATION)
+            reason = None if op else dict.get(headers, MARKER_REASON)
+        else:
+            op = headers.get(KV_OPERATION)
+            reason = None if op else headers.get(MARKER_REASON)
         if op:
             return op[0]
-        reason = get(MARKER_REASON)
         if reason:
             return DEL if reason[0] == "Remove" else PURGE
     return PUT
