@@ -674,7 +674,9 @@ class Engine(Registry):
         req.msg = msg = make(req.reply, payload, reply, headers, mux.sid)
         req.done = True
         del self.requests[req.id]
-        return "no_responders" if headers and msg.no_responders else "msg"
+        if headers is None or (isinstance(headers, dict) and not dict.__contains__(headers, "Status")):
+            return "msg"  # (msg.status's lookups only for a status)
+        return "no_responders" if msg.no_responders else "msg"
 
     def _msg_maker(self):
         """What makes a message of ``msg_class`` from Msg's arguments: the

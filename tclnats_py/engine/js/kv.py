@@ -302,6 +302,8 @@ class Bucket:
         self.bucket = bucket
         self.stream = stream_name(bucket)
         self._direct_checked: str | None = None  # the stream direct_get_request checked
+        self._direct_gets: dict[str, Request] = {}  # subject -> the direct get of its last message
+        self._put_subjects: dict[str, str] = {}     # key -> write_subject(key)
         self.config = stream_config
         self.read_prefix = f"$KV.{bucket}"
         self.write_prefix = self.read_prefix
@@ -358,9 +360,14 @@ class Bucket:
         stream = self.stream
         if stream is not self._direct_checked:  # direct_get_request's checks, the stream's once
             return self._first_direct_request(subject)
-        if not valid_wildcard_subject(subject):
-            raise make_error("ErrBadSubject", f"Invalid subject {subject}")
-        return Request(f"{self.api.prefix}.DIRECT.GET.{stream}.{subject}")
+        req = self._direct_gets.get(subject)
+        if req is None:  # (a step is not changed by who runs it: one per subject serves every get)
+            if not valid_wildcard_subject(subject):
+                raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+            if len(self._direct_gets) >= 4096:
+                self._direct_gets.clear()
+            req = self._direct_gets[subject] = Request(f"{self.api.prefix}.DIRECT.GET.{stream}.{subject}")
+        return req
 
     def _first_direct_request(self, subject: str) -> Request:
         req = self.api.direct_get_request(self.stream, last_by_subj=subject)
@@ -373,12 +380,14 @@ class Bucket:
             return make_error("ErrKeyNotFound", f"Key {key} not found in bucket {self.bucket}")
         return _not_found(e, self.bucket)
 
-    def _stored_entry(self, key: str, subject: str, revision: int | None, msg) -> "Entry":
+    def _stored_entry(self, key: str, subject: str | None, revision: int | None, msg,
+                      cls: type | None = None) -> "Entry":
+        """The entry of ``msg``, read for ``key`` (at ``revision``: from ``subject``)."""
         if revision and msg.subject != subject:
             raise make_error("ErrKeyNotFound", f"Expected {subject}, got {msg.subject}")
         op = operation_of(msg.headers)
-        return Entry(self.bucket, key, msg.data, msg.seq, iso_to_ms(msg.time), op, 0,
-                     None if op == PUT else marker_reason(msg.headers))
+        return (cls or Entry)(self.bucket, key, msg.data, msg.seq, iso_to_ms(msg.time), op, 0,
+                              None if op == PUT else marker_reason(msg.headers))
 
     def _check_get(self, key: str, revision) -> None:
         check_key(key)
@@ -413,14 +422,15 @@ class Bucket:
             return None
         return self._direct_request(self.read_subject(key), revision)
 
-    def get_result(self, key: str, revision: int | None, reply) -> "Entry":
+    def get_result(self, key: str, revision: int | None, reply, cls: type | None = None) -> "Entry":
         """:meth:`get`'s result from the reply to :meth:`get_request`'s
-        request (or its error)."""
+        request (or its error); ``cls``: a face's subclass of :class:`Entry`
+        (its constructor's) to make it."""
         try:
             msg = stored_from_direct(reply, self.stream)
         except NatsError as e:
             raise self.get_error(key, e) from None
-        return self._live(self._stored_entry(key, self.read_subject(key), revision, msg))
+        return self._live(self._stored_entry(key, self.read_subject(key) if revision else None, revision, msg, cls))
 
     def get_many_batches(self, keys) -> list:
         """The multi-last direct gets (ADR-31) that read the latest entries of
@@ -451,7 +461,12 @@ class Bucket:
             value = b""
         elif not isinstance(value, (bytes, bytearray, memoryview)):
             raise make_error("ErrInvalidArg", f"Invalid value of type {type(value).__name__}: bytes or str expected")
-        return Request(self.write_subject(key), value if value.__class__ is bytes else bytes(value), headers)
+        subject = self._put_subjects.get(key)
+        if subject is None:
+            if len(self._put_subjects) >= 4096:
+                self._put_subjects.clear()
+            subject = self._put_subjects[key] = self.write_subject(key)
+        return Request(subject, value if value.__class__ is bytes else bytes(value), headers)
 
     def put_result(self, reply) -> dict:
         """The PubAck (a dict) of a put from the reply to its request (or
