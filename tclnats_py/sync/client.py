@@ -388,7 +388,9 @@ class Client(ClientState):
         io = self._io
         eng = self._engine
         box: list = []
-        with io.lock:
+        lock = io.lock
+        lock.acquire()  # (not a with block: its special lookups cost each request)
+        try:
             if check_subject and subject not in self._req_subjects:
                 if not eng.check_subject(subject):
                     raise make_error("ErrBadSubject", f"Invalid subject {subject}")
@@ -411,6 +413,8 @@ class Client(ClientState):
                 io._run(True)
                 io.write_now()
                 outcome = io.await_request(req, ms / 1000)
+        finally:
+            lock.release()
         if outcome == "msg":
             return req.msg
         raise request_error(outcome, subject)
