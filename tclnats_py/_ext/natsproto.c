@@ -1045,14 +1045,14 @@ read_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 #endif
 
 /*
- * plain_ack(data) -> dict or None: the PubAck of a JetStream publish's plain
+ * plain_ack(data[, cls]) -> dict or None: the PubAck of a JetStream publish's plain
  * success reply, what engine/js/publish.py's _PLAIN_ACK pattern takes and
  * parse_ack_fast makes of it -- {"stream":"S",["domain":"D",]"seq":N[,
  * "duplicate":true]} exactly so (the stream at least one byte, neither
  * holds a quote or a backslash, the seq decimal digits): {"stream": S,
  * "seq": N[, "domain": D][, "duplicate": True]}, the names decoded as UTF-8
- * (UnicodeDecodeError as bytes.decode()).  None for anything else: the
- * caller's general path (json) decides.
+ * (UnicodeDecodeError as bytes.decode()), made cls() (a dict subclass; default
+ * dict).  None for anything else: the caller's general path (json) decides.
  */
 static int
 ack_lit(const unsigned char **p, const unsigned char *end, const char *lit)
@@ -1082,8 +1082,14 @@ ack_str(const unsigned char **p, const unsigned char *end, const unsigned char *
 static PyObject *ack_keys[4];   /* stream seq domain duplicate, interned at import */
 
 static PyObject *
-plain_ack(PyObject *self, PyObject *arg)
+plain_ack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "plain_ack(data[, cls])");
+        return NULL;
+    }
+    PyObject *arg = args[0];
+    PyObject *cls = nargs == 2 && args[1] != (PyObject *)&PyDict_Type ? args[1] : NULL;
     if (!PyBytes_Check(arg))
         Py_RETURN_NONE;
     const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(arg), *end = p + PyBytes_GET_SIZE(arg);
@@ -1110,9 +1116,14 @@ plain_ack(PyObject *self, PyObject *arg)
     }
     if (!ack_lit(&p, end, "}") || p != end)
         Py_RETURN_NONE;
-    PyObject *ack = PyDict_New(), *v = NULL;
+    PyObject *ack = cls == NULL ? PyDict_New() : PyObject_CallNoArgs(cls), *v = NULL;
     if (ack == NULL)
         return NULL;
+    if (!PyDict_Check(ack)) {
+        Py_DECREF(ack);
+        PyErr_SetString(PyExc_TypeError, "plain_ack: cls must make a dict");
+        return NULL;
+    }
     if ((v = PyUnicode_DecodeUTF8((const char *)stream, (Py_ssize_t)sl, NULL)) == NULL
         || PyDict_SetItem(ack, ack_keys[0], v) < 0)
         goto fail;
@@ -1663,8 +1674,8 @@ static PyMethodDef methods[] = {
 #endif
     {"iso_ms", iso_ms, METH_O,
      "iso_ms(ts) -> iso_to_ms(ts) for the server's form of a time (UTC, a fraction), else None"},
-    {"plain_ack", plain_ack, METH_O,
-     "plain_ack(data) -> the PubAck dict of a plain publish ack (parse_ack_fast's), else None"},
+    {"plain_ack", (PyCFunction)(void (*)(void))plain_ack, METH_FASTCALL,
+     "plain_ack(data[, cls]) -> the PubAck dict (made cls()) of a plain publish ack (parse_ack_fast's), else None"},
     {"ws_frame", ws_frame, METH_O,
      "ws_frame(data) -> data in one binary WebSocket frame, masked with a key from os.urandom"},
     {"setup", setup, METH_VARARGS, "setup(msg_tag, ping_op, pong_op, ok_op): the Python parser's tag objects"},

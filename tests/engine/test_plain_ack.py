@@ -14,17 +14,7 @@ pytestmark = [pytest.mark.unit,
               pytest.mark.skipif(publish._plain_ack is None, reason="the accelerator is not built")]
 
 
-def reference(data: bytes):
-    m = publish._PLAIN_ACK.fullmatch(data)
-    if m is None:
-        return None
-    stream, domain, seq, dup = m.groups()
-    ack = {"stream": stream.decode(), "seq": int(seq)}
-    if domain is not None:
-        ack["domain"] = domain.decode()
-    if dup is not None:
-        ack["duplicate"] = True
-    return ack
+reference = publish._parse_plain_ack
 
 
 ACKS = [
@@ -75,6 +65,16 @@ def test_random_bytes_around_them():
                 publish._plain_ack(data)
             continue
         assert publish._plain_ack(data) == want, data
+
+
+def test_a_dict_subclass_of_the_face():
+    class Ack(dict):
+        pass
+    ack = publish._plain_ack(b'{"stream":"S","seq":3}', Ack)
+    assert type(ack) is Ack and ack == {"stream": "S", "seq": 3}
+    assert type(publish.parse_ack_fast(Msg("i", b'{"stream":"S","seq":3,"val":"1"}'), Ack)) is Ack
+    with pytest.raises(TypeError):
+        publish._plain_ack(b'{"stream":"S","seq":3}', list)
 
 
 def test_parse_ack_fast_is_parse_ack_for_the_rest():

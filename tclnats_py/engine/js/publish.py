@@ -136,23 +136,36 @@ _PLAIN_ACK = re.compile(rb'\{"stream":"([^"\\]+)",(?:"domain":"([^"\\]*)",)?"seq
 _plain_ack = compiled("plain_ack")
 
 
-def parse_ack_fast(msg) -> dict:
+def parse_ack_fast(msg, cls: type = dict) -> dict:
     """:func:`parse_ack` without json for the plain success reply (the
-    common case when publishing fast); the same result and errors."""
+    common case when publishing fast); the same result and errors.
+    ``cls``: a face's dict subclass (PubAck) to make the result."""
     if msg.headers is None:
         if _plain_ack is not None:  # the compiled reading of _PLAIN_ACK's replies
-            ack = _plain_ack(msg.data)
-            return parse_ack(msg) if ack is None else ack
-        m = _PLAIN_ACK.fullmatch(msg.data)
-        if m is not None:
-            stream, domain, seq, dup = m.groups()
-            ack = {"stream": stream.decode(), "seq": int(seq)}
-            if domain is not None:
-                ack["domain"] = domain.decode()
-            if dup is not None:
-                ack["duplicate"] = True
-            return ack
-    return parse_ack(msg)
+            ack = _plain_ack(msg.data, cls)
+            if ack is not None:
+                return ack
+        else:
+            ack = _parse_plain_ack(msg.data)
+            if ack is not None:
+                return ack if cls is dict else cls(ack)
+    ack = parse_ack(msg)
+    return ack if cls is dict else cls(ack)
+
+
+def _parse_plain_ack(data: bytes) -> dict | None:
+    """The PubAck of a reply _PLAIN_ACK matches (the reference of the
+    compiled plain_ack), else None."""
+    m = _PLAIN_ACK.fullmatch(data)
+    if m is None:
+        return None
+    stream, domain, seq, dup = m.groups()
+    ack = {"stream": stream.decode(), "seq": int(seq)}
+    if domain is not None:
+        ack["domain"] = domain.decode()
+    if dup is not None:
+        ack["duplicate"] = True
+    return ack
 
 
 def ack_error_dict(err: NatsError) -> dict:
