@@ -54,7 +54,7 @@ static PyObject *MSG_TAG = NULL, *PING_OP = NULL, *PONG_OP = NULL, *OK_OP = NULL
 static PyObject *
 ascii_str(const unsigned char *p, Py_ssize_t len)
 {
-    /* ASCII, as the callers checked (natscodec_scan's fields, a header block's lines) */
+    /* natscodec_scan guaranteed printable ASCII */
     PyObject *s = PyUnicode_New(len, 127);
     if (s == NULL)
         return NULL;
@@ -341,16 +341,20 @@ static const char *const known_names[] = {
 };
 #define N_KNOWN ((int)(sizeof known_names / sizeof known_names[0]))
 static PyObject *known_keys[N_KNOWN];
+static unsigned char known_len[N_KNOWN];  /* their lengths (all under 64) */
 
 /* the key p[0:n) as a str: a known name's object, else decoded */
 static PyObject *
 header_key(const unsigned char *p, Py_ssize_t n)
 {
-    for (int k = 0; k < N_KNOWN && known_keys[k] != NULL; k++) {
-        if (PyUnicode_GET_LENGTH(known_keys[k]) == n && memcmp(PyUnicode_DATA(known_keys[k]), p, (size_t)n) == 0)
-            return Py_NewRef(known_keys[k]);
+    if ((p[0] == 'N' || p[0] == 'K') && n >= 8 && n < 64) {   /* (the known names' first letters, lengths) */
+        for (int k = 0; k < N_KNOWN; k++) {
+            if (known_len[k] == n && known_keys[k] != NULL && p[n - 1] == (unsigned char)known_names[k][n - 1]
+                && memcmp(known_names[k], p, (size_t)n) == 0)
+                return Py_NewRef(known_keys[k]);
+        }
     }
-    return ascii_str(p, n);
+    return PyUnicode_DecodeASCII((const char *)p, n, NULL);
 }
 
 static int
@@ -399,7 +403,7 @@ headers(PyObject *self, PyObject *arg)
                 ve--;
             if (ke > ks) {
                 PyObject *k = header_key(p + ks, ke - ks);
-                PyObject *v = k ? ascii_str(p + vs, ve - vs) : NULL;  /* (ASCII: checked above) */
+                PyObject *v = k ? PyUnicode_DecodeASCII((const char *)p + vs, ve - vs, NULL) : NULL;
                 if (v == NULL) { Py_XDECREF(k); goto error; }
                 PyObject *lst = PyDict_GetItemWithError(d, k);   /* borrowed */
                 int rc;
@@ -1701,6 +1705,7 @@ PyInit__natsproto(void)
     for (int k = 0; k < N_KNOWN; k++) {
         if (known_keys[k] == NULL && (known_keys[k] = PyUnicode_InternFromString(known_names[k])) == NULL)
             return NULL;
+        known_len[k] = (unsigned char)strlen(known_names[k]);
     }
     static const char *ack_names[4] = {"stream", "seq", "domain", "duplicate"};
     for (int k = 0; k < 4; k++) {

@@ -391,7 +391,8 @@ class Registry(Outbound):
     def _msg_headers(self, hdr: bytes):
         """The headers of a received message from its header block, made
         ``headers_class``; a bad block is an async error and None (the body
-        is still delivered, like nats.go processMsg)."""
+        is still delivered, like nats.go processMsg).  (:meth:`_on_msg` has
+        these steps inline: no call more per message there.)"""
         try:
             # the compiled parser of the plain block (None: anything else)
             headers = P.headers(hdr) if P.headers is not None else None
@@ -408,7 +409,18 @@ class Registry(Outbound):
         sub = self.subs.get(sid)
         if sub is None:
             return  # unsubscribed while messages were in flight
-        headers = None if hdr is None else self._msg_headers(hdr)
+        headers = None
+        if hdr is not None:  # (_msg_headers's steps, inline on this delivery path)
+            try:
+                # the compiled parser of the plain block (None: anything else)
+                headers = P.headers(hdr) if P.headers is not None else None
+                if headers is None:
+                    headers = parse_headers(hdr)
+                if self.headers_class is not None:
+                    headers = self.headers_class(headers)
+            except NatsError as e:
+                # the body is still delivered (like nats.go processMsg)
+                self._async_error(e.code, str(e))
         msg = self.msg_class(subject, payload, reply, headers, sid)
         sub.received += 1
         gone = False
