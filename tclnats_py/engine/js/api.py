@@ -24,7 +24,7 @@ import re
 from typing import Any, Generator, TypeVar
 
 from tclnats_py.errors import NatsError, error_class, make_error
-from tclnats_py.engine.protocol import compiled
+from tclnats_py.engine.protocol import RecordMaker, compiled
 from tclnats_py.engine.subjects import valid_subject, valid_token, valid_wildcard_subject
 
 __all__ = [
@@ -386,6 +386,11 @@ class StoredMsg:
         return f"StoredMsg(seq={self.seq}, subject={self.subject!r}, data={self.data[:40]!r})"
 
 
+# StoredMsg(subject, data, headers, seq, time, stream), made in C when compiled
+# (its __init__ only stores its arguments, in the order of its slots)
+_new_stored = StoredMsg if RecordMaker is None else RecordMaker(StoredMsg, StoredMsg.__slots__)
+
+
 def stored_from_get(resp: dict, stream=None) -> StoredMsg:
     """The ``message`` of a STREAM.MSG.GET reply (base64 data and headers)."""
     from tclnats_py.engine.headers import parse_headers
@@ -419,7 +424,7 @@ def stored_from_direct(msg, stream=None) -> StoredMsg:
     stream = (pop("Nats-Stream", None) or [stream])[0]
     if h and isinstance(hs, dict) and type(hs) is not dict:
         h = type(hs)(h)  # the face's Headers stays its Headers
-    return StoredMsg(subject, msg.data, h or None, int(seq), time, stream)
+    return _new_stored(subject, msg.data, h or None, int(seq), time, stream)
 
 
 # ---------------------------------------------------------------- the API

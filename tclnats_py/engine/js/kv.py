@@ -28,6 +28,7 @@ from tclnats_py.engine.js.api import Request
 from tclnats_py.engine.js.direct import DirectBatch
 from tclnats_py.engine.js.publish import MSG_TTL, parse_ack_fast, publish_headers
 from tclnats_py.engine.js.api_level import require_level
+from tclnats_py.engine.protocol import RecordMaker
 from tclnats_py.engine.subjects import valid_wildcard_subject
 
 #: subjects in one multi-last direct get of :meth:`Bucket.get_many_batches`
@@ -287,6 +288,21 @@ class Entry:
                 f"operation={self.operation!r}, delta={self.delta})")
 
 
+# an Entry class -> what makes it from all of its fields (Entry.__init__'s
+# arguments, in the order of its slots): P.RecordMaker when compiled
+_ENTRY_MAKERS: dict = {}
+
+
+def _entry_maker(cls: type):
+    """The maker of ``cls`` (Entry or a face's subclass of it), kept in _ENTRY_MAKERS."""
+    make: Any = cls
+    if (RecordMaker is not None and cls.__init__ is Entry.__init__  # type: ignore[misc]
+            and cls.__new__ is object.__new__):
+        make = RecordMaker(cls, Entry.__slots__)
+    _ENTRY_MAKERS[cls] = make
+    return make
+
+
 def _not_found(e: NatsError, bucket: str) -> NatsError:
     if e.code in ("ErrStreamNotFound", "ErrNoResponders", "ErrJetStreamNotEnabled"):
         return make_error("ErrBucketNotFound", f"Bucket {bucket} not found")
@@ -386,8 +402,10 @@ class Bucket:
         if revision and msg.subject != subject:
             raise make_error("ErrKeyNotFound", f"Expected {subject}, got {msg.subject}")
         op = operation_of(msg.headers)
-        return (cls or Entry)(self.bucket, key, msg.data, msg.seq, iso_to_ms(msg.time), op, 0,
-                              None if op == PUT else marker_reason(msg.headers))
+        cls = cls or Entry
+        make = _ENTRY_MAKERS.get(cls) or _entry_maker(cls)
+        return make(self.bucket, key, msg.data, msg.seq, iso_to_ms(msg.time), op, 0,
+                    None if op == PUT else marker_reason(msg.headers))
 
     def _check_get(self, key: str, revision) -> None:
         check_key(key)
