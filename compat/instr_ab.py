@@ -6,8 +6,11 @@ callgrind: a benchmark that other processes on the machine do not disturb.
 
 Each scenario is one hot path of compat/bench.py or compat/bench_py.py (the
 asyncio face's publish and delivery, natspy's, the blocking face's, the Tcl
-face's, a JetStream fetch, the parser fed in memory, the raw-socket
-publisher), run for two message counts in a fresh process under ``valgrind --tool=callgrind``; the difference of the two
+face's, a JetStream fetch, the parser fed in memory; as floors, the
+raw-socket publisher and compat/bench_raw.py's blocking socket client for
+the blocking face's round trips: ``raw_*``, which need a nats:// URL), run
+for two message counts in a fresh process under ``valgrind
+--tool=callgrind``; the difference of the two
 totals over the difference of the counts is the cost of one message, start-up
 and connection excluded.  Only the client process is counted (the
 nats-server, started once here, runs outside valgrind).  The Tcl scenarios
@@ -193,6 +196,19 @@ for _ in range(N):
     publish("isp." + str(N), PAYLOAD)
 js.delete_stream(stream)
 """,
+    "sync_kv_put": """\
+js = a.jetstream()
+bucket = "iq_" + str(N)
+try:
+    js.delete_key_value(bucket)
+except Exception:
+    pass
+kv = js.create_key_value(bucket, storage="memory")
+put = kv.put
+for i in range(N):
+    put("k" + str(i % 100), PAYLOAD)
+js.delete_key_value(bucket)
+""",
     "sync_kv_get": """\
 js = a.jetstream()
 bucket = "ik_" + str(N)
@@ -207,6 +223,45 @@ get = kv.get
 for i in range(N):
     get("k" + str(i % 100))
 js.delete_key_value(bucket)
+""",
+}
+
+_RAW_HEAD = """\
+import sys
+from tclnats_py.compat.bench_raw import PAYLOAD, RawConn, _api, _stream, inbox, js_publish, request
+N, URL, ECHO = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+"""
+
+# the floor of the sync rows, in the same units: compat/bench_raw.py's
+# blocking socket client (no library), a program after _RAW_HEAD
+_RAW_KV = """\
+a = RawConn(URL)
+prefix = b"_RAWV.i%d" % N
+inbox(a, prefix)
+bucket = "RAWV_" + str(N)
+_stream(a, prefix, "KV_" + bucket, ["$KV." + bucket + ".>"], max_msgs_per_subject=1, allow_direct=True,
+        allow_rollup_hdrs=True, deny_delete=True, discard="new")
+keys = [("$KV.%s.k%d" % (bucket, k)).encode() for k in range(100)]
+def put(i):
+    if b'"seq"' not in a.request(keys[i % 100], b"%s.p%d" % (prefix, i), PAYLOAD)[2]:
+        raise RuntimeError("no ack")
+for k in range(100):
+    put(k)
+"""
+_RAW = {
+    "raw_request": "request(URL, N, \"i\", echo=ECHO)\n",
+    "raw_js_publish": "js_publish(URL, N, \"i\" + str(N))\n",
+    "raw_kv_put": _RAW_KV + """\
+for i in range(N):
+    put(i)
+_api(a, "$JS.API.STREAM.DELETE.KV_" + bucket, b"", prefix)
+""",
+    "raw_kv_get": _RAW_KV + """\
+gets = [("$JS.API.DIRECT.GET.KV_%s.$KV.%s.k%d" % (bucket, bucket, k)).encode() for k in range(100)]
+for i in range(N):
+    if not a.request(gets[i % 100], b"%s.g%d" % (prefix, i))[2].endswith(PAYLOAD):
+        raise RuntimeError("wrong value")
+_api(a, "$JS.API.STREAM.DELETE.KV_" + bucket, b"", prefix)
 """,
 }
 
@@ -288,7 +343,7 @@ $js delete_stream $stream
 """,
 }
 
-SCENARIOS = [*_PY, *_SYNC, *_PY_OFFLINE, *_TCL]
+SCENARIOS = [*_PY, *_SYNC, *_RAW, *_PY_OFFLINE, *_TCL]
 
 
 def _program(name: str) -> tuple[str, str]:
@@ -298,6 +353,8 @@ def _program(name: str) -> tuple[str, str]:
         return "py", f"{_PY_HEAD}async def main():\n{body}asyncio.run(main())\n"
     if name in _SYNC:
         return "py", f"{_SYNC_HEAD}{_SYNC[name]}a.close()\n"
+    if name in _RAW:
+        return "py", _RAW_HEAD + _RAW[name]
     if name in _PY_OFFLINE:
         return "py", _PY_OFFLINE[name]
     return "tcl", _TCL_HEAD + _TCL[name] + "$c destroy\nexit 0\n"

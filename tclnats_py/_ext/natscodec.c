@@ -110,6 +110,7 @@ scan_msg(const unsigned char *buf, size_t pos, size_t len, size_t n, long long m
     if (sid < 0 || size < 0 || hsize < 0 || hsize > size || size > max_size)
         return NATSCODEC_UNSURE;
     fr->payload = pos + len + 2;
+    fr->size = size;
     if (fr->payload + (size_t)size + 2 > n)
         return NATSCODEC_NEED_PAYLOAD;
     stop = fr->payload + (size_t)size;
@@ -123,7 +124,6 @@ scan_msg(const unsigned char *buf, size_t pos, size_t len, size_t n, long long m
     fr->sid_len = f[2].e - f[2].s;
     fr->sid = sid;
     fr->hsize = hsf != NULL ? hsize : -1;
-    fr->size = size;
     fr->next = stop + 2;
     return NATSCODEC_MSG;
 }

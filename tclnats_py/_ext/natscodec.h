@@ -32,7 +32,8 @@
 /* what natscodec_scan found at pos */
 enum natscodec_kind {
     NATSCODEC_NEED_LINE,    /* no complete control line yet (no CRLF) */
-    NATSCODEC_NEED_PAYLOAD, /* a plain MSG/HMSG line whose payload is not all here */
+    NATSCODEC_NEED_PAYLOAD, /* a plain MSG/HMSG line whose payload is not all here (the
+                               frame's payload and size are set: it ends at payload + size + 2) */
     NATSCODEC_UNSURE,       /* not for the scanner: a lone CR, a MSG/HMSG line that is
                                not plain (other spacing, bytes, counts, sizes), a payload
                                not ended by CRLF, a line starting with m or h */

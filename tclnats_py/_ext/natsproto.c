@@ -17,6 +17,12 @@
  * engine/websocket.py.  SyncPub: the blocking face's publish (sync/client.py),
  * framed by natscodec_pub_frame and queued in the engine in one call.
  *
+ * read_reply: the blocking face's read of a request's reply (its round
+ * trip's fast path), natscodec_scan telling the reply from anything else;
+ * RecordMaker: the engine's records (Msg, Request) made without running
+ * their __init__ in Python; plain_ack: a JetStream publish's plain ack;
+ * iso_ms: a message's time stamp in ms (engine/js/api.py iso_to_ms).
+ *
  * setup(msg_tag, ping_op, pong_op, ok_op) hands over the objects the Python
  * parser uses for the tags, so that ops are identical (``op[0] is MSG``).
  */
@@ -24,9 +30,13 @@
 #include <Python.h>
 #include <string.h>
 #include <limits.h>
+#include <math.h>          /* iso_ms: round, fabs */
 #include <structmember.h>  /* PyMemberDef (take_msgs, SpinPolicy) */
 #ifndef _WIN32
 #include <pthread.h>       /* pthread_atfork: the mask keys of a forked child */
+#include <errno.h>         /* read_reply: a blocking socket's reads */
+#include <time.h>
+#include <sys/socket.h>
 #endif
 #include "subject_rule.h"  /* tclnats_plain_subject, shared with tclfast.c */
 #define NATSCODEC_API static
@@ -333,6 +343,31 @@ take_msgs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * skipped).  None for anything else (a status, other bytes, a lone CR or
  * LF): the caller parses it in Python.
  */
+/* header names the server and the clients send often, made once (interned:
+ * their hash kept) instead of decoded and hashed in every block */
+static const char *const known_names[] = {
+    "Nats-Stream", "Nats-Subject", "Nats-Sequence", "Nats-Time-Stamp", "Nats-Last-Sequence",
+    "Nats-Num-Pending", "Nats-Msg-Id", "KV-Operation", "Nats-Rollup", "Nats-TTL", "Nats-Marker-Reason",
+    "Nats-Expected-Last-Subject-Sequence", "Nats-Pending-Messages", "Nats-Pending-Bytes",
+};
+#define N_KNOWN ((int)(sizeof known_names / sizeof known_names[0]))
+static PyObject *known_keys[N_KNOWN];
+static unsigned char known_len[N_KNOWN];  /* their lengths (all under 64) */
+
+/* the key p[0:n) as a str: a known name's object, else decoded */
+static PyObject *
+header_key(const unsigned char *p, Py_ssize_t n)
+{
+    if ((p[0] == 'N' || p[0] == 'K') && n >= 8 && n < 64) {   /* (the known names' first letters, lengths) */
+        for (int k = 0; k < N_KNOWN; k++) {
+            if (known_len[k] == n && known_keys[k] != NULL && p[n - 1] == (unsigned char)known_names[k][n - 1]
+                && memcmp(known_names[k], p, (size_t)n) == 0)
+                return Py_NewRef(known_keys[k]);
+        }
+    }
+    return PyUnicode_DecodeASCII((const char *)p, n, NULL);
+}
+
 static int
 hspace(unsigned char c)
 {
@@ -378,7 +413,7 @@ headers(PyObject *self, PyObject *arg)
             while (ve > vs && hspace(p[ve - 1]))
                 ve--;
             if (ke > ks) {
-                PyObject *k = PyUnicode_DecodeASCII((const char *)p + ks, ke - ks, NULL);
+                PyObject *k = header_key(p + ks, ke - ks);
                 PyObject *v = k ? PyUnicode_DecodeASCII((const char *)p + vs, ve - vs, NULL) : NULL;
                 if (v == NULL) { Py_XDECREF(k); goto error; }
                 PyObject *lst = PyDict_GetItemWithError(d, k);   /* borrowed */
@@ -922,6 +957,449 @@ encode_pub(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyBuffer_Release(&data);
     return out;
 }
+
+#ifndef _WIN32
+/*
+ * read_reply(fd, sid, reply, budget) -> what the socket fd brought a caller
+ * that waits for the reply to one request (sync/threads.py SyncIO.round_trip),
+ * read with the GIL released:
+ *
+ *   (reply_to or None, header block or None, payload, n)  the n bytes read
+ *       are exactly one MSG/HMSG frame for subscription sid on subject reply;
+ *   bytes      anything else read (other frames, several, a frame cut short
+ *              when the wait ran out), for Engine.receive_data;
+ *   b""        the end of the stream;
+ *   None       nothing came within the socket's SO_RCVTIMEO;
+ *   str        the reason the socket failed (OSError's text).
+ *
+ * It reads again while what it has is the start of one frame, up to
+ * REPLY_MAX bytes, within budget seconds of its start (the caller's wait
+ * less SO_RCVTIMEO: a read after that could end past the caller's deadline).  The socket
+ * is a blocking one whose reads the caller bounds with SO_RCVTIMEO; a
+ * signal during a read with nothing read yet runs Python's handlers (their
+ * exception raises), with bytes read it ends the call (they are returned).
+ */
+#define REPLY_STACK 16384
+#define REPLY_MAX ((size_t)64 * 1024 * 1024 + 8192)   /* nats-server's largest max_payload, and a line */
+
+static double
+mono_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* the reply of read_reply for the n bytes at buf, whose first frame is fr (kind) */
+static PyObject *
+reply_result(const unsigned char *buf, size_t n, int kind, const natscodec_frame *fr,
+             long long sid, const char *reply, Py_ssize_t rl)
+{
+    if (kind != NATSCODEC_MSG || fr->next != n || fr->sid != sid || fr->subject_len != (size_t)rl
+        || memcmp(buf + fr->subject, reply, (size_t)rl) != 0)
+        return PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)n);
+    PyObject *o_reply = fr->reply_len ? ascii_str(buf + fr->reply, (Py_ssize_t)fr->reply_len) : Py_NewRef(Py_None);
+    const char *p = (const char *)buf + fr->payload;
+    PyObject *o_hdr, *o_payload;
+    if (fr->hsize > 0) {
+        o_hdr = PyBytes_FromStringAndSize(p, (Py_ssize_t)fr->hsize);
+        o_payload = PyBytes_FromStringAndSize(p + fr->hsize, (Py_ssize_t)(fr->size - fr->hsize));
+    } else {
+        o_hdr = Py_NewRef(Py_None);
+        o_payload = PyBytes_FromStringAndSize(p, (Py_ssize_t)fr->size);
+    }
+    PyObject *o_n = PyLong_FromSize_t(n);
+    PyObject *out = (o_reply && o_hdr && o_payload && o_n) ? PyTuple_New(4) : NULL;
+    if (out == NULL) {
+        Py_XDECREF(o_reply); Py_XDECREF(o_hdr); Py_XDECREF(o_payload); Py_XDECREF(o_n);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, o_reply);
+    PyTuple_SET_ITEM(out, 1, o_hdr);
+    PyTuple_SET_ITEM(out, 2, o_payload);
+    PyTuple_SET_ITEM(out, 3, o_n);
+    return out;
+}
+
+/* how many bytes the frame begun at buf[0:n) needs in all (kind: its scan);
+ * 0 when reading on is not read_reply's to do */
+static size_t
+reply_need(size_t n, int kind, const natscodec_frame *fr)
+{
+    if (kind == NATSCODEC_NEED_LINE)
+        return n <= 4096 ? n + 1 : 0;     /* (protocol.MAX_CONTROL_LINE) */
+    if (kind == NATSCODEC_NEED_PAYLOAD && (size_t)fr->size <= REPLY_MAX - fr->payload - 2)
+        return fr->payload + (size_t)fr->size + 2;
+    return 0;
+}
+
+static PyObject *
+read_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyLong_Check(args[1]) || !PyUnicode_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "read_reply(fd: int, sid: int, reply: str, budget: float)");
+        return NULL;
+    }
+    int fd = PyObject_AsFileDescriptor(args[0]);
+    long long sid = PyLong_AsLongLong(args[1]);
+    double budget = PyFloat_AsDouble(args[3]);
+    Py_ssize_t rl;
+    const char *reply = PyUnicode_AsUTF8AndSize(args[2], &rl);
+    if (fd < 0 || (sid == -1 && PyErr_Occurred()) || (budget == -1.0 && PyErr_Occurred()) || reply == NULL)
+        return NULL;
+    unsigned char stack[REPLY_STACK], *buf = stack;
+    size_t cap = sizeof stack, n = 0;
+    double start = mono_seconds();
+    PyObject *out = NULL;
+    for (;;) {
+        ssize_t r;
+        int err;
+        Py_BEGIN_ALLOW_THREADS
+        r = recv(fd, buf + n, cap - n, 0);
+        err = errno;
+        Py_END_ALLOW_THREADS
+        if (r < 0 && err == EINTR && n == 0) {
+            if (PyErr_CheckSignals() < 0)
+                break;
+            continue;
+        }
+        if (r <= 0) {
+            if (n > 0)
+                out = PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)n);
+            else if (r == 0)
+                out = PyBytes_FromStringAndSize(NULL, 0);
+            else if (err == EAGAIN || err == EWOULDBLOCK)
+                out = Py_NewRef(Py_None);
+            else
+                out = PyUnicode_FromFormat("[Errno %d] %s", err, strerror(err));
+            break;
+        }
+        n += (size_t)r;
+        natscodec_frame fr;
+        int kind = natscodec_scan(buf, 0, n, SCAN_MAX_SIZE, &fr);
+        size_t need = reply_need(n, kind, &fr);
+        if (need == 0) {
+            out = reply_result(buf, n, kind, &fr, sid, reply, rl);
+            break;
+        }
+        if (mono_seconds() - start > budget) {
+            out = PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)n);
+            break;
+        }
+        if (need > cap) {   /* room for the whole frame */
+            unsigned char *bigger = buf == stack ? malloc(need) : realloc(buf, need);
+            if (bigger == NULL) {   /* the engine takes what came */
+                out = PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)n);
+                break;
+            }
+            if (buf == stack)
+                memcpy(bigger, stack, n);
+            buf = bigger;
+            cap = need;
+        }
+    }
+    if (buf != stack)
+        free(buf);
+    return out;
+}
+#endif
+
+/*
+ * plain_ack(data[, cls]) -> dict or None: the PubAck of a JetStream publish's plain
+ * success reply, what engine/js/publish.py's _PLAIN_ACK pattern takes and
+ * parse_ack_fast makes of it -- {"stream":"S",["domain":"D",]"seq":N[,
+ * "duplicate":true]} exactly so (the stream at least one byte, neither
+ * holds a quote or a backslash, the seq decimal digits): {"stream": S,
+ * "seq": N[, "domain": D][, "duplicate": True]}, the names decoded as UTF-8
+ * (UnicodeDecodeError as bytes.decode()), made cls() (a dict subclass; default
+ * dict).  None for anything else: the caller's general path (json) decides.
+ */
+static int
+ack_lit(const unsigned char **p, const unsigned char *end, const char *lit)
+{
+    size_t n = strlen(lit);
+    if ((size_t)(end - *p) < n || memcmp(*p, lit, n) != 0)
+        return 0;
+    *p += n;
+    return 1;
+}
+
+/* a JSON string's content without quote or backslash, up to its closing quote (consumed) */
+static int
+ack_str(const unsigned char **p, const unsigned char *end, const unsigned char **s, size_t *len)
+{
+    const unsigned char *q = *p;
+    while (q < end && *q != '"' && *q != '\\')
+        q++;
+    if (q >= end || *q != '"')
+        return 0;
+    *s = *p;
+    *len = (size_t)(q - *p);
+    *p = q + 1;
+    return 1;
+}
+
+static PyObject *ack_keys[4];   /* stream seq domain duplicate, interned at import */
+
+static PyObject *
+plain_ack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "plain_ack(data[, cls])");
+        return NULL;
+    }
+    PyObject *arg = args[0];
+    PyObject *cls = nargs == 2 && args[1] != (PyObject *)&PyDict_Type ? args[1] : NULL;
+    if (!PyBytes_Check(arg))
+        Py_RETURN_NONE;
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(arg), *end = p + PyBytes_GET_SIZE(arg);
+    const unsigned char *stream, *domain = NULL, *seq;
+    size_t sl, dl = 0;
+    int dup = 0;
+    if (!ack_lit(&p, end, "{\"stream\":\"") || !ack_str(&p, end, &stream, &sl) || sl == 0 || !ack_lit(&p, end, ","))
+        Py_RETURN_NONE;
+    if (ack_lit(&p, end, "\"domain\":\"") && (!ack_str(&p, end, &domain, &dl) || !ack_lit(&p, end, ",")))
+        Py_RETURN_NONE;
+    if (!ack_lit(&p, end, "\"seq\":"))
+        Py_RETURN_NONE;
+    seq = p;
+    while (p < end && *p >= '0' && *p <= '9')
+        p++;
+    if (p == seq)
+        Py_RETURN_NONE;
+    const unsigned char *seq_end = p;
+    if (ack_lit(&p, end, ",\"duplicate\":")) {
+        ack_lit(&p, end, " ");
+        if (!ack_lit(&p, end, "true"))
+            Py_RETURN_NONE;
+        dup = 1;
+    }
+    if (!ack_lit(&p, end, "}") || p != end)
+        Py_RETURN_NONE;
+    PyObject *ack = cls == NULL ? PyDict_New() : PyObject_CallNoArgs(cls), *v = NULL;
+    if (ack == NULL)
+        return NULL;
+    if (!PyDict_Check(ack)) {
+        Py_DECREF(ack);
+        PyErr_SetString(PyExc_TypeError, "plain_ack: cls must make a dict");
+        return NULL;
+    }
+    if ((v = PyUnicode_DecodeUTF8((const char *)stream, (Py_ssize_t)sl, NULL)) == NULL
+        || PyDict_SetItem(ack, ack_keys[0], v) < 0)
+        goto fail;
+    Py_DECREF(v);
+    if (seq_end - seq <= 18) {
+        long long n = 0;
+        for (const unsigned char *d = seq; d < seq_end; d++)
+            n = n * 10 + (*d - '0');
+        v = PyLong_FromLongLong(n);
+    } else {
+        PyObject *text = PyUnicode_FromStringAndSize((const char *)seq, seq_end - seq);
+        v = text == NULL ? NULL : PyLong_FromUnicodeObject(text, 10);
+        Py_XDECREF(text);
+    }
+    if (v == NULL || PyDict_SetItem(ack, ack_keys[1], v) < 0)
+        goto fail;
+    Py_DECREF(v);
+    v = NULL;
+    if (domain != NULL) {
+        if ((v = PyUnicode_DecodeUTF8((const char *)domain, (Py_ssize_t)dl, NULL)) == NULL
+            || PyDict_SetItem(ack, ack_keys[2], v) < 0)
+            goto fail;
+        Py_DECREF(v);
+        v = NULL;
+    }
+    if (dup && PyDict_SetItem(ack, ack_keys[3], Py_True) < 0)
+        goto fail;
+    return ack;
+fail:
+    Py_XDECREF(v);
+    Py_DECREF(ack);
+    return NULL;
+}
+
+/*
+ * iso_ms(ts) -> int or None: engine/js/api.py iso_to_ms for the server's
+ * form of a time, "YYYY-MM-DDTHH:MM:SS.F...Z" in ASCII with 1 to 15
+ * fraction digits and fields in iso_to_ms's ranges (a year from 1): ms since the epoch,
+ * the fraction rounded as round(int(F) / 10 ** len(F) * 1000) rounds it.
+ * None for anything else (iso_to_ms's own path decides).
+ */
+static long long
+days_from_civil(long long y, unsigned m, unsigned d)
+{
+    /* days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's) */
+    y -= m <= 2;
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (long long)doe - 719468;
+}
+
+static int
+iso_digits(const char *p, int n, long long *v)
+{
+    long long x = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+        x = x * 10 + (p[i] - '0');
+    }
+    *v = x;
+    return 1;
+}
+
+static PyObject *
+iso_ms(PyObject *self, PyObject *arg)
+{
+    if (!PyUnicode_Check(arg) || !PyUnicode_IS_ASCII(arg))
+        Py_RETURN_NONE;
+    const char *s = (const char *)PyUnicode_DATA(arg);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
+    long long y, mo, d, h, mi, sec, frac;
+    int fl = (int)(n - 21);
+    if (n < 22 || fl > 15 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':'
+        || s[19] != '.' || s[n - 1] != 'Z'
+        || !iso_digits(s, 4, &y) || !iso_digits(s + 5, 2, &mo) || !iso_digits(s + 8, 2, &d)
+        || !iso_digits(s + 11, 2, &h) || !iso_digits(s + 14, 2, &mi) || !iso_digits(s + 17, 2, &sec)
+        || !iso_digits(s + 20, fl, &frac)
+        || y < 1 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+        Py_RETURN_NONE;
+    long long secs = ((days_from_civil(y, (unsigned)mo, 1) + d - 1) * 24 + h) * 3600 + mi * 60 + sec;
+    double p10 = 1.0;
+    for (int i = 0; i < fl; i++)
+        p10 *= 10.0;
+    double x = (double)frac / p10 * 1000.0;
+    double r = round(x);   /* Python's round(): halves to even */
+    if (fabs(x - r) == 0.5)
+        r = 2.0 * round(x / 2.0);
+    return PyLong_FromLongLong(secs * 1000 + (long long)r);
+}
+
+/*
+ * RecordMaker(cls, fields): a callable that makes an instance of cls from
+ * len(fields) arguments, each stored in the slot of that name, running no
+ * Python code: what cls(*args) makes when its __init__ only stores its
+ * arguments, as the engine's records' do (Msg, Request: records.py).  The
+ * engine makes it only for such a class (the check is the caller's);
+ * ValueError when fields are not exactly the object slots of cls and its
+ * bases, or cls has a __dict__ or is not allocated by tp_alloc.  ``cls``
+ * is an attribute.  The made objects are complete: every slot set.
+ */
+#define MAKER_MAX 16
+
+typedef struct {
+    PyObject_HEAD
+    PyTypeObject *cls;
+    Py_ssize_t n;
+    Py_ssize_t off[MAKER_MAX];
+    vectorcallfunc vectorcall;
+} MakerObject;
+
+/* the object slots (T_OBJECT_EX members) cls and its bases declare: how many */
+static Py_ssize_t
+count_slots(PyTypeObject *cls)
+{
+    Py_ssize_t count = 0;
+    PyObject *mro = cls->tp_mro;
+    for (Py_ssize_t i = 0; mro != NULL && i < PyTuple_GET_SIZE(mro); i++) {
+        PyObject *d = ((PyTypeObject *)PyTuple_GET_ITEM(mro, i))->tp_dict, *k, *v;
+        Py_ssize_t pos = 0;
+        while (d != NULL && PyDict_Next(d, &pos, &k, &v)) {
+            if (Py_IS_TYPE(v, &PyMemberDescr_Type)
+                && ((PyMemberDescrObject *)v)->d_member->type == Py_T_OBJECT_EX)
+                count++;
+        }
+    }
+    return count;
+}
+
+static PyObject *
+maker_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    MakerObject *mk = (MakerObject *)self;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (n != mk->n || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)) {
+        PyErr_Format(PyExc_TypeError, "%s maker takes %zd positional arguments", mk->cls->tp_name, mk->n);
+        return NULL;
+    }
+    PyObject *o = mk->cls->tp_alloc(mk->cls, 0);
+    if (o == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < n; k++)
+        *(PyObject **)((char *)o + mk->off[k]) = Py_NewRef(args[k]);
+    return o;
+}
+
+static PyObject *
+maker_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    PyObject *cls, *fields;
+    if (!PyArg_ParseTuple(args, "O!O!:RecordMaker", &PyType_Type, &cls, &PyTuple_Type, &fields))
+        return NULL;
+    PyTypeObject *t = (PyTypeObject *)cls;
+    Py_ssize_t n = PyTuple_GET_SIZE(fields);
+    if (n > MAKER_MAX || t->tp_dictoffset != 0 || t->tp_alloc == NULL || count_slots(t) != n) {
+        PyErr_Format(PyExc_ValueError, "%s: not a record of %zd slots", t->tp_name, n);
+        return NULL;
+    }
+    MakerObject *mk = (MakerObject *)type->tp_alloc(type, 0);
+    if (mk == NULL)
+        return NULL;
+    mk->cls = (PyTypeObject *)Py_NewRef(cls);
+    mk->n = n;
+    mk->vectorcall = maker_call;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *d = PyObject_GetAttr(cls, PyTuple_GET_ITEM(fields, k));
+        int ok = d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type);
+        if (ok) {
+            PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+            ok = m->type == Py_T_OBJECT_EX && !(m->flags & Py_READONLY) && m->offset > 0
+                 && m->offset + (Py_ssize_t)sizeof(PyObject *) <= t->tp_basicsize
+                 && PyType_IsSubtype(t, ((PyMemberDescrObject *)d)->d_common.d_type);
+            mk->off[k] = m->offset;
+            for (Py_ssize_t j = 0; ok && j < k; j++)
+                ok = mk->off[j] != m->offset;
+        }
+        Py_XDECREF(d);
+        if (!ok) {
+            Py_DECREF(mk);
+            if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_ValueError, "%s: %R is not one of its slots", t->tp_name,
+                             PyTuple_GET_ITEM(fields, k));
+            }
+            return NULL;
+        }
+    }
+    return (PyObject *)mk;
+}
+
+static void
+maker_dealloc(MakerObject *mk)
+{
+    Py_XDECREF(mk->cls);
+    Py_TYPE(mk)->tp_free((PyObject *)mk);
+}
+
+static PyMemberDef maker_members[] = {
+    {"cls", T_OBJECT, offsetof(MakerObject, cls), READONLY, "the class it makes"},
+    {NULL}
+};
+
+static PyTypeObject MakerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tclnats_py._natsproto.RecordMaker",
+    .tp_basicsize = sizeof(MakerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "RecordMaker(cls, fields): cls's instances from one argument per slot, no Python code run.",
+    .tp_vectorcall_offset = offsetof(MakerObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_members = maker_members,
+    .tp_new = maker_new,
+    .tp_dealloc = (destructor)maker_dealloc,
+};
 
 /*
  * SpinPolicy: natscodec's spin back-off (natscodec.h), the asyncio face's
@@ -1574,6 +2052,15 @@ static PyMethodDef methods[] = {
     {"data_size", data_size, METH_O, "data_size(msgs) -> the sum of len(m.data) over msgs"},
     {"encode_pub", (PyCFunction)(void (*)(void))encode_pub, METH_FASTCALL,
      "encode_pub(subject, reply, payload[, header]) -> protocol.encode_pub's frame, from the C framer"},
+#ifndef _WIN32
+    {"read_reply", (PyCFunction)(void (*)(void))read_reply, METH_FASTCALL,
+     "read_reply(fd, sid, reply, budget) -> (reply_to, header, payload, n) when what came is exactly the"
+     " reply on sid to subject reply; else the bytes read, b'' (end of stream), None (nothing) or str (error)"},
+#endif
+    {"iso_ms", iso_ms, METH_O,
+     "iso_ms(ts) -> iso_to_ms(ts) for the server's form of a time (UTC, a fraction), else None"},
+    {"plain_ack", (PyCFunction)(void (*)(void))plain_ack, METH_FASTCALL,
+     "plain_ack(data[, cls]) -> the PubAck dict (made cls()) of a plain publish ack (parse_ack_fast's), else None"},
     {"ws_frame", ws_frame, METH_O,
      "ws_frame(data) -> data in one binary WebSocket frame, masked with a key from os.urandom"},
     {"setup", setup, METH_VARARGS, "setup(msg_tag, ping_op, pong_op, ok_op): the Python parser's tag objects"},
@@ -1588,11 +2075,22 @@ static struct PyModuleDef moddef = {
 PyMODINIT_FUNC
 PyInit__natsproto(void)
 {
-    if (PyType_Ready(&DoneType) < 0 || PyType_Ready(&SpinType) < 0 || PyType_Ready(&WsReaderType) < 0)
+    if (PyType_Ready(&DoneType) < 0 || PyType_Ready(&SpinType) < 0 || PyType_Ready(&WsReaderType) < 0
+        || PyType_Ready(&MakerType) < 0)
         return NULL;
     static const char *names[5] = {"subject", "data", "reply", "headers", "sid"};
     for (int k = 0; k < 5; k++) {
         if (slot_names[k] == NULL && (slot_names[k] = PyUnicode_InternFromString(names[k])) == NULL)
+            return NULL;
+    }
+    for (int k = 0; k < N_KNOWN; k++) {
+        if (known_keys[k] == NULL && (known_keys[k] = PyUnicode_InternFromString(known_names[k])) == NULL)
+            return NULL;
+        known_len[k] = (unsigned char)strlen(known_names[k]);
+    }
+    static const char *ack_names[4] = {"stream", "seq", "domain", "duplicate"};
+    for (int k = 0; k < 4; k++) {
+        if (ack_keys[k] == NULL && (ack_keys[k] = PyUnicode_InternFromString(ack_names[k])) == NULL)
             return NULL;
     }
     PyObject *m = PyModule_Create(&moddef);
@@ -1603,6 +2101,7 @@ PyInit__natsproto(void)
 #endif
     if (PyModule_AddObjectRef(m, "Done", (PyObject *)&DoneType) < 0
         || PyModule_AddObjectRef(m, "SpinPolicy", (PyObject *)&SpinType) < 0
+        || PyModule_AddObjectRef(m, "RecordMaker", (PyObject *)&MakerType) < 0
         || PyModule_AddObjectRef(m, "WsReader", (PyObject *)&WsReaderType) < 0
         || syncpub_register(m) < 0) {
         Py_DECREF(m);

@@ -83,7 +83,7 @@ class KeyValue:
             reply = await self.js._request(req)
         except NatsError as e:
             raise b.get_error(key, e) from None
-        return _entry(b.get_result(key, revision, reply))
+        return b.get_result(key, revision, reply, KvEntry)  # type: ignore[return-value]  # (made a KvEntry)
 
     async def _direct_level(self, feature: str) -> bool:
         """The server serves ``feature`` (an ``api_level`` name): False on a

@@ -92,6 +92,26 @@ __all__ = ["Engine", "Msg", "Subscription", "Request", "Ping", "connect_params",
 
 _move = S.move
 _MSG = P.MSG
+_frame_pub = P.frame_pub
+# the fields of a received message (Msg.__init__'s arguments) and of a request
+# (Request.__init__'s values, all of its slots: a direct request's record is
+# made with them by P.RecordMaker, without the Python __init__)
+_MSG_FIELDS = ("subject", "data", "reply", "headers", "sid")
+_new_request = None if P.RecordMaker is None else P.RecordMaker(
+    Request, ("id", "subject", "reply", "timeout", "max_msgs", "sub", "msg", "msgs", "handler", "done"))
+
+
+class _Construct:
+    """A class behind a RecordMaker's interface (``maker(*args)``, ``maker.cls``):
+    what makes messages of a class the compiled maker may not make."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls: type):
+        self.cls = cls
+
+    def __call__(self, *args):
+        return self.cls(*args)
 _tuple_new = tuple.__new__
 
 
@@ -139,6 +159,7 @@ class Engine(Registry):
         self._socket_open = False        # _phase in SOCKET_PHASES (read on the hot path)
         self._tls_done = False
         self._bad_urls: set = set()      # connect_urls entries already reported as invalid
+        self._msg_make = None            # what makes msg_class instances for direct_reply
 
     # ------------------------------------------------------------------ the phase table
     def _step(self, event: str) -> bool:
@@ -594,6 +615,81 @@ class Engine(Registry):
             self.stats["in_msgs"] += plain
         if bad is not None and self._socket_open:
             self._fail(bad.code, str(bad))
+
+    # ------------------------------------------------------------------ a round trip the driver reads itself
+    def direct_request(self, subject: str, payload: bytes, handler=None) -> tuple[Request, bytes, int] | None:
+        """A new-style request whose PUB the driver writes at once and whose
+        reply it may read itself (the blocking face's round trip):
+        ``(req, frame, sid)``, the Request registered as :meth:`request`
+        registers it (no timer: the driver bounds the wait), its PUB frame,
+        which the driver writes now, and the sid of the request inbox.  None
+        when it cannot be one (then :meth:`request`): not connected, over a
+        WebSocket, bytes queued to write (they go first), a frame begun in
+        the parser, no request inbox yet, ``payload`` past max_payload.
+        ``subject`` is the caller's to check (``request(check_subject=False)``).
+
+        What the driver reads next goes to :meth:`receive_data`, or, when it
+        is exactly the reply (one whole MSG/HMSG frame on that sid to
+        ``req.reply``), to :meth:`direct_reply`."""
+        mux = self._mux
+        if (mux is None or self._out or self._hs_out or self.status != CONNECTED or self._ws is not None
+                or self._parser._buf):  # (Parser.buffered without its call)
+            return None
+        mp = self.server_info.get("max_payload")
+        if mp is not None and len(payload) > mp:
+            return None
+        rid = next(self._rid)
+        reply = (f"{self._mux_prefix}.{self._nuid.next()}{rid:04x}" if self.nuid_reply_tokens
+                 else f"{self._mux_prefix}.{rid}")
+        req = (Request(rid, subject, reply, 0, None, handler) if _new_request is None
+               else _new_request(rid, subject, reply, 0, None, None, None, [], handler, False))
+        frame = _frame_pub(subject, reply, payload)
+        stats = self.stats
+        stats["out_msgs"] += 1
+        stats["out_bytes"] += len(frame)
+        self.requests[rid] = req
+        return req, frame, mux.sid
+
+    def direct_reply(self, req: Request, parts: tuple) -> str | None:
+        """The reply to a :meth:`direct_request`, ``parts`` being ``(reply,
+        header block or None, payload, size)`` of the one whole frame the
+        driver read, ``size`` bytes: the request ends as :meth:`receive_data`
+        would end it, its outcome returned instead of a RequestDone effect:
+        "msg" (``req.msg``) or "no_responders".  None: it had ended before
+        (a late reply, counted and dropped) or the socket is gone."""
+        if not self._socket_open:
+            return None
+        reply, header, payload, size = parts
+        stats = self.stats
+        stats["in_bytes"] += size
+        stats["in_msgs"] += 1
+        mux = self._mux
+        if mux is None or req.done:
+            return None
+        mux.received += 1
+        headers = None if header is None else self._msg_headers(header)
+        make = self._msg_make
+        if make is None or make.cls is not self.msg_class:
+            make = self._msg_make = self._msg_maker()
+        req.msg = msg = make(req.reply, payload, reply, headers, mux.sid)
+        req.done = True
+        del self.requests[req.id]
+        if headers is None or (isinstance(headers, dict) and not dict.__contains__(headers, "Status")):
+            return "msg"  # (msg.status's lookups only for a status)
+        return "no_responders" if msg.no_responders else "msg"
+
+    def _msg_maker(self):
+        """What makes a message of ``msg_class`` from Msg's arguments: the
+        compiled RecordMaker for a class made as Msg is (receive_data's
+        take_msgs rule), else the class called."""
+        mc = self.msg_class
+        if (P.RecordMaker is not None and mc.__init__ is Msg.__init__
+                and mc.__new__ is object.__new__):
+            try:
+                return P.RecordMaker(mc, _MSG_FIELDS)
+            except ValueError:  # slots of its own to fill: its constructor fills them
+                return _Construct(mc)
+        return _Construct(mc)
 
     def unwrap(self, data: bytes) -> bytes:
         """The NATS bytes of what the socket read, for a driver that scans

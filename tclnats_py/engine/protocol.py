@@ -313,3 +313,8 @@ def _load_fast() -> tuple:
 
 # headers(block): headers.parse_headers(block) of a plain block, else None
 pub_frame, DONE, step, STEP_OTHER, take_msgs, headers = _load_fast()
+# encode_pub(subject, reply, payload) made by the C framer (natscodec.c) when
+# the accelerator is on: the same bytes (tests/engine/test_codec_property.py)
+frame_pub: Callable[[str, str | None, bytes], bytes] = compiled("encode_pub") or encode_pub
+# RecordMaker(cls, fields): the engine's records made in C (None: not compiled)
+RecordMaker: Any = compiled("RecordMaker")

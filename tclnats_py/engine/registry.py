@@ -388,6 +388,21 @@ class Registry(Outbound):
                 self._ping_done(p, result)
 
     # ------------------------------------------------------------------ delivery
+    def _msg_headers(self, hdr: bytes):
+        """The headers of a received message from its header block, made
+        ``headers_class``; a bad block is an async error and None (the body
+        is still delivered, like nats.go processMsg).  (:meth:`_on_msg` has
+        these steps inline: no call more per message there.)"""
+        try:
+            # the compiled parser of the plain block (None: anything else)
+            headers = P.headers(hdr) if P.headers is not None else None
+            if headers is None:
+                headers = parse_headers(hdr)
+            return headers if self.headers_class is None else self.headers_class(headers)
+        except NatsError as e:
+            self._async_error(e.code, str(e))
+            return None
+
     def _on_msg(self, op) -> None:
         _, subject, sid, reply, hdr, payload = op
         self.stats["in_msgs"] += 1
@@ -395,7 +410,7 @@ class Registry(Outbound):
         if sub is None:
             return  # unsubscribed while messages were in flight
         headers = None
-        if hdr is not None:
+        if hdr is not None:  # (_msg_headers's steps, inline on this delivery path)
             try:
                 # the compiled parser of the plain block (None: anything else)
                 headers = P.headers(hdr) if P.headers is not None else None

@@ -32,7 +32,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
 
 from tclnats_py.pyface import ClientState
-from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine, Msg, Request
+from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine, Msg
 from tclnats_py.engine.headers import Headers
 from tclnats_py.engine.options import Options
 from tclnats_py.engine.protocol import compiled, pub_frame as _pub_frame, pub_head as _pub_head
@@ -418,38 +418,39 @@ class Client(ClientState):
         io = self._io
         eng = self._engine
         box: list = []
-        with io.lock:
+        lock = io.lock
+        lock.acquire()  # (not a with block: its special lookups cost each request)
+        try:
             if check_subject and subject not in self._req_subjects:
                 if not eng.check_subject(subject):
                     raise make_error("ErrBadSubject", f"Invalid subject {subject}")
                 if len(self._req_subjects) >= 4096:
                     self._req_subjects.clear()
                 self._req_subjects.add(subject)
-            # no engine timer: the wait below ends at the timeout, then the
-            # engine ends the request as that timer would (timer_fired)
-            req = eng.request(subject, data, 0, headers, None, box, check_subject=False)
-            io._run(True)
-            io.write_now()
-            self._await(req, box.__len__, ms / 1000)  # (a C method: no Python frame per look)
-            outcome = box[0]
+            # no engine timer: the wait ends at the timeout, then the engine
+            # ends the request as that timer would (timer_fired)
+            direct = None
+            if (headers is None and ms and io.direct and not io.leading and not io._sending and io.callers_read
+                    and io._raw is None):
+                # a lone caller on a plain socket, no other thread's send in
+                # flight (its bytes and this frame would mix): the round trip read in C
+                if eng._out:
+                    io.write_now()  # (what was published before goes first; may release the lock)
+                if not io._sending and not io.leading:
+                    direct = eng.direct_request(subject, data, box)
+            if direct is not None:
+                req = direct[0]
+                outcome = io.round_trip(direct, ms / 1000)
+            else:
+                req = eng.request(subject, data, 0, headers, None, box, check_subject=False)
+                io._run(True)
+                io.write_now()
+                outcome = io.await_request(req, ms / 1000)
+        finally:
+            lock.release()
         if outcome == "msg":
             return req.msg
         raise request_error(outcome, subject)
-
-    def _await(self, req: Request, done: Callable[[], object], timeout: float | None = None) -> None:
-        """Wait (lock held) for the end of ``req``; ``timeout``: seconds
-        after which the engine ends it with its timeout (for a request made
-        without the engine's timer).  A KeyboardInterrupt meanwhile (or any
-        exception) cancels it in the engine."""
-        try:
-            if not self._io.wait(done, timeout):
-                self._engine.timer_fired(req)
-                self._io._run()
-        except BaseException:
-            if not req.done and req.id in self._engine.requests:
-                self._engine.cancel_request(req.id)
-                self._io._run()
-            raise
 
     def request_msg(self, msg: Msg, timeout: float | None = None) -> SyncMsg:
         """Send a :class:`Msg` as a request; see :meth:`request`."""
@@ -474,8 +475,7 @@ class Client(ClientState):
             req = eng.request(subject, payload, ms, headers, max_msgs, gather)
             io._run(True)
             io.write_now()
-            self._await(req, lambda: bool(gather))
-        outcome = gather[0]
+            outcome = io.await_request(req, None)
         if outcome == "msg" or (outcome == "timeout" and gather.msgs):
             return list(gather.msgs)
         raise request_error(outcome, subject)

@@ -75,7 +75,7 @@ class KeyValue:
             reply = self.js._request(req)
         except NatsError as e:
             raise b.get_error(key, e) from None
-        return entry(b.get_result(key, revision, reply))
+        return b.get_result(key, revision, reply, KvEntry)  # type: ignore[return-value]  # (made a KvEntry)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, KvEntry]:
         """key -> latest KvEntry, for each of ``keys`` that holds a value

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING
 from tclnats_py.engine.driver import effect_table, unknown_effect
+from tclnats_py.engine.protocol import compiled
 from tclnats_py.sync.driver import Driver
 from tclnats_py.errors import make_error
 
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from tclnats_py.engine.effects import (Deliver, DeliverMany, ErrorChanged, Flush, InfoReceived, Open, RequestReply, StartTls,
                                            StatusChanged, SubGone, SubsCleared)
     from tclnats_py.engine.options import Options
+    from tclnats_py.engine.records import Request
 
 __all__ = ["SyncIO", "Dispatcher", "KEEPER_IDLE", "WRITE_CHUNK", "SPARSE", "CHUNK_HOLD"]
 
@@ -87,6 +89,10 @@ _READ = 64 * 1024
 # sendto, a caller's read one recvfrom, no poll() before either (Python's
 # own socket timeouts poll first)
 _KERNEL_TIMEOUTS = sys.platform.startswith("linux")
+# read_reply(sock, sid, reply, budget): a request's reply read in C (natsproto.c;
+# None without the accelerator: the round trip takes wait()'s reads)
+_read_reply = compiled("read_reply") if _KERNEL_TIMEOUTS else None
+_monotonic = time.monotonic
 
 
 def _timeval(seconds: float | None) -> bytes:
@@ -191,6 +197,10 @@ class SyncIO(Driver):
         self._wlock = threading.Lock()
         self._sending = 0  # threads in _write_unlocked, sending or about to
         self._rcvtimeo: float | None = None  # SO_RCVTIMEO of a plain socket (seconds; None: no limit)
+        self._rcv_for: float | None = None   # the wait _bound_reads last found SO_RCVTIMEO right for
+        self._fd = -1                        # the plain socket's descriptor (direct)
+        #: a request's round trip may be read by read_reply (round_trip): a plain socket on Linux, compiled
+        self.direct = False
         self._subs: dict[int, Any] = {}   # sid -> the client's Subscription
 
     # ------------------------------------------------------------ threads
@@ -317,9 +327,8 @@ class SyncIO(Driver):
                 if timeout is None:
                     if self._rcvtimeo is not None:
                         self._set_rcvtimeo(sock, None)
-                elif (self._rcvtimeo is None or self._rcvtimeo > timeout
-                        or self._rcvtimeo < timeout * 0.5):
-                    self._set_rcvtimeo(sock, timeout * 0.75)
+                else:
+                    self._bound_reads(sock, timeout)
                 return sock.recv(_READ), None
             if io is None or not sock.pending():  # type: ignore[attr-defined]  # (an SSLSocket)
                 fds = [sock, self._wake_r] if keeper else [sock]
@@ -335,6 +344,14 @@ class SyncIO(Driver):
         except (OSError, ValueError) as e:  # ValueError: select() on a socket closed meanwhile
             return None, str(e) or type(e).__name__
 
+    def _bound_reads(self, sock: socket.socket, timeout: float) -> None:
+        """SO_RCVTIMEO for a caller's read that may wait ``timeout`` seconds
+        (see :meth:`_set_rcvtimeo`)."""
+        r = self._rcvtimeo
+        if r is None or r > timeout or r < timeout * 0.5:
+            self._set_rcvtimeo(sock, timeout * 0.75)
+        self._rcv_for = timeout
+
     def _set_rcvtimeo(self, sock: socket.socket, seconds: float | None) -> None:
         """SO_RCVTIMEO of a plain blocking socket (the reading thread only):
         a read waits ``seconds`` at most (None: no limit).  Set with room
@@ -343,6 +360,7 @@ class SyncIO(Driver):
         that ends early is read again."""
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(seconds))
         self._rcvtimeo = seconds
+        self._rcv_for = None
 
     def _drain_wake(self) -> None:
         try:
@@ -389,6 +407,80 @@ class SyncIO(Driver):
                 finally:
                     self.followers -= 1
         return True
+
+    def round_trip(self, direct: tuple[Request, bytes, int], timeout: float) -> str:
+        """A request's round trip on a plain socket, the lock held (``direct``:
+        Engine.direct_request's request, frame and sid): the frame written, the
+        reply read by this thread in one call of read_reply (the lock
+        released meanwhile, others waiting as followers) and ended by
+        Engine.direct_reply; anything else read goes to the engine and
+        :meth:`await_request` waits for the rest of ``timeout`` seconds.
+        The request's outcome (RequestDone's)."""
+        req, frame, sid = direct
+        sock = self._sock
+        assert sock is not None
+        start = _monotonic()
+        try:
+            sent = sock.send(frame)  # (nothing queued, no send in flight: Client.request looked)
+            if sent != len(frame):
+                self._send_rest(sock, frame, sent, start)
+        except OSError as e:
+            self.engine.write_failed(str(e) or type(e).__name__)
+            self._run()
+            return self.await_request(req, start + timeout - _monotonic())
+        if timeout != self._rcv_for:
+            self._bound_reads(sock, timeout)
+        budget = timeout - self._rcvtimeo  # type: ignore[operator]  # (set by _bound_reads)
+        fd = self._fd
+        self.leading = True
+        self.lock.release()
+        try:
+            got = _read_reply(fd, sid, req.reply, budget)  # type: ignore[misc]  # (direct: compiled)
+        except BaseException:  # KeyboardInterrupt before anything was read
+            self.lock.acquire()
+            self.leading = False
+            self.cond.notify_all()
+            self._cancel(req)
+            raise
+        self.lock.acquire()
+        self.leading = False
+        self.last_lead = now = _monotonic()
+        outcome = None
+        if sock is self._sock:
+            kind = got.__class__
+            if kind is tuple:
+                outcome = self.engine.direct_reply(req, got)
+            elif kind is bytes and got:
+                self.engine.receive_data(got)
+                self._run()
+            elif got is not None:  # the end of the stream (b""), a failure (its text)
+                self._lost(got if kind is str else None)
+        if self.followers:
+            self.cond.notify_all()
+        if self.passive:
+            self.kcond.notify()  # callback subscriptions: the keeper reads on at once
+        return outcome or self.await_request(req, start + timeout - now)
+
+    def await_request(self, req: Request, timeout: float | None) -> str:
+        """Wait (lock held) for the end of ``req``, whose handler is the list
+        its outcome is appended to (RequestDone), and return that outcome;
+        ``timeout``: seconds after which the engine ends it with its timeout
+        (a request made without the engine's timer).  A KeyboardInterrupt
+        meanwhile (or any exception) cancels it in the engine."""
+        box = req.handler
+        try:
+            if not self.wait(box.__len__, timeout):
+                self.engine.timer_fired(req)
+                self._run()
+        except BaseException:
+            self._cancel(req)
+            raise
+        return box[0]
+
+    def _cancel(self, req: Request) -> None:
+        if not req.done and req.id in self.engine.requests:
+            self.engine.cancel_request(req.id)
+            self._run()
 
     # ------------------------------------------------------------ writing
     def _run(self, writing: bool = False) -> None:
@@ -512,12 +604,15 @@ class SyncIO(Driver):
         if sock is None:
             return
         flush = self.engine.options.flush_timeout / 1000 or None
-        if _KERNEL_TIMEOUTS and not isinstance(sock, ssl.SSLSocket):
+        plain = _KERNEL_TIMEOUTS and not isinstance(sock, ssl.SSLSocket)
+        if plain:
             sock.settimeout(None)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(flush))
-            self._rcvtimeo = None
+            self._rcvtimeo = self._rcv_for = None
         else:
             sock.settimeout(flush)
+        self.direct = plain and _read_reply is not None
+        self._fd = sock.fileno()
         self._sock_timeout = sock.gettimeout()
 
     def on_open(self, e: Open) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 import tclnats_py
 from tclnats_py import sync
+from tclnats_py.sync import threads
 
 OPS = 10_000
 REQUESTERS, PUBLISHERS, READERS = 6, 6, 4
@@ -292,24 +293,33 @@ def test_ctrl_c_during_a_request_leaves_the_client_usable(nats_server):
     assert r.stdout.splitlines()[:2] == ["interrupted", "after [b'late']"], r.stdout
 
 
-def test_a_caller_takes_the_socket_back_from_the_keeper(nats_server):
+def test_a_caller_takes_the_socket_back_from_the_keeper(nats_server, monkeypatch):
     """Once the keeper reads (no caller read for KEEPER_IDLE), a caller that
     waits has it hand the socket over: the replies of a loop of requests are
-    read by the requesting thread, not read by the keeper and handed over."""
+    read by the requesting thread (wait()'s reads or a round trip's), not
+    read by the keeper and handed over."""
     r = sync.connect(nats_server.url)
     r.subscribe("tk.svc", cb=lambda m: m.respond(m.data))
     r.flush()
     with sync.connect(nats_server.url) as nc:
         io = nc._io
         readers: Counter = Counter()
-        real = io._read
+        real, real_reply = io._read, threads._read_reply
 
         def read(sock, timeout, keeper):
             out = real(sock, timeout, keeper)
             if out[0]:
                 readers[threading.current_thread().name] += 1
             return out
+
+        def read_reply(*args):
+            out = real_reply(*args)
+            if out:
+                readers[threading.current_thread().name] += 1
+            return out
         io._read = read
+        if real_reply is not None:
+            monkeypatch.setattr(threads, "_read_reply", read_reply)
         deadline = time.monotonic() + 10
         while not io._selecting:  # the keeper reads once callers are quiet
             assert time.monotonic() < deadline, "the keeper never read"

@@ -231,7 +231,7 @@ class JetStream:
             for feature in features:
                 await self._run(require_level(self.jsapi, feature))
         msg = await self.client.request(subject, data, timeout=timeout or self.timeout, headers=hdrs)
-        return PubAck(parse_ack_fast(msg))
+        return parse_ack_fast(msg, PubAck)  # type: ignore[return-value]  # (made a PubAck)
 
     async def publish_msg(self, msg: Msg, **kw: Any) -> PubAck:
         """Publish a :class:`Msg` to its stream (subject, data, headers); see :meth:`publish`."""

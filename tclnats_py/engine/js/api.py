@@ -24,6 +24,7 @@ import re
 from typing import Any, Generator, TypeVar
 
 from tclnats_py.errors import NatsError, error_class, make_error
+from tclnats_py.engine.protocol import RecordMaker, compiled
 from tclnats_py.engine.subjects import valid_subject, valid_token, valid_wildcard_subject
 
 __all__ = [
@@ -280,10 +281,20 @@ _MONTH_DAY: dict = {}  # (year, month) -> the day number (since the epoch) of it
 # "YYYY-MM-DDTHH:MM:SS" of a UTC time with a fraction (the server's form) ->
 # its seconds since the epoch: the messages of one second share them
 _WHOLE_SECONDS: dict = {}
+_iso_ms = compiled("iso_ms")
 
 
 def iso_to_ms(ts: str) -> int:
     """``2022-11-22T13:31:35.4514983Z`` -> ms since the epoch (nats::isotime_to_msec)."""
+    if _iso_ms is not None:  # the server's form, compiled (natsproto.c); None: read here
+        ms = _iso_ms(ts)
+        if ms is not None:
+            return ms
+    return _iso_to_ms(ts)
+
+
+def _iso_to_ms(ts: str) -> int:
+    """:func:`iso_to_ms` in Python (the reference of the compiled iso_ms)."""
     if not ts:
         return 0
     if len(ts) > 20 and ts[19] == "." and ts[-1] == "Z":
@@ -375,7 +386,9 @@ class StoredMsg:
         return f"StoredMsg(seq={self.seq}, subject={self.subject!r}, data={self.data[:40]!r})"
 
 
-_DIRECT_HEADERS = ("Nats-Stream", "Nats-Subject", "Nats-Sequence", "Nats-Time-Stamp")
+# StoredMsg(subject, data, headers, seq, time, stream), made in C when compiled
+# (its __init__ only stores its arguments, in the order of its slots)
+_new_stored = StoredMsg if RecordMaker is None else RecordMaker(StoredMsg, StoredMsg.__slots__)
 
 
 def stored_from_get(resp: dict, stream=None) -> StoredMsg:
@@ -392,7 +405,9 @@ def stored_from_direct(msg, stream=None) -> StoredMsg:
     ``Nats-*`` headers (removed from the headers handed on, like nats-tcl).
     Status 404 -> ErrMsgNotFound, 408 -> ErrInvalidArg (a bad request),
     503 -> ErrNoResponders (nothing serves direct gets for that stream)."""
-    status = msg.status
+    hs = msg.headers
+    # (msg.status without its lookups when the headers have no Status: the common reply)
+    status = msg.status if hs and (not isinstance(hs, dict) or dict.__contains__(hs, "Status")) else 0
     if status == 404:
         raise make_error("ErrMsgNotFound", "no message found")
     if status == 408:
@@ -401,16 +416,15 @@ def stored_from_direct(msg, stream=None) -> StoredMsg:
         raise make_error("ErrNoResponders", "No responders available for request")
     if status:
         raise error_class("ErrJSResponse")(msg.description or f"status {status}", code=status, err_code=None)
-    h = dict(msg.headers or {})
-    subject = (h.get("Nats-Subject") or [msg.subject])[0]
-    seq = (h.get("Nats-Sequence") or ["0"])[0]
-    time = (h.get("Nats-Time-Stamp") or [""])[0]
-    stream = (h.get("Nats-Stream") or [stream])[0]
-    for k in _DIRECT_HEADERS:
-        h.pop(k, None)
-    if h and isinstance(msg.headers, dict) and type(msg.headers) is not dict:
-        h = type(msg.headers)(h)  # the face's Headers stays its Headers
-    return StoredMsg(subject, msg.data, h or None, int(seq), time, stream)
+    h = dict(hs or {})
+    pop = h.pop
+    subject = (pop("Nats-Subject", None) or [msg.subject])[0]
+    seq = (pop("Nats-Sequence", None) or ["0"])[0]
+    time = (pop("Nats-Time-Stamp", None) or [""])[0]
+    stream = (pop("Nats-Stream", None) or [stream])[0]
+    if h and isinstance(hs, dict) and type(hs) is not dict:
+        h = type(hs)(h)  # the face's Headers stays its Headers
+    return _new_stored(subject, msg.data, h or None, int(seq), time, stream)
 
 
 # ---------------------------------------------------------------- the API

@@ -28,6 +28,7 @@ from tclnats_py.engine.js.api import Request
 from tclnats_py.engine.js.direct import DirectBatch
 from tclnats_py.engine.js.publish import MSG_TTL, parse_ack_fast, publish_headers
 from tclnats_py.engine.js.api_level import require_level
+from tclnats_py.engine.protocol import RecordMaker
 from tclnats_py.engine.subjects import valid_wildcard_subject
 
 #: subjects in one multi-last direct get of :meth:`Bucket.get_many_batches`
@@ -58,15 +59,25 @@ def check_bucket(bucket) -> str:
     return bucket
 
 
+# keys check_key passed lately (exact str): the next gets and puts of a key skip the pattern
+_GOOD_KEYS: set = set()
+
+
 def check_key(key) -> str:
     """A key: a str of letters, digits and ``- / _ = .``, not starting or
     ending with a dot, no empty token (``a..b``), not starting with ``_kv``
     (nats-tcl's CheckKeyName, plus the empty token the server would refuse)."""
+    if key.__class__ is str and key in _GOOD_KEYS:
+        return key
     if not isinstance(key, str):
         raise make_error("ErrInvalidArg", f"Invalid key name {key!r}: a str expected")
     k = key
     if k.startswith(".") or k.endswith(".") or k.startswith("_kv") or not _KEY.fullmatch(k) or ".." in k:
         raise make_error("ErrInvalidArg", f"Invalid key name {key}")
+    if k.__class__ is str:
+        if len(_GOOD_KEYS) >= 4096:
+            _GOOD_KEYS.clear()
+        _GOOD_KEYS.add(k)
     return k
 
 
@@ -103,11 +114,14 @@ def mirror_bucket(mirror_stream: str) -> str:
 def operation_of(headers) -> str:
     """PUT, DEL or PURGE; limit markers (ADR-48) count as PURGE/DEL."""
     if headers:
-        get = headers.get if not isinstance(headers, dict) else lambda k: dict.get(headers, k)
-        op = get(KV_OPERATION)
+        if isinstance(headers, dict):  # the stored lists, also of a Headers
+            op = dict.get(headers, KV_OPERATION)
+            reason = None if op else dict.get(headers, MARKER_REASON)
+        else:
+            op = headers.get(KV_OPERATION)
+            reason = None if op else headers.get(MARKER_REASON)
         if op:
             return op[0]
-        reason = get(MARKER_REASON)
         if reason:
             return DEL if reason[0] == "Remove" else PURGE
     return PUT
@@ -274,6 +288,21 @@ class Entry:
                 f"operation={self.operation!r}, delta={self.delta})")
 
 
+# an Entry class -> what makes it from all of its fields (Entry.__init__'s
+# arguments, in the order of its slots): P.RecordMaker when compiled
+_ENTRY_MAKERS: dict = {}
+
+
+def _entry_maker(cls: type):
+    """The maker of ``cls`` (Entry or a face's subclass of it), kept in _ENTRY_MAKERS."""
+    make: Any = cls
+    if (RecordMaker is not None and cls.__init__ is Entry.__init__  # type: ignore[misc]
+            and cls.__new__ is object.__new__):
+        make = RecordMaker(cls, Entry.__slots__)
+    _ENTRY_MAKERS[cls] = make
+    return make
+
+
 def _not_found(e: NatsError, bucket: str) -> NatsError:
     if e.code in ("ErrStreamNotFound", "ErrNoResponders", "ErrJetStreamNotEnabled"):
         return make_error("ErrBucketNotFound", f"Bucket {bucket} not found")
@@ -289,6 +318,8 @@ class Bucket:
         self.bucket = bucket
         self.stream = stream_name(bucket)
         self._direct_checked: str | None = None  # the stream direct_get_request checked
+        self._direct_gets: dict[str, Request] = {}  # subject -> the direct get of its last message
+        self._put_subjects: dict[str, str] = {}     # key -> write_subject(key)
         self.config = stream_config
         self.read_prefix = f"$KV.{bucket}"
         self.write_prefix = self.read_prefix
@@ -345,9 +376,14 @@ class Bucket:
         stream = self.stream
         if stream is not self._direct_checked:  # direct_get_request's checks, the stream's once
             return self._first_direct_request(subject)
-        if not valid_wildcard_subject(subject):
-            raise make_error("ErrBadSubject", f"Invalid subject {subject}")
-        return Request(f"{self.api.prefix}.DIRECT.GET.{stream}.{subject}")
+        req = self._direct_gets.get(subject)
+        if req is None:  # (a step is not changed by who runs it: one per subject serves every get)
+            if not valid_wildcard_subject(subject):
+                raise make_error("ErrBadSubject", f"Invalid subject {subject}")
+            if len(self._direct_gets) >= 4096:
+                self._direct_gets.clear()
+            req = self._direct_gets[subject] = Request(f"{self.api.prefix}.DIRECT.GET.{stream}.{subject}")
+        return req
 
     def _first_direct_request(self, subject: str) -> Request:
         req = self.api.direct_get_request(self.stream, last_by_subj=subject)
@@ -360,12 +396,16 @@ class Bucket:
             return make_error("ErrKeyNotFound", f"Key {key} not found in bucket {self.bucket}")
         return _not_found(e, self.bucket)
 
-    def _stored_entry(self, key: str, subject: str, revision: int | None, msg) -> "Entry":
+    def _stored_entry(self, key: str, subject: str | None, revision: int | None, msg,
+                      cls: type | None = None) -> "Entry":
+        """The entry of ``msg``, read for ``key`` (at ``revision``: from ``subject``)."""
         if revision and msg.subject != subject:
             raise make_error("ErrKeyNotFound", f"Expected {subject}, got {msg.subject}")
         op = operation_of(msg.headers)
-        return Entry(self.bucket, key, msg.data, msg.seq, iso_to_ms(msg.time), op, 0,
-                     None if op == PUT else marker_reason(msg.headers))
+        cls = cls or Entry
+        make = _ENTRY_MAKERS.get(cls) or _entry_maker(cls)
+        return make(self.bucket, key, msg.data, msg.seq, iso_to_ms(msg.time), op, 0,
+                    None if op == PUT else marker_reason(msg.headers))
 
     def _check_get(self, key: str, revision) -> None:
         check_key(key)
@@ -400,14 +440,15 @@ class Bucket:
             return None
         return self._direct_request(self.read_subject(key), revision)
 
-    def get_result(self, key: str, revision: int | None, reply) -> "Entry":
+    def get_result(self, key: str, revision: int | None, reply, cls: type | None = None) -> "Entry":
         """:meth:`get`'s result from the reply to :meth:`get_request`'s
-        request (or its error)."""
+        request (or its error); ``cls``: a face's subclass of :class:`Entry`
+        (its constructor's) to make it."""
         try:
             msg = stored_from_direct(reply, self.stream)
         except NatsError as e:
             raise self.get_error(key, e) from None
-        return self._live(self._stored_entry(key, self.read_subject(key), revision, msg))
+        return self._live(self._stored_entry(key, self.read_subject(key) if revision else None, revision, msg, cls))
 
     def get_many_batches(self, keys) -> list:
         """The multi-last direct gets (ADR-31) that read the latest entries of
@@ -438,7 +479,12 @@ class Bucket:
             value = b""
         elif not isinstance(value, (bytes, bytearray, memoryview)):
             raise make_error("ErrInvalidArg", f"Invalid value of type {type(value).__name__}: bytes or str expected")
-        return Request(self.write_subject(key), value if value.__class__ is bytes else bytes(value), headers)
+        subject = self._put_subjects.get(key)
+        if subject is None:
+            if len(self._put_subjects) >= 4096:
+                self._put_subjects.clear()
+            subject = self._put_subjects[key] = self.write_subject(key)
+        return Request(subject, value if value.__class__ is bytes else bytes(value), headers)
 
     def put_result(self, reply) -> dict:
         """The PubAck (a dict) of a put from the reply to its request (or

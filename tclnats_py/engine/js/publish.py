@@ -18,6 +18,7 @@ import json
 from tclnats_py.errors import NatsError, error_class, make_error
 from tclnats_py.engine.js.api import Publish, Request, check_js_error
 from tclnats_py.engine.subjects import valid_wildcard_subject
+from tclnats_py.engine.protocol import compiled
 
 __all__ = ["publish_headers", "parse_ack", "ack_error_dict", "publish", "AsyncPublisher", "stalled", "STALL_WAIT_MS",
            "MSG_ID", "EXPECTED_STREAM", "EXPECTED_LAST_SEQ", "EXPECTED_LAST_SUBJECT_SEQ", "EXPECTED_LAST_MSG_ID",
@@ -130,22 +131,41 @@ def parse_ack(msg) -> dict:
 # [domain,] seq[, duplicate].  Anything else (errors, other fields, other
 # spacing) goes through json in parse_ack.
 _PLAIN_ACK = re.compile(rb'\{"stream":"([^"\\]+)",(?:"domain":"([^"\\]*)",)?"seq":(\d+)(,"duplicate": ?true)?\}')
+# plain_ack(data): the dict parse_ack_fast makes of a reply _PLAIN_ACK matches,
+# else None (natsproto.c; None when not compiled)
+_plain_ack = compiled("plain_ack")
 
 
-def parse_ack_fast(msg) -> dict:
+def parse_ack_fast(msg, cls: type = dict) -> dict:
     """:func:`parse_ack` without json for the plain success reply (the
-    common case when publishing fast); the same result and errors."""
+    common case when publishing fast); the same result and errors.
+    ``cls``: a face's dict subclass (PubAck) to make the result."""
     if msg.headers is None:
-        m = _PLAIN_ACK.fullmatch(msg.data)
-        if m is not None:
-            stream, domain, seq, dup = m.groups()
-            ack = {"stream": stream.decode(), "seq": int(seq)}
-            if domain is not None:
-                ack["domain"] = domain.decode()
-            if dup is not None:
-                ack["duplicate"] = True
-            return ack
-    return parse_ack(msg)
+        if _plain_ack is not None:  # the compiled reading of _PLAIN_ACK's replies
+            ack = _plain_ack(msg.data, cls)
+            if ack is not None:
+                return ack
+        else:
+            ack = _parse_plain_ack(msg.data)
+            if ack is not None:
+                return ack if cls is dict else cls(ack)
+    ack = parse_ack(msg)
+    return ack if cls is dict else cls(ack)
+
+
+def _parse_plain_ack(data: bytes) -> dict | None:
+    """The PubAck of a reply _PLAIN_ACK matches (the reference of the
+    compiled plain_ack), else None."""
+    m = _PLAIN_ACK.fullmatch(data)
+    if m is None:
+        return None
+    stream, domain, seq, dup = m.groups()
+    ack = {"stream": stream.decode(), "seq": int(seq)}
+    if domain is not None:
+        ack["domain"] = domain.decode()
+    if dup is not None:
+        ack["duplicate"] = True
+    return ack
 
 
 def ack_error_dict(err: NatsError) -> dict:

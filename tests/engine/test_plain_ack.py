@@ -1,0 +1,84 @@
+"""natsproto.c plain_ack against engine/js/publish.py's reference, the
+_PLAIN_ACK pattern and the dict parse_ack_fast makes of a match: the same
+result (or None for what the pattern refuses) on the server's acks and on
+random bytes around them."""
+
+import random
+
+import pytest
+
+from tclnats_py.engine.js import publish
+from tclnats_py.engine.records import Msg
+
+pytestmark = [pytest.mark.unit,
+              pytest.mark.skipif(publish._plain_ack is None, reason="the accelerator is not built")]
+
+
+reference = publish._parse_plain_ack
+
+
+ACKS = [
+    b'{"stream":"S","seq":1}',
+    b'{"stream":"KV_bucket","seq":18446744073709551615}',
+    b'{"stream":"S","seq":123456789012345678901234567890}',
+    b'{"stream":"S","domain":"hub","seq":7}',
+    b'{"stream":"S","domain":"","seq":7,"duplicate":true}',
+    b'{"stream":"S","seq":7,"duplicate": true}',
+    b'{"stream":"\xc3\xa9t\xc3\xa9","seq":2}',
+    b'{"stream":"S","seq":7,"duplicate":false}',
+    b'{"stream":"","seq":1}',
+    b'{"stream":"S","seq":}',
+    b'{"stream":"S","seq":1} ',
+    b'{"stream":"S", "seq":1}',
+    b'{"stream":"S\\"x","seq":1}',
+    b'{"stream":"S","seq":1,"val":"3"}',
+    b'{"error":{"code":503,"err_code":10077,"description":"no"}}',
+    b'',
+    b'{"stream":"S","domain":"d","seq":-1}',
+]
+
+
+@pytest.mark.parametrize("data", ACKS)
+def test_the_servers_acks(data):
+    assert publish._plain_ack(data) == reference(data)
+
+
+def test_random_bytes_around_them():
+    rnd = random.Random(20261128)
+    alphabet = b'{}":,\\ 0123456789abcdeftrusqmino_-\xc3\xa9'
+    for _ in range(20000):
+        base = bytearray(rnd.choice(ACKS))
+        for _ in range(rnd.randint(1, 3)):
+            i = rnd.randint(0, len(base))
+            op = rnd.random()
+            if op < 0.4 and base:
+                del base[min(i, len(base) - 1)]
+            elif op < 0.8:
+                base[i:i] = bytes([rnd.choice(alphabet)])
+            elif base:
+                base[min(i, len(base) - 1)] = rnd.choice(alphabet)
+        data = bytes(base)
+        try:
+            want = reference(data)
+        except UnicodeDecodeError:
+            with pytest.raises(UnicodeDecodeError):
+                publish._plain_ack(data)
+            continue
+        assert publish._plain_ack(data) == want, data
+
+
+def test_a_dict_subclass_of_the_face():
+    class Ack(dict):
+        pass
+    ack = publish._plain_ack(b'{"stream":"S","seq":3}', Ack)
+    assert type(ack) is Ack and ack == {"stream": "S", "seq": 3}
+    assert type(publish.parse_ack_fast(Msg("i", b'{"stream":"S","seq":3,"val":"1"}'), Ack)) is Ack
+    with pytest.raises(TypeError):
+        publish._plain_ack(b'{"stream":"S","seq":3}', list)
+
+
+def test_parse_ack_fast_is_parse_ack_for_the_rest():
+    assert publish.parse_ack_fast(Msg("i", b'{"stream":"S","seq":3}')) == {"stream": "S", "seq": 3}
+    with pytest.raises(Exception) as e:
+        publish.parse_ack_fast(Msg("i", b'{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 2"}}'))
+    assert e.value.code == "ErrWrongLastSequence"
