@@ -150,6 +150,17 @@ PAYLOAD = b"x" * 128
 a = tclnats_py.sync.connect(URL)
 """
 
+# a fresh memory bucket ``kv`` of the blocking face (a connected), named with ``prefix``
+_SYNC_BUCKET = """\
+js = a.jetstream()
+bucket = "{prefix}" + str(N)
+try:
+    js.delete_key_value(bucket)
+except Exception:
+    pass
+kv = js.create_key_value(bucket, storage="memory")
+"""
+
 # the blocking face: a program after _SYNC_HEAD (a connected); a request
 # waits for its reply before the next one goes (the echo responder answers)
 _SYNC = {
@@ -196,27 +207,13 @@ for _ in range(N):
     publish("isp." + str(N), PAYLOAD)
 js.delete_stream(stream)
 """,
-    "sync_kv_put": """\
-js = a.jetstream()
-bucket = "iq_" + str(N)
-try:
-    js.delete_key_value(bucket)
-except Exception:
-    pass
-kv = js.create_key_value(bucket, storage="memory")
+    "sync_kv_put": _SYNC_BUCKET.format(prefix="iq_") + """\
 put = kv.put
 for i in range(N):
     put("k" + str(i % 100), PAYLOAD)
 js.delete_key_value(bucket)
 """,
-    "sync_kv_get": """\
-js = a.jetstream()
-bucket = "ik_" + str(N)
-try:
-    js.delete_key_value(bucket)
-except Exception:
-    pass
-kv = js.create_key_value(bucket, storage="memory")
+    "sync_kv_get": _SYNC_BUCKET.format(prefix="ik_") + """\
 for k in range(100):
     kv.put("k" + str(k), PAYLOAD)
 get = kv.get
