@@ -420,12 +420,9 @@ class SyncIO(Driver):
         sock = self._sock
         assert sock is not None
         start = _monotonic()
-        try:
-            sent = sock.send(frame)  # (nothing queued, no send in flight: Client.request looked)
-            if sent != len(frame):
-                self._send_rest(sock, frame, sent, start)
-        except OSError as e:
-            self.engine.write_failed(str(e) or type(e).__name__)
+        err = self._send(sock, frame)  # (nothing queued, no send in flight: Client.request looked)
+        if err is not None:
+            self.engine.write_failed(err)
             self._run()
             return self.await_request(req, start + timeout - _monotonic())
         if timeout != self._rcv_for:
