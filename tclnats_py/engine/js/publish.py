@@ -20,7 +20,7 @@ from tclnats_py.engine.js.api import Publish, Request, check_js_error
 from tclnats_py.engine.subjects import valid_wildcard_subject
 from tclnats_py.engine.protocol import compiled
 
-__all__ = ["publish_headers", "parse_ack", "ack_error_dict", "publish", "AsyncPublisher", "stalled", "STALL_WAIT_MS",
+__all__ = ["publish_headers", "parse_ack", "parse_ack_fast", "ack_seq", "ack_error_dict", "publish", "AsyncPublisher", "stalled", "STALL_WAIT_MS",
            "MSG_ID", "EXPECTED_STREAM", "EXPECTED_LAST_SEQ", "EXPECTED_LAST_SUBJECT_SEQ", "EXPECTED_LAST_MSG_ID",
            "MSG_TTL", "ROLLUP", "EXPECTED_LAST_SUBJECT_SEQ_SUBJECT", "BATCH_ID", "BATCH_SEQUENCE", "BATCH_COMMIT",
            "SCHEDULE_HEADERS", "SCHEDULER", "ttl_from_ms", "ttl_from_seconds"]
@@ -151,6 +151,21 @@ def parse_ack_fast(msg, cls: type = dict) -> dict:
                 return ack if cls is dict else cls(ack)
     ack = parse_ack(msg)
     return ack if cls is dict else cls(ack)
+
+
+# plain_ack_seq(data): plain_ack(data)["seq"] of a plain ack with ASCII names,
+# else None (natsproto.c; None when not compiled)
+_plain_ack_seq = compiled("plain_ack_seq")
+
+
+def ack_seq(msg) -> int:
+    """``parse_ack_fast(msg)["seq"]``: the sequence a publish's reply gives
+    (a KV put's revision), with its errors; the plain ack read without a dict."""
+    if msg.headers is None and _plain_ack_seq is not None:
+        seq = _plain_ack_seq(msg.data)
+        if seq is not None:
+            return seq
+    return parse_ack_fast(msg)["seq"]
 
 
 def _parse_plain_ack(data: bytes) -> dict | None:

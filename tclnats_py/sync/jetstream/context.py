@@ -215,14 +215,15 @@ class JetStream:
         ``expected_last_msg_id``, ``ttl`` (seconds or a Go duration; ADR-43),
         ``expected_last_subject_seq_subject``.  ErrNoResponders: no stream
         on ``subject``; ErrWrongLastSequence, ErrJSResponse, ErrTimeout."""
-        if timeout is not None:
-            check_timeout(timeout)
         hdrs = None  # without options nothing to check but the subject, which request() checks
-        if headers is not None or (kw and any(v is not None for v in kw.values())):
-            hdrs, features = publish_options(self.client.engine, subject, headers, **kw)
-            for feature in features:
-                self._run(require_level(self.jsapi, feature))
-        msg = self.client.request(subject, data, timeout=timeout or self.timeout, headers=hdrs)
+        if timeout is not None or headers is not None or kw:
+            if timeout is not None:
+                check_timeout(timeout)
+            if headers is not None or any(v is not None for v in kw.values()):
+                hdrs, features = publish_options(self.client.engine, subject, headers, **kw)
+                for feature in features:
+                    self._run(require_level(self.jsapi, feature))
+        msg = self.client.request(subject, data, timeout or self.timeout, hdrs)
         return parse_ack_fast(msg, PubAck)  # type: ignore[return-value]  # (made a PubAck)
 
     def publish_msg(self, msg: Msg, **kw: Any) -> PubAck:
