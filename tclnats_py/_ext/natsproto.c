@@ -21,6 +21,7 @@
  * trip's fast path), natscodec_scan telling the reply from anything else;
  * RecordMaker: the engine's records (Msg, Request) made without running
  * their __init__ in Python; plain_ack, plain_ack_seq: a JetStream publish's plain ack;
+ * request_pub: a direct request's reply subject and PUB frame;
  * iso_ms: a message's time stamp in ms (engine/js/api.py iso_to_ms).
  *
  * setup(msg_tag, ping_op, pong_op, ok_op) hands over the objects the Python
@@ -1297,6 +1298,59 @@ plain_ack_seq(PyObject *self, PyObject *data)
 }
 
 /*
+ * request_pub(prefix, rid, subject, payload) -> (reply, frame): a request's
+ * reply subject, f"{prefix}.{rid}" (rid an int from 0), and its PUB frame,
+ * encode_pub(subject, reply, payload)'s bytes (Engine.direct_request's pair,
+ * made without formatting the int in Python).
+ */
+static PyObject *
+request_pub(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "request_pub(prefix: str, rid: int, subject, payload)");
+        return NULL;
+    }
+    PyObject *prefix = args[0], *reply;
+    unsigned long long rid = PyLong_AsUnsignedLongLong(args[1]);
+    if (rid == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    char digits[24];   /* rid's decimal digits at its end, NUL-terminated */
+    int dl = 0;
+    digits[sizeof digits - 1] = '\0';
+    do {
+        digits[sizeof digits - 2 - dl++] = (char)('0' + rid % 10);
+        rid /= 10;
+    } while (rid);
+    const char *d = digits + sizeof digits - 1 - dl;
+    if (PyUnicode_IS_ASCII(prefix)) {
+        Py_ssize_t pl = PyUnicode_GET_LENGTH(prefix);
+        if ((reply = PyUnicode_New(pl + 1 + dl, 127)) == NULL)
+            return NULL;
+        Py_UCS1 *r = PyUnicode_1BYTE_DATA(reply);
+        memcpy(r, PyUnicode_1BYTE_DATA(prefix), (size_t)pl);
+        r[pl] = '.';
+        memcpy(r + pl + 1, d, (size_t)dl);
+    } else if ((reply = PyUnicode_FromFormat("%U.%s", prefix, d)) == NULL) {
+        return NULL;
+    }
+    PyObject *call[3] = {args[2], reply, args[3]};
+    PyObject *frame = encode_pub(self, call, 3);
+    if (frame == NULL) {
+        Py_DECREF(reply);
+        return NULL;
+    }
+    PyObject *out = PyTuple_New(2);
+    if (out == NULL) {
+        Py_DECREF(reply);
+        Py_DECREF(frame);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, reply);
+    PyTuple_SET_ITEM(out, 1, frame);
+    return out;
+}
+
+/*
  * iso_ms(ts) -> int or None: engine/js/api.py iso_to_ms for the server's
  * form of a time, "YYYY-MM-DDTHH:MM:SS.F...Z" in ASCII with 1 to 15
  * fraction digits and fields in iso_to_ms's ranges (a year from 1): ms since the epoch,
@@ -2141,6 +2195,8 @@ static PyMethodDef methods[] = {
      "plain_ack(data[, cls]) -> the PubAck dict (made cls()) of a plain publish ack (parse_ack_fast's), else None"},
     {"plain_ack_seq", (PyCFunction)plain_ack_seq, METH_O,
      "plain_ack_seq(data) -> plain_ack(data)['seq'] of an ASCII plain publish ack, else None"},
+    {"request_pub", (PyCFunction)(void (*)(void))request_pub, METH_FASTCALL,
+     "request_pub(prefix, rid, subject, payload) -> (f'{prefix}.{rid}', the PUB frame to it)"},
     {"ws_frame", ws_frame, METH_O,
      "ws_frame(data) -> data in one binary WebSocket frame, masked with a key from os.urandom"},
     {"setup", setup, METH_VARARGS, "setup(msg_tag, ping_op, pong_op, ok_op): the Python parser's tag objects"},
