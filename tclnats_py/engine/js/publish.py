@@ -20,8 +20,8 @@ from tclnats_py.engine.js.api import Publish, Request, check_js_error
 from tclnats_py.engine.subjects import valid_wildcard_subject
 from tclnats_py.engine.protocol import compiled
 
-__all__ = ["publish_headers", "parse_ack", "parse_ack_fast", "plain_ack", "ack_seq", "ack_error_dict", "publish",
-           "AsyncPublisher", "stalled", "STALL_WAIT_MS",
+__all__ = ["publish_headers", "parse_ack", "parse_ack_fast", "plain_ack", "ack_seq", "plain_ack_seq", "ack_error_dict",
+           "publish", "AsyncPublisher", "stalled", "STALL_WAIT_MS",
            "MSG_ID", "EXPECTED_STREAM", "EXPECTED_LAST_SEQ", "EXPECTED_LAST_SUBJECT_SEQ", "EXPECTED_LAST_MSG_ID",
            "MSG_TTL", "ROLLUP", "EXPECTED_LAST_SUBJECT_SEQ_SUBJECT", "BATCH_ID", "BATCH_SEQUENCE", "BATCH_COMMIT",
            "SCHEDULE_HEADERS", "SCHEDULER", "ttl_from_ms", "ttl_from_seconds"]
@@ -156,8 +156,9 @@ def parse_ack_fast(msg, cls: type = dict) -> dict:
 
 
 # plain_ack_seq(data): plain_ack(data)["seq"] of a plain ack with ASCII names,
-# else None (natsproto.c; None when not compiled)
-_plain_ack_seq = compiled("plain_ack_seq")
+# else None (natsproto.c; None when not compiled).  A face may call it before
+# ack_seq for a reply without headers.
+plain_ack_seq = _plain_ack_seq = compiled("plain_ack_seq")
 
 
 def ack_seq(msg) -> int:
