@@ -37,6 +37,7 @@
 #include <errno.h>         /* read_reply: a blocking socket's reads */
 #include <time.h>
 #include <sys/socket.h>
+#include <sched.h>         /* read_reply's spin: sched_yield */
 #endif
 #include "subject_rule.h"  /* tclnats_plain_subject, shared with tclfast.c */
 #define NATSCODEC_API static
@@ -958,6 +959,80 @@ encode_pub(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+/*
+ * SpinPolicy: natscodec's spin back-off (natscodec.h), the asyncio face's
+ * (aio/spin.py) as it is the Tcl face's (tclcross_wait.c await_var).
+ * should_try() -> bool: whether this wait spins (False: a skipped wait,
+ * counted); caught(): a reply came while spinning; missed(): the spin ran
+ * out.  skip, misses and the counts caught_n, missed_n, skipped_n are
+ * attributes.
+ */
+typedef struct {
+    PyObject_HEAD
+    natscodec_spin s;
+} SpinObject;
+
+static PyObject *
+spin_should_try(PyObject *self, PyObject *unused)
+{
+    return PyBool_FromLong(natscodec_spin_should_try(&((SpinObject *)self)->s));
+}
+
+static PyObject *
+spin_caught(PyObject *self, PyObject *unused)
+{
+    natscodec_spin_caught(&((SpinObject *)self)->s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+spin_missed(PyObject *self, PyObject *unused)
+{
+    natscodec_spin_missed(&((SpinObject *)self)->s);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef spin_methods[] = {
+    {"should_try", spin_should_try, METH_NOARGS, "should_try() -> whether this wait spins (else counted skipped)"},
+    {"caught", spin_caught, METH_NOARGS, "caught(): a reply came while spinning (the back-off starts over)"},
+    {"missed", spin_missed, METH_NOARGS, "missed(): the spin ran out without a reply"},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyMemberDef spin_members[] = {
+    {"skip", T_INT, offsetof(SpinObject, s.skip), 0, "waits left that do not spin"},
+    {"misses", T_INT, offsetof(SpinObject, s.misses), 0, "spins in a row that ran out"},
+    {"caught_n", T_LONGLONG, offsetof(SpinObject, s.caught), 0, "replies caught while spinning"},
+    {"missed_n", T_LONGLONG, offsetof(SpinObject, s.missed), 0, "spins that ran out"},
+    {"skipped_n", T_LONGLONG, offsetof(SpinObject, s.skipped), 0, "waits that did not spin"},
+    {NULL, 0, 0, 0, NULL}
+};
+
+static PyObject *
+spin_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    SpinObject *o;
+    if (PyTuple_GET_SIZE(args) != 0 || (kwds != NULL && PyDict_GET_SIZE(kwds) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "SpinPolicy() takes no arguments");
+        return NULL;
+    }
+    o = (SpinObject *)type->tp_alloc(type, 0);
+    if (o != NULL)
+        natscodec_spin_init(&o->s);
+    return (PyObject *)o;
+}
+
+static PyTypeObject SpinType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tclnats_py._natsproto.SpinPolicy",
+    .tp_basicsize = sizeof(SpinObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The spin back-off of a wait for a reply (natscodec.h).",
+    .tp_methods = spin_methods,
+    .tp_members = spin_members,
+    .tp_new = spin_new,
+};
+
 #ifndef _WIN32
 /*
  * read_reply(fd, sid, reply, budget) -> what the socket fd brought a caller
@@ -978,6 +1053,13 @@ encode_pub(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * is a blocking one whose reads the caller bounds with SO_RCVTIMEO; a
  * signal during a read with nothing read yet runs Python's handlers (their
  * exception raises), with bytes read it ends the call (they are returned).
+ *
+ * read_reply(fd, sid, reply, budget, spin_us, policy): before its first
+ * blocking read it polls the socket without blocking for up to spin_us
+ * microseconds, yielding the CPU between polls, when policy (a SpinPolicy:
+ * natscodec's back-off, shared with the other faces' waits) lets this wait
+ * spin; a reply that comes within them is taken without the wake-up of a
+ * sleeping thread.
  */
 #define REPLY_STACK 16384
 #define REPLY_MAX ((size_t)64 * 1024 * 1024 + 8192)   /* nats-server's largest max_payload, and a line */
@@ -1033,13 +1115,39 @@ reply_need(size_t n, int kind, const natscodec_frame *fr)
     return 0;
 }
 
+/* read_reply's spin: recv without blocking until something came, the stream
+ * ended or failed, or the clock passed until (EAGAIN then); the CPU is
+ * yielded between polls, so that a server or responder on this machine runs */
+static ssize_t
+spin_recv(int fd, unsigned char *buf, size_t cap, double until, int *err)
+{
+    for (;;) {
+        ssize_t r = recv(fd, buf, cap, MSG_DONTWAIT);
+        if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            *err = errno;
+            return r;
+        }
+        if (mono_seconds() >= until) {
+            *err = EAGAIN;
+            return -1;
+        }
+        sched_yield();
+    }
+}
+
 static PyObject *
 read_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4 || !PyLong_Check(args[1]) || !PyUnicode_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "read_reply(fd: int, sid: int, reply: str, budget: float)");
+    if ((nargs != 4 && nargs != 6) || !PyLong_Check(args[1]) || !PyUnicode_Check(args[2])
+        || (nargs == 6 && (!PyLong_Check(args[4]) || !PyObject_TypeCheck(args[5], &SpinType)))) {
+        PyErr_SetString(PyExc_TypeError, "read_reply(fd: int, sid: int, reply: str, budget: float"
+                                         "[, spin_us: int, policy: SpinPolicy])");
         return NULL;
     }
+    long spin_us = nargs == 6 ? PyLong_AsLong(args[4]) : 0;
+    natscodec_spin *policy = nargs == 6 ? &((SpinObject *)args[5])->s : NULL;
+    if (spin_us == -1 && PyErr_Occurred())
+        return NULL;
     int fd = PyObject_AsFileDescriptor(args[0]);
     long long sid = PyLong_AsLongLong(args[1]);
     double budget = PyFloat_AsDouble(args[3]);
@@ -1051,12 +1159,24 @@ read_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     size_t cap = sizeof stack, n = 0;
     double start = mono_seconds();
     PyObject *out = NULL;
+    int spin = spin_us > 0 && policy != NULL && natscodec_spin_should_try(policy);
     for (;;) {
         ssize_t r;
         int err;
         Py_BEGIN_ALLOW_THREADS
-        r = recv(fd, buf + n, cap - n, 0);
-        err = errno;
+        if (spin) {     /* the first read only */
+            r = spin_recv(fd, buf, cap, start + spin_us * 1e-6, &err);
+            if (r < 0 && err == EAGAIN)
+                natscodec_spin_missed(policy);
+            else
+                natscodec_spin_caught(policy);
+            spin = 0;
+        } else
+            r = -1, err = EAGAIN;
+        if (r < 0 && err == EAGAIN) {
+            r = recv(fd, buf + n, cap - n, 0);
+            err = errno;
+        }
         Py_END_ALLOW_THREADS
         if (r < 0 && err == EINTR && n == 0) {
             if (PyErr_CheckSignals() < 0)
@@ -1399,80 +1519,6 @@ static PyTypeObject MakerType = {
     .tp_members = maker_members,
     .tp_new = maker_new,
     .tp_dealloc = (destructor)maker_dealloc,
-};
-
-/*
- * SpinPolicy: natscodec's spin back-off (natscodec.h), the asyncio face's
- * (aio/spin.py) as it is the Tcl face's (tclcross_wait.c await_var).
- * should_try() -> bool: whether this wait spins (False: a skipped wait,
- * counted); caught(): a reply came while spinning; missed(): the spin ran
- * out.  skip, misses and the counts caught_n, missed_n, skipped_n are
- * attributes.
- */
-typedef struct {
-    PyObject_HEAD
-    natscodec_spin s;
-} SpinObject;
-
-static PyObject *
-spin_should_try(PyObject *self, PyObject *unused)
-{
-    return PyBool_FromLong(natscodec_spin_should_try(&((SpinObject *)self)->s));
-}
-
-static PyObject *
-spin_caught(PyObject *self, PyObject *unused)
-{
-    natscodec_spin_caught(&((SpinObject *)self)->s);
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-spin_missed(PyObject *self, PyObject *unused)
-{
-    natscodec_spin_missed(&((SpinObject *)self)->s);
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef spin_methods[] = {
-    {"should_try", spin_should_try, METH_NOARGS, "should_try() -> whether this wait spins (else counted skipped)"},
-    {"caught", spin_caught, METH_NOARGS, "caught(): a reply came while spinning (the back-off starts over)"},
-    {"missed", spin_missed, METH_NOARGS, "missed(): the spin ran out without a reply"},
-    {NULL, NULL, 0, NULL}
-};
-
-static PyMemberDef spin_members[] = {
-    {"skip", T_INT, offsetof(SpinObject, s.skip), 0, "waits left that do not spin"},
-    {"misses", T_INT, offsetof(SpinObject, s.misses), 0, "spins in a row that ran out"},
-    {"caught_n", T_LONGLONG, offsetof(SpinObject, s.caught), 0, "replies caught while spinning"},
-    {"missed_n", T_LONGLONG, offsetof(SpinObject, s.missed), 0, "spins that ran out"},
-    {"skipped_n", T_LONGLONG, offsetof(SpinObject, s.skipped), 0, "waits that did not spin"},
-    {NULL, 0, 0, 0, NULL}
-};
-
-static PyObject *
-spin_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
-{
-    SpinObject *o;
-    if (PyTuple_GET_SIZE(args) != 0 || (kwds != NULL && PyDict_GET_SIZE(kwds) != 0)) {
-        PyErr_SetString(PyExc_TypeError, "SpinPolicy() takes no arguments");
-        return NULL;
-    }
-    o = (SpinObject *)type->tp_alloc(type, 0);
-    if (o != NULL)
-        natscodec_spin_init(&o->s);
-    return (PyObject *)o;
-}
-
-static PyTypeObject SpinType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "tclnats_py._natsproto.SpinPolicy",
-    .tp_basicsize = sizeof(SpinObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The spin back-off of a wait for a reply (natscodec.h).",
-    .tp_methods = spin_methods,
-    .tp_members = spin_members,
-    .tp_new = spin_new,
 };
 
 /* ------------------------------------------------------------ the blocking face's publish

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Un
 from tclnats_py.pyface import ClientState
 from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine, Msg
 from tclnats_py.engine.headers import Headers
-from tclnats_py.engine.options import Options
+from tclnats_py.engine.options import Options, spin_time_default
 from tclnats_py.engine.protocol import compiled, pub_frame as _pub_frame, pub_head as _pub_head
 from tclnats_py.engine.validate import MAX_TIMEOUT, _to_bytes, check_headers, check_int, check_timeout
 from tclnats_py.errors import NatsError, make_error
@@ -91,7 +91,7 @@ class Client(ClientState):
         eng.deliver_batches = True
         io.info_hook = self._on_info
         self._init_options()  # the user's hooks and TLS options (ClientState), set by _configure
-        self._spin_time = 0.0
+        self._spin_time = spin_time_default()  # (TCLNATS_SPIN_US) before the options, which may set it
         # subject -> protocol.pub_head(subject, size) once the engine accepted it (publish's fast path)
         self._pub_heads: dict[str, tuple[bytes, int, bytes]] = {}
         self._pub_max = 0  # the server's max_payload (0 until its INFO): the fast path's bound
@@ -161,6 +161,7 @@ class Client(ClientState):
                 return self
             self._configure(servers, options)
             self._req_subjects.clear()  # (check_subjects may have changed)
+            io.spin_us = round(self._spin_time * 1e6)
             if not eng.pool.servers:
                 eng.configure_servers(list(eng.options.servers) or [DEFAULT_SERVER])
             if self._callbacks.stopped:  # closed before: a new hooks thread
