@@ -24,6 +24,7 @@ from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js.api_level import FEATURES, server_level
 from tclnats_py.engine.js.events import event_table
 from tclnats_py.engine.js.publish import ttl_from_seconds
+from tclnats_py.engine.subjects import valid_subject
 from tclnats_py.engine.validate import check_timeout
 from tclnats_py.jsface.kv import KvEntry, KvStatus, bucket_options, entry, kv_status, put_entries, watch_consumer_options
 from tclnats_py.sync.jetstream.direct import DirectGet
@@ -86,7 +87,9 @@ class KeyValue:
             reply = self.js._request(req)
         except NatsError as e:
             raise b.get_error(key, e) from None
-        if revision is None and req.timeout is None and not req.headers and not req.payload:
+        plain = req.timeout is None and not req.headers and not req.payload
+        # (a subject of the publish rule: later sent unchecked, whatever check_subjects says then)
+        if revision is None and plain and valid_subject(req.subject):
             if len(self._gets) >= 4096:
                 self._gets.clear()
             self._gets[key] = req.subject
