@@ -21,7 +21,8 @@
  * trip's fast path), natscodec_scan telling the reply from anything else;
  * RecordMaker: the engine's records (Msg, Request) made without running
  * their __init__ in Python; plain_ack: a JetStream publish's plain ack;
- * iso_ms: a message's time stamp in ms (engine/js/api.py iso_to_ms).
+ * iso_ms: a message's time stamp in ms (engine/js/api.py iso_to_ms);
+ * kv_entry: the entry of a KV direct get's reply (engine/js/kv.py).
  *
  * setup(msg_tag, ping_op, pong_op, ok_op) hands over the objects the Python
  * parser uses for the tags, so that ops are identical (``op[0] is MSG``).
@@ -1370,13 +1371,10 @@ iso_digits(const char *p, int n, long long *v)
     return 1;
 }
 
-static PyObject *
-iso_ms(PyObject *self, PyObject *arg)
+/* the ms of the time s[0:n) in the server's form into *ms; 0: not that form */
+static int
+iso_parse(const char *s, Py_ssize_t n, long long *ms)
 {
-    if (!PyUnicode_Check(arg) || !PyUnicode_IS_ASCII(arg))
-        Py_RETURN_NONE;
-    const char *s = (const char *)PyUnicode_DATA(arg);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
     long long y, mo, d, h, mi, sec, frac;
     int fl = (int)(n - 21);
     if (n < 22 || fl > 15 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':'
@@ -1385,7 +1383,7 @@ iso_ms(PyObject *self, PyObject *arg)
         || !iso_digits(s + 11, 2, &h) || !iso_digits(s + 14, 2, &mi) || !iso_digits(s + 17, 2, &sec)
         || !iso_digits(s + 20, fl, &frac)
         || y < 1 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
-        Py_RETURN_NONE;
+        return 0;
     long long secs = ((days_from_civil(y, (unsigned)mo, 1) + d - 1) * 24 + h) * 3600 + mi * 60 + sec;
     double p10 = 1.0;
     for (int i = 0; i < fl; i++)
@@ -1394,7 +1392,162 @@ iso_ms(PyObject *self, PyObject *arg)
     double r = round(x);   /* Python's round(): halves to even */
     if (fabs(x - r) == 0.5)
         r = 2.0 * round(x / 2.0);
-    return PyLong_FromLongLong(secs * 1000 + (long long)r);
+    *ms = secs * 1000 + (long long)r;
+    return 1;
+}
+
+static PyObject *
+iso_ms(PyObject *self, PyObject *arg)
+{
+    long long ms;
+    if (!PyUnicode_Check(arg) || !PyUnicode_IS_ASCII(arg)
+        || !iso_parse((const char *)PyUnicode_DATA(arg), PyUnicode_GET_LENGTH(arg), &ms))
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(ms);
+}
+
+/*
+ * kv_entry(make, bucket, key, block, payload) -> entry or None: what
+ * engine/js/kv.py Bucket.direct_entry's reference (stored_from_direct, then
+ * _stored_entry) makes of the reply to a KV direct get whose header block
+ * is the common one: "NATS/1.0" alone on its first line, then lines of
+ * printable ASCII and tabs read by headers()'s rules (a name's first value
+ * counts), no Status line, Nats-Sequence 1 to 18 digits (none: 0),
+ * Nats-Time-Stamp in iso_ms's form (none: 0), KV-Operation (if any) PUT,
+ * DEL or PURGE.  The entry is make(bucket, key, payload, seq, created ms,
+ * operation, 0, reason): the operation KV-Operation's, else DEL for a
+ * Nats-Marker-Reason of Remove, PURGE for another, else PUT; the reason
+ * that marker's (None for a PUT).  None for any other block: the reference
+ * decides.
+ */
+enum { KV_SEQ, KV_TIME, KV_OP, KV_REASON, KV_STATUS, KV_NAMES };
+static const char *const kv_names[KV_NAMES] = {
+    "Nats-Sequence", "Nats-Time-Stamp", "KV-Operation", "Nats-Marker-Reason", "Status",
+};
+static const unsigned char kv_lens[KV_NAMES] = {13, 15, 12, 18, 6};
+static const char *const kv_op_names[3] = {"PUT", "DEL", "PURGE"};
+static PyObject *kv_ops[3];
+
+/* which of kv_names the name p[0:n) is; KV_NAMES: none */
+static int
+kv_name(const unsigned char *p, Py_ssize_t n)
+{
+    for (int k = 0; k < KV_NAMES; k++) {
+        if (n == kv_lens[k] && memcmp(kv_names[k], p, (size_t)n) == 0)
+            return k;
+    }
+    return KV_NAMES;
+}
+
+/* whether p[0:n) holds headers()'s bytes only: printable ASCII, tab, CR only
+ * before LF; eight at a time while none of them is a control, DEL or past ASCII */
+static int
+kv_plain_bytes(const unsigned char *p, Py_ssize_t n)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        if (n - i >= 8) {
+            uint64_t w, del;
+            memcpy(&w, p + i, 8);
+            del = w ^ (ones * 0x7f);
+            /* a byte >= 0x80, < 0x20 (hasless) or 0x7f (haszero of del): byte by byte */
+            if (((w | ((w - ones * 0x20) & ~w) | ((del - ones) & ~del)) & high) == 0) {
+                i += 8;
+                continue;
+            }
+        }
+        for (Py_ssize_t stop = n - i > 8 ? i + 8 : n; i < stop; i++) {
+            unsigned char c = p[i];
+            if ((c >= 0x20 && c < 0x7f) || c == '\t')
+                continue;
+            if (c == '\r' && i + 1 < n && p[i + 1] == '\n') { i++; continue; }
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* the first value of each of kv_names in the block p[0:n) into v, vl (v NULL:
+ * absent); 0: not the common block, or a Status line */
+static int
+kv_fields(const unsigned char *p, Py_ssize_t n, const unsigned char **v, Py_ssize_t *vl)
+{
+    Py_ssize_t i;
+    if (!kv_plain_bytes(p, n))
+        return 0;
+    if (n < 10 || memcmp(p, "NATS/1.0\r\n", 10) != 0)
+        return 0;
+    for (i = 10; i < n; ) {
+        const unsigned char *cr = memchr(p + i, '\r', (size_t)(n - i));
+        Py_ssize_t end = cr ? cr - p : n;          /* the line is p[i:end] */
+        const unsigned char *colon = memchr(p + i, ':', (size_t)(end - i));
+        if (colon != NULL && (colon - p) + 1 < end) {  /* a colon, something after it */
+            Py_ssize_t ks = i, ke = colon - p, vs = ke + 1, ve = end;
+            while (ks < ke && hspace(p[ks]))
+                ks++;
+            while (ke > ks && hspace(p[ke - 1]))
+                ke--;
+            while (vs < ve && hspace(p[vs]))
+                vs++;
+            while (ve > vs && hspace(p[ve - 1]))
+                ve--;
+            int k = ke > ks ? kv_name(p + ks, ke - ks) : KV_NAMES;
+            if (k == KV_STATUS)
+                return 0;
+            if (k < KV_NAMES && v[k] == NULL) {
+                v[k] = p + vs;
+                vl[k] = ve - vs;
+            }
+        }
+        i = end + 2;
+    }
+    return 1;
+}
+
+static PyObject *
+kv_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "kv_entry(make, bucket, key, block, payload)");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[3], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *v[KV_NAMES] = {NULL, NULL, NULL, NULL, NULL};
+    Py_ssize_t vl[KV_NAMES] = {0, 0, 0, 0, 0};
+    long long seq = 0, ms = 0;
+    int op = 0, ok = kv_fields((const unsigned char *)view.buf, view.len, v, vl);
+    if (ok && v[KV_SEQ] != NULL)
+        ok = (seq = parse_dec(v[KV_SEQ], (size_t)vl[KV_SEQ])) >= 0;
+    if (ok && v[KV_TIME] != NULL)
+        ok = iso_parse((const char *)v[KV_TIME], vl[KV_TIME], &ms);
+    if (ok && v[KV_OP] != NULL) {
+        size_t len = (size_t)vl[KV_OP];
+        for (op = 0; op < 3; op++) {
+            if (len == strlen(kv_op_names[op]) && memcmp(v[KV_OP], kv_op_names[op], len) == 0)
+                break;
+        }
+        ok = op < 3;
+    } else if (ok && v[KV_REASON] != NULL) {
+        op = vl[KV_REASON] == 6 && memcmp(v[KV_REASON], "Remove", 6) == 0 ? 1 : 2;
+    }
+    PyObject *out = NULL;
+    if (!ok) {
+        out = Py_NewRef(Py_None);
+    } else {
+        PyObject *reason = op == 0 || v[KV_REASON] == NULL ? Py_NewRef(Py_None)
+                           : PyUnicode_DecodeASCII((const char *)v[KV_REASON], vl[KV_REASON], NULL);
+        PyObject *o_seq = PyLong_FromLongLong(seq), *o_ms = PyLong_FromLongLong(ms), *zero = PyLong_FromLong(0);
+        if (reason != NULL && o_seq != NULL && o_ms != NULL && zero != NULL) {
+            PyObject *a[8] = {args[1], args[2], args[4], o_seq, o_ms, kv_ops[op], zero, reason};
+            out = PyObject_Vectorcall(args[0], a, 8, NULL);
+        }
+        Py_XDECREF(reason); Py_XDECREF(o_seq); Py_XDECREF(o_ms); Py_XDECREF(zero);
+    }
+    PyBuffer_Release(&view);
+    return out;
 }
 
 /*
@@ -2087,6 +2240,8 @@ static PyMethodDef methods[] = {
      " instances in out; None when cls lacks Msg's slots"},
     {"headers", headers, METH_O,
      "headers(block) -> parse_headers(block) for a plain block (NATS/1.0, ASCII lines), else None"},
+    {"kv_entry", (PyCFunction)(void (*)(void))kv_entry, METH_FASTCALL,
+     "kv_entry(make, bucket, key, block, payload) -> the entry of a KV direct get's common reply, or None"},
     {"step", (PyCFunction)(void (*)(void))step, METH_FASTCALL,
      "step(cb, msg) -> None, (coro, yielded) or (result, module): cb(msg) run up to its first wait"},
     {"scan_columns", (PyCFunction)(void (*)(void))scan_columns, METH_FASTCALL,
@@ -2133,6 +2288,10 @@ PyInit__natsproto(void)
         if (known_keys[k] == NULL && (known_keys[k] = PyUnicode_InternFromString(known_names[k])) == NULL)
             return NULL;
         known_len[k] = (unsigned char)strlen(known_names[k]);
+    }
+    for (int k = 0; k < 3; k++) {
+        if (kv_ops[k] == NULL && (kv_ops[k] = PyUnicode_InternFromString(kv_op_names[k])) == NULL)
+            return NULL;
     }
     static const char *ack_names[4] = {"stream", "seq", "domain", "duplicate"};
     for (int k = 0; k < 4; k++) {

@@ -453,6 +453,37 @@ class Client(ClientState):
             return req.msg
         raise request_error(outcome, subject)
 
+    def _request_raw(self, subject: str, timeout: float) -> Any:
+        """:meth:`request` of ``subject`` (one it sent before: not checked
+        again) with an empty payload, whose reply stays the parts of its frame
+        when this thread reads it as request()'s round trip does and its
+        header block has no status: ``(reply, header block, payload, size)``
+        (Engine.direct_request's ``raw``), else the reply Msg."""
+        if timeout.__class__ in _PLAIN_NUMBERS and 0 < timeout <= MAX_TIMEOUT:  # (check_timeout's rule)
+            ms = int(timeout * 1000) or 1
+        else:
+            ms = self._timeout_ms(timeout)
+        io = self._io
+        direct = None
+        lock = io.lock
+        lock.acquire()
+        try:  # (request()'s conditions of its round trip)
+            if ms and io.direct and not io.leading and not io._sending and io.callers_read and io._raw is None:
+                eng = self._engine
+                if eng._out:
+                    io.write_now()
+                if not io._sending and not io.leading:
+                    direct = eng.direct_request(subject, b"", [], True)
+            if direct is not None:
+                outcome = io.round_trip(direct, ms / 1000)
+        finally:
+            lock.release()
+        if direct is None:
+            return self.request(subject, b"", timeout, check_subject=False)
+        if outcome == "msg":
+            return direct[0].msg
+        raise request_error(outcome, subject)
+
     def request_msg(self, msg: Msg, timeout: float | None = None) -> SyncMsg:
         """Send a :class:`Msg` as a request; see :meth:`request`."""
         _check_msg(msg)
