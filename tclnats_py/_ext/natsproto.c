@@ -22,7 +22,8 @@
  * RecordMaker: the engine's records (Msg, Request) made without running
  * their __init__ in Python; plain_ack, plain_ack_seq: a JetStream publish's plain ack;
  * request_pub: a direct request's reply subject and PUB frame;
- * iso_ms: a message's time stamp in ms (engine/js/api.py iso_to_ms).
+ * iso_ms: a message's time stamp in ms (engine/js/api.py iso_to_ms);
+ * kv_entry: the entry of a KV direct get's reply (engine/js/kv.py).
  *
  * setup(msg_tag, ping_op, pong_op, ok_op) hands over the objects the Python
  * parser uses for the tags, so that ops are identical (``op[0] is MSG``).
@@ -38,6 +39,7 @@
 #include <errno.h>         /* read_reply: a blocking socket's reads */
 #include <time.h>
 #include <sys/socket.h>
+#include <sched.h>         /* read_reply's spin: sched_yield */
 #endif
 #include "subject_rule.h"  /* tclnats_plain_subject, shared with tclfast.c */
 #define NATSCODEC_API static
@@ -959,6 +961,80 @@ encode_pub(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+/*
+ * SpinPolicy: natscodec's spin back-off (natscodec.h), the asyncio face's
+ * (aio/spin.py) as it is the Tcl face's (tclcross_wait.c await_var).
+ * should_try() -> bool: whether this wait spins (False: a skipped wait,
+ * counted); caught(): a reply came while spinning; missed(): the spin ran
+ * out.  skip, misses and the counts caught_n, missed_n, skipped_n are
+ * attributes.
+ */
+typedef struct {
+    PyObject_HEAD
+    natscodec_spin s;
+} SpinObject;
+
+static PyObject *
+spin_should_try(PyObject *self, PyObject *unused)
+{
+    return PyBool_FromLong(natscodec_spin_should_try(&((SpinObject *)self)->s));
+}
+
+static PyObject *
+spin_caught(PyObject *self, PyObject *unused)
+{
+    natscodec_spin_caught(&((SpinObject *)self)->s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+spin_missed(PyObject *self, PyObject *unused)
+{
+    natscodec_spin_missed(&((SpinObject *)self)->s);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef spin_methods[] = {
+    {"should_try", spin_should_try, METH_NOARGS, "should_try() -> whether this wait spins (else counted skipped)"},
+    {"caught", spin_caught, METH_NOARGS, "caught(): a reply came while spinning (the back-off starts over)"},
+    {"missed", spin_missed, METH_NOARGS, "missed(): the spin ran out without a reply"},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyMemberDef spin_members[] = {
+    {"skip", T_INT, offsetof(SpinObject, s.skip), 0, "waits left that do not spin"},
+    {"misses", T_INT, offsetof(SpinObject, s.misses), 0, "spins in a row that ran out"},
+    {"caught_n", T_LONGLONG, offsetof(SpinObject, s.caught), 0, "replies caught while spinning"},
+    {"missed_n", T_LONGLONG, offsetof(SpinObject, s.missed), 0, "spins that ran out"},
+    {"skipped_n", T_LONGLONG, offsetof(SpinObject, s.skipped), 0, "waits that did not spin"},
+    {NULL, 0, 0, 0, NULL}
+};
+
+static PyObject *
+spin_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    SpinObject *o;
+    if (PyTuple_GET_SIZE(args) != 0 || (kwds != NULL && PyDict_GET_SIZE(kwds) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "SpinPolicy() takes no arguments");
+        return NULL;
+    }
+    o = (SpinObject *)type->tp_alloc(type, 0);
+    if (o != NULL)
+        natscodec_spin_init(&o->s);
+    return (PyObject *)o;
+}
+
+static PyTypeObject SpinType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tclnats_py._natsproto.SpinPolicy",
+    .tp_basicsize = sizeof(SpinObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The spin back-off of a wait for a reply (natscodec.h).",
+    .tp_methods = spin_methods,
+    .tp_members = spin_members,
+    .tp_new = spin_new,
+};
+
 #ifndef _WIN32
 /*
  * read_reply(fd, sid, reply, budget) -> what the socket fd brought a caller
@@ -979,6 +1055,13 @@ encode_pub(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * is a blocking one whose reads the caller bounds with SO_RCVTIMEO; a
  * signal during a read with nothing read yet runs Python's handlers (their
  * exception raises), with bytes read it ends the call (they are returned).
+ *
+ * read_reply(fd, sid, reply, budget, spin_us, policy): before its first
+ * blocking read it polls the socket without blocking for up to spin_us
+ * microseconds, yielding the CPU between polls, when policy (a SpinPolicy:
+ * natscodec's back-off, shared with the other faces' waits) lets this wait
+ * spin; a reply that comes within them is taken without the wake-up of a
+ * sleeping thread.
  */
 #define REPLY_STACK 16384
 #define REPLY_MAX ((size_t)64 * 1024 * 1024 + 8192)   /* nats-server's largest max_payload, and a line */
@@ -1034,13 +1117,39 @@ reply_need(size_t n, int kind, const natscodec_frame *fr)
     return 0;
 }
 
+/* read_reply's spin: recv without blocking until something came, the stream
+ * ended or failed, or the clock passed until (EAGAIN then); the CPU is
+ * yielded between polls, so that a server or responder on this machine runs */
+static ssize_t
+spin_recv(int fd, unsigned char *buf, size_t cap, double until, int *err)
+{
+    for (;;) {
+        ssize_t r = recv(fd, buf, cap, MSG_DONTWAIT);
+        if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            *err = errno;
+            return r;
+        }
+        if (mono_seconds() >= until) {
+            *err = EAGAIN;
+            return -1;
+        }
+        sched_yield();
+    }
+}
+
 static PyObject *
 read_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4 || !PyLong_Check(args[1]) || !PyUnicode_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "read_reply(fd: int, sid: int, reply: str, budget: float)");
+    if ((nargs != 4 && nargs != 6) || !PyLong_Check(args[1]) || !PyUnicode_Check(args[2])
+        || (nargs == 6 && (!PyLong_Check(args[4]) || !PyObject_TypeCheck(args[5], &SpinType)))) {
+        PyErr_SetString(PyExc_TypeError, "read_reply(fd: int, sid: int, reply: str, budget: float"
+                                         "[, spin_us: int, policy: SpinPolicy])");
         return NULL;
     }
+    long spin_us = nargs == 6 ? PyLong_AsLong(args[4]) : 0;
+    natscodec_spin *policy = nargs == 6 ? &((SpinObject *)args[5])->s : NULL;
+    if (spin_us == -1 && PyErr_Occurred())
+        return NULL;
     int fd = PyObject_AsFileDescriptor(args[0]);
     long long sid = PyLong_AsLongLong(args[1]);
     double budget = PyFloat_AsDouble(args[3]);
@@ -1052,12 +1161,24 @@ read_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     size_t cap = sizeof stack, n = 0;
     double start = mono_seconds();
     PyObject *out = NULL;
+    int spin = spin_us > 0 && policy != NULL && natscodec_spin_should_try(policy);
     for (;;) {
         ssize_t r;
         int err;
         Py_BEGIN_ALLOW_THREADS
-        r = recv(fd, buf + n, cap - n, 0);
-        err = errno;
+        if (spin) {     /* the first read only */
+            r = spin_recv(fd, buf, cap, start + spin_us * 1e-6, &err);
+            if (r < 0 && err == EAGAIN)
+                natscodec_spin_missed(policy);
+            else
+                natscodec_spin_caught(policy);
+            spin = 0;
+        } else
+            r = -1, err = EAGAIN;
+        if (r < 0 && err == EAGAIN) {
+            r = recv(fd, buf + n, cap - n, 0);
+            err = errno;
+        }
         Py_END_ALLOW_THREADS
         if (r < 0 && err == EINTR && n == 0) {
             if (PyErr_CheckSignals() < 0)
@@ -1382,13 +1503,10 @@ iso_digits(const char *p, int n, long long *v)
     return 1;
 }
 
-static PyObject *
-iso_ms(PyObject *self, PyObject *arg)
+/* the ms of the time s[0:n) in the server's form into *ms; 0: not that form */
+static int
+iso_parse(const char *s, Py_ssize_t n, long long *ms)
 {
-    if (!PyUnicode_Check(arg) || !PyUnicode_IS_ASCII(arg))
-        Py_RETURN_NONE;
-    const char *s = (const char *)PyUnicode_DATA(arg);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
     long long y, mo, d, h, mi, sec, frac;
     int fl = (int)(n - 21);
     if (n < 22 || fl > 15 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':'
@@ -1397,7 +1515,7 @@ iso_ms(PyObject *self, PyObject *arg)
         || !iso_digits(s + 11, 2, &h) || !iso_digits(s + 14, 2, &mi) || !iso_digits(s + 17, 2, &sec)
         || !iso_digits(s + 20, fl, &frac)
         || y < 1 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
-        Py_RETURN_NONE;
+        return 0;
     long long secs = ((days_from_civil(y, (unsigned)mo, 1) + d - 1) * 24 + h) * 3600 + mi * 60 + sec;
     double p10 = 1.0;
     for (int i = 0; i < fl; i++)
@@ -1406,7 +1524,162 @@ iso_ms(PyObject *self, PyObject *arg)
     double r = round(x);   /* Python's round(): halves to even */
     if (fabs(x - r) == 0.5)
         r = 2.0 * round(x / 2.0);
-    return PyLong_FromLongLong(secs * 1000 + (long long)r);
+    *ms = secs * 1000 + (long long)r;
+    return 1;
+}
+
+static PyObject *
+iso_ms(PyObject *self, PyObject *arg)
+{
+    long long ms;
+    if (!PyUnicode_Check(arg) || !PyUnicode_IS_ASCII(arg)
+        || !iso_parse((const char *)PyUnicode_DATA(arg), PyUnicode_GET_LENGTH(arg), &ms))
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(ms);
+}
+
+/*
+ * kv_entry(make, bucket, key, block, payload) -> entry or None: what
+ * engine/js/kv.py Bucket.direct_entry's reference (stored_from_direct, then
+ * _stored_entry) makes of the reply to a KV direct get whose header block
+ * is the common one: "NATS/1.0" alone on its first line, then lines of
+ * printable ASCII and tabs read by headers()'s rules (a name's first value
+ * counts), no Status line, Nats-Sequence 1 to 18 digits (none: 0),
+ * Nats-Time-Stamp in iso_ms's form (none: 0), KV-Operation (if any) PUT,
+ * DEL or PURGE.  The entry is make(bucket, key, payload, seq, created ms,
+ * operation, 0, reason): the operation KV-Operation's, else DEL for a
+ * Nats-Marker-Reason of Remove, PURGE for another, else PUT; the reason
+ * that marker's (None for a PUT).  None for any other block: the reference
+ * decides.
+ */
+enum { KV_SEQ, KV_TIME, KV_OP, KV_REASON, KV_STATUS, KV_NAMES };
+static const char *const kv_names[KV_NAMES] = {
+    "Nats-Sequence", "Nats-Time-Stamp", "KV-Operation", "Nats-Marker-Reason", "Status",
+};
+static const unsigned char kv_lens[KV_NAMES] = {13, 15, 12, 18, 6};
+static const char *const kv_op_names[3] = {"PUT", "DEL", "PURGE"};
+static PyObject *kv_ops[3];
+
+/* which of kv_names the name p[0:n) is; KV_NAMES: none */
+static int
+kv_name(const unsigned char *p, Py_ssize_t n)
+{
+    for (int k = 0; k < KV_NAMES; k++) {
+        if (n == kv_lens[k] && memcmp(kv_names[k], p, (size_t)n) == 0)
+            return k;
+    }
+    return KV_NAMES;
+}
+
+/* whether p[0:n) holds headers()'s bytes only: printable ASCII, tab, CR only
+ * before LF; eight at a time while none of them is a control, DEL or past ASCII */
+static int
+kv_plain_bytes(const unsigned char *p, Py_ssize_t n)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        if (n - i >= 8) {
+            uint64_t w, del;
+            memcpy(&w, p + i, 8);
+            del = w ^ (ones * 0x7f);
+            /* a byte >= 0x80, < 0x20 (hasless) or 0x7f (haszero of del): byte by byte */
+            if (((w | ((w - ones * 0x20) & ~w) | ((del - ones) & ~del)) & high) == 0) {
+                i += 8;
+                continue;
+            }
+        }
+        for (Py_ssize_t stop = n - i > 8 ? i + 8 : n; i < stop; i++) {
+            unsigned char c = p[i];
+            if ((c >= 0x20 && c < 0x7f) || c == '\t')
+                continue;
+            if (c == '\r' && i + 1 < n && p[i + 1] == '\n') { i++; continue; }
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* the first value of each of kv_names in the block p[0:n) into v, vl (v NULL:
+ * absent); 0: not the common block, or a Status line */
+static int
+kv_fields(const unsigned char *p, Py_ssize_t n, const unsigned char **v, Py_ssize_t *vl)
+{
+    Py_ssize_t i;
+    if (!kv_plain_bytes(p, n))
+        return 0;
+    if (n < 10 || memcmp(p, "NATS/1.0\r\n", 10) != 0)
+        return 0;
+    for (i = 10; i < n; ) {
+        const unsigned char *cr = memchr(p + i, '\r', (size_t)(n - i));
+        Py_ssize_t end = cr ? cr - p : n;          /* the line is p[i:end] */
+        const unsigned char *colon = memchr(p + i, ':', (size_t)(end - i));
+        if (colon != NULL && (colon - p) + 1 < end) {  /* a colon, something after it */
+            Py_ssize_t ks = i, ke = colon - p, vs = ke + 1, ve = end;
+            while (ks < ke && hspace(p[ks]))
+                ks++;
+            while (ke > ks && hspace(p[ke - 1]))
+                ke--;
+            while (vs < ve && hspace(p[vs]))
+                vs++;
+            while (ve > vs && hspace(p[ve - 1]))
+                ve--;
+            int k = ke > ks ? kv_name(p + ks, ke - ks) : KV_NAMES;
+            if (k == KV_STATUS)
+                return 0;
+            if (k < KV_NAMES && v[k] == NULL) {
+                v[k] = p + vs;
+                vl[k] = ve - vs;
+            }
+        }
+        i = end + 2;
+    }
+    return 1;
+}
+
+static PyObject *
+kv_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "kv_entry(make, bucket, key, block, payload)");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[3], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *v[KV_NAMES] = {NULL, NULL, NULL, NULL, NULL};
+    Py_ssize_t vl[KV_NAMES] = {0, 0, 0, 0, 0};
+    long long seq = 0, ms = 0;
+    int op = 0, ok = kv_fields((const unsigned char *)view.buf, view.len, v, vl);
+    if (ok && v[KV_SEQ] != NULL)
+        ok = (seq = parse_dec(v[KV_SEQ], (size_t)vl[KV_SEQ])) >= 0;
+    if (ok && v[KV_TIME] != NULL)
+        ok = iso_parse((const char *)v[KV_TIME], vl[KV_TIME], &ms);
+    if (ok && v[KV_OP] != NULL) {
+        size_t len = (size_t)vl[KV_OP];
+        for (op = 0; op < 3; op++) {
+            if (len == strlen(kv_op_names[op]) && memcmp(v[KV_OP], kv_op_names[op], len) == 0)
+                break;
+        }
+        ok = op < 3;
+    } else if (ok && v[KV_REASON] != NULL) {
+        op = vl[KV_REASON] == 6 && memcmp(v[KV_REASON], "Remove", 6) == 0 ? 1 : 2;
+    }
+    PyObject *out = NULL;
+    if (!ok) {
+        out = Py_NewRef(Py_None);
+    } else {
+        PyObject *reason = op == 0 || v[KV_REASON] == NULL ? Py_NewRef(Py_None)
+                           : PyUnicode_DecodeASCII((const char *)v[KV_REASON], vl[KV_REASON], NULL);
+        PyObject *o_seq = PyLong_FromLongLong(seq), *o_ms = PyLong_FromLongLong(ms), *zero = PyLong_FromLong(0);
+        if (reason != NULL && o_seq != NULL && o_ms != NULL && zero != NULL) {
+            PyObject *a[8] = {args[1], args[2], args[4], o_seq, o_ms, kv_ops[op], zero, reason};
+            out = PyObject_Vectorcall(args[0], a, 8, NULL);
+        }
+        Py_XDECREF(reason); Py_XDECREF(o_seq); Py_XDECREF(o_ms); Py_XDECREF(zero);
+    }
+    PyBuffer_Release(&view);
+    return out;
 }
 
 /*
@@ -1531,80 +1804,6 @@ static PyTypeObject MakerType = {
     .tp_members = maker_members,
     .tp_new = maker_new,
     .tp_dealloc = (destructor)maker_dealloc,
-};
-
-/*
- * SpinPolicy: natscodec's spin back-off (natscodec.h), the asyncio face's
- * (aio/spin.py) as it is the Tcl face's (tclcross_wait.c await_var).
- * should_try() -> bool: whether this wait spins (False: a skipped wait,
- * counted); caught(): a reply came while spinning; missed(): the spin ran
- * out.  skip, misses and the counts caught_n, missed_n, skipped_n are
- * attributes.
- */
-typedef struct {
-    PyObject_HEAD
-    natscodec_spin s;
-} SpinObject;
-
-static PyObject *
-spin_should_try(PyObject *self, PyObject *unused)
-{
-    return PyBool_FromLong(natscodec_spin_should_try(&((SpinObject *)self)->s));
-}
-
-static PyObject *
-spin_caught(PyObject *self, PyObject *unused)
-{
-    natscodec_spin_caught(&((SpinObject *)self)->s);
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-spin_missed(PyObject *self, PyObject *unused)
-{
-    natscodec_spin_missed(&((SpinObject *)self)->s);
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef spin_methods[] = {
-    {"should_try", spin_should_try, METH_NOARGS, "should_try() -> whether this wait spins (else counted skipped)"},
-    {"caught", spin_caught, METH_NOARGS, "caught(): a reply came while spinning (the back-off starts over)"},
-    {"missed", spin_missed, METH_NOARGS, "missed(): the spin ran out without a reply"},
-    {NULL, NULL, 0, NULL}
-};
-
-static PyMemberDef spin_members[] = {
-    {"skip", T_INT, offsetof(SpinObject, s.skip), 0, "waits left that do not spin"},
-    {"misses", T_INT, offsetof(SpinObject, s.misses), 0, "spins in a row that ran out"},
-    {"caught_n", T_LONGLONG, offsetof(SpinObject, s.caught), 0, "replies caught while spinning"},
-    {"missed_n", T_LONGLONG, offsetof(SpinObject, s.missed), 0, "spins that ran out"},
-    {"skipped_n", T_LONGLONG, offsetof(SpinObject, s.skipped), 0, "waits that did not spin"},
-    {NULL, 0, 0, 0, NULL}
-};
-
-static PyObject *
-spin_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
-{
-    SpinObject *o;
-    if (PyTuple_GET_SIZE(args) != 0 || (kwds != NULL && PyDict_GET_SIZE(kwds) != 0)) {
-        PyErr_SetString(PyExc_TypeError, "SpinPolicy() takes no arguments");
-        return NULL;
-    }
-    o = (SpinObject *)type->tp_alloc(type, 0);
-    if (o != NULL)
-        natscodec_spin_init(&o->s);
-    return (PyObject *)o;
-}
-
-static PyTypeObject SpinType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "tclnats_py._natsproto.SpinPolicy",
-    .tp_basicsize = sizeof(SpinObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The spin back-off of a wait for a reply (natscodec.h).",
-    .tp_methods = spin_methods,
-    .tp_members = spin_members,
-    .tp_new = spin_new,
 };
 
 /* ------------------------------------------------------------ the blocking face's publish
@@ -2173,6 +2372,8 @@ static PyMethodDef methods[] = {
      " instances in out; None when cls lacks Msg's slots"},
     {"headers", headers, METH_O,
      "headers(block) -> parse_headers(block) for a plain block (NATS/1.0, ASCII lines), else None"},
+    {"kv_entry", (PyCFunction)(void (*)(void))kv_entry, METH_FASTCALL,
+     "kv_entry(make, bucket, key, block, payload) -> the entry of a KV direct get's common reply, or None"},
     {"step", (PyCFunction)(void (*)(void))step, METH_FASTCALL,
      "step(cb, msg) -> None, (coro, yielded) or (result, module): cb(msg) run up to its first wait"},
     {"scan_columns", (PyCFunction)(void (*)(void))scan_columns, METH_FASTCALL,
@@ -2223,6 +2424,10 @@ PyInit__natsproto(void)
         if (known_keys[k] == NULL && (known_keys[k] = PyUnicode_InternFromString(known_names[k])) == NULL)
             return NULL;
         known_len[k] = (unsigned char)strlen(known_names[k]);
+    }
+    for (int k = 0; k < 3; k++) {
+        if (kv_ops[k] == NULL && (kv_ops[k] = PyUnicode_InternFromString(kv_op_names[k])) == NULL)
+            return NULL;
     }
     static const char *ack_names[4] = {"stream", "seq", "domain", "duplicate"};
     for (int k = 0; k < 4; k++) {

@@ -29,24 +29,11 @@ import os
 import time
 import weakref
 
+from tclnats_py.engine.options import spin_time_default as default
 from tclnats_py.engine.protocol import compiled
-from tclnats_py.errors import make_error
 
 __all__ = ["install", "uninstall", "SpinningSelector", "SpinPolicy", "default"]
 
-
-def default() -> float:
-    """The spin time in seconds when ``spin_time`` is not given:
-    TCLNATS_SPIN_US (microseconds, as for the Tcl face) or 300 us;
-    ErrInvalidArg for a value that is not a whole number."""
-    v = os.environ.get("TCLNATS_SPIN_US")
-    if v is None or not v.strip():
-        return 0.0003
-    try:
-        us = int(v)
-    except ValueError:
-        raise make_error("ErrInvalidArg", f"TCLNATS_SPIN_US={v!r}: a whole number of microseconds expected") from None
-    return max(0, us) / 1e6
 
 _yield = getattr(os, "sched_yield", None)
 _clock = time.perf_counter

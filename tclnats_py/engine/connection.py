@@ -100,7 +100,9 @@ _request_pub = P.compiled("request_pub")
 # made with them by P.RecordMaker, without the Python __init__)
 _MSG_FIELDS = ("subject", "data", "reply", "headers", "sid")
 _new_request = None if P.RecordMaker is None else P.RecordMaker(
-    Request, ("id", "subject", "reply", "timeout", "max_msgs", "sub", "msg", "msgs", "handler", "done"))
+    Request, ("id", "subject", "reply", "timeout", "max_msgs", "sub", "msg", "msgs", "handler", "done", "raw"))
+# the header block a raw direct request's reply stays its parts with: no status
+_PLAIN_BLOCK = b"NATS/1.0\r\n"
 
 
 class _Construct:
@@ -619,7 +621,8 @@ class Engine(Registry):
             self._fail(bad.code, str(bad))
 
     # ------------------------------------------------------------------ a round trip the driver reads itself
-    def direct_request(self, subject: str, payload: bytes, handler=None) -> tuple[Request, bytes, int] | None:
+    def direct_request(self, subject: str, payload: bytes, handler=None,
+                       raw: bool = False) -> tuple[Request, bytes, int] | None:
         """A new-style request whose PUB the driver writes at once and whose
         reply it may read itself (the blocking face's round trip):
         ``(req, frame, sid)``, the Request registered as :meth:`request`
@@ -629,6 +632,9 @@ class Engine(Registry):
         WebSocket, bytes queued to write (they go first), a frame begun in
         the parser, no request inbox yet, ``payload`` past max_payload.
         ``subject`` is the caller's to check (``request(check_subject=False)``).
+        ``raw``: a reply with a header block of no status ("NATS/1.0" alone on
+        its first line) is kept as :meth:`direct_reply`'s ``parts`` in
+        ``req.msg``, no Msg made of it (the caller reads the block itself).
 
         What the driver reads next goes to :meth:`receive_data`, or, when it
         is exactly the reply (one whole MSG/HMSG frame on that sid to
@@ -647,8 +653,11 @@ class Engine(Registry):
             frame = _frame_pub(subject, reply, payload)
         else:  # (the same reply and frame, the int not formatted in Python)
             reply, frame = _request_pub(self._mux_prefix, rid, subject, payload)
-        req = (Request(rid, subject, reply, 0, None, handler) if _new_request is None
-               else _new_request(rid, subject, reply, 0, None, None, None, [], handler, False))
+        if _new_request is None:
+            req = Request(rid, subject, reply, 0, None, handler)
+            req.raw = raw
+        else:
+            req = _new_request(rid, subject, reply, 0, None, None, None, [], handler, False, raw)
         stats = self.stats
         stats["out_msgs"] += 1
         stats["out_bytes"] += len(frame)
@@ -660,7 +669,8 @@ class Engine(Registry):
         header block or None, payload, size)`` of the one whole frame the
         driver read, ``size`` bytes: the request ends as :meth:`receive_data`
         would end it, its outcome returned instead of a RequestDone effect:
-        "msg" (``req.msg``) or "no_responders".  None: it had ended before
+        "msg" (``req.msg``: the Msg, or ``parts`` themselves for the plain
+        reply of a ``raw`` request) or "no_responders".  None: it had ended before
         (a late reply, counted and dropped) or the socket is gone."""
         if not self._socket_open:
             return None
@@ -672,6 +682,11 @@ class Engine(Registry):
         if mux is None or req.done:
             return None
         mux.received += 1
+        if header is not None and req.raw and header.startswith(_PLAIN_BLOCK):
+            req.msg = parts
+            req.done = True
+            del self.requests[req.id]
+            return "msg"
         headers = None if header is None else self._msg_headers(header)
         make = self._msg_make
         if make is None or make.cls is not self.msg_class:

@@ -10,11 +10,13 @@ with nats-tcl's message when the value does not fit the type.
 
 from __future__ import annotations
 
+import os
+
 TYPE_CHECKING = False  # typing costs ~10 ms of every start
 
 from tclnats_py.errors import make_error
 
-__all__ = ["OPTION_SPEC", "Options", "coerce", "to_bool"]
+__all__ = ["OPTION_SPEC", "Options", "coerce", "spin_time_default", "to_bool"]
 
 # name: (type, default)   types: see coerce()
 OPTION_SPEC: dict[str, tuple[str, object]] = {
@@ -58,6 +60,21 @@ OPTION_SPEC: dict[str, tuple[str, object]] = {
 }
 
 _BOOL_WORDS = ("true", "false", "yes", "no", "on", "off")
+
+
+def spin_time_default() -> float:
+    """The spin time in seconds when ``spin_time`` is not given (the
+    asyncio and blocking faces; the Tcl face reads the same variable):
+    TCLNATS_SPIN_US (microseconds, as for the Tcl face) or 300 us;
+    ErrInvalidArg for a value that is not a whole number."""
+    v = os.environ.get("TCLNATS_SPIN_US")
+    if v is None or not v.strip():
+        return 0.0003
+    try:
+        us = int(v)
+    except ValueError:
+        raise make_error("ErrInvalidArg", f"TCLNATS_SPIN_US={v!r}: a whole number of microseconds expected") from None
+    return max(0, us) / 1e6
 
 
 def to_bool(value) -> bool | None:

@@ -90,7 +90,7 @@ class Subscription:
 
 class Request:
     __slots__ = ("id", "subject", "reply", "timeout", "max_msgs", "sub", "msg", "msgs",
-                 "handler", "done", "__weakref__")
+                 "handler", "done", "raw", "__weakref__")
 
     def __init__(self, rid, subject, reply, timeout, max_msgs, handler):
         self.id = rid
@@ -103,6 +103,10 @@ class Request:
         self.msgs = []
         self.handler = handler
         self.done = False
+        # a direct request whose plain reply (a header block of no status)
+        # stays its parts, ``msg`` = (reply, header block, payload, size):
+        # Engine.direct_request's ``raw``
+        self.raw = False
 
     def __repr__(self):
         return f"Request(id={self.id}, subject={self.subject!r})"

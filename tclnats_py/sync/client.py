@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Un
 from tclnats_py.pyface import ClientState
 from tclnats_py.engine.connection import CLOSED, CONNECTED, RECONNECTING, Engine, Msg
 from tclnats_py.engine.headers import Headers
-from tclnats_py.engine.options import Options
+from tclnats_py.engine.options import Options, spin_time_default
 from tclnats_py.engine.protocol import compiled, pub_frame as _pub_frame, pub_head as _pub_head
 from tclnats_py.engine.validate import MAX_TIMEOUT, _to_bytes, check_headers, check_int, check_timeout
 from tclnats_py.errors import NatsError, make_error
@@ -91,7 +91,7 @@ class Client(ClientState):
         eng.deliver_batches = True
         io.info_hook = self._on_info
         self._init_options()  # the user's hooks and TLS options (ClientState), set by _configure
-        self._spin_time = 0.0
+        self._spin_time = spin_time_default()  # (TCLNATS_SPIN_US) before the options, which may set it
         # subject -> protocol.pub_head(subject, size) once the engine accepted it (publish's fast path)
         self._pub_heads: dict[str, tuple[bytes, int, bytes]] = {}
         self._pub_max = 0  # the server's max_payload (0 until its INFO): the fast path's bound
@@ -165,6 +165,7 @@ class Client(ClientState):
                 return self
             self._configure(servers, options)
             self._req_subjects.clear()  # (check_subjects may have changed)
+            io.spin_us = round(self._spin_time * 1e6)
             if not eng.pool.servers:
                 eng.configure_servers(list(eng.options.servers) or [DEFAULT_SERVER])
             if self._callbacks.stopped:  # closed before: a new hooks thread
@@ -460,6 +461,37 @@ class Client(ClientState):
             lock.release()
         if outcome == "msg":
             return req.msg
+        raise request_error(outcome, subject)
+
+    def _request_raw(self, subject: str, timeout: float) -> Any:
+        """:meth:`request` of ``subject`` (one it sent before: not checked
+        again) with an empty payload, whose reply stays the parts of its frame
+        when this thread reads it as request()'s round trip does and its
+        header block has no status: ``(reply, header block, payload, size)``
+        (Engine.direct_request's ``raw``), else the reply Msg."""
+        if timeout.__class__ in _PLAIN_NUMBERS and 0 < timeout <= MAX_TIMEOUT:  # (check_timeout's rule)
+            ms = int(timeout * 1000) or 1
+        else:
+            ms = self._timeout_ms(timeout)
+        io = self._io
+        direct = None
+        lock = io.lock
+        lock.acquire()
+        try:  # (request()'s conditions of its round trip)
+            if ms and io.direct and not io.leading and not io._sending and io.callers_read and io._raw is None:
+                eng = self._engine
+                if eng._out:
+                    io.write_now()
+                if not io._sending and not io.leading:
+                    direct = eng.direct_request(subject, b"", [], True)
+            if direct is not None:
+                outcome = io.round_trip(direct, ms / 1000)
+        finally:
+            lock.release()
+        if direct is None:
+            return self.request(subject, b"", timeout, check_subject=False)
+        if outcome == "msg":
+            return direct[0].msg
         raise request_error(outcome, subject)
 
     def request_msg(self, msg: Msg, timeout: float | None = None) -> SyncMsg:

@@ -92,6 +92,8 @@ _KERNEL_TIMEOUTS = sys.platform.startswith("linux")
 # read_reply(sock, sid, reply, budget): a request's reply read in C (natsproto.c;
 # None without the accelerator: the round trip takes wait()'s reads)
 _read_reply = compiled("read_reply") if _KERNEL_TIMEOUTS else None
+# the spin back-off of read_reply's waits (natscodec.c, as the other faces')
+_SpinPolicy = compiled("SpinPolicy")
 _monotonic = time.monotonic
 
 
@@ -201,6 +203,9 @@ class SyncIO(Driver):
         self._fd = -1                        # the plain socket's descriptor (direct)
         #: a request's round trip may be read by read_reply (round_trip): a plain socket on Linux, compiled
         self.direct = False
+        #: microseconds read_reply polls the socket before it sleeps (the spin_time option; 0: off)
+        self.spin_us = 0
+        self._spin = _SpinPolicy() if _SpinPolicy is not None else None
         self._subs: dict[int, Any] = {}   # sid -> the client's Subscription
 
     # ------------------------------------------------------------ threads
@@ -432,7 +437,7 @@ class SyncIO(Driver):
         self.leading = True
         self.lock.release()
         try:
-            got = _read_reply(fd, sid, req.reply, budget)  # type: ignore[misc]  # (direct: compiled)
+            got = _read_reply(fd, sid, req.reply, budget, self.spin_us, self._spin)  # type: ignore[misc]  # (direct: compiled)
         except BaseException:  # KeyboardInterrupt before anything was read
             self.lock.acquire()
             self.leading = False

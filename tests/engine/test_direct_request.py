@@ -54,7 +54,7 @@ def test_a_direct_request_is_registered_and_framed_as_request_frames_it():
 def test_the_record_maker_makes_the_request_init_makes():
     if _new_request is None:
         pytest.skip("the accelerator is not built")
-    made = _new_request(7, "s", "r", 0, None, None, None, [], "h", False)
+    made = _new_request(7, "s", "r", 0, None, None, None, [], "h", False, False)
     init = Request(7, "s", "r", 0, None, "h")
     assert [getattr(made, k) for k in Request.__slots__[:-1]] == [getattr(init, k) for k in Request.__slots__[:-1]]
 
@@ -182,3 +182,30 @@ def test_request_pub_is_the_formatted_reply_and_its_frame(prefix):
         request_pub(prefix, -1, "a.b", b"")
     with pytest.raises(TypeError):
         request_pub(prefix, "1", "a.b", b"")
+
+
+def test_a_raw_requests_plain_reply_stays_its_parts():
+    e, d = with_inbox()
+    req, _, _ = e.direct_request("svc", b"", [], True)
+    assert req.raw
+    parts, _ = reply_parts(e, req, b"v", header=b"NATS/1.0\r\nK: a\r\n\r\n", reply="back")
+    before = e.stats["in_msgs"]
+    assert e.direct_reply(req, parts) == "msg"
+    assert req.msg is parts and req.done and req.id not in e.requests and not e.take()
+    assert e.stats["in_msgs"] == before + 1 and e.stats["in_bytes"] > 0
+
+
+@pytest.mark.parametrize("header, outcome", [(None, "msg"), (b"NATS/1.0 503\r\n\r\n", "no_responders"),
+                                             (b"NATS/1.0 404 Message Not Found\r\n\r\n", "msg"),
+                                             (b"NATS/2.0\r\nK: a\r\n\r\n", "msg")])
+def test_any_other_reply_of_a_raw_request_is_the_msg_a_request_gets(header, outcome):
+    """No header block, a status or an unknown version: the Msg (and its outcome) of a request that is not raw."""
+    got = []
+    for raw in (True, False):
+        e, d = with_inbox()
+        req, _, _ = e.direct_request("svc", b"", [], raw)
+        parts, _ = reply_parts(e, req, b"" if header else b"v", header=header)
+        assert e.direct_reply(req, parts) == outcome
+        m = req.msg
+        got.append((type(m), m.data, m.reply, m.headers, repr(e.take())))
+    assert got[0] == got[1] and got[0][0] is Msg

@@ -38,9 +38,10 @@ def test_runner_on_the_fixture(tmp_path):
     assert res["natspy"]["sample_suite.py"] == {
         "test_timeout_is_asyncio_timeout": "passed", "test_served_private_attribute": "passed",
         "test_unserved_private_attribute": "passed", "test_only_on_the_original": "passed",
-        "test_skipped": "skipped"}
+        "test_a_file_named_from_the_repository_root": "passed", "test_skipped": "skipped"}
     ours = res["tclnats"]["sample_suite.py"]
     assert ours["test_timeout_is_asyncio_timeout"] == "passed"
+    assert ours["test_a_file_named_from_the_repository_root"] == "passed"
     assert ours["test_only_on_the_original"] == "failed"
     assert ours["test_skipped"] == "skipped"
     assert rep["must_pass_failed"] == ["sample_suite.py::test_only_on_the_original"]
@@ -48,11 +49,20 @@ def test_runner_on_the_fixture(tmp_path):
     assert rep["private"] == {"sample_suite.py": {"test_unserved_private_attribute": ["_hidden_state"]}}
     assert rep["served_private"] == {"sample_suite.py": {"test_served_private_attribute": ["_server_pool"]}}
     assert "sample_suite.py::test_only_on_the_original: passed -> failed" in out
-    assert "private-attribute tests: 1 of 5" in out
+    assert "private-attribute tests: 1 of 6" in out
     # each side names the package it loaded: the stand-in's nats, this tree's tclnats_py
     ours_pkg = str(ROOT / "tclnats_py" / "__init__.py")
     assert rep["imports"] == {"natspy": str(FIXTURE / "nats" / "src" / "nats" / "__init__.py"), "tclnats": ours_pkg}
     assert f"side tclnats imports {ours_pkg}" in out
+
+
+def test_the_suite_runs_where_nats_py_ci_runs_it(tmp_path):
+    """From the folder holding the ``nats/`` checkout, where the suite's server
+    configurations find ./nats/tests/certs/...; a checkout named otherwise
+    runs in itself."""
+    assert R.suite_cwd(FIXTURE / "nats") == FIXTURE
+    other = tmp_path / "natspy-suite"
+    assert R.suite_cwd(other) == other
 
 
 def test_natspy_side_on_the_installed_nats_py(tmp_path):

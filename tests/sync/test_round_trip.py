@@ -343,3 +343,55 @@ def test_requests_beside_a_publisher_whose_big_writes_leave_unlocked(nats_server
         time.sleep(0.05)
     counter.close()
     assert count[0] == published
+
+
+def test_a_spinning_wait_takes_the_reply_before_it_sleeps(nats_server, echo, reads):
+    """spin_time: read_reply polls that long before its blocking read, and
+    the back-off (SpinPolicy) counts each wait: caught, or missed when the
+    reply is later than the spin (then the blocking read still takes it)."""
+    with sync.connect(nats_server.url, spin_time=0.05) as nc:
+        assert nc._io.spin_us == 50000
+        nc.request(echo, b"first", timeout=5)
+        policy = nc._io._spin
+        before = policy.caught_n
+        for i in range(20):
+            assert nc.request(echo, b"%d" % i, timeout=5).data == b"%d" % i
+        assert policy.caught_n - before >= 18 and policy.skipped_n == 0
+    silent = sync.connect(nats_server.url)
+    silent.subscribe("rt.silent")
+    silent.flush()
+    with sync.connect(nats_server.url, spin_time_ms=2) as nc:
+        nc.request(echo, b"first", timeout=5)
+        policy = nc._io._spin
+        missed = policy.missed_n
+        t0 = time.monotonic()
+        with pytest.raises(tclnats_py.ErrTimeout):
+            nc.request("rt.silent", b"", timeout=0.2)
+        assert 0.15 < time.monotonic() - t0 < 2
+        assert policy.missed_n == missed + 1
+        assert nc.request(echo, b"after", timeout=5).data == b"after"
+    silent.close()
+
+
+def test_spin_time_zero_and_the_environment(nats_server, echo, monkeypatch):
+    with sync.connect(nats_server.url, spin_time=0) as nc:
+        nc.request(echo, b"x", timeout=5)
+        policy = nc._io._spin
+        assert nc._io.spin_us == 0 and (policy.caught_n, policy.missed_n, policy.skipped_n) == (0, 0, 0)
+    monkeypatch.setenv("TCLNATS_SPIN_US", "120")
+    with sync.connect(nats_server.url) as nc:
+        assert nc._io.spin_us == 120
+    monkeypatch.setenv("TCLNATS_SPIN_US", "soon")
+    with pytest.raises(tclnats_py.ErrInvalidArg, match="TCLNATS_SPIN_US"):
+        sync.Client(nats_server.url)
+    monkeypatch.delenv("TCLNATS_SPIN_US")
+    with sync.connect(nats_server.url) as nc:
+        assert nc._io.spin_us == 300
+
+
+def test_read_reply_checks_its_spin_arguments():
+    a, b = socket.socketpair()
+    with a, b:
+        for extra in ((100, object()), ("100", threads._SpinPolicy()), (100,)):
+            with pytest.raises(TypeError, match="read_reply"):
+                threads._read_reply(a.fileno(), 1, "_INBOX.x", 1.0, *extra)

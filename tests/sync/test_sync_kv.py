@@ -3,14 +3,19 @@ nats-server: the bucket's life, reads and writes with their errors, keys,
 history, status, and a watch read as an iterator while another thread writes."""
 
 import threading
+import time
 
 import pytest
 
 import tclnats_py
 from tclnats_py.aio.kv import KvEntry as AioKvEntry
+from tclnats_py.engine.js import kv as engine_kv
+from tclnats_py.engine.protocol import compiled
 from tclnats_py.sync.kv import KvEntry, KvStatus
 
 from tests.sync.js_helpers import js_client
+
+_ENTRY_SLOTS = engine_kv.Entry.__slots__
 
 
 def test_bucket_life(js_server):
@@ -102,3 +107,54 @@ def test_watch_as_an_iterator(js_server):
         js.delete_key_value("SK_WATCH")
         with pytest.raises(tclnats_py.ErrBucketNotFound):
             kv.watch()
+
+
+
+def _outcome(get, key):
+    """get(key) as ("entry", its class, its slots) or ("error", code, text, details)."""
+    try:
+        e = get(key)
+    except tclnats_py.NatsError as err:
+        return "error", err.code, str(err), err.details
+    return "entry", type(e), [getattr(e, s) for s in _ENTRY_SLOTS]
+
+
+def test_a_keys_later_gets_read_the_reply_as_its_first_get_does(js_server, monkeypatch):
+    """A key's first get reads the direct get's reply as a Msg; the later ones
+    keep its parts (Engine.direct_request's raw) for Bucket.direct_entry,
+    read by natsproto.c kv_entry or its Python reference: the same entries
+    and errors, on values, deletes, purges, a key's TTL and a limit marker."""
+    read = []
+    direct_entry = engine_kv.Bucket.direct_entry
+    monkeypatch.setattr(engine_kv.Bucket, "direct_entry",
+                        lambda self, key, parts, cls=None: read.append(key) or direct_entry(self, key, parts, cls))
+    compiled_round_trip = compiled("read_reply") is not None
+    with js_client(js_server) as (nc, js):
+        kv = js.create_key_value("SK_DIRECT", history=3, storage="memory", limit_marker_ttl=5)
+        kv.put("live", b"1")
+        kv.put("live", b"2")
+        kv.put("gone", b"x")
+        kv.delete("gone")
+        kv.put("purged", b"x")
+        kv.purge("purged")
+        kv.create("ttl", b"t", ttl=60)
+        kv.create("expired", b"e", ttl=1)
+        deadline = time.monotonic() + 10
+        while _outcome(js.key_value("SK_DIRECT").get, "expired")[-1] != {"revision": 9}:  # the marker placed
+            assert time.monotonic() < deadline, "no limit marker"
+            time.sleep(0.2)
+        keys = ["live", "gone", "purged", "ttl", "expired", "nope"]
+        first = {k: _outcome(js.key_value("SK_DIRECT").get, k) for k in keys}
+        assert [first[k][0] for k in keys] == ["entry", "error", "error", "entry", "error", "error"]
+        assert first["live"][2][2:4] == [b"2", 2] and first["ttl"][2][2:4] == [b"t", 7]
+        assert [first[k][3] for k in keys[1:] if k != "ttl"] == [{"revision": 4}, {"revision": 6}, {"revision": 9}, {}]
+        for k in keys:
+            _outcome(kv.get, k)  # read once: the later gets keep the reply's parts
+        for c_reader in (True, False):
+            if not c_reader:
+                monkeypatch.setattr(engine_kv, "_kv_entry", None)
+            del read[:]
+            for _ in range(3):
+                assert {k: _outcome(kv.get, k) for k in keys} == first
+            # (a 404 status: the Msg's path; without the compiled round trip every reply is a Msg)
+            assert set(read) == (set(keys) - {"nope"} if compiled_round_trip else set())

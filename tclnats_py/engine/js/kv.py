@@ -28,7 +28,9 @@ from tclnats_py.engine.js.api import Request
 from tclnats_py.engine.js.direct import DirectBatch
 from tclnats_py.engine.js.publish import MSG_TTL, parse_ack_fast, publish_headers
 from tclnats_py.engine.js.api_level import require_level
-from tclnats_py.engine.protocol import RecordMaker
+from tclnats_py.engine.headers import parse_headers
+from tclnats_py.engine.protocol import RecordMaker, compiled
+from tclnats_py.engine.records import Msg
 from tclnats_py.engine.subjects import valid_wildcard_subject
 
 #: subjects in one multi-last direct get of :meth:`Bucket.get_many_batches`
@@ -303,6 +305,11 @@ def _entry_maker(cls: type):
     return make
 
 
+# kv_entry(make, bucket, key, block, payload): Bucket.direct_entry's entry of
+# the common reply, compiled (natsproto.c); None: the reference decides
+_kv_entry = compiled("kv_entry")
+
+
 def _not_found(e: NatsError, bucket: str) -> NatsError:
     if e.code in ("ErrStreamNotFound", "ErrNoResponders", "ErrJetStreamNotEnabled"):
         return make_error("ErrBucketNotFound", f"Bucket {bucket} not found")
@@ -451,6 +458,17 @@ class Bucket:
         except NatsError as e:
             raise self.get_error(key, e) from None
         return self._live(self._stored_entry(key, self.read_subject(key) if revision else None, revision, msg, cls))
+
+    def direct_entry(self, key: str, parts: tuple, cls: type | None = None) -> "Entry":
+        """:meth:`get_result` of the reply to :meth:`get_request`'s direct get
+        without a revision, kept as its parts (the driver's Engine.direct_request
+        ``raw``): ``(reply, header block, payload, size)``, the block one of no
+        status; the same entry or error."""
+        make = _ENTRY_MAKERS.get(cls or Entry) or _entry_maker(cls or Entry)
+        e = None if _kv_entry is None else _kv_entry(make, self.bucket, key, parts[1], parts[2])
+        if e is None:  # (the reference: the reply as the Msg get_result reads)
+            return self.get_result(key, None, Msg("", parts[2], parts[0], parse_headers(parts[1]), 0), cls)
+        return e if e.operation == PUT else self._live(e)
 
     def get_many_batches(self, keys) -> list:
         """The multi-last direct gets (ADR-31) that read the latest entries of
