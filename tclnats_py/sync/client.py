@@ -469,10 +469,16 @@ class Client(ClientState):
         when this thread reads it as request()'s round trip does and its
         header block has no status: ``(reply, header block, payload, size)``
         (Engine.direct_request's ``raw``), else the reply Msg."""
-        if timeout.__class__ in _PLAIN_NUMBERS and 0 < timeout <= MAX_TIMEOUT:  # (check_timeout's rule)
-            ms = int(timeout * 1000) or 1
+        last = self._last_timeout  # (request()'s conversion of the timeout)
+        if timeout is last[0]:
+            ms, wait = last[1], last[2]
         else:
-            ms = self._timeout_ms(timeout)
+            if timeout.__class__ in _PLAIN_NUMBERS and 0 < timeout <= MAX_TIMEOUT:
+                ms = int(timeout * 1000) or 1
+                self._last_timeout = (timeout, ms, ms / 1000)
+            else:
+                ms = self._timeout_ms(timeout)
+            wait = ms / 1000
         io = self._io
         direct = None
         lock = io.lock
@@ -485,7 +491,7 @@ class Client(ClientState):
                 if not io._sending and not io.leading:
                     direct = eng.direct_request(subject, b"", [], True)
             if direct is not None:
-                outcome = io.round_trip(direct, ms / 1000)
+                outcome = io.round_trip(direct, wait)
         finally:
             lock.release()
         if direct is None:
