@@ -20,7 +20,8 @@
  * read_reply: the blocking face's read of a request's reply (its round
  * trip's fast path), natscodec_scan telling the reply from anything else;
  * RecordMaker: the engine's records (Msg, Request) made without running
- * their __init__ in Python; plain_ack: a JetStream publish's plain ack;
+ * their __init__ in Python; plain_ack, plain_ack_seq: a JetStream publish's plain ack;
+ * request_pub: a direct request's reply subject and PUB frame;
  * iso_ms: a message's time stamp in ms (engine/js/api.py iso_to_ms);
  * kv_entry: the entry of a KV direct get's reply (engine/js/kv.py).
  *
@@ -1262,6 +1263,98 @@ ack_str(const unsigned char **p, const unsigned char *end, const unsigned char *
 
 static PyObject *ack_keys[4];   /* stream seq domain duplicate, interned at import */
 
+/* what the scan of a plain ack found: the stream's and domain's bytes (domain
+ * NULL without one), the seq's digits, whether it is a duplicate */
+typedef struct {
+    const unsigned char *stream, *domain, *seq, *seq_end;
+    size_t sl, dl;
+    int dup;
+} ack_scan;
+
+/* whether data (bytes) is a plain ack, its parts in *a */
+static int
+ack_match(PyObject *data, ack_scan *a)
+{
+    if (!PyBytes_Check(data))
+        return 0;
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(data), *end = p + PyBytes_GET_SIZE(data);
+    a->domain = NULL;
+    a->dl = 0;
+    a->dup = 0;
+    if (!ack_lit(&p, end, "{\"stream\":\"") || !ack_str(&p, end, &a->stream, &a->sl) || a->sl == 0
+        || !ack_lit(&p, end, ","))
+        return 0;
+    if (ack_lit(&p, end, "\"domain\":\"") && (!ack_str(&p, end, &a->domain, &a->dl) || !ack_lit(&p, end, ",")))
+        return 0;
+    if (!ack_lit(&p, end, "\"seq\":"))
+        return 0;
+    a->seq = p;
+    while (p < end && *p >= '0' && *p <= '9')
+        p++;
+    if (p == a->seq)
+        return 0;
+    a->seq_end = p;
+    if (ack_lit(&p, end, ",\"duplicate\":")) {
+        ack_lit(&p, end, " ");
+        if (!ack_lit(&p, end, "true"))
+            return 0;
+        a->dup = 1;
+    }
+    return ack_lit(&p, end, "}") && p == end;
+}
+
+/* the seq of a scanned ack, an int */
+static PyObject *
+ack_seq(const ack_scan *a)
+{
+    if (a->seq_end - a->seq <= 18) {
+        long long n = 0;
+        for (const unsigned char *d = a->seq; d < a->seq_end; d++)
+            n = n * 10 + (*d - '0');
+        return PyLong_FromLongLong(n);
+    }
+    PyObject *text = PyUnicode_FromStringAndSize((const char *)a->seq, a->seq_end - a->seq);
+    PyObject *v = text == NULL ? NULL : PyLong_FromUnicodeObject(text, 10);
+    Py_XDECREF(text);
+    return v;
+}
+
+/* the last stream name made (ASCII): a publisher mostly writes to one stream */
+static PyObject *ack_last_stream;
+
+static PyObject *
+ack_stream(const unsigned char *s, size_t n)
+{
+    PyObject *last = ack_last_stream;
+    if (last != NULL && (size_t)PyUnicode_GET_LENGTH(last) == n && memcmp(PyUnicode_1BYTE_DATA(last), s, n) == 0) {
+        Py_INCREF(last);
+        return last;
+    }
+    PyObject *v = PyUnicode_DecodeUTF8((const char *)s, (Py_ssize_t)n, NULL);
+    if (v != NULL && PyUnicode_IS_ASCII(v)) {
+        Py_INCREF(v);
+        Py_XSETREF(ack_last_stream, v);
+    }
+    return v;
+}
+
+static PyObject *empty_args;    /* () for dict's tp_new */
+
+/* an empty cls(): for a dict subclass that keeps dict's new and init (PubAck), dict's tp_new alone */
+static PyObject *
+ack_new(PyObject *cls)
+{
+    if (cls == NULL)
+        return PyDict_New();
+    if (PyType_Check(cls)) {
+        PyTypeObject *t = (PyTypeObject *)cls;
+        if (t->tp_new == PyDict_Type.tp_new && t->tp_init == PyDict_Type.tp_init
+            && PyType_IsSubtype(t, &PyDict_Type))
+            return t->tp_new(t, empty_args, NULL);
+    }
+    return PyObject_CallNoArgs(cls);
+}
+
 static PyObject *
 plain_ack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1269,35 +1362,11 @@ plain_ack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "plain_ack(data[, cls])");
         return NULL;
     }
-    PyObject *arg = args[0];
     PyObject *cls = nargs == 2 && args[1] != (PyObject *)&PyDict_Type ? args[1] : NULL;
-    if (!PyBytes_Check(arg))
+    ack_scan a;
+    if (!ack_match(args[0], &a))
         Py_RETURN_NONE;
-    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(arg), *end = p + PyBytes_GET_SIZE(arg);
-    const unsigned char *stream, *domain = NULL, *seq;
-    size_t sl, dl = 0;
-    int dup = 0;
-    if (!ack_lit(&p, end, "{\"stream\":\"") || !ack_str(&p, end, &stream, &sl) || sl == 0 || !ack_lit(&p, end, ","))
-        Py_RETURN_NONE;
-    if (ack_lit(&p, end, "\"domain\":\"") && (!ack_str(&p, end, &domain, &dl) || !ack_lit(&p, end, ",")))
-        Py_RETURN_NONE;
-    if (!ack_lit(&p, end, "\"seq\":"))
-        Py_RETURN_NONE;
-    seq = p;
-    while (p < end && *p >= '0' && *p <= '9')
-        p++;
-    if (p == seq)
-        Py_RETURN_NONE;
-    const unsigned char *seq_end = p;
-    if (ack_lit(&p, end, ",\"duplicate\":")) {
-        ack_lit(&p, end, " ");
-        if (!ack_lit(&p, end, "true"))
-            Py_RETURN_NONE;
-        dup = 1;
-    }
-    if (!ack_lit(&p, end, "}") || p != end)
-        Py_RETURN_NONE;
-    PyObject *ack = cls == NULL ? PyDict_New() : PyObject_CallNoArgs(cls), *v = NULL;
+    PyObject *ack = ack_new(cls), *v = NULL;
     if (ack == NULL)
         return NULL;
     if (!PyDict_Check(ack)) {
@@ -1305,38 +1374,101 @@ plain_ack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "plain_ack: cls must make a dict");
         return NULL;
     }
-    if ((v = PyUnicode_DecodeUTF8((const char *)stream, (Py_ssize_t)sl, NULL)) == NULL
-        || PyDict_SetItem(ack, ack_keys[0], v) < 0)
+    if ((v = ack_stream(a.stream, a.sl)) == NULL || PyDict_SetItem(ack, ack_keys[0], v) < 0)
         goto fail;
     Py_DECREF(v);
-    if (seq_end - seq <= 18) {
-        long long n = 0;
-        for (const unsigned char *d = seq; d < seq_end; d++)
-            n = n * 10 + (*d - '0');
-        v = PyLong_FromLongLong(n);
-    } else {
-        PyObject *text = PyUnicode_FromStringAndSize((const char *)seq, seq_end - seq);
-        v = text == NULL ? NULL : PyLong_FromUnicodeObject(text, 10);
-        Py_XDECREF(text);
-    }
-    if (v == NULL || PyDict_SetItem(ack, ack_keys[1], v) < 0)
+    if ((v = ack_seq(&a)) == NULL || PyDict_SetItem(ack, ack_keys[1], v) < 0)
         goto fail;
     Py_DECREF(v);
     v = NULL;
-    if (domain != NULL) {
-        if ((v = PyUnicode_DecodeUTF8((const char *)domain, (Py_ssize_t)dl, NULL)) == NULL
+    if (a.domain != NULL) {
+        if ((v = PyUnicode_DecodeUTF8((const char *)a.domain, (Py_ssize_t)a.dl, NULL)) == NULL
             || PyDict_SetItem(ack, ack_keys[2], v) < 0)
             goto fail;
         Py_DECREF(v);
         v = NULL;
     }
-    if (dup && PyDict_SetItem(ack, ack_keys[3], Py_True) < 0)
+    if (a.dup && PyDict_SetItem(ack, ack_keys[3], Py_True) < 0)
         goto fail;
     return ack;
 fail:
     Py_XDECREF(v);
     Py_DECREF(ack);
     return NULL;
+}
+
+/*
+ * plain_ack_seq(data) -> int or None: plain_ack(data)["seq"] (a KV put's
+ * revision) without the dict; None where plain_ack gives None, and where
+ * the stream's or domain's bytes are not ASCII (the caller's general path
+ * then decodes them as plain_ack does, UnicodeDecodeError included).
+ */
+static PyObject *
+plain_ack_seq(PyObject *self, PyObject *data)
+{
+    ack_scan a;
+    if (!ack_match(data, &a))
+        Py_RETURN_NONE;
+    for (size_t k = 0; k < a.sl; k++)
+        if (a.stream[k] >= 0x80)
+            Py_RETURN_NONE;
+    for (size_t k = 0; k < a.dl; k++)
+        if (a.domain[k] >= 0x80)
+            Py_RETURN_NONE;
+    return ack_seq(&a);
+}
+
+/*
+ * request_pub(prefix, rid, subject, payload) -> (reply, frame): a request's
+ * reply subject, f"{prefix}.{rid}" (rid an int from 0), and its PUB frame,
+ * encode_pub(subject, reply, payload)'s bytes (Engine.direct_request's pair,
+ * made without formatting the int in Python).
+ */
+static PyObject *
+request_pub(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "request_pub(prefix: str, rid: int, subject, payload)");
+        return NULL;
+    }
+    PyObject *prefix = args[0], *reply;
+    unsigned long long rid = PyLong_AsUnsignedLongLong(args[1]);
+    if (rid == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    char digits[24];   /* rid's decimal digits at its end, NUL-terminated */
+    int dl = 0;
+    digits[sizeof digits - 1] = '\0';
+    do {
+        digits[sizeof digits - 2 - dl++] = (char)('0' + rid % 10);
+        rid /= 10;
+    } while (rid);
+    const char *d = digits + sizeof digits - 1 - dl;
+    if (PyUnicode_IS_ASCII(prefix)) {
+        Py_ssize_t pl = PyUnicode_GET_LENGTH(prefix);
+        if ((reply = PyUnicode_New(pl + 1 + dl, 127)) == NULL)
+            return NULL;
+        Py_UCS1 *r = PyUnicode_1BYTE_DATA(reply);
+        memcpy(r, PyUnicode_1BYTE_DATA(prefix), (size_t)pl);
+        r[pl] = '.';
+        memcpy(r + pl + 1, d, (size_t)dl);
+    } else if ((reply = PyUnicode_FromFormat("%U.%s", prefix, d)) == NULL) {
+        return NULL;
+    }
+    PyObject *call[3] = {args[2], reply, args[3]};
+    PyObject *frame = encode_pub(self, call, 3);
+    if (frame == NULL) {
+        Py_DECREF(reply);
+        return NULL;
+    }
+    PyObject *out = PyTuple_New(2);
+    if (out == NULL) {
+        Py_DECREF(reply);
+        Py_DECREF(frame);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, reply);
+    PyTuple_SET_ITEM(out, 1, frame);
+    return out;
 }
 
 /*
@@ -2262,6 +2394,10 @@ static PyMethodDef methods[] = {
      "iso_ms(ts) -> iso_to_ms(ts) for the server's form of a time (UTC, a fraction), else None"},
     {"plain_ack", (PyCFunction)(void (*)(void))plain_ack, METH_FASTCALL,
      "plain_ack(data[, cls]) -> the PubAck dict (made cls()) of a plain publish ack (parse_ack_fast's), else None"},
+    {"plain_ack_seq", (PyCFunction)plain_ack_seq, METH_O,
+     "plain_ack_seq(data) -> plain_ack(data)['seq'] of an ASCII plain publish ack, else None"},
+    {"request_pub", (PyCFunction)(void (*)(void))request_pub, METH_FASTCALL,
+     "request_pub(prefix, rid, subject, payload) -> (f'{prefix}.{rid}', the PUB frame to it)"},
     {"ws_frame", ws_frame, METH_O,
      "ws_frame(data) -> data in one binary WebSocket frame, masked with a key from os.urandom"},
     {"setup", setup, METH_VARARGS, "setup(msg_tag, ping_op, pong_op, ok_op): the Python parser's tag objects"},
@@ -2298,6 +2434,8 @@ PyInit__natsproto(void)
         if (ack_keys[k] == NULL && (ack_keys[k] = PyUnicode_InternFromString(ack_names[k])) == NULL)
             return NULL;
     }
+    if (empty_args == NULL && (empty_args = PyTuple_New(0)) == NULL)
+        return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (m == NULL)
         return NULL;

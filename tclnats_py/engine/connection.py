@@ -93,6 +93,8 @@ __all__ = ["Engine", "Msg", "Subscription", "Request", "Ping", "connect_params",
 _move = S.move
 _MSG = P.MSG
 _frame_pub = P.frame_pub
+# request_pub(prefix, rid, subject, payload): (f"{prefix}.{rid}", its PUB frame); None when not compiled
+_request_pub = P.compiled("request_pub")
 # the fields of a received message (Msg.__init__'s arguments) and of a request
 # (Request.__init__'s values, all of its slots: a direct request's record is
 # made with them by P.RecordMaker, without the Python __init__)
@@ -645,14 +647,17 @@ class Engine(Registry):
         if mp is not None and len(payload) > mp:
             return None
         rid = next(self._rid)
-        reply = (f"{self._mux_prefix}.{self._nuid.next()}{rid:04x}" if self.nuid_reply_tokens
-                 else f"{self._mux_prefix}.{rid}")
+        if _request_pub is None or self.nuid_reply_tokens:
+            reply = (f"{self._mux_prefix}.{self._nuid.next()}{rid:04x}" if self.nuid_reply_tokens
+                     else f"{self._mux_prefix}.{rid}")
+            frame = _frame_pub(subject, reply, payload)
+        else:  # (the same reply and frame, the int not formatted in Python)
+            reply, frame = _request_pub(self._mux_prefix, rid, subject, payload)
         if _new_request is None:
             req = Request(rid, subject, reply, 0, None, handler)
             req.raw = raw
         else:
             req = _new_request(rid, subject, reply, 0, None, None, None, [], handler, False, raw)
-        frame = _frame_pub(subject, reply, payload)
         stats = self.stats
         stats["out_msgs"] += 1
         stats["out_bytes"] += len(frame)

@@ -99,6 +99,10 @@ class Client(ClientState):
         self._fast_pub = self._new_fast_pub()
         # request subjects the engine's check passed (request's fast path; emptied by connect())
         self._req_subjects: set[str] = set()
+        # (timeout, its ms, ms / 1000) of the last request's plain-number timeout
+        # (at first a timeout no caller has): one tuple, read and replaced whole,
+        # so that threads see a consistent one
+        self._last_timeout: tuple[Any, int, float] = (object(), 0, 0.0)
         self._configure(servers, options)
 
     def _new_fast_pub(self) -> Callable[[str, Payload, Optional[str]], Optional[bool]]:
@@ -408,10 +412,16 @@ class Client(ClientState):
         ``timeout`` seconds (None: the request_timeout option).  ErrTimeout,
         ErrNoResponders, ErrConnectionClosed.  ``check_subject=False`` sends a
         subject with wildcard tokens as it is."""
-        if timeout.__class__ in _PLAIN_NUMBERS and 0 < timeout <= MAX_TIMEOUT:  # (check_timeout's rule)
-            ms = int(timeout * 1000) or 1
+        last = self._last_timeout
+        if timeout is last[0]:  # the object of a request before (it stays alive in the tuple)
+            ms, wait = last[1], last[2]
         else:
-            ms = self._timeout_ms(timeout)
+            if timeout.__class__ in _PLAIN_NUMBERS and 0 < timeout <= MAX_TIMEOUT:  # (check_timeout's rule)
+                ms = int(timeout * 1000) or 1
+                self._last_timeout = (timeout, ms, ms / 1000)
+            else:
+                ms = self._timeout_ms(timeout)
+            wait = ms / 1000
         if data.__class__ is not bytes:
             data = _to_bytes(data)
         if headers is not None:
@@ -441,12 +451,12 @@ class Client(ClientState):
                     direct = eng.direct_request(subject, data, box)
             if direct is not None:
                 req = direct[0]
-                outcome = io.round_trip(direct, ms / 1000)
+                outcome = io.round_trip(direct, wait)
             else:
                 req = eng.request(subject, data, 0, headers, None, box, check_subject=False)
                 io._run(True)
                 io.write_now()
-                outcome = io.await_request(req, ms / 1000)
+                outcome = io.await_request(req, wait)
         finally:
             lock.release()
         if outcome == "msg":
@@ -459,10 +469,16 @@ class Client(ClientState):
         when this thread reads it as request()'s round trip does and its
         header block has no status: ``(reply, header block, payload, size)``
         (Engine.direct_request's ``raw``), else the reply Msg."""
-        if timeout.__class__ in _PLAIN_NUMBERS and 0 < timeout <= MAX_TIMEOUT:  # (check_timeout's rule)
-            ms = int(timeout * 1000) or 1
+        last = self._last_timeout  # (request()'s conversion of the timeout)
+        if timeout is last[0]:
+            ms, wait = last[1], last[2]
         else:
-            ms = self._timeout_ms(timeout)
+            if timeout.__class__ in _PLAIN_NUMBERS and 0 < timeout <= MAX_TIMEOUT:
+                ms = int(timeout * 1000) or 1
+                self._last_timeout = (timeout, ms, ms / 1000)
+            else:
+                ms = self._timeout_ms(timeout)
+            wait = ms / 1000
         io = self._io
         direct = None
         lock = io.lock
@@ -475,7 +491,7 @@ class Client(ClientState):
                 if not io._sending and not io.leading:
                     direct = eng.direct_request(subject, b"", [], True)
             if direct is not None:
-                outcome = io.round_trip(direct, ms / 1000)
+                outcome = io.round_trip(direct, wait)
         finally:
             lock.release()
         if direct is None:

@@ -23,7 +23,7 @@ from tclnats_py.errors import ErrKeyExists, ErrWrongLastSequence, NatsError, mak
 from tclnats_py.engine.js import kv as _kv
 from tclnats_py.engine.js.api_level import FEATURES, server_level
 from tclnats_py.engine.js.events import event_table
-from tclnats_py.engine.js.publish import ttl_from_seconds
+from tclnats_py.engine.js.publish import ack_seq, plain_ack_seq, ttl_from_seconds
 from tclnats_py.engine.subjects import valid_subject
 from tclnats_py.engine.validate import check_timeout
 from tclnats_py.jsface.kv import KvEntry, KvStatus, bucket_options, entry, kv_status, put_entries, watch_consumer_options
@@ -127,12 +127,20 @@ class KeyValue:
     def put(self, key: str, value: bytes | str) -> int:
         """Store ``value`` (bytes or str); the new revision."""
         b = self._b
-        req = b.put_request(key, value)
+        subject = b.put_subjects.get(key)  # a key checked before
+        if subject is None or value.__class__ is not bytes:
+            req = b.put_request(key, value)
+            subject, value = req.subject, req.payload
+        js = self.js
         try:
-            reply = self.js._request(req)
-        except NatsError as e:
+            msg = js.client.request(subject, value, js.timeout)
+            if msg.headers is None and plain_ack_seq is not None:  # (ack_seq's first step, without its call)
+                seq = plain_ack_seq(msg.data)
+                if seq is not None:
+                    return seq
+            return ack_seq(msg)
+        except NatsError as e:  # the request's or the ack's
             raise b.put_error(e) from None
-        return b.put_result(reply)["seq"]
 
     def create(self, key: str, value: bytes | str, ttl: float | str | None = None) -> int:
         """Store ``value`` only if ``key`` does not exist (or was deleted);

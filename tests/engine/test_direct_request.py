@@ -162,6 +162,28 @@ def test_nuid_reply_tokens_are_kept():
     assert e.direct_reply(req, parts) == "msg"
 
 
+def test_the_reply_subject_is_the_inbox_and_the_request_id():
+    e, d = with_inbox()
+    for _ in range(3):
+        req, frame, _ = e.direct_request("svc", b"x", [])
+        assert req.reply == f"{e.request_inbox[1]}.{req.id}"
+        assert frame == P.encode_pub("svc", req.reply, b"x")
+
+
+@pytest.mark.parametrize("prefix", ["_INBOX.abc", "_INBOX.\u00e9t\u00e9", ""])
+def test_request_pub_is_the_formatted_reply_and_its_frame(prefix):
+    request_pub = P.compiled("request_pub")
+    if request_pub is None:
+        pytest.skip("the accelerator is not built")
+    for rid in (0, 7, 10, 99, 4096, 10 ** 12, 2 ** 64 - 1):
+        reply = f"{prefix}.{rid}"
+        assert request_pub(prefix, rid, "a.b", b"data") == (reply, P.encode_pub("a.b", reply, b"data"))
+    with pytest.raises(OverflowError):
+        request_pub(prefix, -1, "a.b", b"")
+    with pytest.raises(TypeError):
+        request_pub(prefix, "1", "a.b", b"")
+
+
 def test_a_raw_requests_plain_reply_stays_its_parts():
     e, d = with_inbox()
     req, _, _ = e.direct_request("svc", b"", [], True)

@@ -82,3 +82,61 @@ def test_parse_ack_fast_is_parse_ack_for_the_rest():
     with pytest.raises(Exception) as e:
         publish.parse_ack_fast(Msg("i", b'{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 2"}}'))
     assert e.value.code == "ErrWrongLastSequence"
+
+
+def _reference_seq(data):
+    ack = reference(data)
+    if ack is None or any(b >= 0x80 for b in data):
+        return None
+    return ack["seq"]
+
+
+@pytest.mark.parametrize("data", ACKS)
+def test_plain_ack_seq_is_the_acks_seq(data):
+    assert publish._plain_ack_seq(data) == _reference_seq(data)
+
+
+def test_plain_ack_seq_on_random_bytes():
+    rnd = random.Random(20261129)
+    alphabet = b'{}":,\\ 0123456789abcdeftrusqmino_-\xc3\xa9'
+    for _ in range(20000):
+        base = bytearray(rnd.choice(ACKS))
+        for _ in range(rnd.randint(1, 3)):
+            base[rnd.randint(0, len(base)):0] = bytes([rnd.choice(alphabet)])
+        data = bytes(base)
+        try:
+            want = _reference_seq(data)
+        except UnicodeDecodeError:
+            want = None
+        assert publish._plain_ack_seq(data) == want, data
+    assert publish._plain_ack_seq(bytearray(ACKS[0])) is None
+    assert publish._plain_ack_seq("text") is None
+
+
+def test_the_stream_names_of_acks_one_after_the_other():
+    # the last ASCII stream name is kept: each ack still carries its own
+    for data in (b'{"stream":"S","seq":1}', b'{"stream":"T","seq":2}', b'{"stream":"ST","seq":3}',
+                 b'{"stream":"\xc3\xa9","seq":4}', b'{"stream":"S","seq":5}', b'{"stream":"s","seq":6}'):
+        assert publish._plain_ack(data) == reference(data)
+
+
+def test_the_faces_pub_ack_and_a_subclass_with_its_own_init():
+    from tclnats_py.jsface.info import PubAck
+    ack = publish._plain_ack(b'{"stream":"S","domain":"d","seq":3,"duplicate":true}', PubAck)
+    assert type(ack) is PubAck and (ack.stream, ack.seq, ack.domain, ack.duplicate) == ("S", 3, "d", True)
+
+    class Marked(dict):
+        def __init__(self):
+            super().__init__(marked=True)
+    assert publish._plain_ack(b'{"stream":"S","seq":3}', Marked) == {"marked": True, "stream": "S", "seq": 3}
+
+
+@pytest.mark.parametrize("data", [b'{"stream":"S","seq":9}', b'{"stream":"S","seq":9,"val":"1"}'])
+def test_ack_seq_with_and_without_the_accelerator(data, monkeypatch):
+    compiled = publish.ack_seq(Msg("i", data))
+    monkeypatch.setattr(publish, "_plain_ack_seq", None)
+    monkeypatch.setattr(publish, "_plain_ack", None)
+    assert publish.ack_seq(Msg("i", data)) == compiled == 9
+    with pytest.raises(Exception) as e:
+        publish.ack_seq(Msg("i", b'{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 1"}}'))
+    assert e.value.code == "ErrWrongLastSequence"

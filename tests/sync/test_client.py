@@ -135,6 +135,37 @@ def test_request_refuses_what_its_fast_path_does_not_take(nats_server):
         r.close()
 
 
+def test_each_requests_own_timeout_after_the_same_one_before(nats_server):
+    """A request keeps the last plain timeout it converted: the next one with
+    that same object takes it, any other timeout its own (a short one times
+    out after a long one, None is the request_timeout option, a bad one
+    still raises)."""
+    r = responder(nats_server.url, "lt.echo")
+    try:
+        with sync.connect(nats_server.url, request_timeout=0.3) as nc:
+            silent = nc.subscribe("lt.silent")
+            nc.flush()
+            five = 5.0
+            for _ in range(2):
+                assert nc.request("lt.echo", b"a", timeout=five).data == b"re:a"
+            for short in (0.2, 0.25, 0.2):
+                t0 = time.monotonic()
+                with pytest.raises(tclnats_py.ErrTimeout):
+                    nc.request("lt.silent", b"", timeout=short)
+                assert short - 0.05 < time.monotonic() - t0 < 2
+            t0 = time.monotonic()
+            with pytest.raises(tclnats_py.ErrTimeout):
+                nc.request("lt.silent", b"", timeout=None)  # request_timeout: 300 ms
+            assert 0.25 < time.monotonic() - t0 < 2
+            assert nc.request("lt.echo", b"b", timeout=five).data == b"re:b"
+            for bad in (-1.0, True, float("nan")):
+                with pytest.raises(tclnats_py.ErrBadTimeout):
+                    nc.request("lt.echo", b"", timeout=bad)
+            assert silent.next_msg(1).reply
+    finally:
+        r.close()
+
+
 def test_request_reply_no_responders_timeout(nats_server):
     r = responder(nats_server.url, "svc.echo")
     try:

@@ -326,7 +326,9 @@ class Bucket:
         self.stream = stream_name(bucket)
         self._direct_checked: str | None = None  # the stream direct_get_request checked
         self._direct_gets: dict[str, Request] = {}  # subject -> the direct get of its last message
-        self._put_subjects: dict[str, str] = {}     # key -> write_subject(key)
+        # key -> write_subject(key), for keys check_key took (a face may skip
+        # put_request's checks for a key found here and a bytes value)
+        self.put_subjects: dict[str, str] = {}
         self.config = stream_config
         self.read_prefix = f"$KV.{bucket}"
         self.write_prefix = self.read_prefix
@@ -497,11 +499,11 @@ class Bucket:
             value = b""
         elif not isinstance(value, (bytes, bytearray, memoryview)):
             raise make_error("ErrInvalidArg", f"Invalid value of type {type(value).__name__}: bytes or str expected")
-        subject = self._put_subjects.get(key)
+        subject = self.put_subjects.get(key)
         if subject is None:
-            if len(self._put_subjects) >= 4096:
-                self._put_subjects.clear()
-            subject = self._put_subjects[key] = self.write_subject(key)
+            if len(self.put_subjects) >= 4096:
+                self.put_subjects.clear()
+            subject = self.put_subjects[key] = self.write_subject(key)
         return Request(subject, value if value.__class__ is bytes else bytes(value), headers)
 
     def put_result(self, reply) -> dict:

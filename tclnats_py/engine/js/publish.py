@@ -20,7 +20,8 @@ from tclnats_py.engine.js.api import Publish, Request, check_js_error
 from tclnats_py.engine.subjects import valid_wildcard_subject
 from tclnats_py.engine.protocol import compiled
 
-__all__ = ["publish_headers", "parse_ack", "ack_error_dict", "publish", "AsyncPublisher", "stalled", "STALL_WAIT_MS",
+__all__ = ["publish_headers", "parse_ack", "parse_ack_fast", "plain_ack", "ack_seq", "plain_ack_seq", "ack_error_dict",
+           "publish", "AsyncPublisher", "stalled", "STALL_WAIT_MS",
            "MSG_ID", "EXPECTED_STREAM", "EXPECTED_LAST_SEQ", "EXPECTED_LAST_SUBJECT_SEQ", "EXPECTED_LAST_MSG_ID",
            "MSG_TTL", "ROLLUP", "EXPECTED_LAST_SUBJECT_SEQ_SUBJECT", "BATCH_ID", "BATCH_SEQUENCE", "BATCH_COMMIT",
            "SCHEDULE_HEADERS", "SCHEDULER", "ttl_from_ms", "ttl_from_seconds"]
@@ -131,9 +132,10 @@ def parse_ack(msg) -> dict:
 # [domain,] seq[, duplicate].  Anything else (errors, other fields, other
 # spacing) goes through json in parse_ack.
 _PLAIN_ACK = re.compile(rb'\{"stream":"([^"\\]+)",(?:"domain":"([^"\\]*)",)?"seq":(\d+)(,"duplicate": ?true)?\}')
-# plain_ack(data): the dict parse_ack_fast makes of a reply _PLAIN_ACK matches,
-# else None (natsproto.c; None when not compiled)
-_plain_ack = compiled("plain_ack")
+# plain_ack(data[, cls]): the dict (made cls()) parse_ack_fast makes of a reply
+# _PLAIN_ACK matches, else None (natsproto.c; None when not compiled).  A face
+# may call it before parse_ack_fast for a reply without headers.
+plain_ack = _plain_ack = compiled("plain_ack")
 
 
 def parse_ack_fast(msg, cls: type = dict) -> dict:
@@ -151,6 +153,22 @@ def parse_ack_fast(msg, cls: type = dict) -> dict:
                 return ack if cls is dict else cls(ack)
     ack = parse_ack(msg)
     return ack if cls is dict else cls(ack)
+
+
+# plain_ack_seq(data): plain_ack(data)["seq"] of a plain ack with ASCII names,
+# else None (natsproto.c; None when not compiled).  A face may call it before
+# ack_seq for a reply without headers.
+plain_ack_seq = _plain_ack_seq = compiled("plain_ack_seq")
+
+
+def ack_seq(msg) -> int:
+    """``parse_ack_fast(msg)["seq"]``: the sequence a publish's reply gives
+    (a KV put's revision), with its errors; the plain ack read without a dict."""
+    if msg.headers is None and _plain_ack_seq is not None:
+        seq = _plain_ack_seq(msg.data)
+        if seq is not None:
+            return seq
+    return parse_ack_fast(msg)["seq"]
 
 
 def _parse_plain_ack(data: bytes) -> dict | None:

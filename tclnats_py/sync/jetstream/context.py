@@ -18,7 +18,7 @@ from tclnats_py.engine.js import schedule as _schedule
 from tclnats_py.engine.js.batch import publish_batch
 from tclnats_py.engine.js.api_level import require_level
 from tclnats_py.engine.js.priority import consumer_create, consumer_unpin
-from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast
+from tclnats_py.engine.js.publish import STALL_WAIT_MS, parse_ack_fast, plain_ack
 from tclnats_py.jsface.config import ConsumerConfig, StreamConfig, consumer_body, stream_body
 from tclnats_py.jsface.info import (AccountInfo, BatchAck, ConsumerInfo, ConsumerPauseResponse, ConsumerResetResponse, Info,
                                     PubAck, StreamInfo)
@@ -215,14 +215,19 @@ class JetStream:
         ``expected_last_msg_id``, ``ttl`` (seconds or a Go duration; ADR-43),
         ``expected_last_subject_seq_subject``.  ErrNoResponders: no stream
         on ``subject``; ErrWrongLastSequence, ErrJSResponse, ErrTimeout."""
-        if timeout is not None:
-            check_timeout(timeout)
         hdrs = None  # without options nothing to check but the subject, which request() checks
-        if headers is not None or (kw and any(v is not None for v in kw.values())):
-            hdrs, features = publish_options(self.client.engine, subject, headers, **kw)
-            for feature in features:
-                self._run(require_level(self.jsapi, feature))
-        msg = self.client.request(subject, data, timeout=timeout or self.timeout, headers=hdrs)
+        if timeout is not None or headers is not None or kw:
+            if timeout is not None:
+                check_timeout(timeout)
+            if headers is not None or any(v is not None for v in kw.values()):
+                hdrs, features = publish_options(self.client.engine, subject, headers, **kw)
+                for feature in features:
+                    self._run(require_level(self.jsapi, feature))
+        msg = self.client.request(subject, data, timeout or self.timeout, hdrs)
+        if msg.headers is None and plain_ack is not None:  # (parse_ack_fast's first step, without its call)
+            ack = plain_ack(msg.data, PubAck)
+            if ack is not None:
+                return ack  # (made a PubAck)
         return parse_ack_fast(msg, PubAck)  # type: ignore[return-value]  # (made a PubAck)
 
     def publish_msg(self, msg: Msg, **kw: Any) -> PubAck:
