@@ -377,6 +377,31 @@ hspace(unsigned char c)
     return c == ' ' || c == '\t';
 }
 
+/* the header line that starts at p[i] and ends at its CR (or at n): where
+ * it ends; f[0:2) its name's bounds and f[2:4) its value's, trimmed of
+ * spaces and tabs (f[0] == f[1]: no name, or no colon with something after) */
+static Py_ssize_t
+header_line(const unsigned char *p, Py_ssize_t i, Py_ssize_t n, Py_ssize_t f[4])
+{
+    const unsigned char *cr = memchr(p + i, '\r', (size_t)(n - i));
+    Py_ssize_t end = cr ? cr - p : n;
+    const unsigned char *colon = memchr(p + i, ':', (size_t)(end - i));
+    f[0] = f[1] = i;
+    if (colon == NULL || (colon - p) + 1 >= end)
+        return end;
+    Py_ssize_t ks = i, ke = colon - p, vs = ke + 1, ve = end;
+    while (ks < ke && hspace(p[ks]))
+        ks++;
+    while (ke > ks && hspace(p[ke - 1]))
+        ke--;
+    while (vs < ve && hspace(p[vs]))
+        vs++;
+    while (ve > vs && hspace(p[ve - 1]))
+        ve--;
+    f[0] = ks, f[1] = ke, f[2] = vs, f[3] = ve;
+    return end;
+}
+
 static PyObject *
 headers(PyObject *self, PyObject *arg)
 {
@@ -402,43 +427,30 @@ headers(PyObject *self, PyObject *arg)
         goto error;
     i = n > 8 ? 10 : 8;
     while (i < n) {
-        const unsigned char *cr = memchr(p + i, '\r', (size_t)(n - i));
-        Py_ssize_t end = cr ? cr - p : n;          /* the line is p[i:end] */
-        const unsigned char *colon = memchr(p + i, ':', (size_t)(end - i));
-        if (colon != NULL && (colon - p) + 1 < end) {  /* a colon, something after it */
-            Py_ssize_t ks = i, ke = colon - p, vs = ke + 1, ve = end;
-            while (ks < ke && hspace(p[ks]))
-                ks++;
-            while (ke > ks && hspace(p[ke - 1]))
-                ke--;
-            while (vs < ve && hspace(p[vs]))
-                vs++;
-            while (ve > vs && hspace(p[ve - 1]))
-                ve--;
-            if (ke > ks) {
-                PyObject *k = header_key(p + ks, ke - ks);
-                PyObject *v = k ? PyUnicode_DecodeASCII((const char *)p + vs, ve - vs, NULL) : NULL;
-                if (v == NULL) { Py_XDECREF(k); goto error; }
-                PyObject *lst = PyDict_GetItemWithError(d, k);   /* borrowed */
-                int rc;
-                if (lst != NULL) {
-                    rc = PyList_Append(lst, v);
-                } else if (PyErr_Occurred()) {
-                    rc = -1;
-                } else {
-                    PyObject *nl = PyList_New(1);
-                    if (nl == NULL) { rc = -1; }
-                    else {
-                        PyList_SET_ITEM(nl, 0, Py_NewRef(v));
-                        rc = PyDict_SetItem(d, k, nl);
-                        Py_DECREF(nl);
-                    }
+        Py_ssize_t f[4], end = header_line(p, i, n, f);
+        if (f[1] > f[0]) {
+            PyObject *k = header_key(p + f[0], f[1] - f[0]);
+            PyObject *v = k ? PyUnicode_DecodeASCII((const char *)p + f[2], f[3] - f[2], NULL) : NULL;
+            if (v == NULL) { Py_XDECREF(k); goto error; }
+            PyObject *lst = PyDict_GetItemWithError(d, k);   /* borrowed */
+            int rc;
+            if (lst != NULL) {
+                rc = PyList_Append(lst, v);
+            } else if (PyErr_Occurred()) {
+                rc = -1;
+            } else {
+                PyObject *nl = PyList_New(1);
+                if (nl == NULL) { rc = -1; }
+                else {
+                    PyList_SET_ITEM(nl, 0, Py_NewRef(v));
+                    rc = PyDict_SetItem(d, k, nl);
+                    Py_DECREF(nl);
                 }
-                Py_DECREF(k);
-                Py_DECREF(v);
-                if (rc < 0)
-                    goto error;
             }
+            Py_DECREF(k);
+            Py_DECREF(v);
+            if (rc < 0)
+                goto error;
         }
         i = end + 2;
     }
@@ -1611,26 +1623,13 @@ kv_fields(const unsigned char *p, Py_ssize_t n, const unsigned char **v, Py_ssiz
     if (n < 10 || memcmp(p, "NATS/1.0\r\n", 10) != 0)
         return 0;
     for (i = 10; i < n; ) {
-        const unsigned char *cr = memchr(p + i, '\r', (size_t)(n - i));
-        Py_ssize_t end = cr ? cr - p : n;          /* the line is p[i:end] */
-        const unsigned char *colon = memchr(p + i, ':', (size_t)(end - i));
-        if (colon != NULL && (colon - p) + 1 < end) {  /* a colon, something after it */
-            Py_ssize_t ks = i, ke = colon - p, vs = ke + 1, ve = end;
-            while (ks < ke && hspace(p[ks]))
-                ks++;
-            while (ke > ks && hspace(p[ke - 1]))
-                ke--;
-            while (vs < ve && hspace(p[vs]))
-                vs++;
-            while (ve > vs && hspace(p[ve - 1]))
-                ve--;
-            int k = ke > ks ? kv_name(p + ks, ke - ks) : KV_NAMES;
-            if (k == KV_STATUS)
-                return 0;
-            if (k < KV_NAMES && v[k] == NULL) {
-                v[k] = p + vs;
-                vl[k] = ve - vs;
-            }
+        Py_ssize_t f[4], end = header_line(p, i, n, f);
+        int k = f[1] > f[0] ? kv_name(p + f[0], f[1] - f[0]) : KV_NAMES;
+        if (k == KV_STATUS)
+            return 0;
+        if (k < KV_NAMES && v[k] == NULL) {
+            v[k] = p + f[2];
+            vl[k] = f[3] - f[2];
         }
         i = end + 2;
     }

@@ -14,6 +14,8 @@ from tclnats_py.engine.js import JsApi, kv
 from tclnats_py.engine.records import Msg
 from tclnats_py.jsface.kv import KvEntry
 
+from tests.engine.mutate import mutated
+
 pytestmark = pytest.mark.unit
 
 TS = b"2026-11-28T11:32:42.52492026Z"
@@ -124,17 +126,7 @@ def test_random_bytes_around_the_servers_blocks(monkeypatch):
     rnd = random.Random(20261128)
     alphabet = b"NATS/1.0 \t\r\n:-KVOperationDELPURGSqucmMrkx0123456789.TZ\xc3\xa9\x7f\x00"
     for _ in range(3000):
-        base = bytearray(rnd.choice(BLOCKS))
-        for _ in range(rnd.randint(1, 4)):
-            i = rnd.randint(0, len(base))
-            op = rnd.random()
-            if op < 0.3 and base:
-                del base[min(i, len(base) - 1)]
-            elif op < 0.7:
-                base[i:i] = bytes([rnd.choice(alphabet)])
-            elif base:
-                base[min(i, len(base) - 1)] = rnd.choice(alphabet)
-        blk = bytes(base)
+        blk = mutated(rnd, BLOCKS, alphabet, 4, 0.3, 0.7)
         if not blk.startswith(b"NATS/1.0\r\n"):  # (Engine.direct_reply keeps no other block as parts)
             continue
         want = as_msg(blk, b"v")

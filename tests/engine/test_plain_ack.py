@@ -10,6 +10,8 @@ import pytest
 from tclnats_py.engine.js import publish
 from tclnats_py.engine.records import Msg
 
+from tests.engine.mutate import mutated
+
 pytestmark = [pytest.mark.unit,
               pytest.mark.skipif(publish._plain_ack is None, reason="the accelerator is not built")]
 
@@ -47,17 +49,7 @@ def test_random_bytes_around_them():
     rnd = random.Random(20261128)
     alphabet = b'{}":,\\ 0123456789abcdeftrusqmino_-\xc3\xa9'
     for _ in range(20000):
-        base = bytearray(rnd.choice(ACKS))
-        for _ in range(rnd.randint(1, 3)):
-            i = rnd.randint(0, len(base))
-            op = rnd.random()
-            if op < 0.4 and base:
-                del base[min(i, len(base) - 1)]
-            elif op < 0.8:
-                base[i:i] = bytes([rnd.choice(alphabet)])
-            elif base:
-                base[min(i, len(base) - 1)] = rnd.choice(alphabet)
-        data = bytes(base)
+        data = mutated(rnd, ACKS, alphabet, 3, 0.4, 0.8)
         try:
             want = reference(data)
         except UnicodeDecodeError:
@@ -100,10 +92,7 @@ def test_plain_ack_seq_on_random_bytes():
     rnd = random.Random(20261129)
     alphabet = b'{}":,\\ 0123456789abcdeftrusqmino_-\xc3\xa9'
     for _ in range(20000):
-        base = bytearray(rnd.choice(ACKS))
-        for _ in range(rnd.randint(1, 3)):
-            base[rnd.randint(0, len(base)):0] = bytes([rnd.choice(alphabet)])
-        data = bytes(base)
+        data = mutated(rnd, ACKS, alphabet, 3, 0.0, 1.0)
         try:
             want = _reference_seq(data)
         except UnicodeDecodeError:
