@@ -1,7 +1,7 @@
 """Old against new: two installed copies of tclnats_py measured in one run.
 
     python -m tclnats_py.compat.bench_ab --baseline OLD_PYTHON [--new NEW_PYTHON] [--rounds R]
-                                         [--count N] [--face tcl|py|both] [--json out.json]
+                                         [--count N] [--face tcl|py|both] [--rows a,b] [--json out.json]
 
 OLD_PYTHON and NEW_PYTHON are the ``python`` of two environments that each
 have tclnats_py installed (a venv's ``bin/python``; NEW_PYTHON defaults to
@@ -23,6 +23,9 @@ client process's ``time.process_time``).  Rounds must last long enough to
 be measured: at the default count a publish figure takes about 0.4 s, a
 request figure (count/50 round trips) about 1.5 s.  An A/A run (the same
 build installed twice, e.g. a copied venv) shows this machine's noise.
+``--rows request,fetch`` measures those figures only (in each face that
+has them), so that rows a whole run left in doubt can be measured again
+with more rounds in less time.
 
 Before measuring, each side prints which file ``import tclnats_py`` and
 ``package require nats`` load, and the run stops when a side loads the
@@ -79,12 +82,13 @@ class Install:
         if not loaded.startswith("tclnats_py ") or root not in loaded:
             raise SystemExit(f"bench_ab: {self.label} loads package nats from {loaded}, not from {root}")
 
-    def tcl_round(self, url: str, count: int, monitor: str, tag: str) -> tuple[dict, list]:
-        return bench.run_side([self.tclsh], self.tcl_env, url, count, [], 900, f"ab-pub-{tag}", monitor)
+    def tcl_round(self, url: str, count: int, monitor: str, tag: str, rows: list) -> tuple[dict, list]:
+        return bench.run_side([self.tclsh], self.tcl_env, url, count, rows, 900, f"ab-pub-{tag}", monitor)
 
-    def py_round(self, url: str, count: int, monitor: str) -> dict:
+    def py_round(self, url: str, count: int, monitor: str, rows: list) -> dict:
         r = subprocess.run([self.python, BENCH_PY, "--child-sides", ",".join(PY_SIDES), "--url", url,
-                            "--count", str(count), "--rounds", "1", "--monitor", monitor],
+                            "--count", str(count), "--rounds", "1", "--monitor", monitor]
+                           + (["--rows", ",".join(rows)] if rows else []),
                            capture_output=True, text=True, env=self.env, timeout=900)
         if r.returncode != 0:
             raise RuntimeError(f"{self.label}: {r.stderr.strip()[-500:]}")
@@ -158,14 +162,22 @@ def main(argv=None) -> int:
     ap.add_argument("--count", type=int, default=500000)
     ap.add_argument("--face", choices=("tcl", "py", "both"), default="both")
     ap.add_argument("--tclsh", default="/usr/bin/tclsh")
+    ap.add_argument("--rows", default="", help=f"these figures only, comma-separated (of {','.join(bench_raw.FIGURES)})")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
+    wanted = [r for r in args.rows.split(",") if r]
+    unknown = set(wanted) - set(bench_raw.FIGURES)
+    if unknown:
+        ap.error(f"--rows: no such figure {', '.join(sorted(unknown))} (figures: {', '.join(bench_raw.FIGURES)})")
     sides = {"old": Install("old", args.baseline, args.tclsh), "new": Install("new", args.new, args.tclsh)}
     if sides["old"].package == sides["new"].package:
         raise SystemExit(f"bench_ab: both sides import the same copy: {sides['old'].package}")
     for s in sides.values():
         s.check()
-    faces = ("tcl", "py") if args.face == "both" else (args.face,)
+    faces: tuple = ("tcl", "py") if args.face == "both" else (args.face,)
+    tcl_rows = [f for f in wanted if f in bench.FIGURES]
+    if wanted and not tcl_rows:  # (the Python face's own figures only)
+        faces = tuple(f for f in faces if f != "tcl")
     got: dict = {f: {"old": [], "new": []} for f in faces}
     raw_rounds: list = []
     failures: list = []
@@ -177,17 +189,18 @@ def main(argv=None) -> int:
             for face in faces:
                 for name in order:
                     if face == "tcl":
-                        figs, failed = sides[name].tcl_round(url, args.count, monitor, f"{name}{r}")
+                        figs, failed = sides[name].tcl_round(url, args.count, monitor, f"{name}{r}",
+                                                             tcl_rows)
                         failures.extend(f"{name} tcl, round {r + 1}: {f}" for f in failed)
                         got[face][name].append({k: v[0] for k, v in figs.items()})
                     else:
                         try:
-                            got[face][name].append(sides[name].py_round(url, args.count, monitor))
+                            got[face][name].append(sides[name].py_round(url, args.count, monitor, wanted))
                         except (RuntimeError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
                             failures.append(f"{name} py, round {r + 1}: {type(e).__name__}: {e}")
                             # an empty round keeps the rounds of the two sides paired
                             got[face][name].append({})
-            figs, _each = bench_raw.ceiling(url, args.count, bench.FIGURES, tag=f"ab{r}")
+            figs, _each = bench_raw.ceiling(url, args.count, wanted or bench.FIGURES, tag=f"ab{r}")
             raw_rounds.append(figs)
     finally:
         proc.terminate()

@@ -45,3 +45,11 @@ def test_print_marks_a_slower_row_and_says_when_its_spread_reaches_one(capsys):
     out = capsys.readouterr().out
     assert "10.0% slower (spread reaches 1)" in out
     assert "0.80-1.02" in out and "3.00>3.10" in out
+
+
+def test_rows_names_are_checked_before_anything_runs(capsys):
+    import pytest
+    with pytest.raises(SystemExit) as e:
+        bench_ab.main(["--baseline", "/nonexistent/python", "--rows", "request,kv_gets"])
+    assert e.value.code == 2
+    assert "no such figure kv_gets" in capsys.readouterr().err
