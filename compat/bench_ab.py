@@ -23,9 +23,11 @@ client process's ``time.process_time``).  Rounds must last long enough to
 be measured: at the default count a publish figure takes about 0.4 s, a
 request figure (count/50 round trips) about 1.5 s.  An A/A run (the same
 build installed twice, e.g. a copied venv) shows this machine's noise.
-``--rows request,fetch`` measures those figures only (in each face that
-has them), so that rows a whole run left in doubt can be measured again
-with more rounds in less time.
+``--rows request,fetch`` measures those figures (in each face that has
+them), so that rows a whole run left in doubt can be measured again with
+more rounds in less time; the Python face's workload runs by groups
+(publish with deliver, request with request_async, the JetStream rows
+together), so a row brings the rest of its group.
 
 Before measuring, each side prints which file ``import tclnats_py`` and
 ``package require nats`` load, and the run stops when a side loads the
