@@ -416,12 +416,7 @@ class Client(ClientState):
         if timeout is last[0]:  # the object of a request before (it stays alive in the tuple)
             ms, wait = last[1], last[2]
         else:
-            if timeout.__class__ in _PLAIN_NUMBERS and 0 < timeout <= MAX_TIMEOUT:  # (check_timeout's rule)
-                ms = int(timeout * 1000) or 1
-                self._last_timeout = (timeout, ms, ms / 1000)
-            else:
-                ms = self._timeout_ms(timeout)
-            wait = ms / 1000
+            ms, wait = self._request_wait(timeout)
         if data.__class__ is not bytes:
             data = _to_bytes(data)
         if headers is not None:
@@ -463,22 +458,28 @@ class Client(ClientState):
             return req.msg
         raise request_error(outcome, subject)
 
+    def _request_wait(self, timeout: float | None) -> tuple[int, float]:
+        """A request's ``timeout`` as (milliseconds, seconds of its wait); a
+        plain number is kept in ``_last_timeout``, so that the next request
+        with the same object skips this (request() and _request_raw look)."""
+        if timeout.__class__ in _PLAIN_NUMBERS and 0 < timeout <= MAX_TIMEOUT:  # (check_timeout's rule)
+            ms = int(timeout * 1000) or 1
+            self._last_timeout = (timeout, ms, ms / 1000)
+        else:
+            ms = self._timeout_ms(timeout)
+        return ms, ms / 1000
+
     def _request_raw(self, subject: str, timeout: float) -> Any:
         """:meth:`request` of ``subject`` (one it sent before: not checked
         again) with an empty payload, whose reply stays the parts of its frame
         when this thread reads it as request()'s round trip does and its
         header block has no status: ``(reply, header block, payload, size)``
         (Engine.direct_request's ``raw``), else the reply Msg."""
-        last = self._last_timeout  # (request()'s conversion of the timeout)
+        last = self._last_timeout
         if timeout is last[0]:
             ms, wait = last[1], last[2]
         else:
-            if timeout.__class__ in _PLAIN_NUMBERS and 0 < timeout <= MAX_TIMEOUT:
-                ms = int(timeout * 1000) or 1
-                self._last_timeout = (timeout, ms, ms / 1000)
-            else:
-                ms = self._timeout_ms(timeout)
-            wait = ms / 1000
+            ms, wait = self._request_wait(timeout)
         io = self._io
         direct = None
         lock = io.lock
