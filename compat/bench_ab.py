@@ -10,24 +10,28 @@ the Tcl face runs compat/bench_workload.tcl under stock ``tclsh`` with each
 environment's ``TCLLIBPATH`` (what its ``tclnats-tclsh --env`` prints), and
 the Python face runs compat/bench_py.py's workload (the asyncio face and the
 nats-py API on it) in a child process of each Python, one round at a time.
-The two sides take turns every round, the order swapped each round, and the
-raw-socket ceiling (compat/bench_raw.py) takes its turn with them; each
+The two sides take turns figure by figure: a round measures each group of
+figures (one process of one side: the Python face's publish with deliver,
+request with request_async, js_publish with js_publish_async, fetch, and
+kv_put with kv_get, for the asyncio face and nats-py's API on it
+separately; the Tcl face's figures one by one, kv_put with kv_get) on the
+old side and at once on the new one, the order swapped from one group to
+the next and from one round to the next, and the raw-socket ceiling
+(compat/bench_raw.py) takes its turn at the end of the round; each
 figure is the median of the rounds.
 
-A round's two sides run back to back, so each round gives one paired
-new/old ratio per figure; the table's ``new/old`` is the median of those
-paired ratios and ``spread`` their quartiles, which drift of the machine
-between rounds moves far less than the ratio of the two medians.  The
+So each round gives one paired new/old ratio per figure, measured seconds
+apart; the table's ``new/old`` is the median of those paired ratios and
+``spread`` their quartiles, which drift of the machine (its speed can
+halve for a while) moves far less than the ratio of the two medians.  The
 Python face also reports each side's CPU microseconds per message (the
 client process's ``time.process_time``).  Rounds must last long enough to
 be measured: at the default count a publish figure takes about 0.4 s, a
 request figure (count/50 round trips) about 1.5 s.  An A/A run (the same
 build installed twice, e.g. a copied venv) shows this machine's noise.
-``--rows request,fetch`` measures those figures (in each face that has
-them), so that rows a whole run left in doubt can be measured again with
-more rounds in less time; the Python face's workload runs by groups
-(publish with deliver, request with request_async, the JetStream rows
-together), so a row brings the rest of its group.
+``--rows request,fetch`` measures the groups of those figures only (in
+each face that has them), so that rows a whole run left in doubt can be
+measured again with more rounds in less time.
 
 Before measuring, each side prints which file ``import tclnats_py`` and
 ``package require nats`` load, and the run stops when a side loads the
@@ -51,6 +55,20 @@ from tclnats_py.compat import bench, bench_raw
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH_PY = os.path.join(HERE, "bench_py.py")
 PY_SIDES = ("tclnats_py", "natspy")
+#: the figures one process of a side measures together, for each face
+UNITS = {"py": (("publish", "deliver"), ("request", "request_async"), ("js_publish", "js_publish_async"),
+                ("fetch",), ("kv_put", "kv_get")),
+         "tcl": (("publish",), ("deliver",), ("request",), ("js_publish",), ("fetch",), ("kv_put", "kv_get"))}
+
+
+def turns(face: str, wanted: list) -> list:
+    """One round's turns of ``face``: (Python side or None, figures), each
+    measured by the old and the new install back to back; only the groups
+    holding a figure of ``wanted`` (every group when it is empty)."""
+    groups = [list(g) for g in UNITS[face] if not wanted or any(f in wanted for f in g)]
+    if face == "tcl":
+        return [(None, g) for g in groups]
+    return [(side, g) for g in groups for side in PY_SIDES]
 
 
 class Install:
@@ -84,18 +102,26 @@ class Install:
         if not loaded.startswith("tclnats_py ") or root not in loaded:
             raise SystemExit(f"bench_ab: {self.label} loads package nats from {loaded}, not from {root}")
 
-    def tcl_round(self, url: str, count: int, monitor: str, tag: str, rows: list) -> tuple[dict, list]:
-        return bench.run_side([self.tclsh], self.tcl_env, url, count, rows, 900, f"ab-pub-{tag}", monitor)
+    def tcl_turn(self, url: str, count: int, monitor: str, tag: str, rows: list) -> tuple[dict, list]:
+        figs, failed = bench.run_side([self.tclsh], self.tcl_env, url, count, rows, 900, f"ab-pub-{tag}",
+                                      monitor)
+        return {k: v[0] for k, v in figs.items()}, failed
 
-    def py_round(self, url: str, count: int, monitor: str, rows: list) -> dict:
-        r = subprocess.run([self.python, BENCH_PY, "--child-sides", ",".join(PY_SIDES), "--url", url,
-                            "--count", str(count), "--rounds", "1", "--monitor", monitor]
-                           + (["--rows", ",".join(rows)] if rows else []),
-                           capture_output=True, text=True, env=self.env, timeout=900)
+    def py_turn(self, url: str, count: int, monitor: str, side: str, rows: list) -> tuple[dict, list]:
+        try:
+            r = subprocess.run([self.python, BENCH_PY, "--child-sides", side, "--url", url, "--count", str(count),
+                                "--rounds", "1", "--monitor", monitor, "--rows", ",".join(rows)],
+                               capture_output=True, text=True, env=self.env, timeout=900)
+        except subprocess.TimeoutExpired as e:
+            return {}, [f"{side} {','.join(rows)}: {e}"]
         if r.returncode != 0:
-            raise RuntimeError(f"{self.label}: {r.stderr.strip()[-500:]}")
-        runs = json.loads(r.stdout.strip().splitlines()[-1])
-        return {f"{side}:{fig}": (v[0], v[1]) for side in PY_SIDES for fig, v in runs[side][0].items()}
+            return {}, [f"{side} {','.join(rows)}: {r.stderr.strip()[-500:]}"]
+        try:
+            runs = json.loads(r.stdout.strip().splitlines()[-1])
+            return {f"{side}:{fig}": (v[0], v[1]) for fig, v in runs[side][0].items()}, []
+        except (ValueError, KeyError, IndexError) as e:
+            return {}, [f"{side} {','.join(rows)}: an answer not understood ({type(e).__name__}: {e}): "
+                        f"{r.stdout.strip()[-300:]!r}"]
 
 
 def _median_of(rounds: list, at: int = 0) -> dict:
@@ -177,8 +203,7 @@ def main(argv=None) -> int:
     for s in sides.values():
         s.check()
     faces: tuple = ("tcl", "py") if args.face == "both" else (args.face,)
-    tcl_rows = [f for f in wanted if f in bench.FIGURES]
-    if wanted and not tcl_rows:  # (the Python face's own figures only)
+    if wanted and not turns("tcl", wanted):  # (the Python face's own figures only)
         faces = tuple(f for f in faces if f != "tcl")
     got: dict = {f: {"old": [], "new": []} for f in faces}
     raw_rounds: list = []
@@ -187,21 +212,18 @@ def main(argv=None) -> int:
     proc, url, monitor, _ws_url = bench.start_server(store)
     try:
         for r in range(max(1, args.rounds)):
-            order = ["old", "new"] if r % 2 == 0 else ["new", "old"]
             for face in faces:
-                for name in order:
-                    if face == "tcl":
-                        figs, failed = sides[name].tcl_round(url, args.count, monitor, f"{name}{r}",
-                                                             tcl_rows)
-                        failures.extend(f"{name} tcl, round {r + 1}: {f}" for f in failed)
-                        got[face][name].append({k: v[0] for k, v in figs.items()})
-                    else:
-                        try:
-                            got[face][name].append(sides[name].py_round(url, args.count, monitor, wanted))
-                        except (RuntimeError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
-                            failures.append(f"{name} py, round {r + 1}: {type(e).__name__}: {e}")
-                            # an empty round keeps the rounds of the two sides paired
-                            got[face][name].append({})
+                for name in ("old", "new"):
+                    got[face][name].append({})  # the round's figures, filled turn by turn
+                for i, (side, rows) in enumerate(turns(face, wanted)):
+                    for name in (("old", "new") if (r + i) % 2 == 0 else ("new", "old")):
+                        if face == "tcl":
+                            figs, failed = sides[name].tcl_turn(url, args.count, monitor, f"{name}{r}", rows)
+                        else:
+                            figs, failed = sides[name].py_turn(url, args.count, monitor, side, rows)
+                        # a failed turn leaves its figures out of this round: its pair is dropped
+                        failures.extend(f"{name} {face}, round {r + 1}: {f}" for f in failed)
+                        got[face][name][-1].update(figs)
             figs, _each = bench_raw.ceiling(url, args.count, wanted or bench.FIGURES, tag=f"ab{r}")
             raw_rounds.append(figs)
     finally:

@@ -399,17 +399,22 @@ async def workload(side: Side, url: str, count: int, monitor: str | None = None,
 
 
 async def _js_workload(side: Side, a, tag: str, rounds: int, count: int, out: dict) -> None:
-    """The JetStream rows: js_publish, js_publish_async, fetch, kv_put, kv_get."""
+    """The JetStream rows: js_publish with js_publish_async, fetch, and
+    kv_put with kv_get (each pair measured when either of it is wanted)."""
     # JetStream through the API subjects (the same requests for both clients)
     stream = f"BP_{tag.upper()}"
     await side.request(a, f"$JS.API.STREAM.DELETE.{stream}", b"")
     cfg = json.dumps({"name": stream, "subjects": [f"bpjs.{tag}.>"], "storage": "memory"}).encode()
     await side.request(a, f"$JS.API.STREAM.CREATE.{stream}", cfg)
     js = side.jetstream(a)
-    await _js_publish_figures(side, a, js, stream, tag, rounds, count, out)
-    await _fetch_figure(side, a, js, stream, tag, count, out)
+    rows = _ROWS or FIGURES
+    if "js_publish" in rows or "js_publish_async" in rows:
+        await _js_publish_figures(side, a, js, stream, tag, rounds, count, out)
+    if "fetch" in rows:
+        await _fetch_figure(side, a, js, stream, tag, count, out)
     await side.request(a, f"$JS.API.STREAM.DELETE.{stream}", b"")
-    await _kv_figures(side, a, js, tag, rounds, out)
+    if "kv_put" in rows or "kv_get" in rows:
+        await _kv_figures(side, a, js, tag, rounds, out)
 
 
 FIGURES = ["publish", "deliver", "request", "request_async", "js_publish", "js_publish_async", "fetch",

@@ -53,3 +53,21 @@ def test_rows_names_are_checked_before_anything_runs(capsys):
         bench_ab.main(["--baseline", "/nonexistent/python", "--rows", "request,kv_gets"])
     assert e.value.code == 2
     assert "no such figure kv_gets" in capsys.readouterr().err
+
+
+def test_turns_pair_each_group_of_figures_and_cover_every_figure():
+    py = bench_ab.turns("py", [])
+    assert py[:2] == [("tclnats_py", ["publish", "deliver"]), ("natspy", ["publish", "deliver"])]
+    from tclnats_py.compat import bench, bench_py
+    assert sorted(f for side, g in py if side == "natspy" for f in g) == sorted(bench_py.FIGURES)
+    tcl = bench_ab.turns("tcl", [])
+    assert all(side is None for side, _g in tcl)
+    assert sorted(f for _side, g in tcl for f in g) == sorted(bench.FIGURES)
+
+
+def test_turns_for_some_rows_bring_only_their_groups():
+    assert bench_ab.turns("py", ["kv_get", "fetch"]) == [
+        ("tclnats_py", ["fetch"]), ("natspy", ["fetch"]), ("tclnats_py", ["kv_put", "kv_get"]),
+        ("natspy", ["kv_put", "kv_get"])]
+    assert bench_ab.turns("tcl", ["request_async"]) == []
+    assert bench_ab.turns("tcl", ["kv_get", "deliver"]) == [(None, ["deliver"]), (None, ["kv_put", "kv_get"])]
