@@ -210,6 +210,41 @@ def test_iterator_with_a_message_limit(nats_server):
     asyncio.run(main())
 
 
+def test_publish_before_connect_while_drain_flushes_and_after(nats_server):
+    """nats-py's refusals of a publish: ConnectionClosedError before connect,
+    ConnectionDrainingError while drain() flushes the publications (held
+    here by a slower flush), ConnectionClosedError once drained; a bad
+    subject is BadSubjectError first in every state."""
+    async def main():
+        idle = NATS()
+        with pytest.raises(nerr.ConnectionClosedError):
+            await idle.publish("np.dr", b"x")
+        with pytest.raises(nerr.BadSubjectError):
+            await idle.publish("np dr", b"x")
+        nc = await natspy.connect(nats_server.url)
+        flush = nc._impl.flush
+
+        async def held_flush(*args):
+            await asyncio.sleep(0.3)
+            await flush(*args)
+        nc._impl.flush = held_flush
+        draining = asyncio.ensure_future(nc.drain())
+        await asyncio.sleep(0.1)
+        assert nc.is_draining_pubs
+        for reply in ("", "np.reply"):
+            with pytest.raises(nerr.ConnectionDrainingError):
+                await nc.publish("np.dr", b"x", reply=reply)
+        with pytest.raises(nerr.ConnectionDrainingError):
+            await nc.publish("np.dr", b"x", headers={"k": "v"})
+        with pytest.raises(nerr.BadSubjectError):
+            await nc.publish("np.dr", b"x", reply="np reply")
+        await draining
+        assert nc.is_closed
+        with pytest.raises(nerr.ConnectionClosedError):
+            await nc.publish("np.dr", b"x")
+    asyncio.run(main())
+
+
 def test_unsubscribe_inside_the_iterator_still_yields_what_arrived(nats_server):
     """nats-py's iterator takes what is queued before it looks at the end:
     ``await sub.unsubscribe()`` inside ``async for msg in sub.messages``
