@@ -5,6 +5,7 @@ nats-server (publish/subscribe, headers, requests old and new style, slow
 consumers, connect failures, callbacks, drain)."""
 
 import asyncio
+import dataclasses
 import os
 import socket
 import subprocess
@@ -17,6 +18,7 @@ from tclnats_py import errors as our_errors
 from tclnats_py import natspy
 from tclnats_py.natspy import errors as nerr
 from tclnats_py.natspy.aio.client import Client as NATS
+from tclnats_py.natspy.aio.msg import Msg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -207,6 +209,71 @@ def test_iterator_with_a_message_limit(nats_server):
         await sub.unsubscribe()  # ended at its limit: still allowed, as nats-py
         await nc.drain()
         assert nc.is_closed
+    asyncio.run(main())
+
+
+def test_delivered_msg_is_the_dataclass_with_every_field(nats_server):
+    """A delivered Msg (built by Msg._from_impl) holds every field of the
+    dataclass, in its order, with what Msg(...) would hold; a subclass's
+    _from_impl makes an instance of the subclass through its __init__."""
+    class Tagged(Msg):
+        def __init__(self, *args):
+            super().__init__(*args)
+            self.tag = "made"
+
+    async def main():
+        nc = await natspy.connect(nats_server.url)
+        sub = await nc.subscribe("np.fields")
+        await nc.publish("np.fields", b"body", reply="np.back", headers={"K": "v"})
+        await nc.publish("np.fields", b"")
+        got = [await sub.next_msg(timeout=2) for _ in range(2)]
+        assert [m.headers for m in got] == [{"K": "v"}, None]
+        for m in got:
+            assert list(vars(m)) == [f.name for f in dataclasses.fields(Msg)]
+            assert vars(m) == vars(Msg(nc, m.subject, m.reply, m.data, m.headers, None, False, m.sid))
+        assert (got[0].reply, got[1].reply, got[0].data) == ("np.back", "", b"body")
+        assert nc.stats["in_bytes"] == 4
+        sub2 = await nc.subscribe("np.tagged", cb=None)
+        await nc.publish("np.tagged", b"t")
+        impl_msg = await sub2._impl.next_msg(2)
+        tagged = Tagged._from_impl(nc, impl_msg)
+        assert type(tagged) is Tagged and tagged.tag == "made" and tagged.data == b"t"
+        await nc.close()
+    asyncio.run(main())
+
+
+def test_publish_before_connect_while_drain_flushes_and_after(nats_server):
+    """nats-py's refusals of a publish: ConnectionClosedError before connect,
+    ConnectionDrainingError while drain() flushes the publications (held
+    here by a slower flush), ConnectionClosedError once drained; a bad
+    subject is BadSubjectError first in every state."""
+    async def main():
+        idle = NATS()
+        with pytest.raises(nerr.ConnectionClosedError):
+            await idle.publish("np.dr", b"x")
+        with pytest.raises(nerr.BadSubjectError):
+            await idle.publish("np dr", b"x")
+        nc = await natspy.connect(nats_server.url)
+        flush = nc._impl.flush
+
+        async def held_flush(*args):
+            await asyncio.sleep(0.3)
+            await flush(*args)
+        nc._impl.flush = held_flush
+        draining = asyncio.ensure_future(nc.drain())
+        await asyncio.sleep(0.1)
+        assert nc.is_draining_pubs
+        for reply in ("", "np.reply"):
+            with pytest.raises(nerr.ConnectionDrainingError):
+                await nc.publish("np.dr", b"x", reply=reply)
+        with pytest.raises(nerr.ConnectionDrainingError):
+            await nc.publish("np.dr", b"x", headers={"k": "v"})
+        with pytest.raises(nerr.BadSubjectError):
+            await nc.publish("np.dr", b"x", reply="np reply")
+        await draining
+        assert nc.is_closed
+        with pytest.raises(nerr.ConnectionClosedError):
+            await nc.publish("np.dr", b"x")
     asyncio.run(main())
 
 

@@ -152,6 +152,10 @@ class Client:
 
     def __init__(self) -> None:
         self._impl: Optional[_ImplClient] = None
+        # impl.publish, bound once (a method lookup on impl costs more than
+        # this attribute) while publish() may go on: None before connect and
+        # while a drain flushes (DRAINING_PUBS)
+        self._impl_publish: Optional[Callable[..., Awaitable[None]]] = None
         self._error_cb: Callable[[BaseException], Awaitable[None]] = _default_error_callback
         self._disconnected_cb = None
         self._closed_cb = None
@@ -241,6 +245,7 @@ class Client:
         self.options.update({k: given[k] for k in _SHOWN_OPTIONS})
         self.options.update({k: v for k, v in (("tls", tls), ("tls_hostname", tls_hostname)) if v})
         self._impl = impl = self._new_impl(given)
+        self._impl_publish = impl.publish
         self._close_cbs_done = False
         self._closing = False
         self._connecting = True
@@ -673,6 +678,7 @@ class Client:
                 except NatsError as e:
                     await self._error_cb(errors.translate(e))
             self._draining = Client.DRAINING_PUBS
+            self._impl_publish = None
             if impl.is_connected:
                 try:
                     await impl.flush(self._drain_timeout)
@@ -682,6 +688,7 @@ class Client:
             await impl.close()
         finally:
             self._draining = 0
+            self._impl_publish = None if self._impl is None else self._impl.publish
 
     async def flush(self, timeout: float = DEFAULT_FLUSH_TIMEOUT) -> None:
         """A PING/PONG round trip (nats.errors.FlushTimeoutError when no PONG in time)."""
@@ -719,24 +726,29 @@ class Client:
         """Publish ``payload`` (bytes) to ``subject``; the subject is checked
         first, the engine checks the rest (closed, max_payload, buffer bounds,
         an empty subject when the check is off)."""
-        # a subject checked before and no reply: nothing to look at (one set lookup)
-        if (subject not in _CLEAN or reply) and self._check_subjects and (
-                not _publish_subject_ok(subject) or reply and _BLANKS(reply)):
-            raise errors.BadSubjectError()
-        impl = self._impl
-        if impl is None:
-            raise errors.ConnectionClosedError()
-        if self._draining == 6:  # DRAINING_PUBS
-            raise errors.ConnectionDrainingError()
+        if reply:
+            if self._check_subjects and (not _publish_subject_ok(subject) or _BLANKS(reply)):
+                raise errors.BadSubjectError()
+            to: Optional[str] = reply
+        else:
+            # a subject checked before: nothing to look at (one set lookup)
+            if subject not in _CLEAN and self._check_subjects and not _publish_subject_ok(subject):
+                raise errors.BadSubjectError()
+            to = None
+        publish = self._impl_publish
+        if publish is None:
+            raise errors.ConnectionClosedError() if self._impl is None else errors.ConnectionDrainingError()
         if headers is not None:
-            headers = self._headers_to_send(impl, payload, headers)
+            headers = self._headers_to_send(self._impl, payload, headers)
         try:
-            await impl.publish(subject, payload, reply or None, headers)
+            await publish(subject, payload, to, headers)
         except NatsError as e:
             raise errors.translate(e) from e
         self._out_bytes += len(payload)
-        if self._small_pending and impl.pending_data_size > self._pending_size and impl.is_connected:
-            impl.write_pending()  # nats-py's forced flush past pending_size
+        if self._small_pending:
+            impl = self._impl
+            if impl is not None and impl.pending_data_size > self._pending_size and impl.is_connected:
+                impl.write_pending()  # nats-py's forced flush past pending_size
 
     def _headers_to_send(self, impl, payload: bytes, headers: Dict[str, Any]) -> Dict[str, Any]:
         """``headers`` as nats-py sends them (headers_arg), looked at as

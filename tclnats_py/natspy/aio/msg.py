@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Msg"]
 
+# a Msg before its fields are set (Msg._from_impl sets them)
+_new_object = object.__new__
+
 
 # a header name nats-py sends: an RFC 7230 token (no CR, LF, blank or separator)
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+").fullmatch
@@ -93,10 +96,24 @@ class Msg:
     def _from_impl(cls, client: "Client", m: Any) -> "Msg":
         """A Msg for ``client`` (the natspy Client) from the engine's message ``m``."""
         h = m.headers
+        data = m.data
         if client is not None:
-            client._in_bytes += len(m.data)
-        return cls(client, m.subject, m.reply or "", m.data,
-                   None if not h else headers_from_impl(h), None, False, m.sid)
+            client._in_bytes += len(data)
+        if cls is not Msg:
+            return cls(client, m.subject, m.reply or "", data,
+                       None if not h else headers_from_impl(h), None, False, m.sid)
+        # the dataclass __init__'s stores, in this frame: calling the class
+        # costs a type call and a second frame per delivered message
+        msg = _new_object(Msg)
+        msg._client = client
+        msg.subject = m.subject
+        msg.reply = m.reply or ""
+        msg.data = data
+        msg.headers = None if not h else headers_from_impl(h)
+        msg._metadata = None
+        msg._ackd = False
+        msg._sid = m.sid
+        return msg
 
     @property
     def header(self) -> dict[str, str] | None:
