@@ -11,14 +11,17 @@ environment's ``TCLLIBPATH`` (what its ``tclnats-tclsh --env`` prints), and
 the Python face runs compat/bench_py.py's workload (the asyncio face and the
 nats-py API on it) in a child process of each Python, one round at a time.
 The two sides take turns figure by figure: a round measures each group of
-figures (one process of one side: the Python face's publish with deliver,
-request with request_async, js_publish with js_publish_async, fetch, and
-kv_put with kv_get, for the asyncio face and nats-py's API on it
-separately; the Tcl face's figures one by one, kv_put with kv_get) on the
-old side and at once on the new one, the order swapped from one group to
-the next and from one round to the next, and the raw-socket ceiling
-(compat/bench_raw.py) takes its turn at the end of the round; each
-figure is the median of the rounds.
+figures on the old side and at once on the new one, the order swapped
+from one group to the next and from one round to the next, and the
+raw-socket ceiling (compat/bench_raw.py) takes its turn at the end of the
+round; each figure is the median of the rounds.  A group is the Python
+face's publish with deliver, request with request_async, js_publish with
+js_publish_async, fetch, or kv_put with kv_get, for the asyncio face and
+nats-py's API on it separately, each run by a process of that side kept
+for the whole run (bench_py.py ``--serve``: no start-up between the two
+sides' turns); or one of the Tcl face's figures (kv_put with kv_get), a
+tclsh run each time.  Every request row of both sides talks to one echo
+responder.
 
 So each round gives one paired new/old ratio per figure, measured seconds
 apart; the table's ``new/old`` is the median of those paired ratios and
@@ -44,6 +47,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import shutil
 import statistics
 import subprocess
@@ -91,6 +95,7 @@ class Install:
             raise SystemExit(f"bench_ab: {label}: {launcher} --env printed no TCLLIBPATH: {line!r}")
         self.tcl_env = dict(env, TCLLIBPATH=libpath)
         self.tclsh = shutil.which(tclsh) or tclsh
+        self.servers: dict = {}  # Python side -> its serving process (bench_py.serve)
 
     def check(self) -> None:
         """Print what this side loads; stop when it is not its own copy."""
@@ -107,21 +112,39 @@ class Install:
                                       monitor)
         return {k: v[0] for k, v in figs.items()}, failed
 
-    def py_turn(self, url: str, count: int, monitor: str, side: str, rows: list) -> tuple[dict, list]:
+    def py_turn(self, url: str, count: int, monitor: str, echo: str, side: str, rows: list) -> tuple[dict, list]:
+        """``rows`` of Python side ``side``, run once by its serving process
+        (bench_py.serve, started at the first turn and kept)."""
+        what = f"{side} {','.join(rows)}"
+        proc = self.servers.get(side)
+        if proc is None or proc.poll() is not None:
+            proc = self.servers[side] = subprocess.Popen(
+                [self.python, BENCH_PY, "--serve", side, "--url", url, "--monitor", monitor, "--echo", echo],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=self.env)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps({"rows": rows, "count": count}) + "\n")
+        proc.stdin.flush()
+        if not select.select([proc.stdout], [], [], 900)[0]:
+            proc.kill()
+            return {}, [f"{what}: no answer in 900 s"]
+        line = proc.stdout.readline()
         try:
-            r = subprocess.run([self.python, BENCH_PY, "--child-sides", side, "--url", url, "--count", str(count),
-                                "--rounds", "1", "--monitor", monitor, "--rows", ",".join(rows)],
-                               capture_output=True, text=True, env=self.env, timeout=900)
-        except subprocess.TimeoutExpired as e:
-            return {}, [f"{side} {','.join(rows)}: {e}"]
-        if r.returncode != 0:
-            return {}, [f"{side} {','.join(rows)}: {r.stderr.strip()[-500:]}"]
-        try:
-            runs = json.loads(r.stdout.strip().splitlines()[-1])
-            return {f"{side}:{fig}": (v[0], v[1]) for fig, v in runs[side][0].items()}, []
-        except (ValueError, KeyError, IndexError) as e:
-            return {}, [f"{side} {','.join(rows)}: an answer not understood ({type(e).__name__}: {e}): "
-                        f"{r.stdout.strip()[-300:]!r}"]
+            answer = json.loads(line)
+        except ValueError:
+            return {}, [f"{what}: the serving process ended or said {line[-300:]!r} (exit status {proc.poll()})"]
+        if "error" in answer:
+            return {}, [f"{what}: {answer['error']}"]
+        return {f"{side}:{fig}": (v[0], v[1]) for fig, v in answer["figures"].items()}, []
+
+    def stop(self) -> None:
+        for proc in self.servers.values():
+            if proc.stdin is not None:
+                proc.stdin.close()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        self.servers.clear()
 
 
 def _median_of(rounds: list, at: int = 0) -> dict:
@@ -210,7 +233,9 @@ def main(argv=None) -> int:
     failures: list = []
     store = tempfile.mkdtemp(prefix="tclnats-ab-")
     proc, url, monitor, _ws_url = bench.start_server(store)
+    echo = bench_raw.EchoResponder(url)
     try:
+        echo_subject = echo.__enter__()  # every request row of both sides talks to this one responder
         for r in range(max(1, args.rounds)):
             for face in faces:
                 for name in ("old", "new"):
@@ -220,13 +245,18 @@ def main(argv=None) -> int:
                         if face == "tcl":
                             figs, failed = sides[name].tcl_turn(url, args.count, monitor, f"{name}{r}", rows)
                         else:
-                            figs, failed = sides[name].py_turn(url, args.count, monitor, side, rows)
+                            figs, failed = sides[name].py_turn(url, args.count, monitor, echo_subject, side,
+                                                               rows)
                         # a failed turn leaves its figures out of this round: its pair is dropped
                         failures.extend(f"{name} {face}, round {r + 1}: {f}" for f in failed)
                         got[face][name][-1].update(figs)
-            figs, _each = bench_raw.ceiling(url, args.count, wanted or bench.FIGURES, tag=f"ab{r}")
+            figs, _each = bench_raw.ceiling(url, args.count, wanted or bench.FIGURES, tag=f"ab{r}",
+                                            echo=echo_subject)
             raw_rounds.append(figs)
     finally:
+        for s in sides.values():
+            s.stop()
+        echo.__exit__()
         proc.terminate()
         proc.wait(10)
         shutil.rmtree(store, ignore_errors=True)

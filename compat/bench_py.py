@@ -571,6 +571,21 @@ def _round(order: list, r: int, url: str, count: int, monitor: str | None, echo:
             runs[name].append(_RUN(workload(Side(name), url, count, monitor, echo)))
 
 
+def serve(name: str, url: str, monitor: str | None, echo: str) -> None:
+    """bench_ab's side ``name`` kept running: each line read, ``{"rows":
+    [...], "count": N}``, runs those rows once (connections of their own,
+    requests to ``echo``) and answers one line, ``{"figures": {figure:
+    [rate, cpu]}}`` or ``{"error": "..."}``, until standard input ends."""
+    for line in sys.stdin:
+        ask = json.loads(line)
+        _ROWS[:] = [f for f in FIGURES if f in ask["rows"]]
+        try:
+            answer = {"figures": _RUN(workload(Side(name), url, int(ask["count"]), monitor, echo))}
+        except Exception as e:  # the harness records it as the turn's failure and goes on
+            answer = {"error": f"{type(e).__name__}: {e}"}
+        print(json.dumps(answer), flush=True)
+
+
 def _median(rs: list) -> dict:
     return {fig: (statistics.median(run[fig][0] for run in rs if fig in run),
                   statistics.median(run[fig][1] for run in rs if fig in run))
@@ -591,6 +606,7 @@ def _parse_args(argv):
                     help="run every client on uvloop's event loop instead of asyncio's (pip install tclnats_py[uvloop])")
     # internal: what a subprocess runs
     ap.add_argument("--child-sides", help=argparse.SUPPRESS)
+    ap.add_argument("--serve", help=argparse.SUPPRESS)
     ap.add_argument("--child-rss", help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
     ap.add_argument("--monitor", help=argparse.SUPPRESS)
@@ -715,6 +731,9 @@ def main(argv=None) -> int:
     else:
         loop_rows = []
     loop_args: list = (_use_uvloop() if args.uvloop else []) + loop_rows
+    if args.serve:
+        serve(args.serve, args.url, args.monitor, args.echo)
+        return 0
     if args.child_sides:
         print(json.dumps(_rounds(args.child_sides.split(","), args.url, count, args.rounds, False, args.monitor,
                                  echo=args.echo)))
