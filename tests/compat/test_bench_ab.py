@@ -71,3 +71,25 @@ def test_turns_for_some_rows_bring_only_their_groups():
         ("natspy", ["kv_put", "kv_get"])]
     assert bench_ab.turns("tcl", ["request_async"]) == []
     assert bench_ab.turns("tcl", ["kv_get", "deliver"]) == [(None, ["deliver"]), (None, ["kv_put", "kv_get"])]
+
+
+def test_a_serving_side_answers_each_group_and_survives_a_bad_line(js_server):
+    # bench_py --serve, as bench_ab keeps it: one line a group, one answer a line
+    import json
+    import subprocess
+    import sys
+    from tclnats_py.compat import bench_py
+    proc = subprocess.Popen([sys.executable, bench_py.__file__, "--serve", "tclnats_py", "--url", js_server.url],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        asks = [{"rows": ["publish", "deliver"], "count": 2000}, {"rows": ["publish"], "count": "many"},
+                {"rows": ["kv_put", "kv_get"], "count": 2000}]
+        out, err = proc.communicate("".join(json.dumps(a) + "\n" for a in asks), timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    first, bad, kv = (json.loads(line) for line in out.splitlines())
+    assert sorted(first["figures"]) == ["deliver", "publish"]
+    assert all(rate > 0 and cpu > 0 for rate, cpu in first["figures"].values())
+    assert bad == {"error": "ValueError: invalid literal for int() with base 10: 'many'"}
+    assert sorted(kv["figures"]) == ["kv_get", "kv_put"]
