@@ -9,7 +9,7 @@ the Python running this).  Both run the same workloads on one nats-server:
 the Tcl face runs compat/bench_workload.tcl under stock ``tclsh`` with each
 environment's ``TCLLIBPATH`` (what its ``tclnats-tclsh --env`` prints), and
 the Python face runs compat/bench_py.py's workload (the asyncio face and the
-nats-py API on it) in a child process of each Python, one round at a time.
+nats-py API on it) in child processes of each Python.
 The two sides take turns figure by figure: a round measures each group of
 figures on the old side and at once on the new one, the order swapped
 from one group to the next and from one round to the next, and the
@@ -205,6 +205,32 @@ def _print(rows: list, count: int, rounds: int) -> None:
               f"{_num(q, '.3f'):>9}{spread:>13}{cpu:>16}{_num(r['raw_socket'], ',.0f'):>12}{verdict}")
 
 
+def _measure(args, sides: dict, faces: tuple, wanted: list, url: str, monitor: str,
+             echo: str) -> tuple[dict, list, list]:
+    """Every round: each turn of each face by both sides back to back, then
+    the raw-socket ceiling; ({face: {side: [round's figures]}}, [ceiling's
+    figures of each round], [what failed])."""
+    got: dict = {f: {"old": [], "new": []} for f in faces}
+    raw_rounds: list = []
+    failures: list = []
+    for r in range(max(1, args.rounds)):
+        for face in faces:
+            for name in ("old", "new"):
+                got[face][name].append({})  # the round's figures, filled turn by turn
+            for i, (side, rows) in enumerate(turns(face, wanted)):
+                for name in (("old", "new") if (r + i) % 2 == 0 else ("new", "old")):
+                    if face == "tcl":
+                        figs, failed = sides[name].tcl_turn(url, args.count, monitor, f"{name}{r}", rows)
+                    else:
+                        figs, failed = sides[name].py_turn(url, args.count, monitor, echo, side, rows)
+                    # a failed turn leaves its figures out of this round: its pair is dropped
+                    failures.extend(f"{name} {face}, round {r + 1}: {f}" for f in failed)
+                    got[face][name][-1].update(figs)
+        figs, _each = bench_raw.ceiling(url, args.count, wanted or bench.FIGURES, tag=f"ab{r}", echo=echo)
+        raw_rounds.append(figs)
+    return got, raw_rounds, failures
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline", required=True, help="the python of the environment with the old tclnats_py")
@@ -228,35 +254,15 @@ def main(argv=None) -> int:
     faces: tuple = ("tcl", "py") if args.face == "both" else (args.face,)
     if wanted and not turns("tcl", wanted):  # (the Python face's own figures only)
         faces = tuple(f for f in faces if f != "tcl")
-    got: dict = {f: {"old": [], "new": []} for f in faces}
-    raw_rounds: list = []
-    failures: list = []
     store = tempfile.mkdtemp(prefix="tclnats-ab-")
     proc, url, monitor, _ws_url = bench.start_server(store)
-    echo = bench_raw.EchoResponder(url)
     try:
-        echo_subject = echo.__enter__()  # every request row of both sides talks to this one responder
-        for r in range(max(1, args.rounds)):
-            for face in faces:
-                for name in ("old", "new"):
-                    got[face][name].append({})  # the round's figures, filled turn by turn
-                for i, (side, rows) in enumerate(turns(face, wanted)):
-                    for name in (("old", "new") if (r + i) % 2 == 0 else ("new", "old")):
-                        if face == "tcl":
-                            figs, failed = sides[name].tcl_turn(url, args.count, monitor, f"{name}{r}", rows)
-                        else:
-                            figs, failed = sides[name].py_turn(url, args.count, monitor, echo_subject, side,
-                                                               rows)
-                        # a failed turn leaves its figures out of this round: its pair is dropped
-                        failures.extend(f"{name} {face}, round {r + 1}: {f}" for f in failed)
-                        got[face][name][-1].update(figs)
-            figs, _each = bench_raw.ceiling(url, args.count, wanted or bench.FIGURES, tag=f"ab{r}",
-                                            echo=echo_subject)
-            raw_rounds.append(figs)
+        # every request row of both sides, and the ceiling's, talks to this one responder
+        with bench_raw.EchoResponder(url) as echo:
+            got, raw_rounds, failures = _measure(args, sides, faces, wanted, url, monitor, echo)
     finally:
         for s in sides.values():
             s.stop()
-        echo.__exit__()
         proc.terminate()
         proc.wait(10)
         shutil.rmtree(store, ignore_errors=True)
